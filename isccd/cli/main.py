@@ -1,0 +1,53 @@
+"""Entry point of the ``isccd`` command: builds the parser and dispatches to a command module.
+
+Exit status: 0 success, 1 a command-specific failure (e.g. some files failed), 2 usage error,
+78 invalid configuration, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from isccd import __version__
+
+#: Modules that add commands, in the order they appear in ``--help``.
+COMMAND_MODULES: tuple[str, ...] = ()
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_CONFIG = 78
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every command registered."""
+    parser = argparse.ArgumentParser(
+        prog="isccd",
+        description="Content identity with ISCC codes (ISO 24138): code files, find duplicates, "
+        "and run the watching daemon.",
+    )
+    parser.add_argument("--version", action="version", version=f"isccd {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``isccd`` command line and return its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("isccd: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `isccd code ... | head`): not an error.
+        sys.stderr.close()
+        return EXIT_OK
+    return status

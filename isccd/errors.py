@@ -1,0 +1,99 @@
+"""The exception tree of isccd, and what each branch means for the daemon.
+
+::
+
+    IsccdError
+    |-- ConfigError               bad settings: a clear message, exit 78 (EX_CONFIG); never retried
+    |-- FileError                 a file cannot be read: recorded against it; the daemon carries on
+    |   |-- NotRegularFileError   FIFO, socket, device or directory: never opened
+    |   |-- FileVanishedError     gone between listing and reading: treated as removed
+    |   |-- FileAccessError       permission denied or an I/O error: recorded, retried on change
+    |   `-- FileUnstableError     changed while it was read: retried with backoff, then "unstable"
+    |-- ExtractionError           content extraction failed: recorded for that unit only; the other
+    |   |                         units (Data, Instance, Meta) are still computed
+    |   |-- UnsupportedMediaTypeError   no Content-Code for this media type
+    |   |-- ImageTooLargeError    a decompression bomb: refused, not decoded
+    |   `-- ToolError             an external tool is missing, failed or timed out
+    |-- StoreError                the store cannot be opened or written: fatal at start-up, clear
+    |   |                         message; during a run the batch is retried after a pause
+    |   |-- StoreCorruptError     integrity check failed
+    |   `-- StoreFullError        the disk is full
+    `-- ProtocolError             a bad client request: an error reply; the connection carries on
+
+The pure algorithms in :mod:`isccd.iscc` raise their own :class:`isccd.iscc.IsccError` (a
+``ValueError``) and ``TypeError`` for wrong argument types; they know nothing of this tree.
+
+This module imports nothing of isccd.
+"""
+
+from __future__ import annotations
+
+
+class IsccdError(Exception):
+    """Base of every error isccd raises on purpose."""
+
+
+class ConfigError(IsccdError):
+    """The configuration is invalid. The message names the key and the problem."""
+
+
+class FileError(IsccdError):
+    """A problem reading one file. Recorded against that file; never fatal."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class NotRegularFileError(FileError):
+    """The path is not a regular file (FIFO, socket, device, directory). It is never opened."""
+
+
+class FileVanishedError(FileError):
+    """The file disappeared before or while it was read."""
+
+
+class FileAccessError(FileError):
+    """The file cannot be read: permission denied, or an I/O error."""
+
+
+class FileUnstableError(FileError):
+    """The file changed while it was read (its fstat differs before and after)."""
+
+
+class ExtractionError(IsccdError):
+    """Content extraction failed for one unit; the other units are unaffected."""
+
+
+class UnsupportedMediaTypeError(ExtractionError):
+    """The media type has no Content-Code."""
+
+
+class ImageTooLargeError(ExtractionError):
+    """The image has more pixels than allowed (a decompression bomb) and was not decoded."""
+
+
+class ToolError(ExtractionError):
+    """An external tool (fpcalc, ffmpeg, ...) is missing, failed, or timed out."""
+
+
+class StoreError(IsccdError):
+    """The store cannot be opened or written."""
+
+
+class StoreCorruptError(StoreError):
+    """The store failed its integrity check."""
+
+
+class StoreFullError(StoreError):
+    """The disk holding the store is full."""
+
+
+class ProtocolError(IsccdError):
+    """A client request is invalid. Carries a machine-readable code for the error reply."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

@@ -1,0 +1,262 @@
+"""Typed, immutable data shared by the layers of isccd.
+
+Everything that crosses a layer boundary (a process pool, the store's owner thread, the socket
+broker) is one of these frozen dataclasses or enums. This module imports nothing of isccd, so any
+layer may import it.
+
+Paths are ``str`` in the form :func:`os.fsdecode` gives on Linux: names that are not valid UTF-8
+keep their bytes as lone surrogates (``surrogateescape``) and round-trip exactly through
+:func:`os.fsencode`.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Mode(enum.StrEnum):
+    """How a file's content is processed, decided from its media type."""
+
+    TEXT = "text"
+    """Text and documents: the Text-Code."""
+    IMAGE = "image"
+    """Still images: the Image-Code."""
+    AUDIO = "audio"
+    """Sound: the Audio-Code from Chromaprint features."""
+    VIDEO = "video"
+    """Moving images: the Video-Code from MPEG-7 frame signatures."""
+
+
+class UnitType(enum.StrEnum):
+    """The kinds of ISCC unit isccd computes and compares.
+
+    Units are only ever compared with units of the same type.
+    """
+
+    META = "meta"
+    """Meta-Code: similarity of the name and description."""
+    TEXT = "text"
+    """Content-Code Text."""
+    IMAGE = "image"
+    """Content-Code Image."""
+    AUDIO = "audio"
+    """Content-Code Audio."""
+    VIDEO = "video"
+    """Content-Code Video."""
+    MIXED = "mixed"
+    """Content-Code Mixed."""
+    DATA = "data"
+    """Data-Code: similarity of the raw bytes."""
+    INSTANCE = "instance"
+    """Instance-Code: BLAKE3 checksum of the raw bytes."""
+
+    @property
+    def is_content(self) -> bool:
+        """True for the Content-Code subtypes."""
+        return self in _CONTENT_TYPES
+
+
+_CONTENT_TYPES = frozenset(
+    {UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO, UnitType.MIXED}
+)
+
+#: The Content-Code unit each processing mode produces.
+CONTENT_UNIT_OF_MODE: Mapping[Mode, UnitType] = {
+    Mode.TEXT: UnitType.TEXT,
+    Mode.IMAGE: UnitType.IMAGE,
+    Mode.AUDIO: UnitType.AUDIO,
+    Mode.VIDEO: UnitType.VIDEO,
+}
+
+
+class IssueKind(enum.StrEnum):
+    """How a unit or stage that did not produce a result ended."""
+
+    ERROR = "error"
+    """Something went wrong (corrupt input, a tool failed, the file vanished)."""
+    SKIPPED = "skipped"
+    """Nothing to compute, by design (no text in a document, audio too short, no tool)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One computed ISCC unit.
+
+    Attributes:
+        type: Which unit this is.
+        iscc: The canonical code, ``"ISCC:"`` + base32.
+        digest: The unit's body (``bits // 8`` bytes), for Hamming comparisons.
+        profile: What made the unit: ISCC version, bit length, and the extractor and tool
+            versions it depends on. A change of profile means the unit must be recomputed.
+    """
+
+    type: UnitType
+    iscc: str
+    digest: bytes
+    profile: str
+
+    @property
+    def bits(self) -> int:
+        """Length of the unit's body in bits."""
+        return len(self.digest) * 8
+
+
+@dataclass(frozen=True, slots=True)
+class FileIssue:
+    """A per-file problem: why a stage or unit has no result.
+
+    Attributes:
+        stage: Where it happened: ``"read"``, ``"mediatype"``, or a unit type value
+            (``"meta"``, ``"text"``, ``"image"``, ``"audio"``, ``"video"``, ``"data"``, ...).
+        kind: Error or deliberate skip.
+        reason: A sentence a user can act on.
+    """
+
+    stage: str
+    kind: IssueKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """A file's identity and the validators that tell whether it changed."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    nlink: int = 1
+
+    @classmethod
+    def from_os(cls, st: os.stat_result) -> FileStat:
+        """Build from the result of :func:`os.stat`, :func:`os.fstat` or ``DirEntry.stat``."""
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink)
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        """``(st_dev, st_ino)``: the same file under any name (renames, hardlinks)."""
+        return (self.dev, self.ino)
+
+    def same_content_version(self, other: FileStat) -> bool:
+        """True when every validator matches, so the content can be trusted unchanged."""
+        return (
+            self.dev == other.dev
+            and self.ino == other.ino
+            and self.size == other.size
+            and self.mtime_ns == other.mtime_ns
+            and self.ctime_ns == other.ctime_ns
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """Everything isccd learned about one file in one processing pass.
+
+    Attributes:
+        path: The file's path (see the module docstring for non-UTF-8 names).
+        stat: The file's stat taken from the open descriptor before reading; ``None`` if the
+            file could not be opened at all.
+        mediatype: The detected media type, e.g. ``"image/jpeg"``.
+        mode: The processing mode, or ``None`` when the type has no Content-Code.
+        iscc: The composite ISCC-CODE, when at least Data and Instance were computed.
+        name: The name the Meta-Code was made from.
+        units: Every unit computed, in the order Meta, Content, Data, Instance.
+        datahash: ``"1e20"`` + BLAKE3 hex of the bytes (a multihash).
+        filesize: Bytes read.
+        characters: Text mode: characters after normalization.
+        width: Image and video: pixels.
+        height: Image and video: pixels.
+        duration: Audio and video: seconds.
+        extractor: The extractor and tool versions used for the Content-Code.
+        timings: Milliseconds spent per stage, in order.
+        issues: What could not be computed, and why.
+    """
+
+    path: str
+    stat: FileStat | None
+    mediatype: str | None = None
+    mode: Mode | None = None
+    iscc: str | None = None
+    name: str | None = None
+    units: tuple[Unit, ...] = ()
+    datahash: str | None = None
+    filesize: int | None = None
+    characters: int | None = None
+    width: int | None = None
+    height: int | None = None
+    duration: float | None = None
+    extractor: str | None = None
+    timings: tuple[tuple[str, float], ...] = ()
+    issues: tuple[FileIssue, ...] = ()
+
+    def unit(self, unit_type: UnitType) -> Unit | None:
+        """The unit of the given type, if it was computed."""
+        for unit in self.units:
+            if unit.type is unit_type:
+                return unit
+        return None
+
+    @property
+    def failed(self) -> bool:
+        """True when any stage ended in an error (skips are not failures)."""
+        return any(issue.kind is IssueKind.ERROR for issue in self.issues)
+
+
+class EventType(enum.StrEnum):
+    """Everything the index announces. The value is the wire name."""
+
+    FILE_ADDED = "file.added"
+    """A new file was indexed."""
+    FILE_CHANGED = "file.changed"
+    """An indexed file's content changed and was recomputed."""
+    FILE_MOVED = "file.moved"
+    """An indexed file was renamed or moved; its codes were kept."""
+    FILE_REMOVED = "file.removed"
+    """An indexed file disappeared (it is kept as a tombstone for a while)."""
+    DUP_EXACT = "dup.exact"
+    """A file has the same bytes as another (equal Instance-Code datahash and size)."""
+    DUP_NEAR = "dup.near"
+    """A file is within a unit's Hamming threshold of another."""
+    DUP_RESOLVED = "dup.resolved"
+    """A duplicate relation ended (a file changed or was removed)."""
+    FILE_ERROR = "file.error"
+    """A file could not be (fully) processed; the reason is in the event."""
+    FILE_UNSTABLE = "file.unstable"
+    """A file kept changing while it was read and was given up for now."""
+    SCAN_PROGRESS = "scan.progress"
+    """A reconcile scan is under way."""
+    SCAN_DONE = "scan.done"
+    """A reconcile scan finished."""
+    WATCH_RECRAWL = "watch.recrawl"
+    """Events were lost (kernel queue overflow); the root is being reconciled."""
+    WATCH_DEGRADED = "watch.degraded"
+    """Part of a root cannot be watched and is polled instead."""
+    SUBSCRIBER_LAGGED = "subscriber.lagged"
+    """A subscriber did not keep up and was disconnected; resume from the given seq."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of the event log.
+
+    Attributes:
+        seq: Position in the log, strictly increasing, never reused.
+        type: What happened.
+        time: Unix time in seconds when the change was committed.
+        root: The watched root the path belongs to (``""`` for daemon-wide events).
+        path: The file concerned (``""`` for root- or daemon-wide events).
+        data: Further JSON-serializable fields (the other path of a duplicate, the unit,
+            distance and threshold, ISCC-CODEs, scan counters, ...).
+    """
+
+    seq: int
+    type: EventType
+    time: float
+    root: str
+    path: str
+    data: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,165 @@
+"""The import rules of docs/architecture.md, kept true.
+
+Each module of the package may only import the isccd modules its layer allows. In particular the
+ISCC algorithms import nothing but themselves, and nothing imports the daemon or the CLI.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "isccd"
+
+#: layer -> the isccd layers it may import (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "__init__": set(),
+    "__main__": {"cli"},
+    "model": set(),
+    "errors": set(),
+    "iscc": set(),
+    "extract": {"model", "errors"},
+    "hashing": {"extract", "iscc", "model", "errors"},
+    "store": {"model", "errors"},
+    "index": {"model", "errors"},
+    "match": {"model", "errors", "iscc"},
+    "protocol": {"model", "errors"},
+    "watch": {"model", "errors"},
+    "server": {"protocol", "model", "errors"},
+    "client": {"protocol", "model", "errors"},
+    "sdnotify": set(),
+    "logconf": set(),
+    "settings": {"model", "errors"},
+    "daemon": {
+        "model",
+        "errors",
+        "iscc",
+        "extract",
+        "hashing",
+        "store",
+        "index",
+        "match",
+        "protocol",
+        "watch",
+        "server",
+        "sdnotify",
+        "settings",
+        "logconf",
+    },
+    "cli": {
+        "model",
+        "errors",
+        "iscc",
+        "extract",
+        "hashing",
+        "store",
+        "index",
+        "match",
+        "protocol",
+        "client",
+        "settings",
+        "logconf",
+        "daemon",
+        "watch",
+    },
+}
+
+
+def _layer_of(module: str) -> str:
+    return module.split(".")[1] if "." in module else "__init__"
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        out.append((".".join(parts), path))
+    return out
+
+
+def _isccd_imports(module: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "isccd")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            if name.split(".")[0] == "isccd":
+                found.add(name)
+                if name == "isccd":  # `from isccd import store` imports a submodule
+                    found.update(
+                        f"isccd.{a.name}"
+                        for a in node.names
+                        if (PACKAGE / a.name).is_dir() or (PACKAGE / f"{a.name}.py").is_file()
+                    )
+    return found
+
+
+MODULES = _modules()
+
+
+def test_every_layer_is_known() -> None:
+    unknown = {_layer_of(m) for m, _ in MODULES} - ALLOWED.keys()
+    assert not unknown, f"add the new layers to ALLOWED and docs/architecture.md: {unknown}"
+
+
+@pytest.mark.parametrize(("module", "path"), MODULES, ids=[m for m, _ in MODULES])
+def test_imports_follow_the_layering(module: str, path: Path) -> None:
+    layer = _layer_of(module)
+    bad = set()
+    for imported in _isccd_imports(module, path):
+        if imported == "isccd":
+            continue
+        target = _layer_of(imported)
+        if target != layer and target not in ALLOWED.get(layer, set()) and target != "__init__":
+            bad.add(imported)
+    assert not bad, f"{module} ({layer}) may not import {sorted(bad)}"
+
+
+def test_the_algorithms_do_no_io() -> None:
+    forbidden = {
+        "os",
+        "pathlib",
+        "subprocess",
+        "socket",
+        "logging",
+        "structlog",
+        "threading",
+        "multiprocessing",
+        "asyncio",
+        "time",
+        "shutil",
+        "tempfile",
+        "sqlite3",
+    }
+    # Flake-Codes and ISCC-IDs are made from the current time and a random counter by
+    # definition; those two modules may read the clock and os.urandom, nothing else.
+    clock_readers = {"isccd.iscc.flake": {"os", "time"}, "isccd.iscc.iscc_id": {"time"}}
+    offenders = []
+    for module, path in MODULES:
+        if _layer_of(module) != "iscc":
+            continue
+        allowed_here = clock_readers.get(module, set())
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            offenders += [
+                f"{module}: {n}" for n in names if n.split(".")[0] in forbidden - allowed_here
+            ]
+    assert not offenders, offenders
