@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"model", "errors"},
     "index": {"model", "errors"},
     "match": {"model", "errors", "iscc"},
+    "pipeline": {"model", "errors", "hashing", "store", "index", "match", "watch"},
     "protocol": {"model", "errors"},
     "watch": {"model", "errors"},
     "server": {"protocol", "model", "errors"},
@@ -43,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
         "match",
         "protocol",
         "watch",
+        "pipeline",
         "server",
         "sdnotify",
         "settings",
@@ -63,6 +65,7 @@ ALLOWED: dict[str, set[str]] = {
         "logconf",
         "daemon",
         "watch",
+        "pipeline",
     },
 }
 
