@@ -31,8 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "server": {"protocol", "model", "errors"},
     "client": {"protocol", "model", "errors"},
     "sdnotify": set(),
+    "dirs": set(),
     "logconf": set(),
-    "settings": {"model", "errors"},
+    "settings": {"model", "errors", "dirs"},
     "daemon": {
         "model",
         "errors",
@@ -49,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
         "sdnotify",
         "settings",
         "logconf",
+        "dirs",
     },
     "cli": {
         "model",
@@ -66,6 +68,7 @@ ALLOWED: dict[str, set[str]] = {
         "daemon",
         "watch",
         "pipeline",
+        "dirs",
     },
 }
 
