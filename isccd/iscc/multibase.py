@@ -1,0 +1,146 @@
+"""The text encodings of ISCC codes: RFC 4648 base32, base32hex, base64url and base16, and the
+Bitcoin base58 alphabet, all without padding.
+
+Encoders take bytes and return ``str``; decoders take ``str`` and return ``bytes`` and raise
+:class:`~isccd.iscc.exceptions.IsccError` for malformed text. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from isccd.iscc.exceptions import IsccError
+
+__all__ = [
+    "decode_base16",
+    "decode_base32",
+    "decode_base32hex",
+    "decode_base58",
+    "decode_base64",
+    "encode_base16",
+    "encode_base32",
+    "encode_base32hex",
+    "encode_base58",
+    "encode_base64",
+]
+
+_B32_TO_HEX = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV")
+_HEX_TO_B32 = str.maketrans("0123456789ABCDEFGHIJKLMNOPQRSTUV", "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+_B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_B58_INDEX = {c: i for i, c in enumerate(_B58_ALPHABET)}
+_B64URL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def _require_str(code: object) -> str:
+    if not isinstance(code, str):
+        raise TypeError(f"expected a str, got {type(code).__name__}")
+    return code
+
+
+def encode_base32(data: bytes) -> str:
+    """RFC 4648 base32 (``A-Z2-7``), upper case, without padding."""
+    return base64.b32encode(data).decode("ascii").rstrip("=")
+
+
+def decode_base32(code: str) -> bytes:
+    """Decode RFC 4648 base32 without padding, ignoring case.
+
+    Raises:
+        IsccError: ``code`` has characters outside the alphabet or an impossible length.
+        TypeError: ``code`` is not a ``str``.
+    """
+    code = _require_str(code)
+    if "=" in code:
+        raise IsccError(f"base32 ISCC must not be padded: {code!r}")
+    # The stdlib decoder only accepts padded input; put back what the encoder stripped.
+    padded = code + "=" * (-len(code) % 8)
+    try:
+        return base64.b32decode(padded, casefold=True)
+    except (binascii.Error, ValueError) as e:
+        raise IsccError(f"malformed base32 {code!r}: {e}") from None
+
+
+def encode_base32hex(data: bytes) -> str:
+    """RFC 4648 base32hex ("extended hex", ``0-9A-V``), upper case, without padding."""
+    return encode_base32(data).translate(_B32_TO_HEX)
+
+
+def decode_base32hex(code: str) -> bytes:
+    """Decode RFC 4648 base32hex without padding, ignoring case.
+
+    Raises:
+        IsccError: malformed base32hex.
+        TypeError: ``code`` is not a ``str``.
+    """
+    code = _require_str(code).upper()
+    if any(c in "WXYZ" for c in code):
+        # These are legal base32 characters and would slip through the translation.
+        raise IsccError(f"malformed base32hex {code!r}")
+    return decode_base32(code.translate(_HEX_TO_B32))
+
+
+def encode_base16(data: bytes) -> str:
+    """Lower-case hexadecimal."""
+    return data.hex()
+
+
+def decode_base16(code: str) -> bytes:
+    """Decode hexadecimal, ignoring case.
+
+    Raises:
+        IsccError: an odd number of digits or a non-hex character.
+        TypeError: ``code`` is not a ``str``.
+    """
+    try:
+        return bytes.fromhex(_require_str(code))
+    except ValueError as e:
+        raise IsccError(f"malformed base16 {code!r}: {e}") from None
+
+
+def encode_base64(data: bytes) -> str:
+    """RFC 4648 base64url (``A-Za-z0-9-_``) without padding."""
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def decode_base64(code: str) -> bytes:
+    """Decode RFC 4648 base64url without padding.
+
+    Raises:
+        IsccError: characters outside the alphabet or an impossible length.
+        TypeError: ``code`` is not a ``str``.
+    """
+    code = _require_str(code)
+    if not _B64URL_CHARS.issuperset(code) or len(code) % 4 == 1:
+        raise IsccError(f"malformed base64url {code!r}")
+    return base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
+
+
+def encode_base58(data: bytes) -> str:
+    """Base58 with the Bitcoin alphabet (``base58btc``); each leading zero byte becomes ``1``."""
+    zeros = len(data) - len(data.lstrip(b"\0"))
+    n = int.from_bytes(data, "big")
+    digits = []
+    while n:
+        n, r = divmod(n, 58)
+        digits.append(_B58_ALPHABET[r])
+    return "1" * zeros + "".join(reversed(digits))
+
+
+def decode_base58(code: str) -> bytes:
+    """Decode base58 with the Bitcoin alphabet.
+
+    Raises:
+        IsccError: a character outside the alphabet.
+        TypeError: ``code`` is not a ``str``.
+    """
+    code = _require_str(code)
+    n = 0
+    for c in code:
+        digit = _B58_INDEX.get(c)
+        if digit is None:
+            raise IsccError(f"malformed base58 {code!r}: invalid character {c!r}")
+        n = n * 58 + digit
+    zeros = len(code) - len(code.lstrip("1"))
+    body = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return b"\0" * zeros + body
