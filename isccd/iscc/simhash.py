@@ -1,0 +1,92 @@
+"""SimHash: one similarity-preserving digest from many equal-length digests (ISO 24138, used by
+the Meta-, Audio- and Mixed-Codes and by ISCC-ID v0).
+
+Bit ``i`` of the result is set when at least half of the input digests have bit ``i`` set (ties
+set the bit, so a single digest hashes to itself). Bits are numbered MSB-first over the bytes.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+from isccd.iscc.exceptions import IsccError
+
+__all__ = ["alg_simhash", "simhash_rows"]
+
+#: ``_BIT_TABLE[v, k]`` is bit ``k`` (MSB first) of the byte value ``v``.
+_BIT_TABLE: npt.NDArray[np.int64] = np.unpackbits(
+    np.arange(256, dtype=np.uint8)[:, None], axis=1
+).astype(np.int64)
+
+#: Up to this many rows, unpacking to bits is faster than the per-column histograms (measured
+#: with 32-byte digests: equal at about 1,000 rows).
+_UNPACK_MAX_ROWS = 512
+
+
+def simhash_rows(rows: npt.NDArray[np.uint8]) -> bytes:
+    """SimHash of the rows of a 2-D ``uint8`` array, one digest per row.
+
+    Few rows are unpacked to bits and summed. Many rows are counted from a histogram of the byte
+    values in each column instead, which is linear in the input size and allocates nothing per
+    row.
+
+    Args:
+        rows: shape ``(n, nbytes)`` with ``n >= 1``.
+
+    Returns:
+        ``nbytes`` bytes.
+
+    Raises:
+        IsccError: ``rows`` holds no digest.
+    """
+    n, nbytes = rows.shape
+    if n == 0:
+        raise IsccError("SimHash needs at least one digest")
+    if n <= _UNPACK_MAX_ROWS:
+        counts = np.unpackbits(rows, axis=1).sum(axis=0, dtype=np.int64)
+    else:
+        per_byte = np.empty((nbytes, 8), dtype=np.int64)
+        for col in range(nbytes):
+            per_byte[col] = np.bincount(rows[:, col], minlength=256) @ _BIT_TABLE
+        counts = per_byte.ravel()
+    # count >= n / 2, in integers.
+    return np.packbits(2 * counts >= n).tobytes()
+
+
+def alg_simhash(hash_digests: Iterable[bytes]) -> bytes:
+    """SimHash of equal-length digests.
+
+    Args:
+        hash_digests: one or more byte strings of the same length (``bytes``, ``bytearray`` or
+            ``memoryview``).
+
+    Returns:
+        A digest as long as each input.
+
+    Raises:
+        IsccError: no digests, or digests of different lengths.
+        TypeError: ``hash_digests`` is a single ``bytes``/``str`` object, or an item is not
+            bytes-like.
+    """
+    if isinstance(hash_digests, bytes | bytearray | memoryview | str):
+        raise TypeError(
+            f"alg_simhash takes a sequence of digests, not one {type(hash_digests).__name__}"
+        )
+    digests = hash_digests if isinstance(hash_digests, list | tuple) else list(hash_digests)
+    if not digests:
+        raise IsccError("SimHash needs at least one digest")
+    joined = b"".join(digests)
+    lengths = set(map(len, digests))
+    if len(lengths) != 1:
+        raise IsccError(f"SimHash digests must have equal lengths, got {sorted(lengths)}")
+    nbytes = lengths.pop()
+    if len(joined) != nbytes * len(digests):
+        # A memoryview of wider items: its len() counts items, not bytes.
+        raise IsccError("SimHash digests must be flat byte strings")
+    rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(digests), nbytes)
+    return simhash_rows(rows)
