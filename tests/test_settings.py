@@ -1,0 +1,143 @@
+"""Settings: the documented file equals the defaults, every key has an environment override,
+precedence is flags > environment > file > defaults, and bad values give one clear message."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+
+from isccd.errors import ConfigError
+from isccd.settings import Settings, env_name, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "config" / "isccd.toml"
+
+#: A valid value that differs from the default for every setting, as an environment string,
+#: and the value it must parse to. A new setting fails test_every_setting_has_an_override until
+#: it is listed here.
+EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
+    ("watch", "roots"): ("/srv/a:/srv/b", (Path("/srv/a"), Path("/srv/b"))),
+    ("watch", "settle"): ("0.5", 0.5),
+    ("watch", "max_delay"): ("9", 9.0),
+    ("watch", "poll_interval"): ("2.5", 2.5),
+    ("watch", "force_polling"): ("true", True),
+    ("watch", "reconcile_interval"): ("0", 0.0),
+    ("watch", "max_pending"): ("500", 500),
+    ("watch", "follow_symlinks"): ("1", True),
+    ("watch", "ignore"): ('["*.tmp"]', ("*.tmp",)),
+    ("store", "state_dir"): ("/var/tmp/isccd", Path("/var/tmp/isccd")),
+    ("store", "url"): ("memory://", "memory://"),
+    ("store", "tombstone_days"): ("1.5", 1.5),
+    ("store", "event_days"): ("7", 7.0),
+    ("hashing", "workers"): ("3", 3),
+    ("hashing", "max_in_flight"): ("12", 12),
+    ("hashing", "shutdown_timeout"): ("2", 2.0),
+    ("hashing", "file_timeout"): ("60", 60.0),
+    ("match", "data"): ("3", 3),
+    ("match", "text"): ("10", 10),
+    ("match", "image"): ("6", 6),
+    ("match", "audio"): ("2", 2),
+    ("match", "video"): ("5", 5),
+    ("server", "socket"): ("/tmp/i.sock", Path("/tmp/i.sock")),
+    ("server", "socket_mode"): ("0600", 0o600),
+    ("server", "socket_group"): ("isccd", "isccd"),
+    ("server", "subscriber_queue"): ("64", 64),
+    ("server", "max_clients"): ("8", 8),
+    ("log", "level"): ("DEBUG", "debug"),
+    ("log", "format"): ("json", "json"),
+}
+
+
+def _fields() -> list[tuple[str, str]]:
+    return [
+        (section, name)
+        for section, info in Settings.model_fields.items()
+        for name in type(info.default).model_fields
+    ]
+
+
+def test_the_documented_file_equals_the_defaults() -> None:
+    assert load_settings(CONFIG, env={}) == load_settings(None, env={})
+
+
+def test_the_documented_file_covers_every_setting_with_a_comment() -> None:
+    text = CONFIG.read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^\[(\w+)\]\n(.*?)(?=^\[|\Z)", text, flags=re.M | re.S))
+    assert set(sections) == set(Settings.model_fields)
+    for section, name in _fields():
+        body = sections[section]
+        line = re.search(rf"^(# )?{name} = .*$", body, flags=re.M)
+        assert line, f"[{section}] {name} is not documented in config/isccd.toml"
+        before = body[: line.start()].rstrip("\n").splitlines()
+        assert before and before[-1].startswith("#"), f"[{section}] {name} has no comment"
+
+
+def test_every_setting_has_an_override() -> None:
+    assert set(EXAMPLES) == set(_fields())
+    defaults = load_settings(env={})
+    for (section, name), (text, expected) in EXAMPLES.items():
+        settings = load_settings(env={env_name((section, name)): text})
+        got = getattr(getattr(settings, section), name)
+        assert got == expected, (section, name)
+        assert got != getattr(getattr(defaults, section), name), (section, name)
+
+
+def test_flags_beat_environment_beat_file_beat_defaults(tmp_path: Path) -> None:
+    config = tmp_path / "isccd.toml"
+    config.write_text(
+        '[watch]\nroots = ["/from/file"]\nsettle = 1.0\nmax_delay = 7.0\n', encoding="utf-8"
+    )
+    env = {"ISCCD_WATCH__ROOTS": "/from/env", "ISCCD_WATCH__SETTLE": "2.0"}
+    settings = load_settings(config, env=env, overrides={"watch": {"roots": [Path("/flag")]}})
+    assert settings.watch.roots == (Path("/flag"),)
+    assert settings.watch.settle == 2.0
+    assert settings.watch.max_delay == 7.0
+    assert settings.watch.poll_interval == Settings().watch.poll_interval
+    assert load_settings(config, env=env).watch.roots == (Path("/from/env"),)
+
+
+def test_the_process_environment_is_read_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ISCCD_HASHING__WORKERS", "5")
+    assert load_settings().hashing.workers == 5
+
+
+def test_settings_are_frozen() -> None:
+    settings = load_settings(env={})
+    with pytest.raises(pydantic.ValidationError):
+        settings.watch.settle = 3.0
+    with pytest.raises(pydantic.ValidationError):
+        settings.log = settings.log
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "expected"),
+    [
+        ("[watch]\nsettle = -1\n", {}, r"^invalid configuration: watch\.settle: .*greater than 0"),
+        ("[watch]\nsetle = 1\n", {}, r"watch\.setle: unknown setting \(in .*isccd\.toml\)"),
+        ("[wacth]\n", {}, r"wacth: unknown setting"),
+        ('[watch]\nroots = ["data"]\n', {}, r"watch\.roots: 'data' is not an absolute path"),
+        ('[watch]\nroots = ["/a", "/a/b"]\n', {}, r"watch\.roots: '/a/b' and '/a' overlap"),
+        ('[log]\nlevel = "loud"\n', {}, r"log\.level: .*'debug'.*\(got 'loud'\)"),
+        ('[server]\nsocket_mode = "rw"\n', {}, r"server\.socket_mode: 'rw' is not an octal"),
+        ("", {"ISCCD_HASHING__WORKERS": "many"}, r"hashing\.workers: .*ISCCD_HASHING__WORKERS"),
+        ("", {"ISCCD_WATCH__IGNORE": "*.tmp"}, r"ISCCD_WATCH__IGNORE: not valid JSON"),
+        ("[watch\n", {}, r"isccd\.toml: not valid TOML"),
+    ],
+)
+def test_invalid_settings_name_the_key_and_the_problem(
+    tmp_path: Path, toml: str, env: dict[str, str], expected: str
+) -> None:
+    config = tmp_path / "isccd.toml"
+    config.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError, match=expected) as info:
+        load_settings(config, env=env)
+    assert "\n" not in str(info.value)
+
+
+def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.toml: cannot read"):
+        load_settings(tmp_path / "nope.toml", env={})
