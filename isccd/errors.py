@@ -13,7 +13,9 @@
     |   |                         units (Data, Instance, Meta) are still computed
     |   |-- UnsupportedMediaTypeError   no Content-Code for this media type
     |   |-- ImageTooLargeError    a decompression bomb: refused, not decoded
-    |   `-- ToolError             an external tool is missing, failed or timed out
+    |   |-- NoContentError        nothing to code (no text, audio too short): a skip, not a fault
+    |   `-- ToolError             an external tool failed or timed out
+    |       `-- ToolMissingError  a tool or optional extractor is not installed: a skip
     |-- StoreError                the store cannot be opened or written: fatal at start-up, clear
     |   |                         message; during a run the batch is retried after a pause
     |   |-- StoreCorruptError     integrity check failed
@@ -74,8 +76,16 @@ class ImageTooLargeError(ExtractionError):
     """The image has more pixels than allowed (a decompression bomb) and was not decoded."""
 
 
+class NoContentError(ExtractionError):
+    """The file has nothing to code: no text, audio too short, no video frames, encrypted."""
+
+
 class ToolError(ExtractionError):
-    """An external tool (fpcalc, ffmpeg, ...) is missing, failed, or timed out."""
+    """An external tool (fpcalc, ffmpeg, ...) or extractor library failed or timed out."""
+
+
+class ToolMissingError(ToolError):
+    """A tool or optional extractor library is not installed; the message says what to install."""
 
 
 class StoreError(IsccdError):

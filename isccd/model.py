@@ -82,6 +82,33 @@ class IssueKind(enum.StrEnum):
     """Nothing to compute, by design (no text in a document, audio too short, no tool)."""
 
 
+class IssueCode(enum.StrEnum):
+    """Why a stage has no result, for programs (the issue's ``reason`` is for people)."""
+
+    VANISHED = "vanished"
+    """The file disappeared before or while it was read: treat it as removed."""
+    UNSTABLE = "unstable"
+    """The file changed or was replaced while it was read: retry later."""
+    NOT_REGULAR = "not_regular"
+    """A FIFO, socket, device, directory or symbolic link: never opened."""
+    ACCESS = "access"
+    """Permission denied or an I/O error."""
+    UNSUPPORTED = "unsupported"
+    """The media type has no Content-Code."""
+    NO_CONTENT = "no_content"
+    """Nothing to code: empty file, no text, audio too short, encrypted document."""
+    TOO_LARGE = "too_large"
+    """Over a configured limit (e.g. a decompression bomb); refused, not decoded."""
+    TOOL_MISSING = "tool_missing"
+    """An external tool or optional extractor is not installed."""
+    TOOL_FAILED = "tool_failed"
+    """An external tool or extractor failed or timed out."""
+    INVALID = "invalid"
+    """The content is corrupt or truncated and cannot be decoded."""
+    INTERNAL = "internal"
+    """An unexpected error in isccd itself (a bug); the message names the exception."""
+
+
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One computed ISCC unit.
@@ -114,11 +141,13 @@ class FileIssue:
             (``"meta"``, ``"text"``, ``"image"``, ``"audio"``, ``"video"``, ``"data"``, ...).
         kind: Error or deliberate skip.
         reason: A sentence a user can act on.
+        code: The cause, for programs (e.g. retry on ``UNSTABLE``); ``None`` if unclassified.
     """
 
     stage: str
     kind: IssueKind
     reason: str
+    code: IssueCode | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +204,8 @@ class FileRecord:
         extractor: The extractor and tool versions used for the Content-Code.
         timings: Milliseconds spent per stage, in order.
         issues: What could not be computed, and why.
+        description: The description the Meta-Code was made from, if any.
+        metahash: ``"1e20"`` + BLAKE3 hex of the Meta-Code's input (a multihash).
     """
 
     path: str
@@ -193,6 +224,8 @@ class FileRecord:
     extractor: str | None = None
     timings: tuple[tuple[str, float], ...] = ()
     issues: tuple[FileIssue, ...] = ()
+    description: str | None = None
+    metahash: str | None = None
 
     def unit(self, unit_type: UnitType) -> Unit | None:
         """The unit of the given type, if it was computed."""
