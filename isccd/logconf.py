@@ -1,0 +1,135 @@
+"""Logging, configured once at the entry point: structlog and the standard library, one pipeline.
+
+Every line goes to stderr: readable console lines on a terminal, one JSON object per line
+otherwise (under systemd the journal stores them; ``journalctl -o cat`` shows the JSON). Loggers
+of the standard library (watchdog, asyncio, anything else) are routed through the same processors,
+so a line from watchdog looks like a line from isccd: ``timestamp``, ``level``, ``logger``,
+``event`` and the key/value context.
+
+When stderr is the journal (``$JOURNAL_STREAM`` names the stream), each line is prefixed with its
+syslog priority (``<4>`` for a warning), so ``journalctl -p warning`` filters by level.
+
+Event names are snake_case facts (``file_processed``, ``watch_overflow``). Loggers are obtained with
+``structlog.get_logger()`` where they are used; nothing is bound at module scope.
+
+Imports nothing of isccd.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any, Literal, TextIO
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+Format = Literal["auto", "json", "console"]
+
+#: syslog priorities of the levels (sd-daemon(3) prefixes).
+_PRIORITY = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
+
+#: Our handler on the root logger, replaced when logging is configured again (a reload).
+_HANDLER_NAME = "isccd"
+
+
+def configure_logging(
+    level: str = "info",
+    fmt: Format = "auto",
+    *,
+    stream: TextIO | None = None,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Configure structlog and the standard library's root logger.
+
+    Calling it again (a configuration reload) replaces the previous configuration.
+
+    Args:
+        level: Lowest level written: ``debug``, ``info``, ``warning`` or ``error``.
+        fmt: ``json``, ``console``, or ``auto`` (console on a terminal, JSON otherwise).
+        stream: Where lines go (stderr by default).
+        env: Where ``JOURNAL_STREAM`` is read (the process environment by default).
+    """
+    stream = sys.stderr if stream is None else stream
+    env = os.environ if env is None else env
+    console = fmt == "console" or (fmt == "auto" and _isatty(stream))
+    shared: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.stdlib.PositionalArgumentsFormatter(),
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer: Processor
+    if console:
+        renderer = structlog.dev.ConsoleRenderer(colors=_isatty(stream))
+    else:
+        shared.append(structlog.processors.dict_tracebacks)
+        renderer = structlog.processors.JSONRenderer(ensure_ascii=True, default=str)
+    final: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
+    if _is_journal(stream, env):
+        final.append(_JournalPriority(renderer))
+    else:
+        final.append(renderer)
+
+    formatter = structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processors=final)
+    handler = logging.StreamHandler(stream)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    logging.captureWarnings(True)
+
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        context_class=dict,
+        # Not cached: a reload may replace this configuration while loggers exist.
+        cache_logger_on_first_use=False,
+    )
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def _is_journal(stream: TextIO, env: Mapping[str, str]) -> bool:
+    """True when ``stream`` is the journal connection systemd announced in $JOURNAL_STREAM."""
+    announced = env.get("JOURNAL_STREAM", "")
+    if not announced:
+        return False
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation is a ValueError and an OSError
+        return False
+    return announced == f"{st.st_dev}:{st.st_ino}"
+
+
+class _JournalPriority:
+    """Render, then prefix the line with its syslog priority for journald."""
+
+    def __init__(self, renderer: Processor) -> None:
+        self._renderer = renderer
+
+    def __call__(
+        self, logger: WrappedLogger, name: str, event_dict: EventDict
+    ) -> Mapping[str, Any] | str | bytes | bytearray | tuple[Any, ...]:
+        priority = _PRIORITY.get(str(event_dict.get("level", "info")), 6)
+        rendered = self._renderer(logger, name, event_dict)
+        if isinstance(rendered, str):
+            return f"<{priority}>{rendered}"
+        return rendered

@@ -1,0 +1,124 @@
+"""Logging: JSON lines off a terminal, console lines on one, stdlib loggers through the same
+processors, and journald priorities when stderr is the journal."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from isccd.logconf import configure_logging
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.captureWarnings(False)
+    structlog.reset_defaults()
+
+
+def _lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_json_lines_when_not_on_a_terminal() -> None:
+    out = io.StringIO()
+    configure_logging("info", "auto", stream=out, env={})
+    structlog.get_logger("isccd.test").info(
+        "file_processed", path="/srv/a\udcff.jpg", bytes=12, outcome="added"
+    )
+    structlog.get_logger("isccd.test").debug("not_written")
+    (line,) = _lines(out)
+    assert line["event"] == "file_processed"
+    assert line["level"] == "info"
+    assert line["logger"] == "isccd.test"
+    assert line["path"] == "/srv/a\udcff.jpg"  # a non-UTF-8 name survives as an escape
+    assert line["bytes"] == 12
+    assert str(line["timestamp"]).endswith("Z")
+
+
+def test_stdlib_loggers_go_through_the_same_pipeline() -> None:
+    out = io.StringIO()
+    configure_logging("info", "json", stream=out, env={})
+    logging.getLogger("watchdog.observers.inotify_c").warning("queue overflowed below %r", "/srv")
+    logging.getLogger("asyncio").debug("filtered by level")
+    (line,) = _lines(out)
+    assert line == {
+        "event": "queue overflowed below '/srv'",
+        "level": "warning",
+        "logger": "watchdog.observers.inotify_c",
+        "timestamp": line["timestamp"],
+    }
+
+
+def test_exceptions_are_structured_in_json() -> None:
+    out = io.StringIO()
+    configure_logging("info", "json", stream=out, env={})
+    try:
+        int("bad input")
+    except ValueError:
+        structlog.get_logger().exception("worker_failed", path="/x")
+    (line,) = _lines(out)
+    assert line["event"] == "worker_failed"
+    frames = line["exception"]
+    assert isinstance(frames, list)
+    assert frames[0]["exc_type"] == "ValueError"
+    assert "bad input" in frames[0]["exc_value"]
+
+
+def test_reconfiguring_replaces_the_handler_and_level() -> None:
+    first, second = io.StringIO(), io.StringIO()
+    configure_logging("info", "json", stream=first, env={})
+    configure_logging("debug", "json", stream=second, env={})
+    structlog.get_logger().debug("now_visible")
+    assert first.getvalue() == ""
+    assert [line["event"] for line in _lines(second)] == ["now_visible"]
+
+
+def test_console_lines_on_a_terminal() -> None:
+    master, slave = os.openpty()
+    with os.fdopen(slave, "w", encoding="utf-8") as tty:
+        configure_logging("info", "auto", stream=tty, env={})
+        structlog.get_logger("isccd.test").warning("watch_degraded", root="/srv/nfs")
+        tty.flush()
+        text = os.read(master, 65536).decode()
+    os.close(master)
+    assert "watch_degraded" in text
+    assert "root" in text
+    assert "/srv/nfs" in text
+    assert not text.lstrip().startswith("{")
+
+
+def test_journal_lines_carry_the_syslog_priority(tmp_path: Path) -> None:
+    with (tmp_path / "journal").open("w+", encoding="utf-8") as stream:
+        st = os.fstat(stream.fileno())
+        configure_logging(
+            "info", "auto", stream=stream, env={"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"}
+        )
+        structlog.get_logger().warning("watch_recrawl", root="/srv")
+        logging.getLogger("asyncio").error("loop trouble")
+        stream.flush()
+        stream.seek(0)
+        lines = stream.read().splitlines()
+    assert lines[0].startswith("<4>{")
+    assert json.loads(lines[0][3:])["event"] == "watch_recrawl"
+    assert lines[1].startswith("<3>{")
+
+
+def test_another_stream_is_not_mistaken_for_the_journal(tmp_path: Path) -> None:
+    with (tmp_path / "log").open("w+", encoding="utf-8") as stream:
+        configure_logging("info", "auto", stream=stream, env={"JOURNAL_STREAM": "1:2"})
+        structlog.get_logger().info("started")
+        stream.flush()
+        stream.seek(0)
+        assert stream.read().startswith("{")
