@@ -18,9 +18,11 @@ from isccd.iscc.codec import (
     encode_units,
     iscc_clean,
 )
+from isccd.iscc.conformance import ConformanceReport, run_conformance
 from isccd.iscc.constants import (
     LN,
     MT,
+    MULTIBASE,
     PREFIXES,
     ST,
     ST_CC,
@@ -31,19 +33,50 @@ from isccd.iscc.constants import (
     UNITS,
     VS,
 )
+from isccd.iscc.decompose import iscc_decompose
 from isccd.iscc.exceptions import IsccError
+from isccd.iscc.explain import iscc_explain, iscc_type_id
+from isccd.iscc.flake import Flake, FlakeGenerator, gen_flake_code, gen_flake_code_v0
+from isccd.iscc.iscc_id import (
+    alg_simhash_from_iscc_id,
+    gen_iscc_id,
+    gen_iscc_id_v0,
+    gen_iscc_id_v1,
+    iscc_id_incr,
+    iscc_id_incr_v0,
+)
 from isccd.iscc.multibase import (
+    decode_base16,
     decode_base32,
     decode_base32hex,
+    decode_base58,
     decode_base64,
+    encode_base16,
     encode_base32,
     encode_base32hex,
+    encode_base58,
     encode_base64,
 )
+from isccd.iscc.multiformat import encode_multiformat, normalize_multiformat
+from isccd.iscc.normalize import iscc_decode, iscc_normalize
+from isccd.iscc.seq import decode_seq, encode_seq, read_unit
+from isccd.iscc.similarity import (
+    hamming_distance,
+    iscc_compare,
+    iscc_distance,
+    iscc_distance_bytes,
+    iscc_nph_compare,
+    iscc_nph_distance_bytes,
+    iscc_nph_similarity_bytes,
+    iscc_similarity,
+)
+from isccd.iscc.validate import iscc_validate, iscc_validate_mf
+from isccd.iscc.varint import decode_uvarint, encode_uvarint
 
 __all__ = [
     "LN",
     "MT",
+    "MULTIBASE",
     "PREFIXES",
     "ST",
     "ST_CC",
@@ -53,19 +86,57 @@ __all__ = [
     "SUBTYPE_MAP",
     "UNITS",
     "VS",
+    "ConformanceReport",
+    "Flake",
+    "FlakeGenerator",
     "IsccError",
+    "alg_simhash_from_iscc_id",
+    "decode_base16",
     "decode_base32",
     "decode_base32hex",
+    "decode_base58",
     "decode_base64",
     "decode_header",
     "decode_length",
+    "decode_seq",
     "decode_units",
+    "decode_uvarint",
+    "encode_base16",
     "encode_base32",
     "encode_base32hex",
+    "encode_base58",
     "encode_base64",
     "encode_component",
     "encode_header",
     "encode_length",
+    "encode_multiformat",
+    "encode_seq",
     "encode_units",
+    "encode_uvarint",
+    "gen_flake_code",
+    "gen_flake_code_v0",
+    "gen_iscc_id",
+    "gen_iscc_id_v0",
+    "gen_iscc_id_v1",
+    "hamming_distance",
     "iscc_clean",
+    "iscc_compare",
+    "iscc_decode",
+    "iscc_decompose",
+    "iscc_distance",
+    "iscc_distance_bytes",
+    "iscc_explain",
+    "iscc_id_incr",
+    "iscc_id_incr_v0",
+    "iscc_normalize",
+    "iscc_nph_compare",
+    "iscc_nph_distance_bytes",
+    "iscc_nph_similarity_bytes",
+    "iscc_similarity",
+    "iscc_type_id",
+    "iscc_validate",
+    "iscc_validate_mf",
+    "normalize_multiformat",
+    "read_unit",
+    "run_conformance",
 ]
