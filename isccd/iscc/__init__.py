@@ -8,6 +8,7 @@ returns ``{"iscc": ..., "characters": ...}`` and so on); the conformance vectors
 
 from __future__ import annotations
 
+from isccd.iscc.audio import gen_audio_code, gen_audio_code_v0, soft_hash_audio_v0
 from isccd.iscc.codec import (
     decode_header,
     decode_length,
@@ -33,10 +34,13 @@ from isccd.iscc.constants import (
     UNITS,
     VS,
 )
+from isccd.iscc.dct import alg_dct
 from isccd.iscc.decompose import iscc_decompose
 from isccd.iscc.exceptions import IsccError
 from isccd.iscc.explain import iscc_explain, iscc_type_id
 from isccd.iscc.flake import Flake, FlakeGenerator, gen_flake_code, gen_flake_code_v0
+from isccd.iscc.image import gen_image_code, gen_image_code_v0, soft_hash_image_v0
+from isccd.iscc.iscc_code import gen_iscc_code, gen_iscc_code_v0
 from isccd.iscc.iscc_id import (
     alg_simhash_from_iscc_id,
     gen_iscc_id,
@@ -45,6 +49,8 @@ from isccd.iscc.iscc_id import (
     iscc_id_incr,
     iscc_id_incr_v0,
 )
+from isccd.iscc.meta import MetaCode, gen_meta_code, gen_meta_code_v0, soft_hash_meta_v0
+from isccd.iscc.mixed import MixedCode, gen_mixed_code, gen_mixed_code_v0, soft_hash_codes_v0
 from isccd.iscc.multibase import (
     decode_base16,
     decode_base32,
@@ -60,6 +66,7 @@ from isccd.iscc.multibase import (
 from isccd.iscc.multiformat import encode_multiformat, normalize_multiformat
 from isccd.iscc.normalize import iscc_decode, iscc_normalize
 from isccd.iscc.seq import decode_seq, encode_seq, read_unit
+from isccd.iscc.simhash import alg_simhash
 from isccd.iscc.similarity import (
     hamming_distance,
     iscc_compare,
@@ -72,6 +79,8 @@ from isccd.iscc.similarity import (
 )
 from isccd.iscc.validate import iscc_validate, iscc_validate_mf
 from isccd.iscc.varint import decode_uvarint, encode_uvarint
+from isccd.iscc.video import gen_video_code, gen_video_code_v0, soft_hash_video_v0
+from isccd.iscc.wtahash import alg_wtahash
 
 __all__ = [
     "LN",
@@ -90,7 +99,12 @@ __all__ = [
     "Flake",
     "FlakeGenerator",
     "IsccError",
+    "MetaCode",
+    "MixedCode",
+    "alg_dct",
+    "alg_simhash",
     "alg_simhash_from_iscc_id",
+    "alg_wtahash",
     "decode_base16",
     "decode_base32",
     "decode_base32hex",
@@ -113,11 +127,23 @@ __all__ = [
     "encode_seq",
     "encode_units",
     "encode_uvarint",
+    "gen_audio_code",
+    "gen_audio_code_v0",
     "gen_flake_code",
     "gen_flake_code_v0",
+    "gen_image_code",
+    "gen_image_code_v0",
+    "gen_iscc_code",
+    "gen_iscc_code_v0",
     "gen_iscc_id",
     "gen_iscc_id_v0",
     "gen_iscc_id_v1",
+    "gen_meta_code",
+    "gen_meta_code_v0",
+    "gen_mixed_code",
+    "gen_mixed_code_v0",
+    "gen_video_code",
+    "gen_video_code_v0",
     "hamming_distance",
     "iscc_clean",
     "iscc_compare",
@@ -139,4 +165,9 @@ __all__ = [
     "normalize_multiformat",
     "read_unit",
     "run_conformance",
+    "soft_hash_audio_v0",
+    "soft_hash_codes_v0",
+    "soft_hash_image_v0",
+    "soft_hash_meta_v0",
+    "soft_hash_video_v0",
 ]
