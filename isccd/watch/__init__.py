@@ -1,0 +1,10 @@
+"""Watching the roots: from file-system events to settled actions for the pipeline.
+
+- :mod:`isccd.watch.debounce`: pure settling and coalescing (quiet period, maximum delay, one
+  entry per path, moves kept as moves).
+- :mod:`isccd.watch.handler`: the watchdog handler; on the observer thread it only hands events
+  to the event loop.
+- :mod:`isccd.watch.watcher`: one observer per root, inotify or polling, and the detection of
+  what watchdog keeps quiet (queue overflow, watch-limit exhaustion, network filesystems).
+- :mod:`isccd.watch.scan`: the reconcile scan (walk, stat, diff against the store).
+"""
