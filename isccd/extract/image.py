@@ -1,0 +1,233 @@
+"""Image decoding and the ISCC SDK's normalization to 32x32 grayscale pixels (Pillow).
+
+The normalization is iscc-sdk 0.9.7's ``image_normalize`` with its defaults, step by step:
+
+1. ``ImageOps.exif_transpose``;
+2. transparency filled with white (RGBA/LA pasted on white through the alpha channel, palette
+   images with a ``transparency`` entry through RGBA, every other mode converted to RGB);
+3. the tolerant border trim (:func:`trim_tolerant`);
+4. conversion to ``L`` (ITU-R 601-2 luma) and a BICUBIC resize to 32x32;
+5. the 1024 pixel values, row by row.
+
+A decompression bomb is refused from the header, before any pixel is decoded. Pillow reads only
+the header in ``Image.open``; its own bomb check fires there too and is reported the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import BinaryIO
+
+import PIL
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from isccd.errors import ExtractionError, ImageTooLargeError, ToolMissingError
+from isccd.extract.meta import Metadata
+from isccd.extract.xmp import image_metadata
+
+#: The SDK's tolerant trim: per-channel tolerance and the most passes.
+TRIM_TOLERANCE = 16
+TRIM_MAX_PASSES = 16
+
+#: The SDK's pixel limit (``image_max_pixels``).
+DEFAULT_MAX_PIXELS = 128_000_000
+
+_PLUGIN_TYPES = {"image/heic": "HEIC", "image/heif": "HEIF"}
+
+
+@dataclass(frozen=True, slots=True)
+class ImageContent:
+    """What the Image-Code and the record need from an image.
+
+    Attributes:
+        pixels: 1024 grayscale values (0-255), the 32x32 normalized image row by row.
+        width: Width of the stored image in pixels (before EXIF rotation).
+        height: Height of the stored image in pixels.
+        meta: Title and description embedded in the image.
+        meta_problem: Why some embedded metadata could not be read, if so.
+        extractor: The decoder and version the pixels depend on.
+    """
+
+    pixels: tuple[int, ...]
+    width: int
+    height: int
+    meta: Metadata
+    meta_problem: str | None
+    extractor: str
+
+
+def extractor_profile(mediatype: str = "") -> str:
+    """The decoder and version the Image-Code depends on (``pillow/13.0.0``)."""
+    profile = f"pillow/{PIL.__version__}"
+    if mediatype in _PLUGIN_TYPES and _heif_available():
+        from pillow_heif import __version__ as heif_version  # noqa: PLC0415 - optional plugin
+
+        profile += f" pillow-heif/{heif_version}"
+    return profile
+
+
+def extract_image(
+    fileobj: BinaryIO,
+    *,
+    mediatype: str = "",
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    read_meta: bool = True,
+) -> ImageContent:
+    """Decode an image and normalize it for the Image-Code.
+
+    Args:
+        fileobj: The image file, positioned at its start.
+        mediatype: Its detected media type (to name a missing plugin in the message).
+        max_pixels: Refuse images with more pixels than this, before decoding them.
+        read_meta: Also read the embedded title and description.
+
+    Returns:
+        The normalized pixels, the stored size and the metadata.
+
+    Raises:
+        ImageTooLargeError: More pixels than ``max_pixels``; nothing was decoded.
+        ToolMissingError: The format needs an optional plugin that is not installed.
+        ExtractionError: The data is not an image Pillow can decode, or it is corrupt.
+    """
+    _register_plugins()
+    with _quiet():
+        try:
+            img = Image.open(fileobj)
+        except Image.DecompressionBombError as exc:
+            raise ImageTooLargeError(f"decompression bomb refused: {exc}") from exc
+        except UnidentifiedImageError as exc:
+            plugin = _PLUGIN_TYPES.get(mediatype)
+            if plugin and not _heif_available():
+                raise ToolMissingError(
+                    f"{plugin} images need the optional pillow-heif plugin: "
+                    "pip install 'isccd[extract]'"
+                ) from exc
+            raise ExtractionError("not an image Pillow can decode") from exc
+        except Exception as exc:
+            # Pillow's format parsers raise arbitrary exception types on malformed headers.
+            raise ExtractionError(f"corrupt image header: {_describe(exc)}") from exc
+        with img:
+            width, height = img.size
+            if width * height > max_pixels:
+                raise ImageTooLargeError(
+                    f"{width} x {height} = {width * height:,} pixels exceeds the limit of "
+                    f"{max_pixels:,}; not decoded"
+                )
+            meta, problem = image_metadata(img) if read_meta else (Metadata(), None)
+            try:
+                pixels = normalize_image(img)
+            except Exception as exc:
+                # Decoders raise OSError, SyntaxError, ValueError, struct.error, EOFError, ...
+                # on truncated or corrupt data; all mean the same to the caller.
+                raise ExtractionError(f"cannot decode image: {_describe(exc)}") from exc
+    return ImageContent(tuple(pixels), width, height, meta, problem, extractor_profile(mediatype))
+
+
+def normalize_image(img: Image.Image) -> list[int]:
+    """The SDK's normalization: the 1024 gray pixel values of the 32x32 image.
+
+    Args:
+        img: An opened image (decoded here).
+
+    Returns:
+        1024 ints in 0..255, row-major.
+    """
+    img = ImageOps.exif_transpose(img)
+    img = fill_transparency(img)
+    img = trim_tolerant(img)
+    small = img.convert("L").resize((32, 32), Image.Resampling.BICUBIC)
+    return list(small.tobytes())
+
+
+def fill_transparency(img: Image.Image) -> Image.Image:
+    """An RGB image with transparent areas made white (the SDK's ``image_fill_transparency``)."""
+    if img.mode == "RGB":
+        return img
+    white = (255, 255, 255)
+    if img.mode in ("RGBA", "LA"):
+        background = Image.new("RGB", img.size, white)
+        background.paste(img, mask=img.getchannel("A"))
+        return background
+    if img.mode == "P" and "transparency" in img.info:
+        rgba = img.convert("RGBA")
+        background = Image.new("RGB", img.size, white)
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    return img.convert("RGB")
+
+
+def trim_tolerant(img: Image.Image, tolerance: int = TRIM_TOLERANCE) -> Image.Image:
+    """Remove near-uniform borders, repeatedly (the SDK's ``image_trim_tolerant``).
+
+    Each pass takes the top-left pixel as the border colour and crops to the bounding box of the
+    pixels where any channel differs from it by more than ``tolerance``. A pass that would cut
+    only one side must remove a flat band (nothing differs by more than ``tolerance // 2``),
+    otherwise trimming stops, so smooth gradients such as skies are kept. Passes stop when one
+    crops nothing, or after :data:`TRIM_MAX_PASSES`.
+    """
+    mask = img if img.mode in ("RGB", "L") else img.convert("RGB")
+    for _ in range(TRIM_MAX_PASSES):
+        bbox = border_bbox(mask, tolerance)
+        if bbox is None or bbox == (0, 0, *mask.size):
+            break
+        width, height = mask.size
+        sides = (bbox[0] > 0) + (bbox[1] > 0) + (bbox[2] < width) + (bbox[3] < height)
+        if sides == 1 and border_bbox(mask, tolerance // 2) != bbox:
+            break
+        img, mask = img.crop(bbox), mask.crop(bbox)
+    return img
+
+
+def border_bbox(img: Image.Image, tolerance: int) -> tuple[int, int, int, int] | None:
+    """Bounding box of the pixels differing from the top-left one by more than ``tolerance``.
+
+    Args:
+        img: An ``RGB`` or ``L`` image.
+        tolerance: Largest per-channel difference still counted as border.
+
+    Returns:
+        ``(left, upper, right, lower)``, or ``None`` when every pixel is within tolerance.
+    """
+    ref = img.getpixel((0, 0))
+    channels = ref if isinstance(ref, tuple) else (ref,)
+    lut = [255 if abs(v - int(c or 0)) > tolerance else 0 for c in channels for v in range(256)]
+    return img.point(lut).getbbox()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence Pillow's warnings while decoding untrusted files.
+
+    Pillow warns about corrupt EXIF, odd TIFF tags and images over its own pixel threshold; none
+    of it is actionable for the caller, and the pixel limit is enforced here explicitly.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@cache
+def _heif_available() -> bool:
+    try:
+        import pillow_heif  # noqa: F401, PLC0415 - optional plugin, probed on demand
+    except ImportError:
+        return False
+    return True
+
+
+@cache
+def _register_plugins() -> None:
+    """Register the optional HEIC/HEIF opener with Pillow once per process, if installed."""
+    if _heif_available():
+        from pillow_heif import register_heif_opener  # noqa: PLC0415 - optional plugin
+
+        register_heif_opener()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

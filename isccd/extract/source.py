@@ -1,0 +1,236 @@
+"""Opening a file without being tricked, and reading it once.
+
+The rules every reader in isccd follows:
+
+- ``lstat`` first. Anything but a regular file (FIFO, socket, device, directory, symbolic link) is
+  refused and never opened, so a FIFO can never block a worker and a device never streams forever.
+- Open with ``O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`` (plus ``O_NOATIME`` when the kernel allows it,
+  so indexing does not touch access times), then ``fstat`` the descriptor: it must still be a
+  regular file with the inode ``lstat`` saw, or the path was swapped under us.
+- Every later reader (Pillow, text decoders, external tools) reads through this descriptor, never
+  by re-opening the path.
+- After all reading, :meth:`SourceFile.check_unchanged` compares the validators again: a file that
+  changed, vanished or was replaced while it was read raises, and nothing computed from it is
+  trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import stat
+from collections.abc import Callable
+from typing import BinaryIO
+
+from isccd.errors import (
+    FileAccessError,
+    FileUnstableError,
+    FileVanishedError,
+    NotRegularFileError,
+)
+
+#: Bytes a media type is sniffed from (what the SDK reads).
+HEAD_SIZE = 4096
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NOATIME = getattr(os, "O_NOATIME", 0)
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """A short description of a file type, for messages ("a FIFO", "a regular file")."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "a regular file" if stat.S_ISREG(mode) else "an unknown kind of file"
+
+
+class SourceFile:
+    """An open regular file, checked against the path it came from.
+
+    Use :func:`open_source` to create one and close it with :meth:`close` (or ``with``).
+
+    Attributes:
+        path: The path that was opened.
+        fd: The open descriptor (read-only, close-on-exec).
+        stat: ``fstat`` of the descriptor right after opening.
+    """
+
+    def __init__(self, path: str, fd: int, st: os.stat_result) -> None:
+        self.path = path
+        self.fd = fd
+        self.stat = st
+
+    @property
+    def size(self) -> int:
+        """The size at open time."""
+        return self.stat.st_size
+
+    def head(self, size: int = HEAD_SIZE) -> bytes:
+        """The first ``size`` bytes (fewer for a shorter file), read without moving the offset."""
+        return os.pread(self.fd, size, 0)
+
+    def reader(self) -> BinaryIO:
+        """A buffered binary file object positioned at the start, for libraries that want one.
+
+        It reads through a duplicate of the descriptor; closing it leaves this file open. The
+        duplicate shares the file offset, so use one reader at a time.
+        """
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        return os.fdopen(os.dup(self.fd), "rb")
+
+    def stream(
+        self, sink: Callable[[memoryview], object], *, bufsize: int = 2 * 1024 * 1024
+    ) -> int:
+        """Read the whole file once, in order, handing each piece to ``sink``.
+
+        Memory stays bounded by one buffer of ``bufsize`` bytes whatever the file's size. The
+        view passed to ``sink`` is only valid during the call: a sink that keeps data must copy.
+
+        Args:
+            sink: Called with consecutive, non-empty pieces of the content.
+            bufsize: Bytes per read.
+
+        Returns:
+            The number of bytes read.
+
+        Raises:
+            FileAccessError: A read failed (an I/O error).
+        """
+        buf = bytearray(bufsize)
+        view = memoryview(buf)
+        offset = 0
+        with contextlib.suppress(OSError):  # advice only; some filesystems refuse it
+            os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        while True:
+            try:
+                n = os.preadv(self.fd, [buf], offset)
+            except OSError as exc:
+                raise FileAccessError(self.path, f"read failed: {exc.strerror}") from exc
+            if n == 0:
+                return offset
+            sink(view[:n])
+            offset += n
+
+    def check_unchanged(self) -> None:
+        """Confirm that the file read is still the file at the path, unchanged.
+
+        Raises:
+            FileVanishedError: The path no longer exists.
+            FileUnstableError: The path now names another file, or the file's size, mtime or
+                ctime changed since it was opened (it was written, truncated or renamed while
+                it was read).
+        """
+        try:
+            now = os.lstat(self.path)
+        except FileNotFoundError as exc:
+            raise FileVanishedError(self.path, "file removed while it was read") from exc
+        except OSError as exc:
+            raise FileUnstableError(self.path, f"cannot stat after reading: {exc}") from exc
+        if (now.st_dev, now.st_ino) != (self.stat.st_dev, self.stat.st_ino):
+            raise FileUnstableError(self.path, "file replaced while it was read")
+        after = os.fstat(self.fd)
+        if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) != (
+            self.stat.st_size,
+            self.stat.st_mtime_ns,
+            self.stat.st_ctime_ns,
+        ):
+            raise FileUnstableError(
+                self.path,
+                f"file changed while it was read (size {self.stat.st_size} -> {after.st_size})",
+            )
+
+    def close(self) -> None:
+        """Close the descriptor (idempotent)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> SourceFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_source(path: str, *, noatime: bool = True) -> SourceFile:
+    """Open a regular file for reading, refusing anything else without opening it.
+
+    Args:
+        path: The file to open. A symbolic link is refused, not followed.
+        noatime: Ask the kernel not to update the access time (when we own the file or are
+            privileged; silently skipped otherwise).
+
+    Returns:
+        The open file, with its ``fstat``.
+
+    Raises:
+        FileVanishedError: The path does not exist.
+        NotRegularFileError: The path is not a regular file; it was not opened.
+        FileAccessError: Permission denied or another OS error.
+        FileUnstableError: The path was replaced between ``lstat`` and ``open``.
+    """
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError as exc:
+        raise FileVanishedError(path, "file not found") from exc
+    except OSError as exc:
+        raise FileAccessError(path, f"cannot stat: {exc.strerror}") from exc
+    if not stat.S_ISREG(before.st_mode):
+        raise NotRegularFileError(path, f"{file_kind(before.st_mode)}, not a regular file")
+
+    flags = _OPEN_FLAGS
+    if noatime and _NOATIME and (os.geteuid() in (0, before.st_uid)):
+        flags |= _NOATIME
+    try:
+        try:
+            fd = os.open(path, flags)
+        except PermissionError:
+            if not flags & _NOATIME:
+                raise
+            # O_NOATIME needs ownership or CAP_FOWNER; without them the kernel says EPERM.
+            fd = os.open(path, flags & ~_NOATIME)
+    except FileNotFoundError as exc:
+        raise FileVanishedError(path, "file removed before it could be opened") from exc
+    except PermissionError as exc:
+        raise FileAccessError(path, "permission denied") from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileUnstableError(path, "replaced by a symbolic link while opening") from exc
+        raise FileAccessError(path, f"cannot open: {exc.strerror}") from exc
+
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+        os.close(fd)
+        raise FileUnstableError(path, "replaced between listing and opening")
+    return SourceFile(path, fd, st)
+
+
+def read_limited(src: SourceFile, limit: int) -> bytes:
+    """Read at most ``limit`` bytes from the start of the file.
+
+    Raises:
+        FileAccessError: A read failed.
+    """
+    out = io.BytesIO()
+    offset = 0
+    while offset < limit:
+        try:
+            piece = os.pread(src.fd, min(limit - offset, 1 << 20), offset)
+        except OSError as exc:
+            raise FileAccessError(src.path, f"read failed: {exc.strerror}") from exc
+        if not piece:
+            break
+        out.write(piece)
+        offset += len(piece)
+    return out.getvalue()

@@ -1,0 +1,264 @@
+"""Text from plain-text files and documents, for the Text-Code.
+
+- Plain text (``text/*`` other than markup, and JSON) is decoded here: a Unicode BOM decides
+  (UTF-8, UTF-16, UTF-32), else strict UTF-8, else the legacy 8-bit encoding
+  ``charset-normalizer`` finds most plausible. Content that fits no encoding is not text.
+- Documents (PDF, DOCX, ODT, EPUB, HTML, XML, RTF, DOC, XLSX, PPTX, ...) go through the ISCC
+  project's native Apache Tika build ``iscc-tika`` (no Java), and PDF through ``pypdfium2``, as
+  the ISCC SDK does. Both are optional (``pip install 'isccd[extract]'``); without them documents
+  are skipped with that advice. Markup never reaches the text.
+
+Extraction stops at :data:`MAX_CHARS` characters, the SDK's fixed cap, so the same file gives the
+same text everywhere. The text returned is raw; the caller applies ``text_clean``.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+from isccd.errors import ExtractionError, NoContentError, ToolMissingError
+from isccd.extract.meta import Metadata, pick
+from isccd.extract.source import SourceFile, read_limited
+from isccd.extract.tools import tool_input
+
+#: The SDK's cap on extracted characters (``TEXT_EXTRACT_MAX_LENGTH``).
+MAX_CHARS = 10_000_000
+
+#: The SDK's TEXT_META_MAP for the fields the Meta-Code uses, in its order of preference.
+DOCUMENT_META_FIELDS: tuple[tuple[str, str], ...] = (
+    ("iscc_name", "name"),
+    ("iscc_description", "description"),
+    ("iscc_meta", "meta"),
+    ("custom:iscc_name", "name"),
+    ("custom:iscc_description", "description"),
+    ("custom:iscc_meta", "meta"),
+    ("pdf:docinfo:title", "name"),
+    ("pdf:docinfo:subject", "description"),
+    ("dc:title", "name"),
+    ("dc:description", "description"),
+)
+
+_MARKUP = frozenset({"text/html", "text/xml", "application/xhtml+xml", "text/rtf"})
+_MISSING_EXTRA = "documents need the optional extractors: pip install 'isccd[extract]'"
+
+# BOMs, longest first: the UTF-32-LE BOM begins with the UTF-16-LE one.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TextContent:
+    """Text extracted for the Text-Code.
+
+    Attributes:
+        text: The extracted text, at most ``max_chars`` characters, not yet cleaned.
+        truncated: True when the cap cut the text.
+        meta: Title and description from the document's metadata.
+        meta_problem: Why the document's metadata could not be read, if so.
+        extractor: What extracted the text, with versions (``tika/0.6.0``).
+    """
+
+    text: str
+    truncated: bool
+    meta: Metadata
+    meta_problem: str | None
+    extractor: str
+
+
+def is_plain_text(mediatype: str) -> bool:
+    """True for media types decoded as plain text rather than parsed as documents."""
+    return mediatype == "application/json" or (
+        mediatype.startswith("text/") and mediatype not in _MARKUP
+    )
+
+
+def extract_text(
+    src: SourceFile,
+    mediatype: str,
+    *,
+    max_chars: int = MAX_CHARS,
+    read_meta: bool = True,
+    temp_dir: str | None = None,
+) -> TextContent:
+    """The text of a plain-text file or document.
+
+    Args:
+        src: The open file.
+        mediatype: Its detected media type.
+        max_chars: Stop extracting after this many characters.
+        read_meta: Also read the document's title and description.
+        temp_dir: Parent of the private directory the document extractor reads from.
+
+    Returns:
+        The text, and what the document says about itself.
+
+    Raises:
+        ToolMissingError: A document, but the optional extractors are not installed.
+        NoContentError: An encrypted document.
+        ExtractionError: The content is not text in any encoding, or the document is corrupt.
+    """
+    if is_plain_text(mediatype):
+        # UTF-8 needs at most 4 bytes per character (UTF-32 exactly 4, plus a BOM).
+        data = read_limited(src, 4 * max_chars + 4)
+        text, encoding, detected = decode_text(data)
+        truncated = len(text) > max_chars or len(data) < src.size
+        # Only a guessed encoding depends on the detector (and its version).
+        extractor = f"{_charset_profile()} ({encoding})" if detected else f"text/{encoding}"
+        return TextContent(text[:max_chars], truncated, Metadata(), None, extractor)
+    if mediatype == "application/pdf":
+        return _extract_pdf(src, max_chars=max_chars, read_meta=read_meta, temp_dir=temp_dir)
+    with tool_input(src.fd, src.path, temp_dir) as inp:
+        text, meta_values = _tika_extract(inp.path, max_chars)
+    meta = pick(DOCUMENT_META_FIELDS, meta_values) if read_meta else Metadata()
+    return TextContent(
+        text[:max_chars], len(text) >= max_chars, meta, None, f"tika/{_version('iscc-tika')}"
+    )
+
+
+def decode_text(data: bytes) -> tuple[str, str, bool]:
+    """Decode plain text, detecting its encoding.
+
+    A multi-byte character cut at the end of ``data`` (by a read limit) is dropped.
+
+    Returns:
+        The text (without BOM), the encoding used, and whether it was guessed by the charset
+        detector (rather than known from a BOM or strict UTF-8).
+
+    Raises:
+        ExtractionError: No encoding fits: the content is binary.
+    """
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return _decode_prefix(data[len(bom) :], encoding), encoding, False
+    try:
+        return _decode_prefix(data, "utf-8"), "utf-8", False
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes  # noqa: PLC0415 - slow import, rarely needed
+
+    best = from_bytes(data).best()
+    if best is None:
+        raise ExtractionError("content is not text in any known character encoding")
+    return str(best), best.encoding, True
+
+
+def _decode_prefix(data: bytes, encoding: str) -> str:
+    """Decode strictly, tolerating only an incomplete character at the very end."""
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+    return decoder.decode(data, final=False)
+
+
+def _tika_extract(path: str, max_chars: int) -> tuple[str, dict[str, Any]]:
+    extractor = _tika(max_chars)
+    try:
+        text, values = extractor.extract_file_to_string(path)
+    except TypeError as exc:
+        # iscc-tika reports every parse failure as a TypeError wrapping Tika's exception.
+        raise ExtractionError(f"document cannot be parsed: {_tika_reason(exc)}") from exc
+    return str(text), dict(values)
+
+
+def _extract_pdf(
+    src: SourceFile, *, max_chars: int, read_meta: bool, temp_dir: str | None
+) -> TextContent:
+    pdfium = _pdfium()
+    pages: list[str] = []
+    count = 0
+    with src.reader() as fileobj:
+        try:
+            doc = pdfium.PdfDocument(fileobj)
+        except pdfium.PdfiumError as exc:
+            if getattr(exc, "err_code", None) == _PDF_PASSWORD_ERROR:
+                raise NoContentError("PDF is password-protected: no text to extract") from exc
+            raise ExtractionError(f"PDF cannot be parsed: {exc}") from exc
+        try:
+            for page in doc:
+                textpage = page.get_textpage()
+                text = str(textpage.get_text_bounded())
+                textpage.close()
+                page.close()
+                pages.append(text)
+                count += len(text) + 1
+                if count > max_chars:
+                    break
+        except pdfium.PdfiumError as exc:
+            raise ExtractionError(f"PDF page cannot be read: {exc}") from exc
+        finally:
+            doc.close()
+    text = "\n".join(pages)
+    meta, problem = Metadata(), None
+    if read_meta:
+        try:
+            with tool_input(src.fd, src.path, temp_dir) as inp:
+                meta = pick(DOCUMENT_META_FIELDS, _tika_metadata(inp.path))
+        except (ToolMissingError, ExtractionError) as exc:
+            problem = f"PDF metadata not read: {exc}"
+    extractor = f"pdfium/{_version('pypdfium2')}"
+    if read_meta and problem is None:
+        extractor += f" tika/{_version('iscc-tika')}"
+    return TextContent(text[:max_chars], len(text) > max_chars, meta, problem, extractor)
+
+
+def _tika_metadata(path: str) -> dict[str, Any]:
+    try:
+        values = _tika(MAX_CHARS).extract_file_metadata(path)
+    except TypeError as exc:
+        raise ExtractionError(_tika_reason(exc)) from exc
+    return dict(values)
+
+
+_PDF_PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+
+
+@cache
+def _tika(max_chars: int) -> Any:
+    try:
+        import iscc_tika  # noqa: PLC0415 - optional dependency, imported on first use
+    except ImportError as exc:
+        raise ToolMissingError(_MISSING_EXTRA) from exc
+    return iscc_tika.Extractor().set_extract_string_max_length(max_chars)
+
+
+def _pdfium() -> Any:
+    try:
+        import pypdfium2  # noqa: PLC0415 - optional dependency, imported on first use
+    except ImportError as exc:
+        raise ToolMissingError(_MISSING_EXTRA) from exc
+    return pypdfium2
+
+
+def _tika_reason(exc: BaseException) -> str:
+    text = str(exc)
+    return text.rsplit("TIKA-198: ", maxsplit=1)[-1].rstrip('")') if "TIKA-198" in text else text
+
+
+@cache
+def _version(distribution: str) -> str:
+    try:
+        return importlib_metadata.version(distribution)
+    except importlib_metadata.PackageNotFoundError:
+        return "missing"
+
+
+@cache
+def _charset_profile() -> str:
+    return f"charset-normalizer/{_version('charset-normalizer')}"
+
+
+def document_extractor_available() -> bool:
+    """True when the optional document extractors are installed."""
+    try:
+        _tika(MAX_CHARS)
+        _pdfium()
+    except ToolMissingError:
+        return False
+    return True

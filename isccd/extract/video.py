@@ -1,0 +1,87 @@
+"""MPEG-7 frame signatures of video files, from ffmpeg's ``signature`` filter.
+
+The ISCC SDK runs ``ffmpeg -i FILE -vf fps=fps=5,signature=format=binary:filename=SIG -f null -``
+and decodes the binary signature file (see :mod:`isccd.extract.mp7`); so does this module, in a
+private directory with a bounded signature size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from isccd.errors import ExtractionError, NoContentError, ToolError
+from isccd.extract.mp7 import read_signature
+from isccd.extract.tools import ToolInput, ToolOptions, require_tool, run_tool, tool_version
+
+#: The SDK's frame rate for signatures (``video_fps``).
+DEFAULT_FPS = 5
+
+_VIDEO_ONLY = ("-an", "-sn", "-dn")
+
+#: Largest signature file read (about 20 hours of video at 5 frames per second).
+MAX_SIGNATURE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class VideoContent:
+    """ffmpeg's view of a video file.
+
+    Attributes:
+        frames: The frame signatures, 380 ternary values each, in order.
+        width: Frame width the signature saw.
+        height: Frame height.
+        extractor: ``ffmpeg/<version>`` and the frame rate (the Video-Code depends on both).
+    """
+
+    frames: list[tuple[int, ...]]
+    width: int
+    height: int
+    extractor: str
+
+
+def extract_video(inp: ToolInput, tools: ToolOptions, *, fps: int = DEFAULT_FPS) -> VideoContent:
+    """Compute the MPEG-7 frame signatures of the input's first video stream.
+
+    Raises:
+        ToolMissingError: ffmpeg is not installed.
+        NoContentError: The file has no video frames.
+        ToolError: ffmpeg failed or timed out.
+        ExtractionError: The signature it wrote is corrupt or too large.
+    """
+    exe = require_tool(tools.ffmpeg, "the Video-Code")
+    sigfile = inp.workdir / "signature.bin"
+    # The filter option parser treats ':' and '\' specially; our private path has neither,
+    # and being relative to the working directory keeps it short.
+    vf = f"fps=fps={fps},signature=format=binary:filename={sigfile.name}"
+    # The SDK's command, plus -an -sn -dn: other streams are not decoded (ffmpeg's choice of
+    # video stream is the same without them).
+    argv = [exe, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", inp.path]
+    result = run_tool(
+        [*argv, *_VIDEO_ONLY, "-vf", vf, "-f", "null", "-"],
+        timeout=tools.timeout,
+        max_output=tools.max_output,
+        cwd=inp.workdir,
+        pass_fds=inp.pass_fds,
+    )
+    if result.returncode != 0:
+        if "does not contain any stream" in result.stderr:
+            raise NoContentError("no video stream")
+        raise ToolError(f"ffmpeg failed: {result.last_error_line()}")
+    try:
+        size = sigfile.stat().st_size
+    except FileNotFoundError as exc:
+        raise NoContentError("ffmpeg wrote no video signature (no video frames)") from exc
+    if size > MAX_SIGNATURE_BYTES:
+        raise ExtractionError(f"video signature of {size} bytes is over the limit")
+    try:
+        signature = read_signature(sigfile.read_bytes())
+    except ValueError as exc:
+        raise ExtractionError(str(exc)) from exc
+    if not signature.times:
+        raise NoContentError("no video frames")
+    return VideoContent(
+        signature.frame_tuples(),
+        signature.width,
+        signature.height,
+        f"ffmpeg/{tool_version(exe)} fps/{fps}",
+    )
