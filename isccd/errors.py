@@ -20,7 +20,10 @@
     |   |                         message; during a run the batch is retried after a pause
     |   |-- StoreCorruptError     integrity check failed
     |   `-- StoreFullError        the disk is full
-    `-- ProtocolError             a bad client request: an error reply; the connection carries on
+    |-- ProtocolError             a bad client request: an error reply; the connection carries on
+    |-- SocketSetupError          the socket cannot be set up safely (insecure directory, another
+    |                             daemon answering): fatal at start-up, clear message
+    `-- DaemonUnavailableError    client side: no daemon answers on the socket
 
 The pure algorithms in :mod:`isccd.iscc` raise their own :class:`isccd.iscc.IsccError` (a
 ``ValueError``) and ``TypeError`` for wrong argument types; they know nothing of this tree.
@@ -107,3 +110,11 @@ class ProtocolError(IsccdError):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class SocketSetupError(IsccdError):
+    """The daemon's socket cannot be set up safely; the message says why and what to do."""
+
+
+class DaemonUnavailableError(IsccdError):
+    """No daemon answers on the socket: it is not running, or the socket is not accessible."""
