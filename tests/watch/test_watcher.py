@@ -1,0 +1,304 @@
+"""The watcher on real directories with real inotify: changes, moves, new directories, queue
+overflow, and watch-limit exhaustion (in a user namespace with a lowered limit)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from isccd.watch.debounce import Change, ChangeKind, Recrawl, RecrawlReason
+from isccd.watch.watcher import Degradation, Watcher, WatcherOptions, WatchMode
+
+Notice = Change | Recrawl | Degradation
+
+
+class Collector:
+    """Collects what the watcher reports and waits, without sleeping, for what a test expects."""
+
+    def __init__(self) -> None:
+        self.seen: list[Notice] = []
+        self._changed = asyncio.Event()
+
+    def add(self, notice: Notice) -> None:
+        self.seen.append(notice)
+        self._changed.set()
+
+    async def wait_for(self, predicate: Callable[[Notice], bool], timeout: float = 10) -> Notice:
+        async with asyncio.timeout(timeout):
+            while True:
+                for notice in self.seen:
+                    if predicate(notice):
+                        return notice
+                self._changed.clear()
+                await self._changed.wait()
+
+
+def _watcher(collector: Collector, **options: object) -> Watcher:
+    return Watcher(
+        asyncio.get_running_loop(),
+        WatcherOptions(**options),  # type: ignore[arg-type]
+        collector.add,
+        collector.add,
+        collector.add,
+    )
+
+
+def _change(kind: ChangeKind, path: Path, dest: Path | None = None) -> Callable[[Notice], bool]:
+    def match(n: Notice) -> bool:
+        return (
+            isinstance(n, Change)
+            and n.kind is kind
+            and n.path == str(path)
+            and (dest is None or n.dest == str(dest))
+        )
+
+    return match
+
+
+def test_changes_moves_and_new_directories(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "old.txt").write_text("x")
+    (outside / "incoming.txt").write_text("y")
+
+    async def main() -> None:
+        collector = Collector()
+        watcher = _watcher(collector)
+        status = await asyncio.to_thread(watcher.watch, str(root))
+        assert status.mode is WatchMode.INOTIFY
+        try:
+            (root / "a.txt").write_text("hello")
+            await collector.wait_for(_change(ChangeKind.TOUCHED, root / "a.txt"))
+            (root / "a.txt").rename(root / "b.txt")
+            await collector.wait_for(_change(ChangeKind.MOVED, root / "a.txt", root / "b.txt"))
+            (root / "d" / "sub").mkdir(parents=True)
+            (root / "d" / "sub" / "x.txt").write_text("x")
+            await collector.wait_for(_change(ChangeKind.DIR_ADDED, root / "d"))
+            (root / "d").rename(root / "e")
+            moved = await collector.wait_for(_change(ChangeKind.MOVED, root / "d", root / "e"))
+            assert isinstance(moved, Change)
+            assert moved.is_dir
+            (root / "b.txt").unlink()
+            await collector.wait_for(_change(ChangeKind.REMOVED, root / "b.txt"))
+            (root / "old.txt").rename(outside / "old.txt")
+            await collector.wait_for(_change(ChangeKind.REMOVED, root / "old.txt"))
+            (outside / "incoming.txt").rename(root / "incoming.txt")
+            await collector.wait_for(_change(ChangeKind.TOUCHED, root / "incoming.txt"))
+            # Reading a file is not a change: inotify keeps order, so once the marker's event
+            # is here, any event caused by the read would have come before it.
+            count = len(collector.seen)
+            (root / "incoming.txt").read_bytes()
+            (root / "marker").write_text("m")
+            await collector.wait_for(_change(ChangeKind.TOUCHED, root / "marker"))
+            after = collector.seen[count:]
+            assert all(isinstance(n, Change) and n.path.endswith("marker") for n in after)
+            # No synthetic child moves for the directory rename.
+            assert not any(
+                isinstance(n, Change) and n.kind is ChangeKind.MOVED and "/sub" in n.path
+                for n in collector.seen
+            )
+        finally:
+            await asyncio.to_thread(watcher.close)
+        assert watcher.roots() == []
+
+    asyncio.run(main())
+
+
+def test_a_kernel_queue_overflow_is_reported_as_a_recrawl(tmp_path: Path) -> None:
+    async def main() -> None:
+        collector = Collector()
+        watcher = _watcher(collector)
+        await asyncio.to_thread(watcher.watch, str(tmp_path))
+        try:
+            # Hold watchdog's reader away from the inotify descriptor while more events than
+            # fs.inotify.max_queued_events (16384 by default) are produced, as a stalled
+            # process would; then let it read.
+            state = watcher._roots[str(tmp_path)]
+            assert state.observer is not None
+            limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+            with state.observer._inotify_fd._lock:
+                await asyncio.to_thread(_create_files, tmp_path, limit + 1000)
+            recrawl = await collector.wait_for(lambda n: isinstance(n, Recrawl), timeout=60)
+            assert recrawl == Recrawl(str(tmp_path), RecrawlReason.OVERFLOW)
+            (status,) = watcher.status()
+            assert status.overflows >= 1
+            assert status.hint is not None
+            assert status.hint.startswith("fs.inotify.max_queued_events=")
+            # Watching goes on after the overflow.
+            (tmp_path / "after").write_text("x")
+            await collector.wait_for(_change(ChangeKind.TOUCHED, tmp_path / "after"))
+        finally:
+            await asyncio.to_thread(watcher.close)
+
+    asyncio.run(main())
+
+
+def _create_files(directory: Path, count: int) -> None:
+    for i in range(count):
+        fd = os.open(directory / f"f{i}", os.O_CREAT | os.O_WRONLY, 0o644)
+        os.close(fd)
+
+
+def test_forced_polling_polls_the_whole_root(tmp_path: Path) -> None:
+    async def main() -> None:
+        collector = Collector()
+        watcher = _watcher(collector, force_polling=True)
+        status = await asyncio.to_thread(watcher.watch, str(tmp_path))
+        assert status.mode is WatchMode.POLLING
+        assert watcher.polled_paths() == [(str(tmp_path), str(tmp_path))]
+        assert collector.seen == []  # asked for, so not announced as a degradation
+        await asyncio.to_thread(watcher.close)
+
+    asyncio.run(main())
+
+
+def test_a_remote_root_is_polled_and_announced(tmp_path: Path) -> None:
+    real = str(tmp_path.resolve())
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "22 1 254:0 / / rw - ext4 /dev/vda rw\n"
+        f"40 22 0:50 / {real} rw - nfs4 server:/export rw\n"
+        f"41 40 0:51 / {real}/deeper rw - ext4 /dev/vdb rw\n"
+    )
+
+    async def main() -> None:
+        collector = Collector()
+        watcher = _watcher(collector, mountinfo=mountinfo)
+        status = await asyncio.to_thread(watcher.watch, str(tmp_path))
+        assert status.mode is WatchMode.POLLING
+        assert status.fstype == "nfs4"
+        notice = await collector.wait_for(lambda n: isinstance(n, Degradation))
+        assert isinstance(notice, Degradation)
+        assert notice.paths == (str(tmp_path),)
+        assert "nfs4" in notice.reason
+        await asyncio.to_thread(watcher.close)
+
+    asyncio.run(main())
+
+
+def test_a_remote_mount_below_a_root_is_polled(tmp_path: Path) -> None:
+    real = str(tmp_path.resolve())
+    (tmp_path / "share").mkdir()
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "22 1 254:0 / / rw - ext4 /dev/vda rw\n"
+        f"40 22 0:50 / {real}/share rw - fuse.sshfs me@host:/x rw\n"
+    )
+
+    async def main() -> None:
+        collector = Collector()
+        watcher = _watcher(collector, mountinfo=mountinfo)
+        status = await asyncio.to_thread(watcher.watch, str(tmp_path))
+        assert status.mode is WatchMode.PARTIAL
+        assert watcher.polled_paths() == [(str(tmp_path), str(tmp_path / "share"))]
+        (tmp_path / "share").rmdir()
+        assert watcher.polled_paths() == []
+        await asyncio.to_thread(watcher.close)
+
+    asyncio.run(main())
+
+
+def test_a_missing_root_is_an_error(tmp_path: Path) -> None:
+    async def main() -> None:
+        watcher = _watcher(Collector())
+        with pytest.raises(FileNotFoundError):
+            await asyncio.to_thread(watcher.watch, str(tmp_path / "nope"))
+        assert watcher.roots() == []
+
+    asyncio.run(main())
+
+
+#: Runs in a user namespace, where inotify limits can be lowered without touching the host's.
+_LIMITED = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from isccd.watch.watcher import Watcher, WatcherOptions
+
+    root, watches, instances = sys.argv[1], sys.argv[2], sys.argv[3]
+    Path("/proc/sys/user/max_inotify_watches").write_text(watches)
+    Path("/proc/sys/user/max_inotify_instances").write_text(instances)
+
+    async def main():
+        seen = []
+        done = asyncio.Event()
+        def add(n):
+            seen.append(type(n).__name__ + ":" + str(getattr(n, "reason", "")))
+            if type(n).__name__ == "Recrawl":
+                done.set()
+        watcher = Watcher(asyncio.get_running_loop(), WatcherOptions(), add, add, add)
+        status = await asyncio.to_thread(watcher.watch, root)
+        if status.mode != "polling":
+            await asyncio.wait_for(done.wait(), 10)
+        (status,) = watcher.status()
+        polled = [p for _, p in watcher.polled_paths()]
+        await asyncio.to_thread(watcher.close)
+        print(json.dumps({"mode": status.mode, "polled": polled, "seen": seen,
+                          "fix": [d.fix for d in status.degradations]}))
+
+    asyncio.run(main())
+    """
+)
+
+
+def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, object]:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    probe = subprocess.run(
+        [unshare, "--user", "--map-root-user", "true"], capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"user namespaces are not available: {probe.stderr.decode().strip()}")
+    limits = [str(watches), str(instances)]
+    result = subprocess.run(
+        [unshare, "--user", "--map-root-user", sys.executable, "-c", _LIMITED, str(root), *limits],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    import json
+
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def test_watch_limit_exhaustion_polls_the_subtrees_it_could_not_watch(tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"d{i}" / "sub").mkdir(parents=True)
+    # Room for the root and a few directories, not for all thirteen.
+    data = _run_limited(tmp_path, watches=5)
+    assert data["mode"] == "partial"
+    polled = data["polled"]
+    assert isinstance(polled, list)
+    assert polled
+    # Outermost only: a polled directory's children are not listed again.
+    assert not any(p != q and p.startswith(q + "/") for p in polled for q in polled)
+    assert "Degradation:inotify watch limit reached (5 watches)" in data["seen"]
+    assert "Recrawl:watch_limit" in data["seen"]
+    # In the namespace the namespace's own limit binds, and that is the one to raise.
+    assert data["fix"] == ["user.max_inotify_watches=524288"]
+
+
+def test_no_watch_at_all_polls_the_root(tmp_path: Path) -> None:
+    data = _run_limited(tmp_path, watches=0)
+    assert data["mode"] == "polling"
+    assert data["polled"] == [str(tmp_path)]
+
+
+def test_no_inotify_instance_polls_the_root(tmp_path: Path) -> None:
+    data = _run_limited(tmp_path, watches=100, instances=0)
+    assert data["mode"] == "polling"
+    assert data["fix"] == ["user.max_inotify_instances=1024"]
