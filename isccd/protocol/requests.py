@@ -1,0 +1,436 @@
+"""Requests: their typed form, and decoding and validating a request line.
+
+Pure: no I/O. The server resolves and checks paths against the watched roots; here a path is only
+checked to be absolute, free of NUL and not longer than ``PATH_MAX``.
+
+Every request is an object with ``"id"`` (a string or an integer, echoed by the reply) and
+``"cmd"``; the other members are the command's arguments. Unknown arguments are rejected rather
+than ignored, so a client relying on an argument this server does not know learns it from an
+error instead of silently getting a different answer (``hello`` tells what the server knows).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from isccd.errors import ProtocolError
+from isccd.model import Event, EventType
+
+from .codes import Command, ErrorCode
+
+RequestId = str | int
+
+#: Longest path accepted, in bytes (Linux PATH_MAX).
+MAX_PATH_BYTES = 4096
+#: Longest string id accepted.
+MAX_ID_CHARS = 256
+#: Most items in a list argument (event types, roots).
+MAX_LIST_ITEMS = 256
+#: Largest Hamming distance a query may ask for (the longest units have 256 bits).
+MAX_DISTANCE = 256
+#: Default and largest number of matches ``similar`` returns.
+SIMILAR_LIMIT = 100
+SIMILAR_LIMIT_MAX = 10_000
+#: Default and largest number of groups ``dupes`` returns.
+DUPES_LIMIT = 1_000
+DUPES_LIMIT_MAX = 100_000
+
+
+class RequestError(ProtocolError):
+    """A request that cannot be decoded or validated.
+
+    Attributes:
+        request_id: The request's id when it could be read, else ``None`` (the error reply then
+            carries ``"id": null``).
+    """
+
+    def __init__(self, code: str, message: str, request_id: RequestId | None = None) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """Which events a subscription receives.
+
+    Attributes:
+        types: Only these types; ``None`` for all.
+        roots: Only events of these roots (normalized absolute paths), plus daemon-wide events
+            (those with an empty root); ``None`` for all.
+    """
+
+    types: frozenset[EventType] | None = None
+    roots: frozenset[str] | None = None
+
+    def matches(self, event: Event) -> bool:
+        """True when the subscription receives ``event``."""
+        if self.types is not None and event.type not in self.types:
+            return False
+        return self.roots is None or not event.root or event.root in self.roots
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarQuery:
+    """What ``similar`` looks for: the units of an indexed file, or of one code.
+
+    Attributes:
+        path: An indexed file (exclusive with ``code``); resolved inside the roots.
+        code: An ISCC-CODE or ISCC unit (exclusive with ``path``).
+        max_distance: Largest Hamming distance per unit; ``None`` uses the daemon's thresholds.
+        limit: Most matches returned.
+    """
+
+    path: str | None = None
+    code: str | None = None
+    max_distance: int | None = None
+    limit: int = SIMILAR_LIMIT
+
+
+@dataclass(frozen=True, slots=True)
+class DupesQuery:
+    """Which duplicate groups ``dupes`` lists.
+
+    Attributes:
+        near: Include near-duplicate groups, not only exact ones.
+        root: Only groups with a member under this path (resolved inside the roots).
+        limit: Most groups returned.
+    """
+
+    near: bool = False
+    root: str | None = None
+    limit: int = DUPES_LIMIT
+
+
+@dataclass(frozen=True, slots=True)
+class HelloRequest:
+    """``hello``: optionally state the protocol version the client speaks, and its name."""
+
+    id: RequestId
+    protocol: int | None = None
+    client: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StatusRequest:
+    """``status``."""
+
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribeRequest:
+    """``subscribe``: events after ``since`` (``None``: from now on) that pass ``filter``."""
+
+    id: RequestId
+    since: int | None = None
+    filter: EventFilter = EventFilter()
+
+
+@dataclass(frozen=True, slots=True)
+class UnsubscribeRequest:
+    """``unsubscribe``."""
+
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True)
+class GetRequest:
+    """``get``: one path."""
+
+    id: RequestId
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarRequest:
+    """``similar``."""
+
+    id: RequestId
+    query: SimilarQuery
+
+
+@dataclass(frozen=True, slots=True)
+class DupesRequest:
+    """``dupes``."""
+
+    id: RequestId
+    query: DupesQuery = DupesQuery()
+
+
+@dataclass(frozen=True, slots=True)
+class RescanRequest:
+    """``rescan``: a root or a directory inside one; ``None`` for every root."""
+
+    id: RequestId
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """``sync``: a barrier over a root or a directory inside one; ``None`` for every root."""
+
+    id: RequestId
+    path: str | None = None
+
+
+Request = (
+    HelloRequest
+    | StatusRequest
+    | SubscribeRequest
+    | UnsubscribeRequest
+    | GetRequest
+    | SimilarRequest
+    | DupesRequest
+    | RescanRequest
+    | SyncRequest
+)
+
+
+def decode_request(line: bytes) -> Request:
+    """Decode and validate one request line.
+
+    Args:
+        line: The line, without its newline.
+
+    Returns:
+        The typed request.
+
+    Raises:
+        RequestError: With the :class:`~isccd.protocol.ErrorCode` saying what is wrong, and the
+            request's id when it could be read.
+    """
+    obj = _parse(line)
+    request_id = obj.get("id")
+    if (
+        isinstance(request_id, bool)
+        or not isinstance(request_id, str | int)
+        or (isinstance(request_id, str) and len(request_id) > MAX_ID_CHARS)
+    ):
+        raise RequestError(
+            ErrorCode.INVALID_REQUEST,
+            f'"id" must be a string of at most {MAX_ID_CHARS} characters or an integer',
+        )
+    cmd = obj.get("cmd")
+    if not isinstance(cmd, str):
+        raise RequestError(ErrorCode.INVALID_REQUEST, '"cmd" must be a string', request_id)
+    try:
+        command = Command(cmd)
+    except ValueError:
+        known = ", ".join(c.value for c in Command)
+        raise RequestError(
+            ErrorCode.UNKNOWN_COMMAND, f"unknown command {cmd[:64]!r}; known: {known}", request_id
+        ) from None
+    args = _Args(command, request_id, obj)
+    request = _BUILDERS[command](request_id, args)
+    args.done()
+    return request
+
+
+def encode_request(request: Request) -> bytes:
+    """The wire form of ``request``: one JSON object and a newline (the inverse of decoding)."""
+    return (json.dumps(request_to_wire(request), ensure_ascii=True) + "\n").encode("ascii")
+
+
+def request_to_wire(request: Request) -> dict[str, Any]:
+    """The JSON object of ``request``; arguments at their default are left out."""
+    obj: dict[str, Any]
+    match request:
+        case HelloRequest(protocol=protocol, client=client):
+            obj = {"cmd": Command.HELLO, "protocol": protocol, "client": client}
+        case StatusRequest():
+            obj = {"cmd": Command.STATUS}
+        case SubscribeRequest(since=since, filter=flt):
+            obj = {
+                "cmd": Command.SUBSCRIBE,
+                "since": since,
+                "types": None if flt.types is None else sorted(flt.types),
+                "roots": None if flt.roots is None else sorted(flt.roots),
+            }
+        case UnsubscribeRequest():
+            obj = {"cmd": Command.UNSUBSCRIBE}
+        case GetRequest(path=path):
+            obj = {"cmd": Command.GET, "path": path}
+        case SimilarRequest(query=q):
+            obj = {"cmd": Command.SIMILAR, "path": q.path, "code": q.code}
+            obj["max_distance"] = q.max_distance
+            obj["limit"] = None if q.limit == SIMILAR_LIMIT else q.limit
+        case DupesRequest(query=q):
+            obj = {"cmd": Command.DUPES, "near": q.near or None, "root": q.root}
+            obj["limit"] = None if q.limit == DUPES_LIMIT else q.limit
+        case RescanRequest(path=path):
+            obj = {"cmd": Command.RESCAN, "path": path}
+        case SyncRequest(path=path):
+            obj = {"cmd": Command.SYNC, "path": path}
+    return {"id": request.id, **{k: v for k, v in obj.items() if v is not None}}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(ErrorCode.INVALID_UTF8, f"not UTF-8 (byte {exc.start})") from None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise RequestError(ErrorCode.INVALID_JSON, "JSON nested too deeply") from None
+    except ValueError as exc:
+        raise RequestError(ErrorCode.INVALID_JSON, f"not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise RequestError(
+            ErrorCode.NOT_AN_OBJECT, f"a request is a JSON object, not {type(obj).__name__}"
+        )
+    return obj
+
+
+class _Args:
+    """Takes a command's arguments out of the request object, validating each."""
+
+    def __init__(self, command: Command, request_id: RequestId, obj: Mapping[str, Any]) -> None:
+        self._command = command
+        self._id = request_id
+        self._rest = {k: v for k, v in obj.items() if k not in ("id", "cmd")}
+
+    def error(self, message: str) -> RequestError:
+        return RequestError(ErrorCode.INVALID_ARGUMENT, f"{self._command}: {message}", self._id)
+
+    def integer(self, key: str, *, minimum: int, maximum: int | None = None) -> int | None:
+        value = self._rest.pop(key, None)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f'"{key}" must be an integer')
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+            raise self.error(f'"{key}" must be {bound}, not {value}')
+        return value
+
+    def limit(self, key: str, *, default: int, maximum: int) -> int:
+        value = self.integer(key, minimum=1, maximum=maximum)
+        return default if value is None else value
+
+    def boolean(self, key: str) -> bool:
+        value = self._rest.pop(key, None)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise self.error(f'"{key}" must be true or false')
+        return value
+
+    def string(self, key: str, *, max_chars: int = MAX_ID_CHARS) -> str | None:
+        value = self._rest.pop(key, None)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value or len(value) > max_chars:
+            raise self.error(f'"{key}" must be a non-empty string of at most {max_chars} chars')
+        return value
+
+    def path(self, key: str) -> str | None:
+        return _check_path(self, key, self._rest.pop(key, None))
+
+    def strings(self, key: str) -> list[str] | None:
+        value = self._rest.pop(key, None)
+        if value is None:
+            return None
+        if (
+            not isinstance(value, list)
+            or not value
+            or len(value) > MAX_LIST_ITEMS
+            or not all(isinstance(v, str) for v in value)
+        ):
+            raise self.error(f'"{key}" must be a list of 1 to {MAX_LIST_ITEMS} strings')
+        return value
+
+    def done(self) -> None:
+        if self._rest:
+            names = ", ".join(sorted(k[:64] for k in self._rest))
+            raise self.error(f"unknown argument(s): {names}")
+
+
+def _check_path(args: _Args, key: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise args.error(f'"{key}" must be a non-empty string')
+    if "\0" in value:
+        raise args.error(f'"{key}" contains a NUL character')
+    if not value.startswith("/"):
+        raise args.error(f'"{key}" must be an absolute path')
+    if len(value.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        raise args.error(f'"{key}" is longer than {MAX_PATH_BYTES} bytes')
+    return value
+
+
+def normalize_path(path: str) -> str:
+    """Lexically normalize an absolute path: no ``.``, ``..``, repeated or trailing slashes.
+
+    Symbolic links are not resolved (that needs the file system); ``..`` is applied textually.
+    """
+    return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def _required_path(args: _Args, key: str) -> str:
+    path = args.path(key)
+    if path is None:
+        raise args.error(f'"{key}" is required')
+    return path
+
+
+def _hello(request_id: RequestId, args: _Args) -> HelloRequest:
+    return HelloRequest(
+        request_id, protocol=args.integer("protocol", minimum=1), client=args.string("client")
+    )
+
+
+def _subscribe(request_id: RequestId, args: _Args) -> SubscribeRequest:
+    since = args.integer("since", minimum=0)
+    type_names = args.strings("types")
+    types: frozenset[EventType] | None = None
+    if type_names is not None:
+        try:
+            types = frozenset(EventType(name) for name in type_names)
+        except ValueError:
+            known = ", ".join(t.value for t in EventType)
+            raise args.error(f'"types" names an unknown event type; known: {known}') from None
+    root_names = args.strings("roots")
+    roots: frozenset[str] | None = None
+    if root_names is not None:
+        roots = frozenset(normalize_path(_check_path(args, "roots", r) or "") for r in root_names)
+    return SubscribeRequest(request_id, since, EventFilter(types, roots))
+
+
+def _similar(request_id: RequestId, args: _Args) -> SimilarRequest:
+    path = args.path("path")
+    code = args.string("code", max_chars=1024)
+    if (path is None) == (code is None):
+        raise args.error('give exactly one of "path" and "code"')
+    max_distance = args.integer("max_distance", minimum=0, maximum=MAX_DISTANCE)
+    limit = args.limit("limit", default=SIMILAR_LIMIT, maximum=SIMILAR_LIMIT_MAX)
+    return SimilarRequest(request_id, SimilarQuery(path, code, max_distance, limit))
+
+
+def _dupes(request_id: RequestId, args: _Args) -> DupesRequest:
+    near = args.boolean("near")
+    root = args.path("root")
+    limit = args.limit("limit", default=DUPES_LIMIT, maximum=DUPES_LIMIT_MAX)
+    return DupesRequest(request_id, DupesQuery(near, root, limit))
+
+
+_BUILDERS: dict[Command, Callable[[RequestId, _Args], Request]] = {
+    Command.HELLO: _hello,
+    Command.STATUS: lambda request_id, _args: StatusRequest(request_id),
+    Command.SUBSCRIBE: _subscribe,
+    Command.UNSUBSCRIBE: lambda request_id, _args: UnsubscribeRequest(request_id),
+    Command.GET: lambda request_id, args: GetRequest(request_id, _required_path(args, "path")),
+    Command.SIMILAR: _similar,
+    Command.DUPES: _dupes,
+    Command.RESCAN: lambda request_id, args: RescanRequest(request_id, args.path("path")),
+    Command.SYNC: lambda request_id, args: SyncRequest(request_id, args.path("path")),
+}

@@ -1,0 +1,473 @@
+"""One client connection: reading requests, answering them, streaming its subscription.
+
+A connection is an :class:`asyncio.Protocol` with one task that handles its requests one at a
+time, in order (a client wanting concurrency opens more connections), and, while subscribed, a
+second task that streams events. Both write whole lines to the transport, so lines never
+interleave; replies to a request and events may. Everything is bounded: request lines by
+:attr:`~ServerOptions.max_line_bytes`, buffered requests by
+:attr:`~ServerOptions.max_pending_requests` (reading pauses beyond), bytes waiting to be sent by
+:attr:`~ServerOptions.write_buffer_bytes` (writers wait for the client beyond), and events by the
+subscription's queue (the subscriber lags beyond).
+
+Replay joins live without gap or duplicate: the subscription is registered with the broker
+*before* the log is read, so every event committed after the last read of the log is also in
+the queue; the replay pages through the log until it has caught up, and the live stream then
+skips the queued events at or below the last one replayed (see :mod:`isccd.server.broker`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import structlog
+
+from isccd.errors import ProtocolError, StoreError
+from isccd.protocol import (
+    ErrorCode,
+    LineSplitter,
+    OversizedLine,
+    Request,
+    RequestError,
+    SubscribeRequest,
+    SubscribeResult,
+    UnsubscribeRequest,
+    UnsubscribeResult,
+    decode_request,
+    encode_error,
+    encode_event,
+    encode_result,
+    lagged_event,
+    object_to_wire,
+)
+
+from .backend import LogBounds
+from .broker import Subscription, SubscriptionStatistics
+from .handlers import Context, handle
+from .listener import PeerCredentials, peer_credentials
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatistics:
+    """A connection's figures.
+
+    Attributes:
+        id: Its number in this server's life.
+        peer: Who connected (``None`` if the kernel did not say).
+        connected: Unix time it connected.
+        requests: Request lines received.
+        errors: Requests answered with an error.
+        write_buffer: Bytes waiting to be sent.
+        subscription: Its subscription's figures, if it has one.
+    """
+
+    id: int
+    peer: PeerCredentials | None
+    connected: float
+    requests: int
+    errors: int
+    write_buffer: int
+    subscription: SubscriptionStatistics | None
+
+
+class Connection(asyncio.Protocol):
+    """Serves one client. Made by the server's protocol factory.
+
+    Args:
+        context: What all connections share.
+        conn_id: Its number, for logs.
+        on_open: Called when the connection is made.
+        on_close: Called when it has been served and closed.
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        conn_id: int,
+        *,
+        on_open: Callable[[Connection], None],
+        on_close: Callable[[Connection], None],
+    ) -> None:
+        self._context = context
+        self.id = conn_id
+        self._on_open = on_open
+        self._on_close = on_close
+        self.peer: PeerCredentials | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._splitter = LineSplitter(context.options.max_line_bytes)
+        self._inbox: collections.deque[bytes | OversizedLine] = collections.deque()
+        self._wakeup: asyncio.Future[None] | None = None
+        self._reading_paused = False
+        self._writing_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._eof = False
+        self._stopping = False
+        self._lost: asyncio.Future[None] | None = None
+        self._abort_handle: asyncio.TimerHandle | None = None
+        self._subscription: Subscription | None = None
+        self._stream: asyncio.Task[None] | None = None
+        self._connected = context.clock()
+        self._started = time.monotonic()
+        self._requests = 0
+        self._errors = 0
+        self._end_reason = "closed by client"
+
+    # asyncio.Protocol ------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Start serving (called by the event loop)."""
+        transport = cast(asyncio.Transport, transport)  # a Unix stream socket's transport
+        self._transport = transport
+        transport.set_write_buffer_limits(high=self._context.options.write_buffer_bytes)
+        sock = transport.get_extra_info("socket")
+        self.peer = peer_credentials(sock) if sock is not None else None
+        loop = asyncio.get_running_loop()
+        self._lost = loop.create_future()
+        peer = self.peer
+        structlog.get_logger().info(
+            "client_connected",
+            conn=self.id,
+            pid=peer.pid if peer else None,
+            uid=peer.uid if peer else None,
+            gid=peer.gid if peer else None,
+        )
+        self.task = loop.create_task(self._run(), name=f"isccd-connection-{self.id}")
+        self._on_open(self)
+        self.task.add_done_callback(lambda _: self._on_close(self))
+
+    def data_received(self, data: bytes) -> None:
+        """Split received bytes into request lines; pause reading when enough are waiting."""
+        self._inbox.extend(self._splitter.feed(data))
+        if len(self._inbox) >= self._context.options.max_pending_requests:
+            self._pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        """The client will send no more; answer what it sent (and keep streaming events)."""
+        self._inbox.extend(self._splitter.eof())
+        self._eof = True
+        self._wake()
+        return True  # keep the transport open for the replies
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The connection is gone: stop everything it was doing."""
+        if self._lost is not None and not self._lost.done():
+            self._lost.set_result(None)
+        if self._abort_handle is not None:
+            self._abort_handle.cancel()
+        self._end_subscription()
+        self._wake()
+        self._release_writers()
+
+    def pause_writing(self) -> None:
+        """The write buffer passed its high-water mark: writers wait."""
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        """The write buffer drained below its low-water mark."""
+        self._writing_paused = False
+        self._release_writers()
+
+    # control ---------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Finish the request in progress, then close. Called by the server when it closes."""
+        self._end_reason = "server shutting down"
+        self._stopping = True
+        self._end_subscription()
+        self._wake()
+
+    def abort(self) -> None:
+        """Drop the connection at once."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    def statistics(self) -> ConnectionStatistics:
+        """The connection's figures now."""
+        sub = self._subscription
+        transport = self._transport
+        return ConnectionStatistics(
+            id=self.id,
+            peer=self.peer,
+            connected=self._connected,
+            requests=self._requests,
+            errors=self._errors,
+            write_buffer=transport.get_write_buffer_size() if transport is not None else 0,
+            subscription=sub.statistics() if sub is not None else None,
+        )
+
+    # the request task ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            while (item := await self._next_item()) is not None:
+                await self._handle(item)
+            if self._stream is not None and not self._stopping:
+                # Half-closed by a subscriber (e.g. `socat` after its input ended): keep going.
+                await asyncio.wait([self._stream])
+        except ConnectionError:
+            self._end_reason = "connection lost"
+        finally:
+            await self._finish()
+
+    async def _next_item(self) -> bytes | OversizedLine | None:
+        while True:
+            if self._stopping or self._is_lost():
+                return None
+            if self._inbox:
+                item = self._inbox.popleft()
+                if (
+                    self._reading_paused
+                    and len(self._inbox) <= self._context.options.max_pending_requests // 2
+                ):
+                    self._resume_reading()
+                return item
+            if self._eof:
+                return None
+            self._wakeup = asyncio.get_running_loop().create_future()
+            try:
+                await self._wakeup
+            finally:
+                self._wakeup = None
+
+    async def _handle(self, item: bytes | OversizedLine) -> None:
+        self._requests += 1
+        log = structlog.get_logger()
+        if isinstance(item, OversizedLine):
+            await self._reply_error(
+                None,
+                ErrorCode.LINE_TOO_LONG,
+                f"request line longer than {item.limit} bytes; discarded up to its newline",
+            )
+            return
+        try:
+            request = decode_request(item)
+        except RequestError as exc:
+            log.debug("request_invalid", conn=self.id, code=exc.code, message=exc.message)
+            await self._reply_error(exc.request_id, exc.code, exc.message)
+            return
+        try:
+            result = await self._execute(request)
+        except ProtocolError as exc:
+            await self._reply_error(request.id, exc.code, exc.message)
+        except ConnectionError:
+            raise
+        except StoreError as exc:
+            log.warning(
+                "request_unavailable", conn=self.id, cmd=type(request).__name__, error=str(exc)
+            )
+            await self._reply_error(request.id, ErrorCode.UNAVAILABLE, f"index unavailable: {exc}")
+        except Exception as exc:
+            # A bug must not take the daemon or this connection down: log it, answer, carry on.
+            log.exception("request_failed", conn=self.id, cmd=type(request).__name__)
+            await self._reply_error(
+                request.id, ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}"
+            )
+        else:
+            if result is not None:
+                await self._send(encode_result(request.id, result))
+
+    async def _execute(self, request: Request) -> dict[str, Any] | None:
+        if isinstance(request, SubscribeRequest):
+            await self._subscribe(request)
+            return None  # _subscribe replied itself, before the first event
+        if isinstance(request, UnsubscribeRequest):
+            return await self._unsubscribe()
+        return await handle(self._context, request)
+
+    async def _reply_error(self, request_id: Any, code: str, message: str) -> None:
+        self._errors += 1
+        await self._send(encode_error(request_id, code, message))
+
+    # subscriptions ---------------------------------------------------------------------------
+
+    async def _subscribe(self, request: SubscribeRequest) -> None:
+        if self._subscription is not None:
+            raise ProtocolError(
+                ErrorCode.ALREADY_SUBSCRIBED, "this connection is already subscribed"
+            )
+        broker = self._context.broker
+        sub = broker.subscribe(request.filter, self._lagged)
+        try:
+            bounds = await self._context.backend.log_bounds()
+            since = _start_of(request.since, bounds)
+            sub.cursor = since
+            result = SubscribeResult(since, bounds.last, bounds.first, since + 1 >= bounds.first)
+            self._subscription = sub
+            await self._send(encode_result(request.id, object_to_wire(result)))
+        except BaseException:
+            self._subscription = None
+            broker.unsubscribe(sub)
+            raise
+        structlog.get_logger().info(
+            "client_subscribed", conn=self.id, since=since, head=bounds.last
+        )
+        self._stream = asyncio.get_running_loop().create_task(
+            self._pump(sub, since), name=f"isccd-subscription-{self.id}"
+        )
+
+    async def _unsubscribe(self) -> dict[str, Any]:
+        sub = self._subscription
+        if sub is None:
+            return object_to_wire(UnsubscribeResult(subscribed=False))
+        self._end_subscription()
+        if self._stream is not None:
+            await asyncio.wait([self._stream])
+            self._stream = None
+        return object_to_wire(UnsubscribeResult(subscribed=True, seq=sub.cursor))
+
+    async def _pump(self, sub: Subscription, since: int) -> None:
+        """Replay the log after ``since``, then stream live events, until the end."""
+        try:
+            cursor = await self._replay(sub, since)
+            if sub.closed:
+                return
+            sub.go_live(cursor)
+            while batch := await sub.next_batch():
+                self._write(b"".join(line for _, line in batch))
+                sub.handed_over(batch[-1][0], len(batch))
+                await self._drain()
+        except ConnectionError:
+            pass
+        except StoreError as exc:
+            structlog.get_logger().warning(
+                "subscription_replay_failed", conn=self.id, error=str(exc)
+            )
+            self._end_reason = "event log unavailable"
+            self._close_transport()
+        except Exception:
+            structlog.get_logger().exception("subscription_failed", conn=self.id)
+            self._end_reason = "internal error"
+            self._close_transport()
+
+    async def _replay(self, sub: Subscription, cursor: int) -> int:
+        backend = self._context.backend
+        page = self._context.options.replay_page
+        while not sub.closed:
+            events = await backend.events_after(cursor, page)
+            lines = []
+            for event in events:
+                if event.seq <= cursor:
+                    continue  # a backend must not return these; never send them twice
+                cursor = event.seq
+                if sub.filter.matches(event):
+                    lines.append(encode_event(event))
+            if lines and not sub.closed:
+                self._write(b"".join(lines))
+            sub.handed_over(cursor, len(lines))
+            if lines:
+                await self._drain()
+            # A short page means the log had nothing more when it was read; everything
+            # committed since then is in the queue, unless the queue overflowed meanwhile.
+            if len(events) < page and not sub.take_overflow():
+                break
+        return cursor
+
+    def _lagged(self, sub: Subscription) -> None:
+        if sub is not self._subscription or self._transport is None:
+            return
+        queue_size = self._context.broker.queue_size
+        structlog.get_logger().warning(
+            "subscriber_lagged", conn=self.id, resume=sub.cursor, queue_size=queue_size
+        )
+        self._write(encode_event(lagged_event(sub.cursor, self._context.clock(), queue_size)))
+        self._end_reason = "lagged"
+        self._stopping = True
+        self._end_subscription()
+        self._close_transport()
+        self._wake()
+
+    def _end_subscription(self) -> None:
+        if self._subscription is not None:
+            self._context.broker.unsubscribe(self._subscription)
+            self._subscription = None
+        if self._stream is not None and self._stream is not asyncio.current_task():
+            self._stream.cancel()
+
+    # writing and closing ---------------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+
+    async def _send(self, data: bytes) -> None:
+        if self._transport is None or self._transport.is_closing():
+            raise ConnectionResetError("connection closing")
+        self._transport.write(data)
+        await self._drain()
+
+    async def _drain(self) -> None:
+        while self._writing_paused and not self._is_lost():
+            waiter = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+        if self._is_lost():
+            raise ConnectionResetError("connection lost")
+
+    def _release_writers(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _close_transport(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        transport.close()  # flushes what is buffered first
+        loop = asyncio.get_running_loop()
+        self._abort_handle = loop.call_later(self._context.options.close_timeout, transport.abort)
+
+    async def _finish(self) -> None:
+        self._end_subscription()
+        try:
+            if self._stream is not None:
+                await asyncio.wait([self._stream])
+            self._close_transport()
+            if self._lost is not None:
+                await asyncio.wait([self._lost], timeout=self._context.options.close_timeout)
+        finally:
+            self.abort()
+            structlog.get_logger().info(
+                "client_disconnected",
+                conn=self.id,
+                reason=self._end_reason,
+                requests=self._requests,
+                errors=self._errors,
+                seconds=round(time.monotonic() - self._started, 3),
+            )
+
+    def _is_lost(self) -> bool:
+        return self._lost is not None and self._lost.done()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    def _pause_reading(self) -> None:
+        if not self._reading_paused and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self._reading_paused and self._transport is not None and not self._is_lost():
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+
+def _start_of(since: int | None, bounds: LogBounds) -> int:
+    """Where a subscription starts: after ``since``, or after the log's head without it."""
+    if since is None:
+        return bounds.last
+    if since > bounds.last:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_SEQ,
+            f"since {since} is ahead of the event log (last seq {bounds.last}): the log was "
+            "reset; subscribe without since and resynchronize",
+        )
+    return since
