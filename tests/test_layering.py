@@ -25,7 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"model", "errors"},
     "index": {"model", "errors"},
     "match": {"model", "errors", "iscc"},
-    "pipeline": {"model", "errors", "hashing", "store", "index", "match", "watch"},
+    # iscc: recomposing the ISCC-CODE when only some units were recomputed (profile change).
+    "pipeline": {"model", "errors", "iscc", "hashing", "store", "index", "match", "watch"},
     "protocol": {"model", "errors"},
     "watch": {"model", "errors"},
     "server": {"protocol", "model", "errors"},
