@@ -158,6 +158,9 @@ def encode_header(mtype: int, stype: int, version: int = 0, length: int = 1) -> 
         IsccError: a field is out of range.
         TypeError: a field is not an int.
     """
+    if 0 <= mtype <= 7 and 0 <= stype <= 7 and 0 <= version <= 7 and 0 <= length <= 7:
+        # Every code made with standard parameters: one nibble per field, two bytes.
+        return bytes((mtype << 4 | stype, version << 4 | length))
     nibbles: list[int] = []
     for n in (mtype, stype, version, length):
         nibbles += encode_varnibble(n)

@@ -25,6 +25,10 @@ __all__ = [
 ]
 
 _B32_TO_HEX = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV")
+_B32_TO_NUMERAL = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567abcdefghijklmnopqrstuvwxyz",
+    "0123456789ABCDEFGHIJKLMNOPQRSTUV0123456789ABCDEFGHIJKLMNOP",
+)
 _HEX_TO_B32 = str.maketrans("0123456789ABCDEFGHIJKLMNOPQRSTUV", "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 _B32_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567abcdefghijklmnopqrstuvwxyz")
 #: Unpadded base32 lengths (mod 8) that no byte string encodes to.
@@ -53,14 +57,20 @@ def decode_base32(code: str) -> bytes:
         TypeError: ``code`` is not a ``str``.
     """
     code = _require_str(code)
-    bad = sorted(set(code) - _B32_CHARS)
-    if bad:
-        raise IsccError(f"malformed base32 {code!r}: invalid characters {''.join(bad)!r}")
+    if not _B32_CHARS.issuperset(code):
+        bad = "".join(sorted(set(code) - _B32_CHARS))
+        raise IsccError(f"malformed base32 {code!r}: invalid characters {bad!r}")
     if len(code) % 8 in _B32_IMPOSSIBLE_LENGTHS:
         raise IsccError(f"malformed base32 {code!r}: no byte string encodes to {len(code)} chars")
-    # The stdlib decoder only accepts padded input; put back what the encoder stripped.
-    padded = code + "=" * (-len(code) % 8)
-    return base64.b32decode(padded, casefold=True)
+    # Translated to base32hex, the text is a base-32 numeral that int() parses in C, several
+    # times faster than the stdlib's pure-Python b32decode. Unused trailing bits are dropped,
+    # as RFC 4648 decoders (and the reference) do.
+    if not code:
+        return b""
+    nbits = 5 * len(code)
+    nbytes = nbits // 8
+    value = int(code.translate(_B32_TO_NUMERAL), 32)
+    return (value >> (nbits - 8 * nbytes)).to_bytes(nbytes, "big")
 
 
 def encode_base32hex(data: bytes) -> str:
