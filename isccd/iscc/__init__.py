@@ -38,7 +38,13 @@ from isccd.iscc.dct import alg_dct
 from isccd.iscc.decompose import iscc_decompose
 from isccd.iscc.exceptions import IsccError
 from isccd.iscc.explain import iscc_explain, iscc_type_id
-from isccd.iscc.flake import Flake, FlakeGenerator, gen_flake_code, gen_flake_code_v0
+from isccd.iscc.flake import (
+    Flake,
+    FlakeGenerator,
+    gen_flake_code,
+    gen_flake_code_v0,
+    uid_flake_v0,
+)
 from isccd.iscc.image import gen_image_code, gen_image_code_v0, soft_hash_image_v0
 from isccd.iscc.iscc_code import gen_iscc_code, gen_iscc_code_v0
 from isccd.iscc.iscc_id import (
@@ -48,6 +54,7 @@ from isccd.iscc.iscc_id import (
     gen_iscc_id_v1,
     iscc_id_incr,
     iscc_id_incr_v0,
+    soft_hash_iscc_id_v0,
 )
 from isccd.iscc.meta import MetaCode, gen_meta_code, gen_meta_code_v0, soft_hash_meta_v0
 from isccd.iscc.mixed import MixedCode, gen_mixed_code, gen_mixed_code_v0, soft_hash_codes_v0
@@ -168,6 +175,8 @@ __all__ = [
     "soft_hash_audio_v0",
     "soft_hash_codes_v0",
     "soft_hash_image_v0",
+    "soft_hash_iscc_id_v0",
     "soft_hash_meta_v0",
     "soft_hash_video_v0",
+    "uid_flake_v0",
 ]

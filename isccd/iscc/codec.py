@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from isccd.iscc.constants import (
+    ID_BITS,
     LN,
     MT,
     MULTIBASE,
@@ -74,9 +75,6 @@ IsccTuple = tuple[int, int, int, int, bytes]
 #: The largest value a varnibble holds.
 VARNIBBLE_MAX = 4679
 
-#: Body lengths in bits that an ISCC-ID header can declare (64 bits plus a counter of 0, 1, 2
-#: or 4 bytes; 88 bits has no LN value, so no decoder would read it back).
-_ID_BITS = (64, 72, 80, 96)
 
 _MULTIBASE_CHARS = frozenset(m.value for m in MULTIBASE)
 
@@ -307,8 +305,8 @@ def encode_component(mtype: int, stype: int, version: int, bit_length: int, dige
         if not (32 <= bit_length <= 256 and bit_length % 32 == 0):
             raise IsccError(f"bit length must be a multiple of 32 from 32 to 256, got {bit_length}")
     elif mtype == MT.ID:
-        if bit_length not in _ID_BITS:
-            raise IsccError(f"ISCC-ID bit length must be one of {_ID_BITS}, got {bit_length}")
+        if bit_length not in ID_BITS:
+            raise IsccError(f"ISCC-ID bit length must be one of {ID_BITS}, got {bit_length}")
     else:
         raise IsccError(f"illegal MainType {mtype}")
     if not isinstance(digest, bytes | bytearray | memoryview):

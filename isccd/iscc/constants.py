@@ -146,6 +146,10 @@ UNIT_MAINTYPES: frozenset[MT] = frozenset(
     (MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE, MT.FLAKE)
 )
 
+#: Body lengths in bits an ISCC-ID can have: 64 bits plus a uvarint counter of 0, 1, 2 or 4
+#: bytes (88 bits has no LN value, so no header can declare a 3-byte counter).
+ID_BITS: tuple[int, ...] = (64, 72, 80, 96)
+
 #: The MainTypes an ISCC-SEQ may hold (IEP-0020).
 SEQ_MAINTYPES: frozenset[MT] = frozenset((MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE))
 

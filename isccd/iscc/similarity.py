@@ -68,7 +68,7 @@ def _pair_bodies(a: str, b: str) -> tuple[bytes, bytes]:
         if _is_id_v1(mt, vs):
             raise IsccError("an ISCC-ID v1 is a timestamp; it has no similarity (compare for ==)")
     if fa[:3] != fb[:3]:
-        raise IsccError(f"ISCC types differ: {fa[:3]} and {fb[:3]} (MainType, SubType, Version)")
+        raise IsccError(f"ISCC types differ: {_describe(*fa[:3])} and {_describe(*fb[:3])}")
     if fa[0] == MT.ISCC and fa[3] != fb[3]:
         raise IsccError("ISCC-CODEs hold different units; use iscc_compare")
     n = min(len(fa[4]), len(fb[4]))
@@ -111,6 +111,13 @@ def _type_key(mt: int, st: int, vs: int) -> str:
     except (KeyError, ValueError):
         raise IsccError(f"no ISCC type has MainType {mt}, SubType {st}, Version {vs}") from None
     return f"{MT(mt).name}_{subtype}_{VS(vs).name}"
+
+
+def _describe(mt: int, st: int, vs: int) -> str:
+    try:
+        return _type_key(mt, st, vs)
+    except IsccError:
+        return f"MainType {mt} SubType {st} Version {vs}"
 
 
 def _units(iscc: str) -> list[_Unit]:

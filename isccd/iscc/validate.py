@@ -19,6 +19,7 @@ from __future__ import annotations
 from isccd.iscc.codec import decode_header, decode_length, decode_units
 from isccd.iscc.constants import (
     CANONICAL_REGEX,
+    ID_BITS,
     MT,
     PREFIXES,
     ST_ISCC,
@@ -31,8 +32,6 @@ from isccd.iscc.multibase import decode_base32, encode_base32
 from isccd.iscc.multiformat import normalize_multiformat
 
 __all__ = ["iscc_validate", "iscc_validate_mf"]
-
-_ID_BITS = (64, 72, 80, 96)
 
 
 def _check_iscc_code(st: int, ln: int) -> None:
@@ -74,8 +73,8 @@ def _check(iscc: str) -> None:
     bits = nbytes * 8
     if mt in UNIT_MAINTYPES and bits > 256:
         raise IsccError(f"{MT(mt).name} units have at most 256 bits, this one has {bits}")
-    if mt == MT.ID and bits not in _ID_BITS:
-        raise IsccError(f"ISCC-ID bodies have {_ID_BITS} bits, this one has {bits}")
+    if mt == MT.ID and bits not in ID_BITS:
+        raise IsccError(f"ISCC-ID bodies have {ID_BITS} bits, this one has {bits}")
     if mt == MT.ISCC:
         _check_iscc_code(st, ln)
 
