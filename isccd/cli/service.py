@@ -1,0 +1,303 @@
+"""Commands that talk to the running daemon through its socket: ``status``, ``subscribe``,
+``rescan``; and ``run``, the daemon itself.
+
+Every one takes ``--socket PATH`` (default: the socket the daemon uses by default, see
+:func:`isccd.dirs.default_socket_path`). When no daemon answers they say so on stderr and exit
+with status 1. Results are readable text on a terminal and JSON with ``--json`` or when stdout
+is not a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from isccd.cli.output import print_json, wants_json
+from isccd.client import Client
+from isccd.dirs import default_socket_path
+from isccd.errors import DaemonUnavailableError, ProtocolError
+from isccd.model import Event, EventType
+from isccd.protocol import DaemonStatus, event_to_wire, to_wire
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+_NO_DAEMON = "exit status: 0 success; 1 when no daemon answers on the socket or it refuses."
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``status``, ``subscribe`` and ``rescan`` to the ``isccd`` parser."""
+    status = subparsers.add_parser(
+        "status",
+        help="show the running daemon's state",
+        description="Roots and how each is watched, scan progress, files indexed, the hashing "
+        "queue, the last event's sequence number, and the connected clients.",
+        epilog=_NO_DAEMON,
+    )
+    _add_socket(status)
+    status.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    status.set_defaults(handler=run_status)
+
+    subscribe = subparsers.add_parser(
+        "subscribe",
+        help="print the daemon's events as they happen",
+        description="Stream the daemon's events (duplicates found, files added, changed, "
+        "moved, removed, scans, watch problems): one readable line each on a terminal, one "
+        "JSON object per line with --json or when piped. With --since N the events after "
+        "sequence number N are replayed first, so a script that stopped can resume without "
+        "missing or repeating anything. On exit the last sequence number is printed on "
+        "stderr as 'isccd: last seq N'.",
+        epilog="exit status: 0 when stopped by SIGINT, SIGTERM or a closed output pipe; 1 when "
+        "no daemon answers, the daemon closed the connection, or the subscriber lagged (it "
+        "read too slowly; resume with --since N).",
+    )
+    _add_socket(subscribe)
+    subscribe.add_argument(
+        "--since", type=int, metavar="N", help="replay the events after sequence number N first"
+    )
+    subscribe.add_argument(
+        "--type",
+        dest="types",
+        action="append",
+        choices=[t.value for t in EventType],
+        metavar="TYPE",
+        help="only events of this type (repeatable): "
+        + ", ".join(t.value for t in EventType if t is not EventType.SUBSCRIBER_LAGGED),
+    )
+    subscribe.add_argument(
+        "--root",
+        dest="roots",
+        action="append",
+        metavar="ROOT",
+        help="only events of this watched root (repeatable)",
+    )
+    subscribe.add_argument("--json", action="store_true", help="print NDJSON (default when piped)")
+    subscribe.set_defaults(handler=run_subscribe)
+
+    rescan = subparsers.add_parser(
+        "rescan",
+        help="ask the daemon to reconcile a root with the disk",
+        description="Start a reconcile scan of the root holding PATH, or of every root: files "
+        "changed, added or removed behind the watcher's back are found and indexed. Progress "
+        "is reported as scan.progress and scan.done events.",
+        epilog=_NO_DAEMON,
+    )
+    _add_socket(rescan)
+    rescan.add_argument("path", nargs="?", metavar="PATH", help="a root or a directory in one")
+    rescan.add_argument(
+        "--wait",
+        action="store_true",
+        help="return only when every change on disk so far is indexed",
+    )
+    rescan.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    rescan.set_defaults(handler=run_rescan)
+
+    # `isccd run`, the daemon these commands talk to, is registered here.
+
+
+def _add_socket(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--socket",
+        type=Path,
+        metavar="PATH",
+        help="the daemon's socket (default: $RUNTIME_DIRECTORY/isccd.sock, /run/isccd/isccd.sock "
+        "as root, $XDG_RUNTIME_DIR/isccd/isccd.sock otherwise)",
+    )
+
+
+def _socket(args: argparse.Namespace) -> Path:
+    path: Path | None = args.socket
+    return path if path is not None else default_socket_path()
+
+
+def _fail(exc: DaemonUnavailableError | ProtocolError) -> int:
+    if isinstance(exc, ProtocolError):
+        print(f"isccd: {exc.message} ({exc.code})", file=sys.stderr)
+    else:
+        print(f"isccd: {exc}", file=sys.stderr)
+    return EXIT_FAILURE
+
+
+# -- status -----------------------------------------------------------------------------------
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """``isccd status``."""
+    try:
+        with Client(_socket(args)) as client:
+            status = client.status()
+    except (DaemonUnavailableError, ProtocolError) as exc:
+        return _fail(exc)
+    if wants_json(args.json):
+        print_json(to_wire(status))
+    else:
+        sys.stdout.write(format_status(status, now=time.time()))
+    return EXIT_OK
+
+
+def format_status(status: DaemonStatus, *, now: float) -> str:
+    """The readable form of ``status``."""
+    lines = [
+        f"{status.version}: {status.state}, pid {status.pid}, up {_duration(now - status.started)}",
+        f"  files indexed  {status.files_indexed:,}",
+        f"  hash queue     {status.queue_depth:,}",
+        f"  last seq       {status.last_seq}",
+    ]
+    if status.server is not None:
+        s = status.server
+        lines.append(
+            f"  clients        {s.connections} ({s.subscribers} subscribed; "
+            f"{s.events_published:,} events published, {s.subscribers_lagged} lagged)"
+        )
+    lines.append("roots" if status.roots else "roots: none")
+    width = max((len(r.path) for r in status.roots), default=0)
+    for root in status.roots:
+        text = f"  {root.path:<{width}}  {root.watch_mode:<8} {root.files:>9,} files"
+        if root.scan is not None:
+            scan = root.scan
+            text += (
+                f"  scanning ({scan.reason}): {scan.phase}, {scan.files_seen:,} seen, "
+                f"{scan.files_done:,}/{scan.files_queued:,} hashed, {scan.errors:,} errors"
+            )
+        lines.append(text)
+        if root.note:
+            lines.append(f"  {'':<{width}}  note: {root.note}")
+    return "\n".join(lines) + "\n"
+
+
+def _duration(seconds: float) -> str:
+    minutes, _ = divmod(max(int(seconds), 0), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m"
+
+
+# -- subscribe --------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """SIGTERM: stop like SIGINT does."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _Stop
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_subscribe(args: argparse.Namespace) -> int:
+    """``isccd subscribe``."""
+    as_json = wants_json(args.json)
+    roots = [os.path.realpath(r) for r in args.roots] if args.roots else None
+    client: Client | None = None
+    status = EXIT_FAILURE
+    try:
+        with _sigterm_stops():
+            client = Client(_socket(args))
+            result = client.subscribe(args.since, types=args.types, roots=roots)
+            if not result.complete:
+                print(
+                    f"isccd: events {result.since + 1} to {result.first - 1} were pruned from "
+                    "the log; what they reported is missing from this stream",
+                    file=sys.stderr,
+                )
+            status = _stream(client, as_json, sys.stdout)
+    except (DaemonUnavailableError, ProtocolError) as exc:
+        status = _fail(exc)
+    except (KeyboardInterrupt, _Stop):
+        status = EXIT_OK
+    except BrokenPipeError:
+        # Whoever read our output is gone (`isccd subscribe | head`): a normal way to stop.
+        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = EXIT_OK
+    finally:
+        if client is not None:
+            client.close()
+            if client.last_seq is not None:
+                print(f"isccd: last seq {client.last_seq}", file=sys.stderr)
+    return status
+
+
+def _stream(client: Client, as_json: bool, out: TextIO) -> int:
+    for event in client.events():
+        if as_json:
+            print_json(event_to_wire(event), stream=out)
+        else:
+            out.write(format_event(event) + "\n")
+            out.flush()
+        if event.type is EventType.SUBSCRIBER_LAGGED:
+            print(
+                f"isccd: this subscriber read too slowly and was disconnected; resume with "
+                f"--since {event.seq}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILURE
+    print("isccd: the daemon closed the connection", file=sys.stderr)
+    return EXIT_FAILURE
+
+
+def format_event(event: Event) -> str:
+    """One readable line for an event: local time, seq, type, path, and the details."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.time))
+    subject = event.path or event.root or "-"
+    text = f"{stamp} #{event.seq} {event.type.value:<17} {subject}"
+    details = _details(event.data)
+    return f"{text}  {details}" if details else text
+
+
+def _details(data: Any) -> str:
+    parts = []
+    matches = data.get("matches")
+    if isinstance(matches, list):
+        unit, threshold = data.get("unit"), data.get("threshold")
+        for match in matches:
+            if isinstance(match, dict):
+                distance = match.get("distance")
+                parts.append(f"~ {match.get('path')} ({unit} {distance}/{threshold})")
+    for key, value in data.items():
+        if key in ("matches", "unit", "threshold") and isinstance(matches, list):
+            continue
+        if isinstance(value, str | int | float | bool) or value is None:
+            parts.append(f"{key}={value}")
+    return "  ".join(parts)
+
+
+# -- rescan -----------------------------------------------------------------------------------
+
+
+def run_rescan(args: argparse.Namespace) -> int:
+    """``isccd rescan``."""
+    path = os.path.realpath(args.path) if args.path else None
+    try:
+        with Client(_socket(args)) as client:
+            result = client.rescan(path)
+            seq = client.sync(path) if args.wait else None
+    except (DaemonUnavailableError, ProtocolError) as exc:
+        return _fail(exc)
+    if wants_json(args.json):
+        print_json({**to_wire(result), **({"seq": seq} if seq is not None else {})})
+    else:
+        roots = ", ".join(result.roots) or "no roots"
+        print(f"rescan started: {roots}")
+        if seq is not None:
+            print(f"indexed up to seq {seq}")
+    return EXIT_OK
