@@ -1,0 +1,396 @@
+"""The hashing workers: processes that run :func:`isccd.hashing.compute_record`, one file at a time.
+
+A small pool of its own rather than :class:`concurrent.futures.ProcessPoolExecutor`, because the
+daemon must know which file each worker holds:
+
+- a worker that dies (a segfault in a decoder, the OOM killer) takes down only the file it was
+  hashing, which is recorded with an ``internal`` issue; the worker is replaced and the files
+  queued behind it go to other workers. ``ProcessPoolExecutor`` breaks as a whole
+  (``BrokenProcessPool``) and cannot say which file was to blame;
+- a file that takes longer than ``file_timeout`` gets its worker killed and replaced, and is
+  recorded as failed, instead of holding a worker forever.
+
+Each worker starts from a fork server (safe whatever threads the daemon runs), warms up the
+compiled kernels before it takes work, and talks to the daemon over a pipe that the event loop
+reads (``add_reader``): no threads. Every worker holds at most :attr:`WorkerOptions.depth` files
+(the next one is already waiting when it finishes one), so the work in flight is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from isccd.hashing import CodeOptions, compute_record
+from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, UnitType
+
+#: Seconds to wait before starting a worker again after one died while starting.
+_RESPAWN_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+
+
+class PoolClosedError(Exception):
+    """The pool was closed before the file was hashed; it was abandoned, not failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How files are hashed.
+
+    Attributes:
+        workers: Worker processes.
+        depth: Files handed to one worker at once (2 hides the hand-over latency).
+        file_timeout: Seconds one file may take before its worker is replaced.
+        code: How files are coded.
+        start_method: ``forkserver`` (default), ``spawn`` or ``fork``.
+    """
+
+    workers: int = 1
+    depth: int = 2
+    file_timeout: float = 600.0
+    code: CodeOptions = field(default_factory=CodeOptions)
+    start_method: str = "forkserver"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStatistics:
+    """The pool's figures.
+
+    Attributes:
+        workers: Workers running (warming up included).
+        busy: Files being hashed now.
+        waiting: Files waiting for a worker.
+        done: Files hashed since start.
+        crashed: Workers that died while hashing.
+        timeouts: Files given up for taking too long.
+        started: Worker processes started since start (replacements included).
+    """
+
+    workers: int
+    busy: int
+    waiting: int
+    done: int
+    crashed: int
+    timeouts: int
+    started: int
+
+
+@dataclass(slots=True)
+class _Job:
+    id: int
+    path: str
+    units: frozenset[UnitType] | None
+    future: asyncio.Future[FileRecord]
+    started: float = 0.0
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(slots=True)
+class _Worker:
+    number: int
+    process: Any  # multiprocessing's BaseProcess; its context-specific type is not public
+    conn: multiprocessing.connection.Connection
+    ready: bool = False
+    pid: int = 0
+    jobs: deque[_Job] = field(default_factory=deque)
+
+
+def _worker_main(conn: multiprocessing.connection.Connection, options: CodeOptions) -> None:
+    """The worker process: warm up, then hash what it is sent until told to stop."""
+    # Ctrl-C reaches the whole process group; the daemon decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from isccd.iscc.kernels import warmup  # noqa: PLC0415 - only worker processes warm up
+
+    warmup()
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        job_id, path, units = message
+        try:
+            record = compute_record(path, options, units)
+        except Exception as exc:  # compute_record never raises for a bad file: this is a bug
+            record = _failed(path, f"internal error: {type(exc).__name__}: {exc}")
+        conn.send((job_id, record))
+
+
+def _failed(path: str, reason: str) -> FileRecord:
+    return FileRecord(
+        path, None, issues=(FileIssue("read", IssueKind.ERROR, reason, IssueCode.INTERNAL),)
+    )
+
+
+class WorkerPool:
+    """Worker processes hashing files on behalf of the event loop.
+
+    Lifecycle: :meth:`start`, any number of :meth:`compute`, :meth:`close`. Every method runs
+    on the event loop that called :meth:`start`.
+    """
+
+    def __init__(self, options: WorkerOptions) -> None:
+        if options.workers < 1 or options.depth < 1:
+            raise ValueError("workers and depth must be at least 1")
+        self._options = options
+        # Typed loosely: the start method is configurable, and each context has its own
+        # Process class.
+        self._context: Any = multiprocessing.get_context(options.start_method)
+        if options.start_method == "forkserver":
+            self._context.set_forkserver_preload(["isccd.hashing"])
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._workers: dict[int, _Worker] = {}
+        self._waiting: deque[_Job] = deque()
+        self._slots = asyncio.Semaphore(options.workers * options.depth)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._next_job = 0
+        self._next_worker = 0
+        self._closing = False
+        self._ready = asyncio.Event()
+        self._done = 0
+        self._crashed = 0
+        self._timeouts = 0
+        self._failed_starts = 0
+
+    async def start(self) -> None:
+        """Start the workers and wait until the first one is warmed up."""
+        self._loop = asyncio.get_running_loop()
+        for _ in range(self._options.workers):
+            await asyncio.to_thread(self._spawn)
+        await self._ready.wait()
+
+    async def compute(self, path: str, units: Collection[UnitType] | None = None) -> FileRecord:
+        """Hash one file in a worker.
+
+        Waits while ``workers * depth`` files are already in flight. Problems with the file
+        are in the record's issues; a worker crash or timeout is an ``internal`` issue.
+
+        Raises:
+            PoolClosedError: The pool closed before the file was hashed.
+        """
+        async with self._slots:
+            if self._closing:
+                raise PoolClosedError(path)
+            self._next_job += 1
+            future: asyncio.Future[FileRecord] = asyncio.get_running_loop().create_future()
+            units_set = None if units is None else frozenset(units)
+            self._waiting.append(_Job(self._next_job, path, units_set, future))
+            self._dispatch()
+            return await future
+
+    async def close(self, grace: float) -> int:
+        """Stop taking files, give those in flight ``grace`` seconds, then stop the workers.
+
+        Idempotent.
+
+        Returns:
+            Files abandoned (left unhashed); they are picked up again at the next start.
+        """
+        self._closing = True
+        abandoned = 0
+        while self._waiting:
+            self._waiting.popleft().future.set_exception(PoolClosedError("closed"))
+            abandoned += 1
+        in_flight = [job.future for w in self._workers.values() for job in w.jobs]
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=grace)
+        workers = list(self._workers.values())
+        for worker in workers:
+            self._detach(worker)
+            for job in worker.jobs:
+                if job.timer is not None:
+                    job.timer.cancel()
+                if not job.future.done():
+                    job.future.set_exception(PoolClosedError(job.path))
+                    abandoned += 1
+            worker.jobs.clear()
+        await asyncio.gather(*(asyncio.to_thread(_terminate, w) for w in workers))
+        if self._tasks:
+            await asyncio.wait(self._tasks)
+        return abandoned
+
+    def statistics(self) -> WorkerStatistics:
+        """The pool's figures now."""
+        return WorkerStatistics(
+            workers=len(self._workers),
+            busy=sum(len(w.jobs) for w in self._workers.values()),
+            waiting=len(self._waiting),
+            done=self._done,
+            crashed=self._crashed,
+            timeouts=self._timeouts,
+            started=self._next_worker,
+        )
+
+    def in_flight(self, now: float | None = None) -> list[tuple[str, int, float]]:
+        """``(path, worker pid, seconds so far)`` of each file being hashed now."""
+        now = time.monotonic() if now is None else now
+        return [
+            (w.jobs[0].path, w.pid, now - w.jobs[0].started)
+            for w in self._workers.values()
+            if w.jobs and w.jobs[0].started
+        ]
+
+    # -- workers -------------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        """Start one worker process. Blocking (the fork server may start first): runs in a
+        thread, and hands the worker to the loop."""
+        assert self._loop is not None
+        parent, child = self._context.Pipe(duplex=True)
+        self._next_worker += 1
+        process = self._context.Process(
+            target=_worker_main,
+            args=(child, self._options.code),
+            name=f"isccd-worker-{self._next_worker}",
+            daemon=True,
+        )
+        process.start()
+        child.close()
+        self._loop.call_soon_threadsafe(self._attach, _Worker(self._next_worker, process, parent))
+
+    def _attach(self, worker: _Worker) -> None:
+        assert self._loop is not None
+        if self._closing:
+            self._cleanup(worker)
+            return
+        self._workers[worker.number] = worker
+        self._loop.add_reader(worker.conn.fileno(), self._readable, worker)
+
+    def _detach(self, worker: _Worker) -> None:
+        assert self._loop is not None
+        if self._workers.pop(worker.number, None) is not None:
+            self._loop.remove_reader(worker.conn.fileno())
+
+    def _cleanup(self, worker: _Worker) -> None:
+        """Stop a detached worker's process in a thread, keeping track of it for close()."""
+        assert self._loop is not None
+        task = self._loop.create_task(asyncio.to_thread(_terminate, worker))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _readable(self, worker: _Worker) -> None:
+        try:
+            message = worker.conn.recv()
+        except (EOFError, OSError):
+            self._died(worker)
+            return
+        if message[0] == "ready":
+            worker.ready, worker.pid = True, message[1]
+            self._failed_starts = 0
+            self._ready.set()
+        else:
+            job_id, record = message
+            job = worker.jobs.popleft()
+            assert job.id == job_id, "a worker answers in order"
+            self._done += 1
+            self._finish(job, record)
+            if worker.jobs:
+                self._start_clock(worker.jobs[0])
+        self._dispatch()
+
+    def _finish(self, job: _Job, record: FileRecord) -> None:
+        if job.timer is not None:
+            job.timer.cancel()
+        if not job.future.done():
+            job.future.set_result(record)
+
+    def _start_clock(self, job: _Job) -> None:
+        assert self._loop is not None
+        job.started = time.monotonic()
+        job.timer = self._loop.call_later(self._options.file_timeout, self._timed_out, job)
+
+    def _dispatch(self) -> None:
+        if self._closing:
+            return
+        for worker in self._workers.values():
+            while worker.ready and self._waiting and len(worker.jobs) < self._options.depth:
+                job = self._waiting.popleft()
+                try:
+                    worker.conn.send((job.id, job.path, job.units))
+                except OSError:  # the worker is dying; its EOF is handled by _readable
+                    self._waiting.appendleft(job)
+                    break
+                worker.jobs.append(job)
+                if len(worker.jobs) == 1:
+                    self._start_clock(job)
+
+    def _timed_out(self, job: _Job) -> None:
+        for worker in self._workers.values():
+            if worker.jobs and worker.jobs[0] is job:
+                self._timeouts += 1
+                seconds = self._options.file_timeout
+                structlog.get_logger().error("worker_timeout", path=job.path, seconds=seconds)
+                worker.process.kill()
+                reason = f"hashing took longer than {seconds:g} s; given up"
+                self._replace(worker, _failed(job.path, reason))
+                return
+
+    def _died(self, worker: _Worker) -> None:
+        worker.process.join(timeout=1)
+        code = worker.process.exitcode
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        log = structlog.get_logger()
+        if not worker.ready:
+            self._failed_starts += 1
+            log.error("worker_start_failed", worker=worker.number, how=how)
+            self._replace(worker, None)
+            return
+        self._crashed += 1
+        culprit = worker.jobs[0] if worker.jobs else None
+        path = culprit.path if culprit else None
+        log.error("worker_died", worker=worker.number, how=how, path=path)
+        reason = f"the hashing process died ({how}) on this file"
+        self._replace(worker, None if culprit is None else _failed(culprit.path, reason))
+
+    def _replace(self, worker: _Worker, culprit_record: FileRecord | None) -> None:
+        """Retire a worker: fail the file it was on, requeue the rest, start a new one."""
+        assert self._loop is not None
+        self._detach(worker)
+        self._cleanup(worker)
+        jobs = list(worker.jobs)
+        worker.jobs.clear()
+        if culprit_record is not None and jobs:
+            self._finish(jobs.pop(0), culprit_record)
+        for job in reversed(jobs):  # not started yet: first in line for the other workers
+            if job.timer is not None:
+                job.timer.cancel()
+            job.started, job.timer = 0.0, None
+            self._waiting.appendleft(job)
+        if self._closing:
+            return
+        backoff = 0.0
+        if self._failed_starts:
+            backoff = _RESPAWN_BACKOFF[min(self._failed_starts, len(_RESPAWN_BACKOFF)) - 1]
+        self._loop.call_later(backoff, self._respawn)
+        self._dispatch()
+
+    def _respawn(self) -> None:
+        assert self._loop is not None
+        if self._closing:
+            return
+        task = self._loop.create_task(asyncio.to_thread(self._spawn))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _terminate(worker: _Worker) -> None:
+    """Ask a detached worker to exit, and make sure it does (blocking)."""
+    with contextlib.suppress(OSError):
+        worker.conn.send(None)
+    worker.process.join(timeout=2)
+    if worker.process.is_alive():
+        worker.process.kill()
+        worker.process.join(timeout=5)
+    worker.conn.close()

@@ -1,0 +1,134 @@
+"""The hashing workers with real processes: results equal in-process hashing, a worker killed
+mid-file costs only that file, a file over the time limit is given up, and closing abandons
+what is still in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from isccd.daemon.workers import PoolClosedError, WorkerOptions, WorkerPool
+from isccd.hashing import compute_record
+from isccd.model import FileRecord, IssueCode
+
+
+def _without_timings(record: FileRecord) -> FileRecord:
+    return dataclasses.replace(record, timings=())
+
+
+def _sparse(path: Path, size: int) -> Path:
+    """A file that takes a worker a while to hash (sparse: no disk used)."""
+    with path.open("wb") as fh:
+        fh.truncate(size)
+    return path
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait for a condition that the pool's own progress makes true."""
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+def _run(main: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(main(), 90))
+
+
+def test_records_equal_in_process_hashing(tmp_path: Path) -> None:
+    files = []
+    for i in range(6):
+        path = tmp_path / f"f{i}.txt"
+        path.write_text(f"file number {i} " * (i * 100 + 1))
+        files.append(str(path))
+    files.append(str(tmp_path / "missing.txt"))
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=2))
+        await pool.start()
+        try:
+            records = await asyncio.gather(*(pool.compute(p) for p in files))
+            stats = pool.statistics()
+        finally:
+            assert await pool.close(grace=5) == 0
+        for path, record in zip(files, records, strict=True):
+            assert _without_timings(record) == _without_timings(compute_record(path))
+        assert stats.done == len(files)
+        assert stats.workers == 2
+        assert records[-1].issues[0].code is IssueCode.VANISHED
+
+    _run(main)
+
+
+def test_a_killed_worker_costs_only_its_file(tmp_path: Path) -> None:
+    big = str(_sparse(tmp_path / "big.bin", 8 << 30))
+    small = tmp_path / "small.txt"
+    small.write_text("small file")
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, depth=2))
+        await pool.start()
+        try:
+            first = asyncio.create_task(pool.compute(big))
+            second = asyncio.create_task(pool.compute(str(small)))
+            await _until(lambda: bool(pool.in_flight()))
+            ((path, pid, _),) = pool.in_flight()
+            assert path == big
+            os.kill(pid, signal.SIGKILL)  # what the OOM killer would do
+            record = await first
+            assert record.issues[0].code is IssueCode.INTERNAL
+            assert "died (signal 9)" in record.issues[0].reason
+            # The file queued behind it is hashed by the replacement worker.
+            assert (await second).iscc == compute_record(str(small)).iscc
+            stats = pool.statistics()
+            assert stats.crashed == 1
+            assert stats.started == 2
+        finally:
+            await pool.close(grace=0)
+
+    _run(main)
+
+
+def test_a_file_over_the_time_limit_is_given_up(tmp_path: Path) -> None:
+    big = str(_sparse(tmp_path / "big.bin", 8 << 30))
+    small = tmp_path / "small.txt"
+    small.write_text("small file")
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, file_timeout=0.3))
+        await pool.start()
+        try:
+            record = await pool.compute(big)
+            assert record.issues[0].code is IssueCode.INTERNAL
+            assert "longer than 0.3 s" in record.issues[0].reason
+            assert (await pool.compute(str(small))).iscc is not None
+            assert pool.statistics().timeouts == 1
+        finally:
+            await pool.close(grace=0)
+
+    _run(main)
+
+
+def test_closing_abandons_what_is_in_flight(tmp_path: Path) -> None:
+    big = str(_sparse(tmp_path / "big.bin", 8 << 30))
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, depth=1))
+        await pool.start()
+        in_flight = asyncio.create_task(pool.compute(big))
+        waiting = asyncio.create_task(pool.compute(big))
+        await _until(lambda: bool(pool.in_flight()))
+        assert await pool.close(grace=0.1) == 1  # the second never got a slot
+        with pytest.raises(PoolClosedError):
+            await in_flight
+        with pytest.raises(PoolClosedError):
+            await waiting
+        with pytest.raises(PoolClosedError):
+            await pool.compute(big)
+        assert pool.statistics().workers == 0
+
+    _run(main)
