@@ -22,7 +22,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -148,19 +156,32 @@ class HashingSettings(_Section):
     """Seconds one file may take before its worker is replaced and the file recorded as failed."""
 
 
-class MatchSettings(_Section):
-    """``[match]``: near-duplicate thresholds, in Hamming bits over 64-bit units."""
+def _off(value: object) -> object:
+    """``"off"`` or ``false`` switch a threshold off (TOML has no null)."""
+    if value is False or (isinstance(value, str) and value.strip().lower() in {"off", "none"}):
+        return None
+    return value
 
-    data: int = Field(default=8, ge=0, le=64)
-    """Data-Code (raw bytes)."""
-    text: int = Field(default=15, ge=0, le=64)
+
+Threshold = Annotated[Annotated[int, Field(ge=0, le=64)] | None, BeforeValidator(_off)]
+
+
+class MatchSettings(_Section):
+    """``[match]``: near-duplicate thresholds in Hamming bits over 64-bit units; ``"off"``
+    switches a unit type off."""
+
+    data: Threshold = 8
+    """Data-Code (raw bytes): isccd's own measurement of edited files."""
+    text: Threshold = 15
     """Content-Code Text (published F1-optimal threshold)."""
-    image: int = Field(default=12, ge=0, le=64)
+    image: Threshold = 12
     """Content-Code Image (published F1-optimal threshold)."""
-    audio: int = Field(default=4, ge=0, le=64)
+    audio: Threshold = 4
     """Content-Code Audio (published F1-optimal threshold)."""
-    video: int = Field(default=8, ge=0, le=64)
-    """Content-Code Video."""
+    video: Threshold = 12
+    """Content-Code Video (follows the Image-Code, whose frame features it aggregates)."""
+    meta: Threshold = None
+    """Meta-Code (names and descriptions): off, file names alone make too many false alarms."""
 
 
 class ServerSettings(_Section):
