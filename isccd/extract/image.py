@@ -117,13 +117,16 @@ def extract_image(
                     f"{width} x {height} = {width * height:,} pixels exceeds the limit of "
                     f"{max_pixels:,}; not decoded"
                 )
-            meta, problem = image_metadata(img) if read_meta else (Metadata(), None)
             try:
+                # Decode first: a failed load leaves Pillow's image half set up, and a second
+                # load (metadata readers load PNGs for their EXIF) would then "succeed".
+                img.load()
                 pixels = normalize_image(img)
             except Exception as exc:
                 # Decoders raise OSError, SyntaxError, ValueError, struct.error, EOFError, ...
                 # on truncated or corrupt data; all mean the same to the caller.
                 raise ExtractionError(f"cannot decode image: {_describe(exc)}") from exc
+            meta, problem = image_metadata(img) if read_meta else (Metadata(), None)
     return ImageContent(tuple(pixels), width, height, meta, problem, extractor_profile(mediatype))
 
 
@@ -231,3 +234,23 @@ def _register_plugins() -> None:
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def extract_image_metadata(fileobj: BinaryIO) -> tuple[Metadata, str | None]:
+    """The embedded title and description of an image, without decoding its pixels.
+
+    Returns:
+        The fields found, and why some metadata could not be read (or ``None``).
+
+    Raises:
+        ExtractionError: The data is not an image Pillow can open.
+    """
+    _register_plugins()
+    with _quiet():
+        try:
+            img = Image.open(fileobj)
+        except Exception as exc:
+            # As in extract_image: any exception type means "not an image we can open".
+            raise ExtractionError(f"not an image Pillow can open: {_describe(exc)}") from exc
+        with img:
+            return image_metadata(img)

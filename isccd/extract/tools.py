@@ -37,6 +37,9 @@ _PROC_FD = Path("/proc/self/fd")
 _SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 _VERSION = re.compile(r"version\s+(\S+)")
 
+#: Seconds one tool run may take by default (a feature film's signature takes minutes).
+DEFAULT_TIMEOUT = 600.0
+
 
 @dataclass(frozen=True, slots=True)
 class ToolOptions:
@@ -54,7 +57,7 @@ class ToolOptions:
     fpcalc: str = "fpcalc"
     ffmpeg: str = "ffmpeg"
     ffprobe: str = "ffprobe"
-    timeout: float = 600.0
+    timeout: float = DEFAULT_TIMEOUT
     max_output: int = 64 * 1024 * 1024
     temp_dir: str | None = None
 

@@ -1,0 +1,280 @@
+"""Test media made on the spot: images with Pillow, documents with the libraries that write them,
+audio and video with ffmpeg, and a PNG decompression bomb written by hand."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, PngImagePlugin
+
+HAVE_FFMPEG = shutil.which("ffmpeg") is not None
+HAVE_FPCALC = shutil.which("fpcalc") is not None
+needs_ffmpeg = pytest.mark.skipif(not HAVE_FFMPEG, reason="ffmpeg is not installed")
+needs_fpcalc = pytest.mark.skipif(not HAVE_FPCALC, reason="fpcalc is not installed")
+
+XMP_TEMPLATE = (
+    '<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?>'
+    '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF '
+    'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+    '<rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+    '<dc:title><rdf:Alt><rdf:li xml:lang="x-default">{title}</rdf:li></rdf:Alt></dc:title>'
+    '<dc:description><rdf:Alt><rdf:li xml:lang="x-default">{description}</rdf:li></rdf:Alt>'
+    "</dc:description></rdf:Description></rdf:RDF></x:xmpmeta>"
+    '<?xpacket end="w"?>'
+)
+
+
+def scene(size: tuple[int, int] = (320, 240), seed: int = 0) -> Image.Image:
+    """An RGB picture with shapes and a gradient, so its Image-Code is not degenerate."""
+    width, height = size
+    img = Image.linear_gradient("L").resize(size).convert("RGB")
+    draw = ImageDraw.Draw(img)
+    for i in range(6):
+        x = (seed * 37 + i * 53) % max(width - 40, 1)
+        y = (seed * 23 + i * 41) % max(height - 40, 1)
+        color = ((seed * 50 + i * 70) % 256, (i * 90) % 256, (seed * 30 + i * 20) % 256)
+        draw.ellipse((x, y, x + 30 + i * 5, y + 20 + i * 7), fill=color)
+    return img
+
+
+def with_border(img: Image.Image, border: int, color: tuple[int, int, int]) -> Image.Image:
+    out = Image.new("RGB", (img.width + 2 * border, img.height + 2 * border), color)
+    out.paste(img, (border, border))
+    return out
+
+
+def make_images(folder: Path) -> dict[str, Path]:
+    """Images covering the SDK's normalization steps, in many formats."""
+    folder.mkdir(parents=True, exist_ok=True)
+    base = scene()
+    out: dict[str, Path] = {}
+
+    def save(name: str, img: Image.Image, **kwargs: object) -> None:
+        path = folder / name
+        img.save(path, **kwargs)
+        out[name] = path
+
+    save("plain.png", base)
+    save("photo.jpg", base, quality=90)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # Orientation: rotate 90 CW to display
+    save("rotated.jpg", base, quality=90, exif=exif.tobytes())
+    save("bordered.png", with_border(base, 25, (250, 250, 250)))
+    noisy = with_border(with_border(base, 10, (200, 30, 30)), 12, (12, 12, 14))
+    save("nested-border.png", noisy)
+    sky = Image.linear_gradient("L").resize((300, 200)).convert("RGB")
+    save("sky.png", sky)
+    rgba = base.convert("RGBA")
+    rgba.putalpha(Image.linear_gradient("L").resize(base.size))
+    save("alpha.png", rgba)
+    save("gray-alpha.png", base.convert("LA"))
+    palette = base.convert("P", palette=Image.Palette.ADAPTIVE, colors=32)
+    palette.info["transparency"] = 0
+    save("palette.gif", palette, transparency=0)
+    save("opaque-palette.png", base.convert("P"))
+    save("cmyk.jpg", base.convert("CMYK"))
+    save("bitmap.bmp", base)
+    save("picture.tiff", base)
+    save("picture.webp", base, lossless=True)
+    save("gray16.png", base.convert("I;16"))
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt(
+        "XML:com.adobe.xmp",
+        XMP_TEMPLATE.format(title="Harbour at Dusk", description="Boats &amp; lights"),
+    )
+    save("titled.png", base, pnginfo=info)
+    xmp = XMP_TEMPLATE.format(title="Mountain Lake", description="A calm morning").encode()
+    save("titled.jpg", base, quality=90, xmp=xmp)
+    return out
+
+
+def png_bomb(path: Path, width: int = 60_000, height: int = 60_000) -> Path:
+    """A small PNG whose header claims ``width x height`` pixels (a decompression bomb).
+
+    The IDAT stream is a few rows of zeros, compressed: the file is tiny, decoding it would need
+    gigabytes.
+    """
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit grayscale
+    rows = zlib.compress(b"\x00" * ((width + 1) * 4), 9)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+    )
+    return path
+
+
+def make_pdf(
+    path: Path, text: str, *, title: str | None = None, password: str | None = None
+) -> Path:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    if title:
+        pdf.set_title(title)
+    pdf.multi_cell(0, 8, text)
+    if password:
+        pdf.set_encryption(owner_password="owner-" + password, user_password=password)
+    pdf.output(str(path))
+    return path
+
+
+PROSE = (
+    "The quick brown fox jumps over the lazy dog near the riverbank. "
+    "Meanwhile, a small village prepares for the annual harvest festival, "
+    "with music, dancing and plenty of food for everyone who comes along. "
+)
+
+
+def make_documents(folder: Path) -> dict[str, Path]:
+    """Documents in the formats the Text-Code covers, written by the libraries that make them."""
+    import docx
+    import openpyxl
+    import pptx
+    from odf.opendocument import OpenDocumentText
+    from odf.text import P
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+
+    path = folder / "letter.docx"
+    document = docx.Document()
+    document.core_properties.title = "A Letter"
+    document.add_paragraph(PROSE * 3)
+    document.save(str(path))
+    out[path.name] = path
+
+    path = folder / "notes.odt"
+    odt = OpenDocumentText()
+    odt.text.addElement(P(text=PROSE * 2))
+    odt.save(str(path))
+    out[path.name] = path
+
+    path = folder / "table.xlsx"
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    for row, word in enumerate(PROSE.split()[:30], start=1):
+        sheet.cell(row=row, column=1, value=word)
+        sheet.cell(row=row, column=2, value=row * 3)
+    book.save(str(path))
+    out[path.name] = path
+
+    path = folder / "slides.pptx"
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Harvest festival"
+    slide.placeholders[1].text = PROSE
+    deck.save(str(path))
+    out[path.name] = path
+
+    path = folder / "page.html"
+    path.write_text(
+        "<!DOCTYPE html><html><head><title>Festival page</title><style>p {color: red}</style>"
+        f"<script>var hidden = 1;</script></head><body><h1>Festival</h1><p>{PROSE}</p>"
+        "<p>Tickets &amp; times</p></body></html>",
+        encoding="utf-8",
+    )
+    out[path.name] = path
+
+    path = folder / "data.xml"
+    path.write_text(
+        f'<?xml version="1.0"?><doc lang="en"><p>{PROSE}</p><p>second part</p></doc>',
+        encoding="utf-8",
+    )
+    out[path.name] = path
+
+    path = folder / "story.rtf"
+    path.write_text("{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}}\\f0 " + PROSE + "\\par}")
+    out[path.name] = path
+
+    out["report.pdf"] = make_pdf(folder / "report.pdf", PROSE * 4, title="Annual Report")
+    return out
+
+
+def make_texts(folder: Path) -> dict[str, Path]:
+    """Plain text in several encodings, Markdown and JSON."""
+    folder.mkdir(parents=True, exist_ok=True)
+    french = "Le café de la gare est très fréquenté; à côté, la boulangerie ouvre à l'aube. " * 8
+    files = {
+        "utf8.txt": (PROSE * 5).encode("utf-8"),
+        "utf8-bom.txt": b"\xef\xbb\xbf" + french.encode("utf-8"),
+        "utf16.txt": french.encode("utf-16"),
+        "utf16be.txt": b"\xfe\xff" + french.encode("utf-16-be"),
+        "utf32.txt": french.encode("utf-32"),
+        "latin.txt": french.encode("cp1252"),
+        "readme.md": ("# Title\n\n" + PROSE + "\n\n* item one\n* item two\n").encode(),
+        "values.json": b'{"title": "Report", "values": [1, 2, 3], "note": "'
+        + PROSE.encode()
+        + b'"}',
+    }
+    out = {}
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+        out[name] = folder / name
+    return out
+
+
+def ffmpeg(*args: str) -> None:
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args],
+        check=True,
+        timeout=120,
+    )
+
+
+def make_audio(folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    tones = "sine=frequency=440:duration=8"
+    chirp = "aevalsrc=sin(2*PI*(200+150*t)*t)|sin(2*PI*(300+50*t)*t):duration=8"
+    for name, source, extra in (
+        ("tone.mp3", tones, ["-metadata", "title=Concert Pitch"]),
+        ("tone.wav", tones, []),
+        ("chirp.flac", chirp, []),
+        ("chirp.ogg", chirp, ["-c:a", "libvorbis"]),
+    ):
+        ffmpeg("-f", "lavfi", "-i", source, *extra, str(folder / name))
+        out[name] = folder / name
+    ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:duration=0.5", str(folder / "blip.wav"))
+    out["blip.wav"] = folder / "blip.wav"
+    return out
+
+
+def make_video(folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, source, extra in (
+        ("bars.mp4", "testsrc=duration=3:size=320x240:rate=25", ["-pix_fmt", "yuv420p"]),
+        ("mandel.webm", "mandelbrot=size=160x120:rate=10", ["-t", "2", "-c:v", "libvpx"]),
+        ("life.mkv", "life=size=160x120:rate=15:seed=7", ["-t", "3"]),
+    ):
+        ffmpeg(
+            "-f",
+            "lavfi",
+            "-i",
+            source,
+            *extra,
+            "-metadata",
+            "title=Test Pattern",
+            str(folder / name),
+        )
+        out[name] = folder / name
+    return out
+
+
+def jpeg_bytes(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=85)
+    return buf.getvalue()

@@ -1,0 +1,162 @@
+"""Opening files safely: only regular files are opened, and changes while reading are caught."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from isccd.errors import (
+    FileAccessError,
+    FileUnstableError,
+    FileVanishedError,
+    NotRegularFileError,
+)
+from isccd.extract.source import open_source
+
+
+def test_stream_delivers_the_whole_file_in_bounded_pieces(tmp_path: Path) -> None:
+    data = os.urandom(100_003)
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    pieces: list[bytes] = []
+    with open_source(str(path)) as src:
+        assert src.head() == data[:4096]
+        total = src.stream(lambda view: pieces.append(bytes(view)), bufsize=4096)
+        src.check_unchanged()
+    assert total == len(data)
+    assert b"".join(pieces) == data
+    assert max(len(p) for p in pieces) <= 4096
+
+
+@given(st.binary(max_size=3000), st.integers(1, 700))
+def test_stream_is_exact_for_any_size_and_buffer(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, bufsize: int
+) -> None:
+    path = tmp_path_factory.mktemp("s") / "f"
+    path.write_bytes(data)
+    out = bytearray()
+    with open_source(str(path)) as src:
+        assert src.stream(out.extend, bufsize=bufsize) == len(data)
+    assert out == data
+
+
+def test_fifo_is_refused_without_opening(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # Opening a FIFO for reading would block until a writer appears: the test would hang.
+    with pytest.raises(NotRegularFileError, match="FIFO"):
+        open_source(str(fifo))
+
+
+def test_socket_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        with pytest.raises(NotRegularFileError, match="socket"):
+            open_source(str(path))
+
+
+@pytest.mark.parametrize("device", ["/dev/null", "/dev/zero"])
+def test_devices_are_refused(device: str, tmp_path: Path) -> None:
+    with pytest.raises(NotRegularFileError, match="character device"):
+        open_source(device)
+    link = tmp_path / "link"
+    link.symlink_to(device)
+    with pytest.raises(NotRegularFileError, match="symbolic link"):
+        open_source(str(link))
+
+
+def test_symbolic_links_and_loops_are_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(NotRegularFileError, match="symbolic link"):
+        open_source(str(tmp_path / "a"))
+    target = tmp_path / "real.txt"
+    target.write_text("x")
+    (tmp_path / "to-real").symlink_to(target)
+    with pytest.raises(NotRegularFileError, match="symbolic link"):
+        open_source(str(tmp_path / "to-real"))
+    with pytest.raises(NotRegularFileError, match="directory"):
+        open_source(str(tmp_path))
+
+
+def test_missing_file_is_vanished(tmp_path: Path) -> None:
+    with pytest.raises(FileVanishedError):
+        open_source(str(tmp_path / "nope"))
+
+
+def test_file_changed_while_read_is_unstable(tmp_path: Path) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 50_000)
+    with open_source(str(path)) as src:
+
+        def shrink_after_first_piece(view: memoryview) -> None:
+            if path.stat().st_size == 50_000:
+                os.truncate(path, 10_000)
+
+        src.stream(shrink_after_first_piece, bufsize=8192)
+        with pytest.raises(FileUnstableError, match="changed while it was read"):
+            src.check_unchanged()
+
+
+def test_file_removed_while_read_is_vanished(tmp_path: Path) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 50_000)
+    with open_source(str(path)) as src:
+        src.stream(lambda view: path.unlink(missing_ok=True), bufsize=8192)
+        with pytest.raises(FileVanishedError):
+            src.check_unchanged()
+
+
+def test_file_replaced_while_read_is_unstable(tmp_path: Path) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"old" * 1000)
+    newer = tmp_path / "new.bin"
+    newer.write_bytes(b"new" * 1000)
+    with open_source(str(path)) as src:
+        newer.rename(path)  # an editor's atomic save
+        with pytest.raises(FileUnstableError, match="replaced"):
+            src.check_unchanged()
+
+
+def test_unreadable_file_is_an_access_error(tmp_path: Path) -> None:
+    path = tmp_path / "secret.txt"
+    path.write_text("secret")
+    path.chmod(0o000)
+    if os.geteuid() != 0:
+        with pytest.raises(FileAccessError, match="permission denied"):
+            open_source(str(path))
+        return
+    # Root reads anything: check as an unprivileged user in a child process, in a directory
+    # that user may enter (pytest's own temporary root is private).
+    with tempfile.TemporaryDirectory() as shared:
+        Path(shared).chmod(0o755)
+        secret = Path(shared) / "secret.txt"
+        secret.write_text("secret")
+        secret.chmod(0o600)
+        code = (
+            "import os, sys\n"
+            "from isccd.extract.source import open_source\n"
+            "from isccd.errors import FileAccessError\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "try:\n"
+            "    open_source(sys.argv[1])\n"
+            "except FileAccessError as exc:\n"
+            "    print('refused:', exc.reason)\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(secret)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.stdout.strip() == "refused: permission denied", result.stderr
