@@ -1,0 +1,77 @@
+"""The systemd watchdog heartbeat: ``WATCHDOG=1`` only while the daemon demonstrably works.
+
+A blind timer would keep pinging from a daemon whose pipeline is stuck. Each beat first asks a
+probe: the event loop runs (the beat itself runs on it), the store's owner thread answers, and
+work moves (:class:`Progress`: when files wait, one must have finished recently). If the probe
+names a problem the beat is withheld and logged; after ``WatchdogSec=`` systemd restarts the
+service, which resumes from its store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from isccd.sdnotify import Notifier
+
+#: Returns None when healthy, else what is wrong.
+Probe = Callable[[], Awaitable[str | None]]
+
+
+class Progress:
+    """Tells a pipeline that moves from one that is stuck.
+
+    The pipeline calls :meth:`advanced` whenever it finishes a unit of work; :meth:`stalled`
+    says whether work has been waiting for longer than ``limit`` seconds without any finishing.
+
+    Args:
+        limit: Seconds without progress, while work waits, that count as stuck. Set it above
+            the longest a single file may take (the workers' own timeout).
+        clock: Monotonic seconds (injectable for tests).
+    """
+
+    def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._limit = limit
+        self._clock = clock
+        self._last = clock()
+
+    def advanced(self) -> None:
+        """Something finished just now."""
+        self._last = self._clock()
+
+    def stalled(self, pending: int) -> float | None:
+        """Seconds since the last progress if ``pending`` work has waited longer than the limit,
+        else None. Idle (nothing pending) is never stalled."""
+        now = self._clock()
+        if pending == 0:
+            self._last = now
+            return None
+        waited = now - self._last
+        return waited if waited > self._limit else None
+
+
+async def run_heartbeat(notifier: Notifier, interval: float, probe: Probe) -> None:
+    """Send a heartbeat every ``interval`` seconds while ``probe`` finds nothing wrong.
+
+    Runs until cancelled. The probe gets half the interval to answer; a probe that does not
+    answer in time counts as a problem.
+    """
+    log = structlog.get_logger()
+    withheld = False
+    while True:
+        try:
+            problem = await asyncio.wait_for(probe(), timeout=interval / 2)
+        except TimeoutError:
+            problem = f"health check did not answer within {interval / 2:g} s"
+        if problem is None:
+            notifier.watchdog()
+            if withheld:
+                log.info("watchdog_resumed")
+                withheld = False
+        else:
+            log.error("watchdog_withheld", problem=problem)
+            withheld = True
+        await asyncio.sleep(interval)
