@@ -131,7 +131,9 @@ def explain_code(code: str) -> dict[str, Any]:
         canonical = ic.iscc_normalize(code)
     except ic.IsccError as e:
         # Concatenated units that make no ISCC-CODE: still explain each unit.
-        info.update(iscc=None, valid=False, problem=str(e))
+        info.update(
+            iscc=None, canonical=False, valid=False, type_id=None, explain=None, problem=str(e)
+        )
     else:
         problem = None
         try:
@@ -144,9 +146,8 @@ def explain_code(code: str) -> dict[str, Any]:
             valid=problem is None,
             type_id=ic.iscc_type_id(canonical),
             explain=ic.iscc_explain(canonical),
+            problem=problem,
         )
-        if problem:
-            info["problem"] = problem
     info["units"] = [
         {"iscc": unit, "type_id": ic.iscc_type_id(unit), "explain": ic.iscc_explain(unit)}
         for unit in units
