@@ -1,0 +1,42 @@
+"""The pipeline: from scans, watcher changes and computed records to the store, the in-memory
+index and the events they cause. Shared by ``isccd scan`` and the daemon.
+
+- :class:`Pipeline` (:mod:`.runner`): the asyncio facade. ``open()``, then ``reconcile(root)``,
+  ``process_path``, ``remove_path``, ``move_path``, ``set_thresholds``, ``purge``, the questions
+  ``get``/``similar``/``dupes`` and the event log (``events_since``, ``last_seq``,
+  ``first_seq``); ``on_commit`` receives every committed batch of events in order.
+- :class:`Indexer` (:mod:`.indexer`): the synchronous core on the store's owner thread: applies
+  records, renames, hardlinks and removals, keeps relations and the index consistent, logs
+  events in the same transaction.
+- :mod:`.reconcile`: one reconcile, walked in short steps on the owner thread.
+- :mod:`.queries`: ``get``, ``similar``, ``dupes`` for the daemon and for read-only commands.
+- :mod:`.events`: what each event's ``data`` holds.
+"""
+
+from __future__ import annotations
+
+from isccd.pipeline.indexer import Indexer, is_unstable
+from isccd.pipeline.options import PipelineOptions, profile_is_stale
+from isccd.pipeline.queries import DupGroup, FileView, Member, Peer, dupes, get, similar
+from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats
+from isccd.pipeline.runner import Hasher, Pipeline, PoolHasher
+
+__all__ = [
+    "DupGroup",
+    "FileView",
+    "HashJob",
+    "Hasher",
+    "Indexer",
+    "Member",
+    "Peer",
+    "Pipeline",
+    "PipelineOptions",
+    "PoolHasher",
+    "Reconciler",
+    "ScanStats",
+    "dupes",
+    "get",
+    "is_unstable",
+    "profile_is_stale",
+    "similar",
+]

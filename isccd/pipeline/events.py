@@ -1,0 +1,79 @@
+"""The payloads of the events the pipeline logs (``Event.data``), built in one place.
+
+Every event has ``seq``, ``time``, ``root`` and ``path`` on the :class:`~isccd.model.Event`
+itself. The data adds, per type:
+
+- ``file.added`` / ``file.changed``: ``iscc``, ``datahash``, ``size``, ``mediatype``, ``units``
+  (unit type -> ISCC unit); ``links`` (other paths of the same file: hardlinks) when there are
+  any; ``file.changed`` also ``previous`` (``iscc``, ``datahash``, ``size``).
+- ``file.moved``: ``from``, ``from_root``, ``iscc``.
+- ``file.removed``: ``iscc``, ``datahash``, ``size``.
+- ``dup.exact``: ``unit`` (``"instance"``), ``distance`` 0, ``threshold`` 0, ``iscc``,
+  ``datahash``, ``size``, ``others`` (``path``, ``root``, ``iscc``), ``count``.
+- ``dup.near``: ``unit``, ``threshold``, ``bits``, ``distance`` (the smallest), ``iscc``,
+  ``code`` (this file's unit), ``others`` (``path``, ``root``, ``iscc``, ``code``,
+  ``distance``), ``count``.
+- ``dup.resolved``: ``kind`` (``exact`` or ``near``), ``unit``, ``reason`` (``changed``,
+  ``removed``, ``threshold``), ``others``, ``count``.
+- ``file.error``: ``issues`` (``stage``, ``kind``, ``reason``, ``code``).
+- ``file.unstable``: ``attempts``, ``reason``.
+- ``scan.done``: counters (``seen``, ``unchanged``, ``added``, ``changed``, ``moved``,
+  ``linked``, ``removed``, ``errors``, ``unstable``, ``hashed``), ``seconds``, ``start`` and
+  ``issues`` (``path``, ``reason``, ``message``; at most 100).
+
+``others`` lists at most ``PipelineOptions.others_limit`` files; ``count`` is the full number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from isccd.model import FileIssue, FileRecord
+from isccd.store import StoredFile
+
+
+def size_of(record: FileRecord) -> int | None:
+    """The file's size: bytes read, or the validators' size."""
+    if record.filesize is not None:
+        return record.filesize
+    return record.stat.size if record.stat else None
+
+
+def content(record: FileRecord) -> dict[str, Any]:
+    """What identifies a file's content in events."""
+    return {
+        "iscc": record.iscc,
+        "datahash": record.datahash,
+        "size": size_of(record),
+        "mediatype": record.mediatype,
+        "units": {u.type.value: u.iscc for u in record.units},
+    }
+
+
+def brief(record: FileRecord) -> dict[str, Any]:
+    """A short reference to a content version."""
+    return {"iscc": record.iscc, "datahash": record.datahash, "size": size_of(record)}
+
+
+def peer(stored: StoredFile, **extra: Any) -> dict[str, Any]:
+    """Another file in a duplicate event."""
+    return {"path": stored.path, "root": stored.root, "iscc": stored.record.iscc, **extra}
+
+
+def issues(items: Sequence[FileIssue]) -> list[dict[str, Any]]:
+    """Issues as JSON objects."""
+    return [
+        {
+            "stage": i.stage,
+            "kind": i.kind.value,
+            "reason": i.reason,
+            "code": i.code.value if i.code else None,
+        }
+        for i in items
+    ]
+
+
+def others(items: Sequence[dict[str, Any]], limit: int) -> dict[str, Any]:
+    """``others`` (at most ``limit``) and ``count``."""
+    return {"others": list(items[:limit]), "count": len(items)}

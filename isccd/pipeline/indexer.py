@@ -1,0 +1,596 @@
+"""The indexer: applies what was learned about files to the store and the in-memory index, and
+decides which events that causes.
+
+It is the object the store's owner thread owns (:class:`isccd.store.owner.StoreOwner`): every
+method runs on that thread, inside the transaction the owner opened, so reads see the batch's
+own writes and every change is committed together with its events. It implements the owner's
+transaction protocol, keeping the in-memory index in step: a unit of work that fails, or a batch
+whose commit fails, leaves the index as it was.
+
+Decisions (the store only stores):
+
+- A record for a path the store does not know is ``file.added``; for a known path whose content
+  differs, ``file.changed``; a path whose content is the same (``touch``, ``chmod``, an editor's
+  save of identical bytes) is updated silently.
+- A file found at a new path with the identity, size and mtime of a stored file that is gone
+  from its old path is ``file.moved`` (the rename may change ctime, so ctime is not compared);
+  if the old path still holds it, it is a hardlink: stored under the new path too, sharing the
+  record, never hashed again and never reported as a duplicate of itself.
+- After each change the file's relations are recomputed (:mod:`isccd.match`): new exact or near
+  duplicates are announced, ended ones are ``dup.resolved``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from isccd.index import UnitIndex, code64
+from isccd.iscc import gen_iscc_code_v0
+from isccd.match import (
+    NEAR_UNITS,
+    Relation,
+    RelationKind,
+    Side,
+    Thresholds,
+    is_exact,
+    relate_all,
+)
+from isccd.model import (
+    Event,
+    EventType,
+    FileIssue,
+    FileRecord,
+    FileStat,
+    IssueCode,
+    IssueKind,
+    Unit,
+    UnitType,
+)
+from isccd.pipeline import events as payload
+from isccd.pipeline.options import PipelineOptions
+from isccd.store import NearPair, Store, StoredFile
+
+_log = logging.getLogger("isccd.pipeline")
+
+#: Issue codes meaning "there is no regular file here any more".
+_GONE = frozenset({IssueCode.VANISHED, IssueCode.NOT_REGULAR})
+
+
+def issue_codes(record: FileRecord) -> set[IssueCode]:
+    """The classified causes of a record's issues."""
+    return {i.code for i in record.issues if i.code is not None}
+
+
+def is_unstable(record: FileRecord) -> bool:
+    """The file changed while it was read: nothing in the record can be trusted."""
+    return IssueCode.UNSTABLE in issue_codes(record)
+
+
+def side_of(file_id: int, record: FileRecord) -> Side:
+    """What :mod:`isccd.match` needs of a stored or new record."""
+    return Side(
+        file_id=file_id,
+        identity=record.stat.identity if record.stat else None,
+        datahash=record.datahash,
+        size=payload.size_of(record),
+        digests={u.type: u.digest for u in record.units},
+    )
+
+
+def _same_content(a: FileRecord, b: FileRecord) -> bool:
+    return (
+        a.datahash == b.datahash
+        and a.iscc == b.iscc
+        and {(u.type, u.digest) for u in a.units} == {(u.type, u.digest) for u in b.units}
+    )
+
+
+def on_disk(path: str, identity: tuple[int, int]) -> bool:
+    """Whether ``path`` still holds the file with ``identity`` (unknown counts as yes, so that
+    a doubt never turns a hardlink into a move)."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return (st.st_dev, st.st_ino) == identity
+
+
+class Indexer:
+    """Store + in-memory index + duplicate decisions, used from one thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        options: PipelineOptions | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_commit: Callable[[Sequence[Event]], None] | None = None,
+        load: bool = True,
+    ) -> None:
+        """Wrap an open store.
+
+        Args:
+            store: The backend (owned by the calling thread from now on).
+            options: Thresholds, retention, retries.
+            clock: Unix time for events and tombstones.
+            on_commit: Called on this thread with the events of each committed batch, in
+                sequence order (the daemon hands them to its broker). It must not block.
+            load: Build the index of the enabled unit types now (else on first use).
+        """
+        self.store = store
+        self.options = options or PipelineOptions()
+        self._clock = clock
+        self._on_commit = on_commit
+        self.index = UnitIndex(())
+        self._loaded: set[UnitType] = set()
+        self._pending: list[Event] = []
+        self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
+        self._marks: list[tuple[int, int]] = []
+        if load:
+            for unit_type in self.options.thresholds.enabled():
+                self.ensure_loaded(unit_type)
+
+    # -- the in-memory index -------------------------------------------------------------------
+
+    def ensure_loaded(self, unit_type: UnitType) -> None:
+        """Build the index of one unit type from the store, if not done yet."""
+        if unit_type in self._loaded:
+            return
+        index = self.index.add_type(unit_type)
+        for chunk in self.store.unit_digests(unit_type):
+            index.add_many([fid for fid, _ in chunk], [code64(d) for _, d in chunk])
+        self._loaded.add(unit_type)
+
+    def reload(self) -> None:
+        """Rebuild the whole index from the store."""
+        loaded = set(self._loaded)
+        self.index = UnitIndex(())
+        self._loaded.clear()
+        for unit_type in loaded:
+            self.ensure_loaded(unit_type)
+
+    def _index_put(self, file_id: int, record: FileRecord | None) -> None:
+        before = {t: self.index[t].get(file_id) for t in self._loaded}
+        self._undo.append((file_id, before))
+        if record is None:
+            self.index.remove(file_id)
+        else:
+            self.index.add(file_id, {u.type: u.digest for u in record.units})
+
+    def _unwind(self, mark: int) -> None:
+        while len(self._undo) > mark:
+            file_id, before = self._undo.pop()
+            for unit_type, code in before.items():
+                if code is None:
+                    self.index[unit_type].discard(file_id)
+                else:
+                    self.index[unit_type].add(file_id, code)
+
+    # -- transactions (the owner's protocol) ---------------------------------------------------
+
+    def begin(self) -> None:
+        """Start a batch."""
+        self.store.begin()
+        self._undo.clear()
+        self._marks.clear()
+
+    def savepoint(self) -> None:
+        """Start a unit of work."""
+        self.store.savepoint()
+        self._marks.append((len(self._undo), len(self._pending)))
+
+    def release(self) -> None:
+        """Keep the unit of work."""
+        self.store.release()
+        self._marks.pop()
+
+    def rollback_to(self) -> None:
+        """Undo the unit of work, in the store and the index."""
+        self.store.rollback_to()
+        undo, pending = self._marks.pop()
+        self._unwind(undo)
+        del self._pending[pending:]
+
+    def commit(self) -> None:
+        """Commit the batch and hand its events to ``on_commit``."""
+        self.store.commit()
+        self._undo.clear()
+        committed, self._pending = self._pending, []
+        if committed and self._on_commit is not None:
+            try:
+                self._on_commit(committed)
+            except Exception:  # the batch is committed; a faulty listener must not undo that
+                _log.exception("event listener failed", extra={"events": len(committed)})
+
+    def rollback(self) -> None:
+        """Undo the batch, in the store and the index."""
+        self.store.rollback()
+        self._unwind(0)
+        self._marks.clear()
+        self._pending.clear()
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    # -- events --------------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The clock's current time."""
+        return self._clock()
+
+    def emit(self, type: EventType, root: str, path: str, data: dict[str, Any]) -> Event:
+        """Log an event in the current transaction."""
+        event = self.store.append_event(type, root, path, data, self._clock())
+        self._pending.append(event)
+        return event
+
+    # -- relations -----------------------------------------------------------------------------
+
+    def relations(self, file_id: int, record: FileRecord) -> list[Relation]:
+        """Hardlink, exact and near relations of a stored file with every other live file."""
+        me = side_of(file_id, record)
+        candidates: dict[int, StoredFile] = {}
+        if record.stat is not None:
+            for stored in self.store.files_by_identity(*record.stat.identity):
+                candidates[stored.id] = stored
+        if record.datahash:
+            for stored in self.store.files_by_datahash(record.datahash):
+                candidates[stored.id] = stored
+        thresholds = self.options.thresholds
+        near_ids: set[int] = set()
+        for unit in record.units:
+            radius = thresholds.of(unit.type)
+            if radius is None or unit.type not in NEAR_UNITS:
+                continue
+            self.ensure_loaded(unit.type)
+            near_ids.update(
+                hit.file_id for hit in self.index.within(unit.type, unit.digest, radius)
+            )
+        near_ids -= candidates.keys() | {file_id}
+        for stored in self.store.files_by_id(sorted(near_ids)):
+            candidates[stored.id] = stored
+        candidates.pop(file_id, None)
+        sides = [side_of(s.id, s.record) for s in candidates.values() if s.live]
+        return relate_all(me, sides, thresholds, self.options.max_near)
+
+    def _announce(
+        self,
+        root: str,
+        stored: StoredFile,
+        relations: Sequence[Relation],
+        *,
+        old_exact: Iterable[int] = (),
+        old_near: Sequence[NearPair] = (),
+        reason: str = "changed",
+    ) -> None:
+        """Store the near relations of a file and log what began and what ended."""
+        file_id, record = stored.id, stored.record
+        exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
+        near = {(r.other, r.unit): r for r in relations if r.kind is RelationKind.NEAR}
+        old = {(p.other(file_id), p.unit): p for p in old_near}
+        self.store.remove_near([p for key, p in old.items() if key not in near])
+        self.store.add_near(
+            [NearPair.of(file_id, other, unit, r.distance) for (other, unit), r in near.items()]
+        )
+        others = {
+            s.id: s
+            for s in self.store.files_by_id(
+                sorted(set(exact) | set(old_exact) | {k[0] for k in near} | {k[0] for k in old})
+            )
+        }
+        limit = self.options.others_limit
+        ended_exact = [others[i] for i in old_exact if i not in exact and i in others]
+        if ended_exact:
+            self.emit(EventType.DUP_RESOLVED, root, record.path, {
+                "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
+                **payload.others([payload.peer(s) for s in ended_exact], limit),
+            })  # fmt: skip
+        new_exact = [others[i] for i in exact if i not in set(old_exact) and i in others]
+        if new_exact:
+            everyone = [others[i] for i in exact if i in others]
+            self.emit(EventType.DUP_EXACT, root, record.path, {
+                "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
+                **payload.brief(record),
+                **payload.others([payload.peer(s) for s in everyone], limit),
+            })  # fmt: skip
+        by_unit_ended: dict[UnitType, list[StoredFile]] = {}
+        for (other, unit), _ in old.items():
+            if (other, unit) not in near and other in others:
+                by_unit_ended.setdefault(unit, []).append(others[other])
+        for unit, ended in by_unit_ended.items():
+            self.emit(EventType.DUP_RESOLVED, root, record.path, {
+                "kind": "near", "unit": unit.value, "reason": reason,
+                **payload.others([payload.peer(s) for s in ended], limit),
+            })  # fmt: skip
+        by_unit_new: dict[UnitType, list[Relation]] = {}
+        for (other, unit), relation in near.items():
+            if (other, unit) not in old and other in others:
+                by_unit_new.setdefault(unit, []).append(relation)
+        for unit, found in by_unit_new.items():
+            found.sort(key=lambda r: (r.distance, r.other))
+            mine = record.unit(unit)
+            self.emit(EventType.DUP_NEAR, root, record.path, {
+                "unit": unit.value, "threshold": found[0].threshold, "bits": found[0].bits,
+                "distance": found[0].distance, "iscc": record.iscc,
+                "code": mine.iscc if mine else None,
+                **payload.others([
+                    payload.peer(others[r.other], code=_code(others[r.other], unit),
+                                 distance=r.distance)
+                    for r in found
+                ], limit),
+            })  # fmt: skip
+
+    def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
+        """Live files holding the same bytes as this one, other than itself and its hardlinks."""
+        if not record.datahash:
+            return []
+        me = side_of(file_id, record)
+        return [
+            s.id
+            for s in self.store.files_by_datahash(record.datahash)
+            if s.id != file_id and is_exact(me, side_of(s.id, s.record))
+        ]
+
+    # -- applying ------------------------------------------------------------------------------
+
+    def apply_record(
+        self, root: str, record: FileRecord, seen: FileStat | None = None
+    ) -> list[Event]:
+        """Apply a freshly computed record (see the module docstring for the decisions).
+
+        Args:
+            root: The root the file belongs to.
+            record: What :func:`isccd.hashing.compute_record` returned. An unstable record must
+                not be applied (retry it, then :meth:`apply_unstable`).
+            seen: The validators the scan saw, used when the file could not be opened (so that
+                it is not retried until it changes).
+
+        Returns:
+            The events logged.
+        """
+        mark = len(self._pending)
+        codes = issue_codes(record)
+        if codes & _GONE or (record.stat is None and not _exists(record.path)):
+            self.remove_path(record.path)
+            return self._pending[mark:]
+        if record.stat is None:
+            self._apply_unreadable(root, record, seen)
+            return self._pending[mark:]
+        existing = self.store.file_at(record.path)
+        if existing is None:
+            self._add(root, record)
+        else:
+            self._update(root, existing, record)
+        return self._pending[mark:]
+
+    def _add(self, root: str, record: FileRecord) -> StoredFile:
+        now = self._clock()
+        file_id = self.store.add_file(root, record, now)
+        stored = StoredFile(file_id, root, record, now)
+        relations = self.relations(file_id, record)
+        links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
+        data = payload.content(record) | ({"links": links} if links else {})
+        self.emit(EventType.FILE_ADDED, root, record.path, data)
+        self._report_issues(root, record, ())
+        self._announce(root, stored, relations)
+        self._index_put(file_id, record)
+        return stored
+
+    def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
+        old = existing.record
+        now = self._clock()
+        if _same_content(old, record):
+            self.store.update_file(existing.id, root, record, now)
+            self._report_issues(root, record, old.issues)
+            return
+        old_exact = self._exact_ids(existing.id, old)
+        old_near = self.store.near_of(existing.id)
+        self.store.update_file(existing.id, root, record, now)
+        stored = StoredFile(existing.id, root, record, now)
+        relations = self.relations(existing.id, record)
+        links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
+        data = payload.content(record) | {"previous": payload.brief(old)}
+        self.emit(
+            EventType.FILE_CHANGED, root, record.path, data | ({"links": links} if links else {})
+        )
+        self._report_issues(root, record, old.issues)
+        self._announce(root, stored, relations, old_exact=old_exact, old_near=old_near)
+        self._index_put(existing.id, record)
+
+    def _apply_unreadable(self, root: str, record: FileRecord, seen: FileStat | None) -> None:
+        """A file that exists but cannot be read: keep what was known, note the problem, and
+        remember the validators so it is retried once it changes."""
+        existing = self.store.file_at(record.path)
+        if existing is not None:
+            kept = replace(existing.record, stat=seen or existing.record.stat, issues=record.issues)
+            self.store.update_file(existing.id, root, kept, self._clock())
+            self._report_issues(root, record, existing.record.issues)
+            return
+        if seen is None:
+            self._report_issues(root, record, ())
+            return
+        self._add(root, replace(record, stat=seen))
+
+    def _report_issues(self, root: str, record: FileRecord, before: Sequence[FileIssue]) -> None:
+        errors = [i for i in record.issues if i.kind is IssueKind.ERROR]
+        if errors and set(errors) != {i for i in before if i.kind is IssueKind.ERROR}:
+            self.emit(EventType.FILE_ERROR, root, record.path, {"issues": payload.issues(errors)})
+
+    def apply_unstable(self, root: str, path: str, attempts: int, reason: str) -> list[Event]:
+        """Report a file that kept changing while it was read; nothing is stored."""
+        event = self.emit(
+            EventType.FILE_UNSTABLE, root, path, {"attempts": attempts, "reason": reason}
+        )
+        return [event]
+
+    def apply_partial(
+        self, root: str, stored_id: int, record: FileRecord, units: frozenset[UnitType]
+    ) -> list[Event]:
+        """Apply a record that recomputed only ``units`` of a stored file (profile change): the
+        new units replace the old ones of those types, the rest is kept, and the ISCC-CODE is
+        composed again."""
+        found = self.store.files_by_id([stored_id])
+        existing = found[0] if found else None
+        if existing is None or not existing.live or existing.path != record.path:
+            return []  # changed meanwhile: the next scan takes care of it
+        if record.stat is None:
+            return self.apply_record(root, record)  # gone, or unreadable now
+        if existing.record.stat is None or not record.stat.same_content_version(
+            existing.record.stat
+        ):
+            return []  # it changed since the scan: a full rehash is due, not a partial one
+        kept = [u for u in existing.record.units if u.type not in units]
+        merged = sorted([*kept, *record.units], key=lambda u: _ORDER[u.type])
+        stale_issues = {t.value for t in units}
+        issues = tuple(i for i in existing.record.issues if i.stage not in stale_issues)
+        new = replace(
+            existing.record,
+            units=tuple(merged),
+            iscc=_compose(merged, self.options.wide) or existing.record.iscc,
+            issues=issues + record.issues,
+            extractor=record.extractor or existing.record.extractor,
+        )
+        return self.apply_record(root, new)
+
+    def remove_path(self, path: str) -> list[Event]:
+        """Tombstone the live file at ``path``, or every live file below it (a directory)."""
+        mark = len(self._pending)
+        for stored in self.store.files_under(path):
+            self.remove_file(stored)
+        return self._pending[mark:]
+
+    def remove_file(self, stored: StoredFile) -> None:
+        """Tombstone one live file and log what ended."""
+        old_exact = self._exact_ids(stored.id, stored.record)
+        old_near = self.store.near_of(stored.id)
+        self.store.remove_file(stored.id, self._clock())
+        self.emit(EventType.FILE_REMOVED, stored.root, stored.path, payload.brief(stored.record))
+        self._announce(
+            stored.root, stored, [], old_exact=old_exact, old_near=old_near, reason="removed"
+        )
+        self._index_put(stored.id, None)
+
+    def move_file(self, stored: StoredFile, root: str, path: str, stat: FileStat) -> list[Event]:
+        """Give a stored file a new path; its codes and relations are kept."""
+        mark = len(self._pending)
+        if stored.path == path:
+            return []
+        occupant = self.store.file_at(path)
+        if occupant is not None and occupant.id != stored.id:
+            self.remove_file(occupant)  # renamed over another file
+        self.store.move_file(stored.id, root, path, stat)
+        self.emit(EventType.FILE_MOVED, root, path, {
+            "from": stored.path, "from_root": stored.root, "iscc": stored.record.iscc,
+        })  # fmt: skip
+        return self._pending[mark:]
+
+    def move_path(self, src: str, root: str, dst: str) -> list[Event]:
+        """A file or directory was renamed from ``src`` to ``dst`` (under ``root``): every live
+        file at or below ``src`` moves with it, keeping its codes."""
+        mark = len(self._pending)
+        for stored in self.store.files_under(src):
+            new = dst + stored.path[len(src) :]
+            old_stat = stored.record.stat
+            st: FileStat | None
+            try:
+                st = FileStat.from_os(os.lstat(new))
+            except OSError:
+                st = old_stat
+            if st is None or old_stat is None or st.identity != old_stat.identity:
+                self.remove_file(stored)  # not the same file any more: the caller rescans dst
+                continue
+            self.move_file(stored, root, new, st)
+        return self._pending[mark:]
+
+    def link(self, root: str, source: StoredFile, path: str, stat: FileStat) -> list[Event]:
+        """Store another path of an already indexed file (a hardlink): no hashing."""
+        record = replace(source.record, path=path, stat=stat)
+        return self.apply_record(root, record)
+
+    def _paths(self, ids: Sequence[int]) -> list[str]:
+        return [s.path for s in self.store.files_by_id(list(ids))]
+
+    # -- thresholds ----------------------------------------------------------------------------
+
+    def set_thresholds(self, thresholds: Thresholds) -> list[int]:
+        """Switch to new thresholds; return the ids of the files whose near relations must be
+        re-evaluated (with :meth:`reevaluate`, in chunks)."""
+        old = self.options.thresholds
+        self.options = replace(self.options, thresholds=thresholds)
+        affected = {t for t in NEAR_UNITS if old.of(t) != thresholds.of(t)}
+        ids: set[int] = set()
+        for unit_type in affected:
+            if thresholds.of(unit_type) is not None:
+                self.ensure_loaded(unit_type)
+                ids.update(int(i) for i in self.index[unit_type].ids())
+        for pair in self.store.near_pairs():
+            if pair.unit in affected:
+                ids.update((pair.a, pair.b))
+        return sorted(ids)
+
+    def reevaluate(self, file_ids: Sequence[int]) -> list[Event]:
+        """Recompute the near relations of these files under the current thresholds, logging
+        what began (``dup.near``) and ended (``dup.resolved``, reason ``threshold``)."""
+        mark = len(self._pending)
+        for stored in self.store.files_by_id(list(file_ids)):
+            if not stored.live:
+                continue
+            relations = self.relations(stored.id, stored.record)
+            exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
+            old_near = self.store.near_of(stored.id)
+            self._announce(
+                stored.root,
+                stored,
+                relations,
+                old_exact=exact,
+                old_near=old_near,
+                reason="threshold",
+            )
+        return self._pending[mark:]
+
+    # -- retention -----------------------------------------------------------------------------
+
+    def purge(self) -> tuple[int, int]:
+        """Forget tombstones and events older than their retention; ``(files, events)``."""
+        now = self._clock()
+        files = self.store.purge_tombstones(now - self.options.tombstone_retention)
+        events = self.store.purge_events(now - self.options.event_retention)
+        return files, events
+
+
+_ORDER = {t: i for i, t in enumerate(
+    (UnitType.META, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO,
+     UnitType.MIXED, UnitType.DATA, UnitType.INSTANCE)
+)}  # fmt: skip
+
+
+def _code(stored: StoredFile, unit_type: UnitType) -> str | None:
+    unit = stored.record.unit(unit_type)
+    return unit.iscc if unit else None
+
+
+def _compose(units: Sequence[Unit], wide: bool) -> str | None:
+    """The ISCC-CODE of the units (as :mod:`isccd.hashing` composes it)."""
+    if not {UnitType.DATA, UnitType.INSTANCE} <= {u.type for u in units}:
+        return None
+    return gen_iscc_code_v0([u.iscc for u in units if u.type is not UnitType.MIXED], wide=wide)[
+        "iscc"
+    ]
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True

@@ -1,0 +1,59 @@
+"""The pipeline's settings, and the rule that decides when a stored unit is outdated."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from isccd.match import Thresholds
+
+DAY = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineOptions:
+    """How records become index entries and events.
+
+    Attributes:
+        thresholds: Near-duplicate thresholds per unit type.
+        max_near: Near relations kept per file and unit type (closest first), so that a
+            pathological cluster (thousands of blank images sharing one Image-Code) stays
+            bounded.
+        others_limit: Other files listed in one duplicate event at most (the count of all is
+            given too).
+        tombstone_retention: Seconds a removed file is remembered (``isccd get`` and event
+            replay can still name it).
+        event_retention: Seconds events are kept for replay with ``since``.
+        versions: The current version of every profile component (``{"iscc": "1.5.0",
+            "bits": "64", "pillow": "11.0.0", ...}``). A stored unit whose profile names a
+            component at another version is recomputed, alone; empty: never.
+        wide: Whether ISCC-CODEs are composed WIDE (as the hashing options say), used when
+            recomputed units are combined with kept ones.
+        unstable_attempts: Reads of a file that keeps changing before it is reported unstable.
+        unstable_delay: Seconds before the first retry; doubled for each further one.
+        hash_concurrency: Files hashed at once by a reconcile (at least the hashing pool's size,
+            so that it never idles).
+    """
+
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    max_near: int = 256
+    others_limit: int = 100
+    tombstone_retention: float = 30 * DAY
+    event_retention: float = 30 * DAY
+    versions: Mapping[str, str] = field(default_factory=dict)
+    wide: bool = False
+    unstable_attempts: int = 4
+    unstable_delay: float = 0.5
+    hash_concurrency: int = 8
+
+
+def profile_is_stale(profile: str, versions: Mapping[str, str]) -> bool:
+    """True when ``profile`` (space-separated ``name/version`` components, e.g.
+    ``"iscc/1.5.0 bits/64 pillow/11.0.0 isccd-extract/1"``) names a component whose current
+    version in ``versions`` is different. Components ``versions`` does not mention are trusted.
+    """
+    for part in profile.split():
+        name, sep, version = part.partition("/")
+        if sep and name in versions and versions[name] != version:
+            return True
+    return False

@@ -1,0 +1,372 @@
+"""Questions asked of the index: one file (``get``), its neighbours (``similar``), and the
+duplicate groups (``dupes``).
+
+The same functions serve the daemon (on the owner thread, with the live index) and the
+command line reading the store directly (a read-only :class:`~isccd.pipeline.indexer.Indexer`
+that loads the unit types a question needs). Results are frozen dataclasses with an
+``as_dict()`` giving the JSON both paths print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from isccd.match import NEAR_UNITS, RelationKind, Thresholds, is_exact, relate
+from isccd.model import FileRecord, UnitType
+from isccd.pipeline import events as payload
+from isccd.pipeline.indexer import Indexer, side_of
+from isccd.store import StoredFile
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """Another file related to the one asked about.
+
+    Attributes:
+        path: Its path.
+        root: Its root.
+        iscc: Its ISCC-CODE.
+        size: Its size in bytes.
+        kind: Hardlink, exact or near.
+        unit: The unit type compared.
+        distance: Hamming distance (0 for hardlink and exact).
+        threshold: The threshold applied (0 for hardlink and exact).
+        code: Its unit of that type, for near relations.
+    """
+
+    path: str
+    root: str
+    iscc: str | None
+    size: int | None
+    kind: RelationKind
+    unit: UnitType
+    distance: int
+    threshold: int
+    code: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "path": self.path,
+            "root": self.root,
+            "iscc": self.iscc,
+            "size": self.size,
+            "relation": self.kind.value,
+            "unit": self.unit.value,
+            "distance": self.distance,
+            "threshold": self.threshold,
+            "code": self.code,
+        }
+
+
+def record_dict(record: FileRecord) -> dict[str, Any]:
+    """A record as JSON, with field names as the ISCC SDK names them."""
+    st = record.stat
+    return {
+        "path": record.path,
+        "iscc": record.iscc,
+        "name": record.name,
+        "mediatype": record.mediatype,
+        "mode": record.mode.value if record.mode else None,
+        "filesize": payload.size_of(record),
+        "datahash": record.datahash,
+        "characters": record.characters,
+        "width": record.width,
+        "height": record.height,
+        "duration": record.duration,
+        "extractor": record.extractor,
+        "units": [
+            {"type": u.type.value, "iscc": u.iscc, "bits": u.bits, "profile": u.profile}
+            for u in record.units
+        ],
+        "issues": payload.issues(record.issues),
+        "stat": None
+        if st is None
+        else {
+            "dev": st.dev,
+            "ino": st.ino,
+            "size": st.size,
+            "mtime_ns": st.mtime_ns,
+            "ctime_ns": st.ctime_ns,
+            "nlink": st.nlink,
+        },
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class FileView:
+    """Everything the index knows about one path.
+
+    Attributes:
+        file: The stored file (live, or the latest tombstone at that path).
+        links: Other paths of the same file (hardlinks).
+        duplicates: Exact duplicates and stored near-duplicate relations.
+    """
+
+    file: StoredFile
+    links: tuple[str, ...]
+    duplicates: tuple[Peer, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            **record_dict(self.file.record),
+            "root": self.file.root,
+            "state": "live" if self.file.live else "removed",
+            "indexed_at": self.file.indexed_at,
+            "removed_at": self.file.removed_at,
+            "links": list(self.links),
+            "duplicates": [p.as_dict() for p in self.duplicates],
+        }
+
+
+def _peer(stored: StoredFile, kind: RelationKind, unit: UnitType, distance: int,
+          threshold: int) -> Peer:  # fmt: skip
+    code = stored.record.unit(unit)
+    return Peer(
+        stored.path,
+        stored.root,
+        stored.record.iscc,
+        payload.size_of(stored.record),
+        kind,
+        unit,
+        distance,
+        threshold,
+        code.iscc if code is not None and kind is RelationKind.NEAR else None,
+    )
+
+
+def get(ix: Indexer, path: str) -> FileView | None:
+    """What the index knows about ``path`` (a tombstone if it was removed), or ``None``."""
+    store = ix.store
+    stored = store.file_at(path)
+    if stored is None:
+        dead = store.tombstones_at(path)
+        return FileView(dead[0], (), ()) if dead else None
+    record = stored.record
+    links: list[str] = []
+    if record.stat is not None:
+        links = [
+            s.path for s in store.files_by_identity(*record.stat.identity) if s.id != stored.id
+        ]
+    peers: list[Peer] = []
+    me = side_of(stored.id, record)
+    if record.datahash:
+        for other in store.files_by_datahash(record.datahash):
+            if other.id != stored.id and is_exact(me, side_of(other.id, other.record)):
+                peers.append(_peer(other, RelationKind.EXACT, UnitType.INSTANCE, 0, 0))
+    pairs = store.near_of(stored.id)
+    others = {s.id: s for s in store.files_by_id(sorted({p.other(stored.id) for p in pairs}))}
+    for pair in pairs:
+        peer = others.get(pair.other(stored.id))
+        if peer is None:
+            continue
+        mine, theirs = record.unit(pair.unit), peer.record.unit(pair.unit)
+        bits = min(mine.bits, theirs.bits) if mine and theirs else 64
+        threshold = ix.options.thresholds.scaled(pair.unit, bits)
+        peers.append(_peer(peer, RelationKind.NEAR, pair.unit, pair.distance, threshold or 0))
+    peers.sort(key=lambda p: (p.kind is not RelationKind.EXACT, p.distance, p.path))
+    return FileView(stored, tuple(links), tuple(peers))
+
+
+def similar(
+    ix: Indexer,
+    stored: StoredFile,
+    max_distance: int | None = None,
+    unit_types: Sequence[UnitType] | None = None,
+) -> list[Peer]:
+    """Files whose units are within reach of ``stored``'s, nearest first.
+
+    Args:
+        ix: The indexer.
+        stored: The file (live, or a record computed on the fly with id 0).
+        max_distance: Bits of the first 64 within which a unit counts (scaled for longer
+            units, as thresholds are); the configured threshold per unit type when ``None``.
+        unit_types: Compare only these unit types (all near-duplicate types by default).
+
+    Returns:
+        One entry per other file and relation (a hardlink, an exact copy, or each unit type by
+        which it is near).
+    """
+    record = stored.record
+    wanted = tuple(unit_types) if unit_types is not None else NEAR_UNITS
+    radii: dict[str, int | None] = {}
+    for unit_type in NEAR_UNITS:
+        radius = ix.options.thresholds.of(unit_type) if max_distance is None else max_distance
+        radii[unit_type.value] = radius if unit_type in wanted else None
+    thresholds = Thresholds(**radii)
+    candidate_ids: set[int] = set()
+    for unit in record.units:
+        radius = thresholds.of(unit.type)
+        if radius is None or unit.type not in NEAR_UNITS:
+            continue
+        ix.ensure_loaded(unit.type)
+        candidate_ids.update(h.file_id for h in ix.index.within(unit.type, unit.digest, radius))
+    if record.datahash:
+        candidate_ids.update(s.id for s in ix.store.files_by_datahash(record.datahash))
+    candidate_ids.discard(stored.id)
+    me = side_of(stored.id, record)
+    peers = []
+    for other in ix.store.files_by_id(sorted(candidate_ids)):
+        if not other.live:
+            continue
+        for relation in relate(me, side_of(other.id, other.record), thresholds):
+            peers.append(
+                _peer(other, relation.kind, relation.unit, relation.distance, relation.threshold)
+            )
+    order = {t: i for i, t in enumerate(NEAR_UNITS)}
+    peers.sort(key=lambda p: (p.distance, order.get(p.unit, -1), p.path))
+    return peers
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One file of a duplicate group (its hardlinks are one member).
+
+    Attributes:
+        paths: The file's paths.
+        root: The root of the first path.
+        size: Its size in bytes.
+        iscc: Its ISCC-CODE.
+    """
+
+    paths: tuple[str, ...]
+    root: str
+    size: int | None
+    iscc: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {"paths": list(self.paths), "root": self.root, "size": self.size, "iscc": self.iscc}
+
+
+@dataclass(frozen=True, slots=True)
+class NearLink:
+    """One near relation inside a group.
+
+    Attributes:
+        a: Index of one member.
+        b: Index of the other.
+        unit: The unit type.
+        distance: Hamming distance.
+    """
+
+    a: int
+    b: int
+    unit: UnitType
+    distance: int
+
+
+@dataclass(frozen=True, slots=True)
+class DupGroup:
+    """Files that are duplicates of each other.
+
+    Attributes:
+        kind: ``"exact"`` (same bytes) or ``"near"`` (connected by near relations).
+        members: The files, largest first.
+        wasted: Bytes that keeping only one member would free (exact: size times the extra
+            copies; near: all but the largest).
+        links: For near groups, the relations that connect the members.
+    """
+
+    kind: str
+    members: tuple[Member, ...]
+    wasted: int
+    links: tuple[NearLink, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "kind": self.kind,
+            "wasted": self.wasted,
+            "members": [m.as_dict() for m in self.members],
+            "links": [
+                {"a": k.a, "b": k.b, "unit": k.unit.value, "distance": k.distance}
+                for k in self.links
+            ],
+        }
+
+
+def _members(files: Sequence[StoredFile]) -> list[tuple[Member, list[int]]]:
+    """Files grouped by identity: each member and the file ids it stands for."""
+    by_identity: dict[object, list[StoredFile]] = {}
+    for stored in files:
+        key = stored.record.stat.identity if stored.record.stat else ("id", stored.id)
+        by_identity.setdefault(key, []).append(stored)
+    members = []
+    for group in by_identity.values():
+        group.sort(key=lambda s: s.path)
+        first = group[0]
+        size = payload.size_of(first.record)
+        members.append(
+            (Member(tuple(s.path for s in group), first.root, size, first.record.iscc),
+             [s.id for s in group])
+        )  # fmt: skip
+    members.sort(key=lambda m: (-(m[0].size or 0), m[0].paths))
+    return members
+
+
+def dupes(ix: Indexer, near: bool = False) -> list[DupGroup]:
+    """Duplicate groups, the most wasted bytes first.
+
+    Args:
+        ix: The indexer.
+        near: Include groups of near duplicates (connected components of the stored near
+            relations) besides the exact ones.
+    """
+    store = ix.store
+    groups: list[DupGroup] = []
+    for datahash in store.exact_datahashes():
+        members = [m for m, _ in _members(store.files_by_datahash(datahash))]
+        if len(members) > 1:
+            size = members[0].size or 0
+            groups.append(DupGroup("exact", tuple(members), size * (len(members) - 1)))
+    if near:
+        groups.extend(_near_groups(ix))
+    groups.sort(key=lambda g: (-g.wasted, g.kind, g.members[0].paths))
+    return groups
+
+
+def _near_groups(ix: Indexer) -> list[DupGroup]:
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    pairs = list(ix.store.near_pairs())
+    for pair in pairs:
+        parent[find(pair.a)] = find(pair.b)
+    components: dict[int, list[int]] = {}
+    for file_id in parent:
+        components.setdefault(find(file_id), []).append(file_id)
+    groups = []
+    by_component_pairs: dict[int, list[tuple[int, int, UnitType, int]]] = {}
+    for pair in pairs:
+        by_component_pairs.setdefault(find(pair.a), []).append(
+            (pair.a, pair.b, pair.unit, pair.distance)
+        )
+    for root_id, ids in components.items():
+        files = [s for s in ix.store.files_by_id(sorted(ids)) if s.live]
+        members = _members(files)
+        if len(members) < 2:
+            continue
+        slot = {file_id: i for i, (_, ids_) in enumerate(members) for file_id in ids_}
+        links = sorted(
+            {
+                NearLink(min(slot[a], slot[b]), max(slot[a], slot[b]), unit, distance)
+                for a, b, unit, distance in by_component_pairs.get(root_id, [])
+                if a in slot and b in slot and slot[a] != slot[b]
+            },
+            key=lambda k: (k.a, k.b, k.unit.value),
+        )
+        sizes = [m.size or 0 for m, _ in members]
+        groups.append(
+            DupGroup("near", tuple(m for m, _ in members), sum(sizes) - max(sizes), tuple(links))
+        )
+    return groups

@@ -1,0 +1,368 @@
+"""One reconcile of a root, as state that lives on the store's owner thread.
+
+The walk (:class:`isccd.watch.scan.Walker`) is advanced in short steps, each one a job on the
+owner thread, so that a long walk never holds the store for long and watcher events interleave
+with it. Each step turns what the walk found into actions:
+
+- unchanged files: nothing (no file is opened);
+- new paths: a rename or a hardlink of a stored file is applied at once, without hashing;
+  anything else becomes a :class:`HashJob`;
+- changed files: a :class:`HashJob`; several paths of one multiply-linked file are hashed once;
+- vanished paths: collected, and tombstoned only when the walk is over, so that a file moved to
+  a directory walked later is recognised as moved rather than removed and re-added.
+
+:meth:`Reconciler.finish` tombstones what vanished and returns the partial jobs for units whose
+profile is outdated; :meth:`Reconciler.close` logs ``scan.done``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
+from isccd.pipeline.indexer import Indexer, on_disk
+from isccd.pipeline.options import profile_is_stale
+from isccd.store import StoredFile
+from isccd.store.base import join_path
+from isccd.watch.scan import DirScan, ItemKind, ScanIssue, ScanItem, ScanOptions, Walker
+
+#: Issues listed in ``scan.done`` at most.
+_ISSUES_LOGGED = 100
+
+
+@dataclass(frozen=True, slots=True)
+class HashJob:
+    """A file to hash.
+
+    Attributes:
+        root: Its root.
+        path: Its path.
+        stat: The validators the scan saw.
+        units: ``None`` to compute everything; else only these units of the stored file
+            ``file_id`` (their profile is outdated).
+        file_id: The stored file, for a partial job.
+        links: Whether other paths of the same file wait for this result.
+    """
+
+    root: str
+    path: str
+    stat: FileStat | None
+    units: frozenset[UnitType] | None = None
+    file_id: int | None = None
+    links: bool = False
+
+
+@dataclass(slots=True)
+class ScanStats:
+    """Counters of a reconcile (also its progress report).
+
+    Attributes:
+        root: The root.
+        start: The directory walked (the root, or a subtree of it).
+        dirs: Directories listed.
+        seen: Regular files seen.
+        unchanged: Files whose validators matched the store.
+        queued: Files sent to hashing.
+        hashed: Hash results applied.
+        added: ``file.added`` events.
+        changed: ``file.changed`` events.
+        moved: ``file.moved`` events.
+        removed: ``file.removed`` events.
+        errors: ``file.error`` events.
+        unstable: ``file.unstable`` events.
+        duplicates: ``dup.exact`` and ``dup.near`` events.
+        seconds: Time since the start.
+        walked: Whether the walk is complete.
+        issues: Parts of the tree that could not be scanned.
+    """
+
+    root: str
+    start: str
+    dirs: int = 0
+    seen: int = 0
+    unchanged: int = 0
+    queued: int = 0
+    hashed: int = 0
+    added: int = 0
+    changed: int = 0
+    moved: int = 0
+    removed: int = 0
+    errors: int = 0
+    unstable: int = 0
+    duplicates: int = 0
+    seconds: float = 0.0
+    walked: bool = False
+    issues: list[ScanIssue] = field(default_factory=list)
+
+    def count(self, events: Sequence[Event]) -> None:
+        """Count logged events."""
+        for event in events:
+            name = _COUNTED.get(event.type)
+            if name is not None:
+                setattr(self, name, getattr(self, name) + 1)
+
+    def snapshot(self) -> ScanStats:
+        """A copy safe to hand to another thread."""
+        return ScanStats(**{k: getattr(self, k) for k in self.__slots__ if k != "issues"},
+                         issues=list(self.issues))  # fmt: skip
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready counters (issues capped)."""
+        data: dict[str, object] = {k: getattr(self, k) for k in self.__slots__ if k != "issues"}
+        data["seconds"] = round(self.seconds, 3)
+        data["issues"] = [
+            {"path": i.path, "reason": i.reason.value, "message": i.message}
+            for i in self.issues[:_ISSUES_LOGGED]
+        ]
+        return data
+
+
+_COUNTED = {
+    EventType.FILE_ADDED: "added",
+    EventType.FILE_CHANGED: "changed",
+    EventType.FILE_MOVED: "moved",
+    EventType.FILE_REMOVED: "removed",
+    EventType.FILE_ERROR: "errors",
+    EventType.FILE_UNSTABLE: "unstable",
+    EventType.DUP_EXACT: "duplicates",
+    EventType.DUP_NEAR: "duplicates",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one step of the walk produced.
+
+    Attributes:
+        jobs: Files to hash.
+        done: The walk is complete.
+        stats: The counters so far.
+    """
+
+    jobs: list[HashJob]
+    done: bool
+    stats: ScanStats
+
+
+def known_elsewhere(indexer: Indexer, path: str, st: FileStat) -> tuple[StoredFile, bool] | None:
+    """A stored file with this identity and content version (size and mtime) at another path,
+    and whether that path no longer holds it (a rename) or still does (a hardlink)."""
+    candidates = [
+        f
+        for f in indexer.store.files_by_identity(*st.identity)
+        if f.path != path
+        and f.record.stat is not None
+        and f.record.stat.size == st.size
+        and f.record.stat.mtime_ns == st.mtime_ns
+    ]
+    for candidate in candidates:
+        if on_disk(candidate.path, st.identity):
+            return candidate, False
+    return (candidates[0], True) if candidates else None
+
+
+def plan_path(indexer: Indexer, root: str, path: str) -> tuple[list[Event], HashJob | None, bool]:
+    """What to do about one path a watcher reported: apply a removal, rename or hardlink at
+    once, or say what to hash.
+
+    Returns:
+        The events logged, the job to hash (if any), and whether the path is a directory to
+        reconcile.
+    """
+    try:
+        st_os = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return indexer.remove_path(path), None, False
+    except OSError:
+        return [], None, False  # cannot tell; the next reconcile will
+    if stat_module.S_ISDIR(st_os.st_mode):
+        return [], None, True
+    if not stat_module.S_ISREG(st_os.st_mode):
+        return indexer.remove_path(path), None, False
+    events, job = _plan_file(indexer, root, path, FileStat.from_os(st_os))
+    return events, job, False
+
+
+def _plan_file(
+    indexer: Indexer, root: str, path: str, st: FileStat
+) -> tuple[list[Event], HashJob | None]:
+    stored = indexer.store.file_at(path)
+    before = stored.record.stat if stored is not None else None
+    if before is not None and before.same_content_version(st):
+        return [], None
+    known = None
+    if before is None or before.identity != st.identity:
+        known = known_elsewhere(indexer, path, st)
+    if known is None:
+        return [], HashJob(root, path, st)
+    source, gone = known
+    if gone:
+        return indexer.move_file(source, root, path, st), None
+    return indexer.link(root, source, path, st), None
+
+
+class Reconciler:
+    """The owner-thread state of one reconcile."""
+
+    def __init__(
+        self,
+        indexer: Indexer,
+        root: str,
+        options: ScanOptions | None = None,
+        *,
+        start: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Prepare to reconcile ``root`` (or the subtree ``start``).
+
+        Raises:
+            ValueError: ``start`` is outside ``root``, or an ignore pattern is malformed.
+        """
+        self._ix = indexer
+        self.root = root
+        self._walker = Walker(root, indexer.store.validators_in_dir, options, start=start)
+        self._walk: Iterator[DirScan] = iter(self._walker)
+        self._clock = clock
+        self._started = clock()
+        self._vanished: list[ScanItem] = []
+        self._waiting: dict[tuple[int, int], list[tuple[str, FileStat]]] = {}
+        self.stats = ScanStats(root, self._walker.start)
+
+    def _stats(self) -> ScanStats:
+        self.stats.seconds = self._clock() - self._started
+        return self.stats.snapshot()
+
+    def step(self, budget: float = 0.05, max_jobs: int = 256) -> Step:
+        """Walk on for about ``budget`` seconds or until ``max_jobs`` files need hashing."""
+        deadline = self._clock() + budget
+        jobs: list[HashJob] = []
+        for scanned in self._walk:
+            self.stats.dirs += 1
+            self.stats.unchanged += scanned.unchanged
+            self.stats.seen += scanned.unchanged
+            self.stats.issues.extend(scanned.issues)
+            for item in scanned.items:
+                if item.kind is ItemKind.VANISHED:
+                    self._vanished.append(item)
+                    continue
+                self.stats.seen += 1
+                job = self._plan(item)
+                if job is not None:
+                    jobs.append(job)
+            if self._clock() >= deadline or len(jobs) >= max_jobs:
+                self.stats.queued += len(jobs)
+                return Step(jobs, False, self._stats())
+        self.stats.queued += len(jobs)
+        self.stats.walked = True
+        return Step(jobs, True, self._stats())
+
+    def _plan(self, item: ScanItem) -> HashJob | None:
+        """Apply a rename or hardlink at once; otherwise say what to hash."""
+        st = item.stat
+        waiting = self._waiting.get(st.identity)
+        if waiting is not None:
+            waiting.append((item.path, st))
+            return None
+        stored = self._ix.store.file_at(item.path)
+        if stored is None or (stored.record.stat and stored.record.stat.identity != st.identity):
+            known = known_elsewhere(self._ix, item.path, st)
+            if known is not None:
+                source, gone = known
+                if gone:
+                    self.stats.count(self._ix.move_file(source, self.root, item.path, st))
+                else:
+                    self.stats.count(self._ix.link(self.root, source, item.path, st))
+                return None
+        links = st.nlink > 1
+        if links:
+            self._waiting[st.identity] = []
+        return HashJob(self.root, item.path, st, links=links)
+
+    def applied(
+        self, job: HashJob, record: FileRecord
+    ) -> tuple[list[Event], list[HashJob], ScanStats]:
+        """Apply a hash result, then the other paths of the same file that waited for it.
+
+        Returns:
+            The events logged, jobs for waiting paths that still need hashing (when the
+            result could not be shared), and the counters.
+        """
+        self.stats.hashed += 1
+        if job.units is not None and job.file_id is not None:
+            events = self._ix.apply_partial(job.root, job.file_id, record, job.units)
+        else:
+            events = self._ix.apply_record(job.root, record, job.stat)
+        more: list[HashJob] = []
+        if job.links and job.stat is not None:
+            source = self._ix.store.file_at(job.path)
+            for path, st in self._waiting.pop(job.stat.identity, []):
+                shareable = (
+                    source is not None
+                    and source.record.stat is not None
+                    and source.record.stat.identity == st.identity
+                    and source.record.stat.size == st.size
+                    and source.record.stat.mtime_ns == st.mtime_ns
+                )
+                if shareable and source is not None:
+                    events += self._ix.link(job.root, source, path, st)
+                else:
+                    more.append(HashJob(job.root, path, st))
+        self.stats.queued += len(more)
+        self.stats.count(events)
+        return events, more, self._stats()
+
+    def unstable(self, job: HashJob, attempts: int, reason: str) -> ScanStats:
+        """Report a file that kept changing (other paths waiting for it are left to the next
+        reconcile); return the counters."""
+        events = self._ix.apply_unstable(job.root, job.path, attempts, reason)
+        if job.stat is not None:
+            self._waiting.pop(job.stat.identity, None)
+        self.stats.hashed += 1
+        self.stats.count(events)
+        return self._stats()
+
+    def finish(self) -> list[HashJob]:
+        """Tombstone what vanished; return partial jobs for outdated units."""
+        store = self._ix.store
+        for directory in self._walker.vanished_dirs(store.dirs_under(self._walker.start)):
+            for name, st in store.validators_in_dir(directory).items():
+                self._vanished.append(ScanItem(ItemKind.VANISHED, join_path(directory, name), st))
+        events: list[Event] = []
+        for item in self._vanished:
+            stored = store.file_at(item.path)
+            if stored is None:
+                continue  # moved away (applied as a move) or already gone
+            now = stored.record.stat
+            if now is not None and item.stat.ino >= 0 and now.identity != item.stat.identity:
+                continue  # another file took the path meanwhile
+            mark = self._ix.remove_path(item.path)
+            events += mark
+        self._vanished.clear()
+        self.stats.count(events)
+        jobs: list[HashJob] = []
+        versions = self._ix.options.versions
+        if versions:
+            for stale in store.stale_units(
+                lambda p: profile_is_stale(p, versions), self._walker.start
+            ):
+                if self._walker.is_known(stale.file.path):
+                    jobs.append(HashJob(
+                        stale.file.root, stale.file.path, stale.file.record.stat,
+                        units=stale.units, file_id=stale.file.id,
+                    ))  # fmt: skip
+        self.stats.queued += len(jobs)
+        return jobs
+
+    def close(self) -> tuple[ScanStats, Event]:
+        """Log ``scan.done`` with the counters; return them and the event."""
+        stats = self._stats()
+        event = self._ix.emit(EventType.SCAN_DONE, self.root, "", stats.as_dict())
+        return stats, event
+
+    def progress(self) -> ScanStats:
+        """The counters so far."""
+        return self._stats()

@@ -1,0 +1,337 @@
+"""The pipeline as the daemon and ``isccd scan`` use it: an asyncio facade over the indexer on
+its owner thread, plus hashing in a process pool.
+
+Threads and processes: the :class:`Pipeline` lives on the event loop; every store and index
+operation is a job on the owner thread (:class:`isccd.store.owner.StoreOwner`) awaited through
+``asyncio.wrap_future``; hashing is delegated to a :data:`Hasher`, by default
+:class:`PoolHasher`, which runs :func:`isccd.hashing.compute_record` in a process pool.
+
+Committed events reach the ``on_commit`` callback on the owner thread, batch by batch in
+sequence order; a daemon forwards them to its loop with ``call_soon_threadsafe``. The event lists
+the methods return are the same events, for callers that only care about their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import multiprocessing
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from typing import Protocol, TypeVar
+
+from isccd.hashing import CodeOptions, compute_record
+from isccd.match import Thresholds
+from isccd.model import Event, FileIssue, FileRecord, IssueCode, IssueKind, UnitType
+from isccd.pipeline import queries
+from isccd.pipeline.indexer import Indexer, is_unstable
+from isccd.pipeline.options import PipelineOptions
+from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats, plan_path
+from isccd.store import SqliteOptions, StoredFile, open_store
+from isccd.store.owner import OwnerOptions, StoreOwner
+from isccd.watch.scan import ScanOptions
+
+T = TypeVar("T")
+
+
+class Hasher(Protocol):
+    """Computes a file's record: all units, or only ``units``."""
+
+    def __call__(self, path: str, units: frozenset[UnitType] | None) -> Awaitable[FileRecord]:
+        """Hash one file."""
+        ...
+
+
+class PoolHasher:
+    """Runs :func:`isccd.hashing.compute_record` in a process pool.
+
+    The pool uses the ``forkserver`` start method: workers never inherit the parent's threads
+    (the store's owner thread holds a SQLite connection). A worker that dies (a decoder crash,
+    the OOM killer) breaks the pool; it is replaced, and the files in flight are tried once
+    more before being recorded as errors.
+    """
+
+    def __init__(self, options: CodeOptions | None = None, workers: int | None = None) -> None:
+        """Prepare (the pool starts on first use).
+
+        Args:
+            options: How to code files.
+            workers: Processes; the number of CPUs by default.
+        """
+        self._options = options or CodeOptions()
+        self.workers = workers or os.cpu_count() or 1
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def _get_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        if self._pool is None:
+            context = multiprocessing.get_context("forkserver")
+            self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
+        return self._pool
+
+    async def __call__(self, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        """Hash one file in the pool."""
+        loop = asyncio.get_running_loop()
+        for attempt in (1, 2):
+            pool = self._get_pool()
+            try:
+                return await loop.run_in_executor(pool, compute_record, path, self._options, units)
+            except BrokenProcessPool:
+                if self._pool is pool:
+                    self._pool = None
+                    pool.shutdown(wait=False, cancel_futures=True)
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Stop the workers; idempotent."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def unstable_reason(record: FileRecord) -> str:
+    """Why a record was found unstable."""
+    return next(
+        (i.reason for i in record.issues if i.code is IssueCode.UNSTABLE), "changed while read"
+    )
+
+
+def failed_record(path: str, exc: BaseException) -> FileRecord:
+    """The record of a file whose hashing failed outside compute_record (a crashed worker)."""
+    issue = FileIssue("read", IssueKind.ERROR, f"hashing failed: {exc!r}", IssueCode.INTERNAL)
+    return FileRecord(path=path, stat=None, issues=(issue,))
+
+
+def _reevaluate(file_ids: Sequence[int], ix: Indexer) -> list[Event]:
+    return ix.reevaluate(file_ids)
+
+
+class Pipeline:
+    """Scans, hashing results and watcher changes applied to the store and index.
+
+    Lifecycle: :meth:`open` (blocking: opens, checks and migrates the store and loads the
+    index; run it with ``asyncio.to_thread`` on a loop), the async methods, :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        store_url: str,
+        options: PipelineOptions | None = None,
+        *,
+        hasher: Hasher | None = None,
+        sqlite: SqliteOptions | None = None,
+        owner: OwnerOptions | None = None,
+        clock: Callable[[], float] = time.time,
+        on_commit: Callable[[Sequence[Event]], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """Prepare a pipeline.
+
+        Args:
+            store_url: Where the store lives (see :func:`isccd.store.open_store`).
+            options: Thresholds, retention, retries.
+            hasher: How files are hashed (needed by :meth:`reconcile` and
+                :meth:`process_path`).
+            sqlite: SQLite tuning.
+            owner: Batching of the owner thread.
+            clock: Unix time for events.
+            on_commit: Receives each committed batch of events, on the owner thread.
+            sleep: Waits between retries of an unstable file (injectable for tests).
+        """
+        self.options = options or PipelineOptions()
+        self._hasher = hasher
+        self._sleep = sleep
+
+        def build() -> Indexer:
+            store = open_store(store_url, sqlite=sqlite)
+            try:
+                return Indexer(store, self.options, clock=clock, on_commit=on_commit)
+            except BaseException:
+                store.close()
+                raise
+
+        self._owner: StoreOwner[Indexer] = StoreOwner(build, name="isccd-store", options=owner)
+
+    def open(self) -> None:
+        """Open the store and load the index (blocking).
+
+        Raises:
+            StoreError: The store cannot be opened, is corrupt, or the disk is full.
+        """
+        self._owner.start()
+
+    def close(self) -> None:
+        """Commit what is queued and close the store; idempotent."""
+        self._owner.close()
+
+    def submit(self, fn: Callable[[Indexer], T]) -> concurrent.futures.Future[T]:
+        """Run ``fn(indexer)`` on the owner thread; the future resolves once it is committed."""
+        return self._owner.submit(fn)
+
+    async def call(self, fn: Callable[[Indexer], T]) -> T:
+        """Run ``fn(indexer)`` on the owner thread and await its committed result."""
+        return await asyncio.wrap_future(self._owner.submit(fn))
+
+    # -- scanning and hashing ------------------------------------------------------------------
+
+    def _need_hasher(self) -> Hasher:
+        if self._hasher is None:
+            raise RuntimeError("this pipeline was built without a hasher")
+        return self._hasher
+
+    async def _hash(self, job: HashJob) -> tuple[FileRecord, int]:
+        """Hash with retries while the file keeps changing; returns the last record and the
+        number of attempts."""
+        hasher = self._need_hasher()
+        delay = self.options.unstable_delay
+        attempts = max(1, self.options.unstable_attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                record = await hasher(job.path, job.units)
+            except Exception as exc:  # a crashed worker is a per-file error, never fatal
+                return failed_record(job.path, exc), attempt
+            if not is_unstable(record) or attempt == attempts:
+                return record, attempt
+            await self._sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def reconcile(
+        self,
+        root: str,
+        *,
+        start: str | None = None,
+        scan: ScanOptions | None = None,
+        progress: Callable[[ScanStats], None] | None = None,
+    ) -> ScanStats:
+        """Bring the store in line with the disk under ``root`` (or its subtree ``start``):
+        stat every file, hash only what changed, apply renames without hashing, tombstone
+        what vanished, recompute units whose profile is outdated, and log ``scan.done``.
+
+        Args:
+            root: The root (absolute, normalized).
+            start: A directory inside the root to reconcile instead of the whole root.
+            scan: Symlink policy and ignore patterns.
+            progress: Called on the loop with the counters after each step and result.
+
+        Returns:
+            The final counters (also logged in ``scan.done``).
+        """
+        rec = await self.call(lambda ix: Reconciler(ix, root, scan, start=start))
+        concurrency = max(1, self.options.hash_concurrency)
+        queue: asyncio.Queue[HashJob | None] = asyncio.Queue(maxsize=2 * concurrency)
+
+        def report(stats: ScanStats) -> None:
+            if progress is not None:
+                progress(stats)
+
+        async def settle(job: HashJob) -> list[HashJob]:
+            record, attempts = await self._hash(job)
+            if is_unstable(record):
+                reason = unstable_reason(record)
+                stats = await self.call(lambda ix: rec.unstable(job, attempts, reason))
+                report(stats)
+                return []
+            _, more, stats = await self.call(lambda ix: rec.applied(job, record))
+            report(stats)
+            return more
+
+        async def worker() -> None:
+            while (job := await queue.get()) is not None:
+                todo = [job]
+                while todo:
+                    todo.extend(await settle(todo.pop()))
+
+        async def produce() -> None:
+            done = False
+            while not done:
+                step = await self.call(lambda ix: rec.step())
+                for job in step.jobs:
+                    await queue.put(job)
+                report(step.stats)
+                done = step.done
+            for job in await self.call(lambda ix: rec.finish()):
+                await queue.put(job)
+            for _ in range(concurrency):
+                await queue.put(None)
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(produce())
+            for _ in range(concurrency):
+                group.create_task(worker())
+        stats, _ = await self.call(lambda ix: rec.close())
+        report(stats)
+        return stats
+
+    async def process_path(self, root: str, path: str) -> list[Event]:
+        """A watcher saw ``path`` created or modified: index it (a directory is reconciled).
+
+        Returns:
+            The events logged.
+        """
+        events, job, is_dir = await self.call(lambda ix: plan_path(ix, root, path))
+        if is_dir:
+            await self.reconcile(root, start=path)
+            return events
+        if job is None:
+            return events
+        record, attempts = await self._hash(job)
+        if is_unstable(record):
+            reason = unstable_reason(record)
+            return events + await self.call(
+                lambda ix: ix.apply_unstable(root, path, attempts, reason)
+            )
+        return events + await self.call(lambda ix: ix.apply_record(root, record, job.stat))
+
+    async def remove_path(self, path: str) -> list[Event]:
+        """A file or directory was deleted: tombstone what the store held there."""
+        return await self.call(lambda ix: ix.remove_path(path))
+
+    async def move_path(self, src: str, root: str, dst: str) -> list[Event]:
+        """A file or directory was renamed: the stored files move with it, unhashed."""
+        return await self.call(lambda ix: ix.move_path(src, root, dst))
+
+    async def set_thresholds(self, thresholds: Thresholds, chunk: int = 256) -> list[Event]:
+        """Apply new thresholds and re-evaluate the near relations they affect."""
+        ids = await self.call(lambda ix: ix.set_thresholds(thresholds))
+        events: list[Event] = []
+        for start in range(0, len(ids), chunk):
+            part = ids[start : start + chunk]
+            events += await self.call(functools.partial(_reevaluate, part))
+        return events
+
+    async def purge(self) -> tuple[int, int]:
+        """Forget tombstones and events past their retention."""
+        return await self.call(lambda ix: ix.purge())
+
+    # -- questions -----------------------------------------------------------------------------
+
+    async def get(self, path: str) -> queries.FileView | None:
+        """What the index knows about ``path``."""
+        return await self.call(lambda ix: queries.get(ix, path))
+
+    async def similar(
+        self, stored: StoredFile, max_distance: int | None = None
+    ) -> list[queries.Peer]:
+        """Files near ``stored`` (see :func:`isccd.pipeline.queries.similar`)."""
+        return await self.call(lambda ix: queries.similar(ix, stored, max_distance))
+
+    async def dupes(self, near: bool = False) -> list[queries.DupGroup]:
+        """Duplicate groups, the most wasted bytes first."""
+        return await self.call(lambda ix: queries.dupes(ix, near))
+
+    async def events_since(self, seq: int, limit: int = 1000) -> list[Event]:
+        """Committed events after ``seq`` (for ``subscribe since=N``)."""
+        return await self.call(lambda ix: ix.store.events_since(seq, limit))
+
+    async def last_seq(self) -> int:
+        """The last sequence number committed."""
+        return await self.call(lambda ix: ix.store.last_seq())
+
+    async def first_seq(self) -> int:
+        """The oldest sequence number still in the log."""
+        return await self.call(lambda ix: ix.store.first_seq())

@@ -1,0 +1,277 @@
+"""The store's backend interface: what the index keeps on disk, independent of the database.
+
+A backend remembers files (by path, with their identity, validators and ISCC units), tombstones
+of removed files, near-duplicate relations between files, and the event log. It makes no
+decisions: the pipeline decides what changed and what to announce, and hands the backend the
+rows and events to write.
+
+Contract shared by every backend (``tests/store`` runs one suite against each):
+
+- A backend object is used by one thread only (the store's owner thread, see
+  :mod:`isccd.store.owner`). It is not thread-safe.
+- Writes happen between :meth:`Store.begin` and :meth:`Store.commit`; :meth:`Store.savepoint`,
+  :meth:`Store.release` and :meth:`Store.rollback_to` bracket one unit of work inside it, so a
+  failing unit is undone without losing the rest of the batch. Reads inside a transaction see its
+  own writes.
+- Events appended in a transaction get strictly increasing sequence numbers and become visible
+  exactly when the transaction commits, together with the changes they describe.
+- Only live files (not tombstones) are returned unless a method says otherwise.
+- Every failure is a :class:`isccd.errors.StoreError`: :class:`~isccd.errors.StoreCorruptError`
+  when the data cannot be read, :class:`~isccd.errors.StoreFullError` when the disk (or the
+  configured size limit) is full.
+
+Paths are absolute, normalized ``str`` paths as :mod:`isccd.model` describes (non-UTF-8 bytes as
+lone surrogates); backends store them byte-exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A file as the store knows it.
+
+    Attributes:
+        id: The store's number for this file; never reused. A rename keeps it, a removal
+            turns the row into a tombstone, a new file at the same path gets a new one.
+        root: The root the file was found under.
+        record: What was computed for it, with ``record.path`` its current path and
+            ``record.stat`` the validators the content was computed from.
+        indexed_at: Unix time the record was stored.
+        removed_at: Unix time the file was seen gone (a tombstone), or ``None`` while live.
+    """
+
+    id: int
+    root: str
+    record: FileRecord
+    indexed_at: float
+    removed_at: float | None = None
+
+    @property
+    def path(self) -> str:
+        """The file's path."""
+        return self.record.path
+
+    @property
+    def live(self) -> bool:
+        """True unless the file is a tombstone."""
+        return self.removed_at is None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class NearPair:
+    """Two files whose units of one type are within the near-duplicate threshold.
+
+    Attributes:
+        a: The smaller file id.
+        b: The larger file id.
+        unit: The unit type compared.
+        distance: Hamming distance of the compared bits.
+    """
+
+    a: int
+    b: int
+    unit: UnitType
+    distance: int
+
+    @staticmethod
+    def of(x: int, y: int, unit: UnitType, distance: int) -> NearPair:
+        """The pair of ``x`` and ``y`` in canonical order."""
+        return NearPair(min(x, y), max(x, y), unit, distance)
+
+    def other(self, file_id: int) -> int:
+        """The member that is not ``file_id``."""
+        return self.b if file_id == self.a else self.a
+
+
+@dataclass(frozen=True, slots=True)
+class StaleUnits:
+    """A live file with units made by an outdated profile.
+
+    Attributes:
+        file: The file.
+        units: The unit types to recompute.
+    """
+
+    file: StoredFile
+    units: frozenset[UnitType]
+
+
+class Transactional(Protocol):
+    """Transactions with savepoints: what the store's owner thread drives
+    (:class:`isccd.store.owner.StoreOwner`), on a backend or on anything built on one."""
+
+    def begin(self) -> None:
+        """Start a write transaction (taking the write lock now, not at the first write)."""
+
+    def commit(self) -> None:
+        """Make every change and event since :meth:`begin` durable and visible."""
+
+    def rollback(self) -> None:
+        """Undo every change since :meth:`begin`. Harmless outside a transaction."""
+
+    def savepoint(self) -> None:
+        """Mark the start of one unit of work inside the transaction."""
+
+    def release(self) -> None:
+        """Keep the unit of work started by the last :meth:`savepoint`."""
+
+    def rollback_to(self) -> None:
+        """Undo the unit of work started by the last :meth:`savepoint`, and end it."""
+
+    def close(self) -> None:
+        """Release resources; idempotent. An open transaction is rolled back."""
+
+
+class Store(Transactional, Protocol):
+    """A storage backend. See the module docstring for the contract."""
+
+    @property
+    def url(self) -> str:
+        """Where the data lives, as given to :func:`isccd.store.open_store`."""
+        ...
+
+    @property
+    def readonly(self) -> bool:
+        """True when opened for reading only."""
+        ...
+
+    # -- files: reads ------------------------------------------------------------------------
+
+    def file_at(self, path: str) -> StoredFile | None:
+        """The live file at ``path``."""
+        ...
+
+    def files_by_id(self, ids: Sequence[int]) -> list[StoredFile]:
+        """The files (live or tombstones) with these ids, in the order given; unknown ids are
+        left out."""
+        ...
+
+    def files_by_identity(self, dev: int, ino: int) -> list[StoredFile]:
+        """Live files with this ``(st_dev, st_ino)``: one file, or hardlinks of it."""
+        ...
+
+    def files_by_datahash(self, datahash: str) -> list[StoredFile]:
+        """Live files whose content has this datahash."""
+        ...
+
+    def tombstones_at(self, path: str) -> list[StoredFile]:
+        """Tombstones of files that were at ``path``, the most recent first."""
+        ...
+
+    def validators_in_dir(self, directory: str) -> dict[str, FileStat]:
+        """Name -> stored validators of the live files directly in ``directory``."""
+        ...
+
+    def dirs_under(self, path: str) -> list[str]:
+        """Directories at or below ``path`` that hold live files."""
+        ...
+
+    def files_under(self, path: str) -> list[StoredFile]:
+        """Live files at ``path`` (a file) or anywhere below it (a directory), by path."""
+        ...
+
+    def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
+        """Live files at or below ``under`` with units whose profile ``is_stale`` rejects
+        (evaluated once per distinct profile)."""
+        ...
+
+    def unit_digests(
+        self, unit_type: UnitType, chunk: int = 65536
+    ) -> Iterator[list[tuple[int, bytes]]]:
+        """``(file id, digest)`` of every live file's unit of this type, in chunks, by id."""
+        ...
+
+    def exact_datahashes(self) -> list[str]:
+        """Datahashes shared by live files of more than one identity (exact duplicates)."""
+        ...
+
+    def count_files(self) -> tuple[int, int]:
+        """``(live files, tombstones)``."""
+        ...
+
+    # -- files: writes -----------------------------------------------------------------------
+
+    def add_file(self, root: str, record: FileRecord, now: float) -> int:
+        """Store a new live file at ``record.path`` and return its id.
+
+        Raises:
+            StoreError: A live file is already stored at that path.
+        """
+        ...
+
+    def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:
+        """Replace what is stored for a live file (same path) with ``record``."""
+
+    def move_file(self, file_id: int, root: str, path: str, stat: FileStat) -> None:
+        """Give a live file a new path (and root), keeping its units; refresh its validators."""
+
+    def remove_file(self, file_id: int, now: float) -> None:
+        """Turn a live file into a tombstone (its near relations are dropped)."""
+
+    def purge_tombstones(self, before: float) -> int:
+        """Forget tombstones removed before ``before``; return how many."""
+        ...
+
+    # -- near-duplicate relations ------------------------------------------------------------
+
+    def near_of(self, file_id: int) -> list[NearPair]:
+        """Every stored relation of this file."""
+        ...
+
+    def add_near(self, pairs: Sequence[NearPair]) -> None:
+        """Store relations (a pair already stored is updated)."""
+
+    def remove_near(self, pairs: Sequence[NearPair]) -> None:
+        """Forget relations (unknown pairs are ignored)."""
+
+    def near_pairs(self) -> Iterator[NearPair]:
+        """Every stored relation."""
+        ...
+
+    # -- events ------------------------------------------------------------------------------
+
+    def append_event(
+        self, type: EventType, root: str, path: str, data: Mapping[str, Any], now: float
+    ) -> Event:
+        """Add an event to the log in the current transaction and return it with its seq."""
+        ...
+
+    def events_since(self, seq: int, limit: int = 1000) -> list[Event]:
+        """Up to ``limit`` events with a sequence number above ``seq``, in order (committed
+        ones, and those of this connection's open transaction)."""
+        ...
+
+    def last_seq(self) -> int:
+        """The highest sequence number ever used (0 for a new store)."""
+        ...
+
+    def first_seq(self) -> int:
+        """The lowest sequence number still in the log (``last_seq() + 1`` when empty)."""
+        ...
+
+    def purge_events(self, before: float) -> int:
+        """Forget events logged before ``before`` (sequence numbers are never reused)."""
+        ...
+
+
+def split_path(path: str) -> tuple[str, str]:
+    """``(directory, name)`` of an absolute path; the directory of ``/x`` is ``/``."""
+    directory, _, name = path.rpartition("/")
+    return (directory or "/", name)
+
+
+def join_path(directory: str, name: str) -> str:
+    """The inverse of :func:`split_path`."""
+    return f"/{name}" if directory == "/" else f"{directory}/{name}"
+
+
+def is_under(path: str, top: str) -> bool:
+    """True when ``path`` is ``top`` or inside it."""
+    return top in (path, "/") or path.startswith(top + "/")

@@ -1,0 +1,131 @@
+"""The SQLite schema, as an ordered list of migrations.
+
+The database's ``PRAGMA user_version`` is the number of migrations applied. Opening a store for
+writing applies the missing ones in order, each in its own transaction together with the version
+bump, so a crash leaves the database at a whole version. A migration, once released, never
+changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
+database created at every older version).
+
+Layout (version 2):
+
+- ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
+  ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
+  path order (``dir/`` < ``dir0`` makes a subtree a range).
+- ``files``: one row per file a path held: live rows (``removed_at`` NULL) and tombstones. The
+  identity ``(dev, ino)`` and the validators ``size, mtime_ns, ctime_ns`` decide whether a file
+  changed; ``datahash`` (raw multihash bytes) finds exact duplicates; the rest is the record.
+  ``AUTOINCREMENT`` so that ids, which the in-memory index and relations refer to, are never
+  reused.
+- ``units``: one row per ISCC unit of a file, with its profile.
+- ``near``: near-duplicate relations, one row per pair of files and unit type.
+- ``events``: the event log; ``seq`` is ``AUTOINCREMENT`` so it only ever grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema step.
+
+    Attributes:
+        version: The ``user_version`` after this step (1, 2, ...).
+        summary: What it changes.
+        statements: SQL statements, run in order in one transaction.
+    """
+
+    version: int
+    summary: str
+    statements: Sequence[str]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "files, units, near relations and the event log",
+        (
+            """CREATE TABLE roots (
+                id INTEGER PRIMARY KEY,
+                path BLOB NOT NULL UNIQUE
+            )""",
+            """CREATE TABLE dirs (
+                id INTEGER PRIMARY KEY,
+                path BLOB NOT NULL UNIQUE
+            )""",
+            """CREATE TABLE profiles (
+                id INTEGER PRIMARY KEY,
+                profile TEXT NOT NULL UNIQUE
+            )""",
+            """CREATE TABLE files (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                root_id INTEGER NOT NULL REFERENCES roots(id),
+                dir_id INTEGER NOT NULL REFERENCES dirs(id),
+                name BLOB NOT NULL,
+                dev INTEGER,
+                ino INTEGER,
+                size INTEGER,
+                mtime_ns INTEGER,
+                ctime_ns INTEGER,
+                nlink INTEGER,
+                datahash BLOB,
+                iscc TEXT,
+                mediatype TEXT,
+                mode TEXT,
+                meta_name TEXT,
+                description TEXT,
+                metahash TEXT,
+                filesize INTEGER,
+                characters INTEGER,
+                width INTEGER,
+                height INTEGER,
+                duration REAL,
+                extractor TEXT,
+                issues TEXT,
+                indexed_at REAL NOT NULL,
+                removed_at REAL
+            )""",
+            "CREATE UNIQUE INDEX files_live_path ON files(dir_id, name) WHERE removed_at IS NULL",
+            "CREATE INDEX files_live_identity ON files(dev, ino) WHERE removed_at IS NULL",
+            "CREATE INDEX files_live_datahash ON files(datahash) WHERE removed_at IS NULL",
+            """CREATE TABLE units (
+                file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+                type TEXT NOT NULL,
+                iscc TEXT NOT NULL,
+                digest BLOB NOT NULL,
+                profile_id INTEGER NOT NULL REFERENCES profiles(id),
+                PRIMARY KEY (file_id, type)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE near (
+                a INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+                b INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+                unit TEXT NOT NULL,
+                distance INTEGER NOT NULL,
+                PRIMARY KEY (a, b, unit)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX near_b ON near(b)",
+            """CREATE TABLE events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                type TEXT NOT NULL,
+                time REAL NOT NULL,
+                root BLOB NOT NULL,
+                path BLOB NOT NULL,
+                data TEXT NOT NULL
+            )""",
+        ),
+    ),
+    Migration(
+        2,
+        "tombstone lookups by path, and indexes for purging tombstones and events by age",
+        (
+            "CREATE INDEX files_tombstone_path ON files(dir_id, name) WHERE removed_at IS NOT NULL",
+            "CREATE INDEX files_tombstones ON files(removed_at) WHERE removed_at IS NOT NULL",
+            "CREATE INDEX events_time ON events(time)",
+        ),
+    ),
+)
+
+#: The schema version this isccd writes.
+LATEST = MIGRATIONS[-1].version

@@ -1,0 +1,333 @@
+"""The reconcile scan: walk a root, stat every file, and diff against what the store remembers.
+
+Only metadata is read: ``os.scandir`` gives names and types, one ``lstat`` per file gives the
+validators, and a file is unchanged when identity, size, mtime and ctime all equal the stored
+ones. No file is ever opened here. The walk yields one :class:`DirScan` per directory, so memory
+stays bounded by the largest directory, and the caller (the pipeline) decides what to hash,
+move or tombstone.
+
+Rules:
+
+- Symbolic links are not followed unless :attr:`ScanOptions.follow_symlinks` is set; then a
+  link to a file is indexed under the link's path with the target's identity, and directory
+  loops are cut by remembering every directory's ``(st_dev, st_ino)``.
+- Only regular files are indexed: FIFOs, sockets and devices are skipped, never opened.
+- Ignore patterns are gitignore-style, relative to the root (``pathspec``'s ``GitIgnoreSpec``,
+  which reproduces git's own matching, including negation and ``**``); an ignored directory is
+  not entered.
+- Whatever cannot be listed or stat'ed (no permission, a path longer than the kernel accepts, an
+  I/O error) is reported as a :class:`ScanIssue` and marked *unknown*: the store keeps what it
+  knows about it rather than tombstoning files it cannot see. Nothing here raises for one bad
+  entry.
+
+This module imports only :mod:`isccd.model` of isccd; the store is reached through the
+``lookup`` callable given to :class:`Walker`.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import os
+import stat as stat_module
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from isccd.model import FileStat
+
+#: Stored validators of the files directly in a directory: name -> validators.
+Lookup = Callable[[str], Mapping[str, FileStat]]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """How a root is walked.
+
+    Attributes:
+        follow_symlinks: Follow symbolic links to files and directories.
+        ignore: gitignore-style patterns, matched against paths relative to the root.
+    """
+
+    follow_symlinks: bool = False
+    ignore: tuple[str, ...] = ()
+
+
+class ItemKind(enum.StrEnum):
+    """What the scan found for a path."""
+
+    NEW = "new"
+    """A regular file the store does not know at this path."""
+    CHANGED = "changed"
+    """A known path whose validators differ from the stored ones."""
+    VANISHED = "vanished"
+    """A known path that is no longer a (visible, not ignored) regular file."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanItem:
+    """One path that needs the pipeline's attention.
+
+    Attributes:
+        kind: New, changed or vanished.
+        path: The file's path.
+        stat: Its validators now (new, changed), or the stored ones (vanished).
+    """
+
+    kind: ItemKind
+    path: str
+    stat: FileStat
+
+
+class IssueReason(enum.StrEnum):
+    """Why part of a tree could not be scanned."""
+
+    UNREADABLE = "unreadable"
+    """Permission denied, or an I/O error."""
+    TOO_LONG = "too_long"
+    """The path is longer than the kernel accepts (``ENAMETOOLONG``)."""
+    LOOP = "loop"
+    """A directory already visited under another path (a symlink or bind-mount loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanIssue:
+    """A part of the tree the scan could not see; the store keeps what it knew about it.
+
+    Attributes:
+        path: The directory or file concerned.
+        reason: The kind of problem.
+        message: A sentence for people.
+    """
+
+    path: str
+    reason: IssueReason
+    message: str
+
+
+@dataclass(slots=True)
+class DirScan:
+    """What one directory held compared with the store.
+
+    Attributes:
+        path: The directory.
+        items: New, changed and vanished files in it.
+        unchanged: Files whose validators matched.
+        skipped: Entries skipped on purpose (ignored, non-regular, symlinks not followed).
+        issues: What could not be seen.
+    """
+
+    path: str
+    items: list[ScanItem] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: int = 0
+    issues: list[ScanIssue] = field(default_factory=list)
+
+
+def compile_ignore(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
+    """Compile gitignore-style patterns (``None`` when there are none).
+
+    Raises:
+        ValueError: A pattern is malformed.
+    """
+    if not patterns:
+        return None
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(patterns)
+    except Exception as exc:  # pathspec raises its own error types for bad patterns
+        raise ValueError(f"invalid ignore pattern: {exc}") from exc
+
+
+def _message(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+class Walker:
+    """Walks a root (or a subtree of it) one directory at a time.
+
+    Iterate it to get a :class:`DirScan` per directory; afterwards :meth:`vanished_dirs` tells
+    which stored directories were not seen at all, and :meth:`is_known` whether a path was
+    visible to the walk.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        lookup: Lookup,
+        options: ScanOptions | None = None,
+        *,
+        start: str | None = None,
+    ) -> None:
+        """Prepare a walk.
+
+        Args:
+            root: The root (absolute, normalized); ignore patterns are relative to it.
+            lookup: Stored validators of a directory's files.
+            options: Symlink policy and ignore patterns.
+            start: A directory inside the root to walk instead of the whole root.
+
+        Raises:
+            ValueError: ``start`` is outside ``root``, or an ignore pattern is malformed.
+        """
+        self.root = root
+        self.start = start or root
+        if not _is_under(self.start, root):
+            raise ValueError(f"{self.start!r} is not inside the root {root!r}")
+        self._lookup = lookup
+        self._options = options or ScanOptions()
+        self._ignore = compile_ignore(self._options.ignore)
+        self._visited_ids: dict[tuple[int, int], str] = {}
+        self.visited: set[str] = set()
+        self.unknown: list[str] = []
+        self.files_seen = 0
+
+    def _ignored(self, path: str, is_dir: bool) -> bool:
+        if self._ignore is None or path == self.root:
+            return False
+        rel = path[len(self.root) :].lstrip("/")
+        return self._ignore.match_file(rel + "/" if is_dir else rel)
+
+    def __iter__(self) -> Iterator[DirScan]:
+        """Scan directory after directory, depth first."""
+        if self._ignored(self.start, True):
+            return
+        start_stat = self._stat_dir(self.start)
+        if isinstance(start_stat, ScanIssue):
+            self.unknown.append(self.start)
+            yield DirScan(self.start, issues=[start_stat])
+            return
+        if start_stat is None:  # the start directory is gone: everything below vanished
+            return
+        self._visited_ids[(start_stat.st_dev, start_stat.st_ino)] = self.start
+        stack = [self.start]
+        while stack:
+            directory = stack.pop()
+            result, subdirs = self._scan_dir(directory)
+            stack.extend(reversed(subdirs))
+            yield result
+
+    def _stat_dir(self, path: str) -> os.stat_result | ScanIssue | None:
+        try:
+            st = Path(path).stat(follow_symlinks=self._options.follow_symlinks)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._issue(path, exc)
+        return st if stat_module.S_ISDIR(st.st_mode) else None
+
+    def _issue(self, path: str, exc: OSError) -> ScanIssue:
+        if exc.errno == errno.ENAMETOOLONG:
+            return ScanIssue(path, IssueReason.TOO_LONG, f"path too long: {_message(exc)}")
+        return ScanIssue(path, IssueReason.UNREADABLE, f"cannot read: {_message(exc)}")
+
+    def _scan_dir(self, directory: str) -> tuple[DirScan, list[str]]:
+        result = DirScan(directory)
+        subdirs: list[str] = []
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            # Gone or replaced since its parent was listed: not visited, so what the store
+            # held there counts as vanished.
+            return result, subdirs
+        except OSError as exc:
+            self.unknown.append(directory)
+            result.issues.append(self._issue(directory, exc))
+            return result, subdirs
+        self.visited.add(directory)
+        stored = self._lookup(directory)
+        seen: set[str] = set()
+        prefix = directory if directory != "/" else ""
+        for entry in entries:
+            name = entry.name
+            path = f"{prefix}/{name}"
+            st = self._file_stat(entry, path, result, subdirs, seen)
+            if st is None:
+                continue
+            seen.add(name)
+            self.files_seen += 1
+            now = FileStat.from_os(st)
+            before = stored.get(name)
+            if before is None:
+                result.items.append(ScanItem(ItemKind.NEW, path, now))
+            elif before.same_content_version(now):
+                result.unchanged += 1
+            else:
+                result.items.append(ScanItem(ItemKind.CHANGED, path, now))
+        for name, before in stored.items():
+            if name not in seen:
+                result.items.append(ScanItem(ItemKind.VANISHED, f"{prefix}/{name}", before))
+        return result, subdirs
+
+    def _file_stat(
+        self,
+        entry: os.DirEntry[str],
+        path: str,
+        result: DirScan,
+        subdirs: list[str],
+        seen: set[str],
+    ) -> os.stat_result | None:
+        """The stat of a regular file to compare; ``None`` for anything else (a directory is
+        queued in ``subdirs``; an entry that cannot be stat'ed is reported and kept in
+        ``seen``, so that the store keeps what it knows)."""
+        follow = self._options.follow_symlinks
+        try:
+            if entry.is_dir(follow_symlinks=follow):
+                if self._enter(path, entry, result):
+                    subdirs.append(path)
+                return None
+            # is_file() without following is False for symbolic links: not followed, skipped.
+            if not entry.is_file(follow_symlinks=follow) or self._ignored(path, False):
+                result.skipped += 1
+                return None
+            st = entry.stat(follow_symlinks=follow)
+        except FileNotFoundError:
+            return None  # vanished (or a dangling link) since the listing
+        except OSError as exc:
+            seen.add(entry.name)
+            self.unknown.append(path)
+            result.issues.append(self._issue(path, exc))
+            return None
+        if not stat_module.S_ISREG(st.st_mode):
+            result.skipped += 1
+            return None
+        return st
+
+    def _enter(self, path: str, entry: os.DirEntry[str], result: DirScan) -> bool:
+        """Whether to walk into a subdirectory (loop, ignore and symlink checks)."""
+        if not self._options.follow_symlinks and entry.is_symlink():
+            result.skipped += 1
+            return False
+        if self._ignored(path, True):
+            result.skipped += 1
+            return False
+        st = entry.stat(follow_symlinks=self._options.follow_symlinks)
+        key = (st.st_dev, st.st_ino)
+        first = self._visited_ids.get(key)
+        if first is not None:
+            result.issues.append(
+                ScanIssue(path, IssueReason.LOOP, f"the same directory as {first}: not entered")
+            )
+            return False
+        self._visited_ids[key] = path
+        return True
+
+    def is_known(self, path: str) -> bool:
+        """True unless ``path`` is at or below something the walk could not see."""
+        return not any(_is_under(path, top) for top in self.unknown)
+
+    def vanished_dirs(self, stored_dirs: Sequence[str]) -> list[str]:
+        """Of the directories the store holds files in (at or below the start), those the walk
+        did not visit and that are not below an unreadable part: their files vanished (removed,
+        moved away, replaced by a file, ignored now, or reachable only through a symlink)."""
+        return [
+            d
+            for d in stored_dirs
+            if _is_under(d, self.start) and d not in self.visited and self.is_known(d)
+        ]
+
+
+def _is_under(path: str, top: str) -> bool:
+    return top in (path, "/") or path.startswith(top + "/")
