@@ -29,7 +29,6 @@ from typing import Any, Generic, TypeVar
 from isccd.errors import StoreError
 from isccd.store.base import Transactional
 
-
 C = TypeVar("C", bound=Transactional)
 T = TypeVar("T")
 
