@@ -34,6 +34,10 @@ _EMPTY_PART = bytes(4)
 Chromaprint = Iterable[int] | npt.NDArray[np.integer]
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
 def _fingerprint(cv: Chromaprint) -> npt.NDArray[np.int64]:
     if isinstance(cv, str | bytes | bytearray | memoryview):
         raise TypeError(f"cv must be a sequence of ints, got {type(cv).__name__}")
@@ -44,14 +48,10 @@ def _fingerprint(cv: Chromaprint) -> npt.NDArray[np.int64]:
         values = np.asarray(items)
     except ValueError:
         raise TypeError("cv must be a flat sequence of ints") from None
-    if values.dtype.kind == "O":
-        # numpy keeps Python ints beyond 64 bits as objects.
-        if values.ndim == 1 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in values.tolist()
-        ):
-            raise IsccError("cv values must be signed 32-bit ints")
-        raise TypeError("cv must be a flat sequence of ints")
     if values.dtype.kind not in "iu" or values.ndim != 1:
+        # Ints beyond 64 bits make numpy fall back to float or object arrays.
+        if values.ndim == 1 and all(map(_is_int, items)):
+            raise IsccError("cv values must be signed 32-bit ints")
         raise TypeError(f"cv must be a flat sequence of ints, got dtype {values.dtype}")
     if values.min() < _INT32_MIN or values.max() > _INT32_MAX:
         raise IsccError("cv values must be signed 32-bit ints")

@@ -18,7 +18,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from blake3 import blake3
 
@@ -126,7 +126,7 @@ def _multihash(data: bytes) -> str:
 def gen_meta_code_v0(
     name: str | None,
     description: str | None = None,
-    meta: dict[str, object] | str | None = None,
+    meta: dict[str, Any] | str | None = None,
     bits: int = 64,
 ) -> MetaCode:
     """Meta-Code of an asset's name and description or extended metadata.
@@ -197,7 +197,7 @@ def gen_meta_code_v0(
 def gen_meta_code(
     name: str | None,
     description: str | None = None,
-    meta: dict[str, object] | str | None = None,
+    meta: dict[str, Any] | str | None = None,
     bits: int = 64,
 ) -> MetaCode:
     """Meta-Code with the latest algorithm (v0); see :func:`gen_meta_code_v0`."""

@@ -58,7 +58,7 @@ def simhash_rows(rows: npt.NDArray[np.uint8]) -> bytes:
     return np.packbits(2 * counts >= n).tobytes()
 
 
-def alg_simhash(hash_digests: Iterable[bytes]) -> bytes:
+def alg_simhash(hash_digests: Iterable[bytes | bytearray | memoryview]) -> bytes:
     """SimHash of equal-length digests.
 
     Args:

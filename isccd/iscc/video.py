@@ -35,6 +35,10 @@ _INT32_MAX = 2**31 - 1
 _BAD_SHAPE = f"frame_sigs must be frames of {WTA_VECTOR_LENGTH} ints each"
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
 def _frame_matrix(frame_sigs: FrameSigs) -> npt.NDArray[np.int32]:
     if isinstance(frame_sigs, str | bytes | bytearray | memoryview):
         raise TypeError(f"frame_sigs must be a sequence of frames, got {type(frame_sigs).__name__}")
@@ -45,15 +49,13 @@ def _frame_matrix(frame_sigs: FrameSigs) -> npt.NDArray[np.int32]:
         frames = np.asarray(items)
     except ValueError:
         raise IsccError(_BAD_SHAPE) from None  # frames of different lengths
-    if frames.dtype.kind not in "iuO":
-        raise TypeError(f"frame signature values must be ints, got dtype {frames.dtype}")
     if frames.ndim != 2 or frames.shape[1] != WTA_VECTOR_LENGTH:
         raise IsccError(f"{_BAD_SHAPE}, got shape {frames.shape}")
-    if frames.dtype.kind == "O":
-        # numpy keeps Python ints beyond 64 bits as objects.
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in frames.ravel().tolist()):
+    if frames.dtype.kind not in "iu":
+        # Ints beyond 64 bits make numpy fall back to float or object arrays.
+        if all(_is_int(v) for frame in items for v in frame):
             raise IsccError("frame signature values must be 32-bit ints")
-        raise TypeError("frame signature values must be ints")
+        raise TypeError(f"frame signature values must be ints, got dtype {frames.dtype}")
     if frames.min() < _INT32_MIN or frames.max() > _INT32_MAX:
         raise IsccError("frame signature values must be 32-bit ints")
     return frames.astype(np.int32)

@@ -46,7 +46,11 @@ def test_ties_set_the_bit() -> None:
 
 
 def test_accepts_iterables_and_bytes_like() -> None:
-    digests = [b"\x0f\xf0", bytearray(b"\x0f\x0f"), memoryview(b"\xff\x00")]
+    digests: list[bytes | bytearray | memoryview] = [
+        b"\x0f\xf0",
+        bytearray(b"\x0f\x0f"),
+        memoryview(b"\xff\x00"),
+    ]
     expected = iscc_core.alg_simhash([bytes(d) for d in digests])
     assert alg_simhash(iter(digests)) == expected
     assert alg_simhash(tuple(digests)) == expected
