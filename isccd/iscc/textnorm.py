@@ -18,8 +18,10 @@ the reference's do.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
+
+import numpy as np
 
 from isccd.iscc.exceptions import IsccError
 
@@ -42,6 +44,10 @@ TEXT_NEWLINES: frozenset[str] = frozenset(
 #: (control/format/surrogate/unassigned, marks, punctuation). Conformance critical.
 TEXT_UNICODE_FILTER: frozenset[str] = frozenset(("C", "M", "P"))
 
+#: From this length on, characters are removed through a numpy lookup table rather than
+#: ``str.translate`` (equal at about a thousand characters).
+_LUT_MIN_CHARS = 1024
+
 _Seq = TypeVar("_Seq", bound=Sequence[object])
 
 
@@ -49,6 +55,33 @@ def _require_str(text: object, name: str = "text") -> str:
     if not isinstance(text, str):
         raise TypeError(f"{name} must be str, not {type(text).__name__}")
     return text
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch)[0] == "C" and ch not in TEXT_NEWLINES
+
+
+def _is_collapsed_away(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch)[0] in TEXT_UNICODE_FILTER
+
+
+def _remove_chars(text: str, remove: Callable[[str], bool]) -> str:
+    """``text`` without the characters for which ``remove`` is true (asked once per character)."""
+    if len(text) < _LUT_MIN_CHARS:
+        table = {ord(ch): None for ch in set(text) if remove(ch)}
+        return text.translate(table) if table else text
+    # Code points as uint32; "surrogatepass" carries lone surrogates through (both predicates
+    # remove them, category Cs).
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lookup = np.zeros(int(codes.max()) + 1, dtype=np.bool_)
+    lookup[codes] = True
+    present = np.flatnonzero(lookup).tolist()
+    lookup[:] = False
+    removed = [cp for cp in present if remove(chr(cp))]
+    if not removed:
+        return text
+    lookup[removed] = True
+    return codes[~lookup[codes]].tobytes().decode("utf-32-le", "surrogatepass")
 
 
 def text_clean(text: str) -> str:
@@ -68,14 +101,7 @@ def text_clean(text: str) -> str:
     Raises:
         TypeError: If ``text`` is not a ``str``.
     """
-    text = unicodedata.normalize("NFKC", _require_str(text))
-    table = {
-        ord(ch): None
-        for ch in set(text)
-        if unicodedata.category(ch)[0] == "C" and ch not in TEXT_NEWLINES
-    }
-    if table:
-        text = text.translate(table)
+    text = _remove_chars(unicodedata.normalize("NFKC", _require_str(text)), _is_control)
     lines: list[str] = []
     empty_run = 0
     for line in text.splitlines():
@@ -142,14 +168,7 @@ def text_collapse(text: str) -> str:
         TypeError: If ``text`` is not a ``str``.
     """
     text = unicodedata.normalize("NFD", _require_str(text)).lower()
-    table = {
-        ord(ch): None
-        for ch in set(text)
-        if ch.isspace() or unicodedata.category(ch)[0] in TEXT_UNICODE_FILTER
-    }
-    if table:
-        text = text.translate(table)
-    return unicodedata.normalize("NFKC", text)
+    return unicodedata.normalize("NFKC", _remove_chars(text, _is_collapsed_away))
 
 
 def sliding_window(seq: _Seq, width: int) -> Iterator[_Seq]:

@@ -1,0 +1,230 @@
+"""numba-compiled kernels of the Data-Code and Text-Code: chunker, xxh32 and MinHash in one pass.
+
+Importing this module imports numba (about half a second) but compiles nothing: each kernel is
+compiled, or loaded from numba's on-disk cache, on its first call. Nothing else in
+:mod:`isccd.iscc` imports it at module level; :mod:`isccd.iscc.kernels` loads it on first use.
+
+**JIT cache.** Kernels are compiled with ``cache=True``. numba picks the first writable location
+of: ``$NUMBA_CACHE_DIR`` (read once, when numba is imported), the ``__pycache__`` next to this
+file, then the user cache directory (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``). An
+installed, read-only package therefore still caches; the systemd unit sets
+``CacheDirectory=isccd`` and ``NUMBA_CACHE_DIR=/var/cache/isccd/numba`` so the service never
+depends on a home directory. If no location is writable the kernels are compiled in memory
+for each process (slower start, same results).
+
+All arithmetic is done in ``uint64`` with explicit masks: numba widens 32-bit operands and turns
+mixed signed/unsigned 64-bit arithmetic into floats, so every constant below is a ``uint64``.
+
+Pure: no I/O besides numba's cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+
+from isccd.iscc._tables import CDC_GEAR, MAXH, MPA, MPB, MPRIME
+
+__all__ = ["data_scan", "text_fold", "xxh32"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_BYTES = numba.types.Array(numba.uint8, 1, "C", readonly=True)
+_OFFSETS = numba.types.Array(numba.int64, 1, "C", readonly=True)
+_MINVEC = numba.types.Array(numba.uint64, 1, "C")
+_I64 = numba.int64
+# numba's type constructors are untyped.
+_PAIR = numba.types.UniTuple(_I64, 2)  # type: ignore[no-untyped-call]
+_PARAMS = numba.types.UniTuple(_I64, 5)  # type: ignore[no-untyped-call]
+
+
+def _njit(*signatures: Any) -> Callable[[_F], _F]:
+    """Compile with numba, cached on disk when numba finds a writable cache location.
+
+    With ``signatures`` the kernel is compiled (or loaded from the cache) right away, which is
+    when this module is first imported; read-only arrays in the signatures accept writable
+    ones too, so each kernel exists exactly once. Without them (the inlined helpers) it is
+    compiled as part of its callers.
+    """
+
+    def compile_with(func: _F, cache: bool) -> _F:
+        jit = (
+            numba.njit(list(signatures), cache=cache, nogil=True)
+            if signatures
+            else (numba.njit(cache=cache, nogil=True))
+        )
+        # A dispatcher is called like the function it compiles.
+        return cast(_F, jit(func))
+
+    def decorate(func: _F) -> _F:
+        try:
+            return compile_with(func, cache=True)
+        except RuntimeError:
+            # numba raises "cannot cache function ...: no locator available" when neither
+            # NUMBA_CACHE_DIR, the package directory nor the user cache directory is writable.
+            return compile_with(func, cache=False)
+
+    return decorate
+
+
+_GEAR = np.array(CDC_GEAR, dtype=np.int64)
+_MPA = np.array(MPA, dtype=np.uint64)
+_MPB = np.array(MPB, dtype=np.uint64)
+_MPRIME = np.uint64(MPRIME)
+_MAXH = np.uint64(MAXH)
+_M32 = np.uint64(0xFFFFFFFF)
+_P1 = np.uint64(0x9E3779B1)
+_P2 = np.uint64(0x85EBCA77)
+_P3 = np.uint64(0xC2B2AE3D)
+_P4 = np.uint64(0x27D4EB2F)
+_P5 = np.uint64(0x165667B1)
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U2 = np.uint64(2)
+_U3 = np.uint64(3)
+_U8 = np.uint64(8)
+_U13 = np.uint64(13)
+_U15 = np.uint64(15)
+_U16 = np.uint64(16)
+_U24 = np.uint64(24)
+_U61 = np.uint64(61)
+
+
+@_njit()
+def _rotl(x: np.uint64, r: int) -> np.uint64:
+    return ((x << np.uint64(r)) | (x >> np.uint64(32 - r))) & _M32
+
+
+@_njit()
+def _read32(buf: np.ndarray, p: int) -> np.uint64:
+    # An unsigned index spares numba's negative-index wraparound, so LLVM can combine the four
+    # byte loads into one unaligned 32-bit load.
+    q = np.uint64(p)
+    return (
+        np.uint64(buf[q])
+        | (np.uint64(buf[q + _U1]) << _U8)
+        | (np.uint64(buf[q + _U2]) << _U16)
+        | (np.uint64(buf[q + _U3]) << _U24)
+    )
+
+
+@_njit()
+def _round(acc: np.uint64, lane: np.uint64) -> np.uint64:
+    acc = (acc + lane * _P2) & _M32
+    return (_rotl(acc, 13) * _P1) & _M32
+
+
+@_njit(numba.uint64(_BYTES, _I64, _I64))
+def xxh32(buf: np.ndarray, start: int, end: int) -> np.uint64:
+    """xxHash32 (seed 0) of ``buf[start:end]`` (a ``uint8`` array), as a ``uint64`` < 2**32."""
+    p = start
+    length = end - start
+    if length >= 16:
+        v1 = (_P1 + _P2) & _M32
+        v2 = _P2
+        v3 = _U0
+        v4 = (_U0 - _P1) & _M32
+        limit = end - 16
+        while p <= limit:
+            v1 = _round(v1, _read32(buf, p))
+            v2 = _round(v2, _read32(buf, p + 4))
+            v3 = _round(v3, _read32(buf, p + 8))
+            v4 = _round(v4, _read32(buf, p + 12))
+            p += 16
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        h = _P5
+    h = (h + np.uint64(length)) & _M32
+    while p + 4 <= end:
+        h = (h + _read32(buf, p) * _P3) & _M32
+        h = (_rotl(h, 17) * _P4) & _M32
+        p += 4
+    while p < end:
+        h = (h + np.uint64(buf[p]) * _P5) & _M32
+        h = (_rotl(h, 11) * _P1) & _M32
+        p += 1
+    h ^= h >> _U15
+    h = (h * _P2) & _M32
+    h ^= h >> _U13
+    h = (h * _P3) & _M32
+    h ^= h >> _U16
+    return h
+
+
+@_njit()
+def _fold(minvec: np.ndarray, feature: np.uint64) -> None:
+    # ((a * f + b) mod 2**64) mod (2**61 - 1), then the low 32 bits. The Mersenne modulus is a
+    # shift and an add; the uint64 multiply-add wraps exactly as the specification requires.
+    for k in range(64):
+        v = _MPA[k] * feature + _MPB[k]
+        v = (v & _MPRIME) + (v >> _U61)
+        if v >= _MPRIME:
+            v -= _MPRIME
+        v &= _MAXH
+        minvec[k] = min(minvec[k], v)
+
+
+@_njit(_PAIR(_BYTES, _I64, _I64, _MINVEC, _PARAMS))
+def data_scan(
+    buf: np.ndarray, start: int, stop_at: int, minvec: np.ndarray, params: tuple[int, ...]
+) -> tuple[int, int]:
+    """Chunk ``buf`` from ``start``; fold the xxh32 of every complete chunk into ``minvec``.
+
+    ``params`` are the chunker parameters ``(mi, ma, cs, mask_s, mask_l)`` of
+    :func:`isccd.iscc.cdc.alg_cdc_params`.
+
+    A chunk is complete when it ends before the end of ``buf`` (the last chunk may still grow
+    with more data, so it is never hashed here). Scanning stops at the start of the last chunk,
+    or at the first chunk start at or after ``stop_at``, whichever comes first.
+
+    Returns:
+        ``(position, chunks)``: where scanning stopped and how many chunks were folded.
+    """
+    mi, ma, cs, mask_s, mask_l = params
+    n = buf.shape[0]
+    pos = start
+    count = 0
+    while pos < stop_at:
+        remaining = n - pos
+        i = pos + min(mi, remaining)
+        barrier = pos + min(cs, remaining)
+        pattern = 0
+        cut = -1
+        while i < barrier:
+            pattern = (pattern >> 1) + _GEAR[buf[np.uint64(i)]]
+            i += 1
+            if (pattern & mask_s) == 0:
+                cut = i
+                break
+        if cut < 0:
+            barrier = pos + min(ma, remaining)
+            while i < barrier:
+                pattern = (pattern >> 1) + _GEAR[buf[np.uint64(i)]]
+                i += 1
+                if (pattern & mask_l) == 0:
+                    cut = i
+                    break
+            if cut < 0:
+                cut = i
+        if cut >= n:
+            break
+        _fold(minvec, xxh32(buf, pos, cut))
+        count += 1
+        pos = cut
+    return pos, count
+
+
+@_njit(numba.void(_BYTES, _OFFSETS, _I64, _MINVEC))
+def text_fold(utf8: np.ndarray, offsets: np.ndarray, width: int, minvec: np.ndarray) -> None:
+    """Fold the xxh32 of every ``width``-character window of UTF-8 text into ``minvec``.
+
+    ``offsets`` holds the byte offset of each character plus the total length (``n + 1``
+    entries for ``n`` characters). Text shorter than ``width`` is one window, also when empty.
+    """
+    n = offsets.shape[0] - 1
+    windows = max(n - width + 1, 1)
+    for i in range(windows):
+        _fold(minvec, xxh32(utf8, offsets[i], offsets[min(i + width, n)]))

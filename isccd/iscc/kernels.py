@@ -1,0 +1,126 @@
+"""The hot loops of the Data-Code and Text-Code, compiled with numba when it is available.
+
+Two kernels do all per-byte and per-window work:
+
+- ``data_scan`` chunks a buffer (content-defined chunking), hashes each complete chunk with
+  xxh32 and folds it into a running MinHash vector, in one pass and without a feature list;
+- ``text_fold`` hashes every 13-character window of UTF-8 text and folds it the same way.
+
+:func:`load_kernels` picks the numba implementation (:mod:`isccd.iscc._jit`, about 1.4 GB/s
+for the Data-Code) and falls back to a pure-Python one built on the reference chunker of
+:mod:`isccd.iscc.cdc` (a few MB/s, same results) where numba cannot be imported. numba is
+imported, and the kernels compiled or loaded from numba's cache, on the first call only:
+importing :mod:`isccd.iscc` costs neither. Long-running workers call :func:`warmup` at start
+so that the first file does not pay for it; see :mod:`isccd.iscc._jit` for where the compiled
+code is cached (``NUMBA_CACHE_DIR``).
+
+Pure: no I/O besides numba's cache.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from isccd.iscc.cdc import CdcParams, alg_cdc_offset, alg_cdc_params
+from isccd.iscc.minhash import minhash_fold, minhash_init
+
+__all__ = ["PYTHON_KERNELS", "Kernels", "load_kernels", "warmup"]
+
+Bytes = npt.NDArray[np.uint8]
+MinVec = npt.NDArray[np.uint64]
+
+#: Windows hashed per step by the pure-Python text kernel (bounds its feature list).
+_PY_TEXT_BLOCK = 65536
+
+
+class Kernels(NamedTuple):
+    """One implementation of the hashing kernels.
+
+    ``data_scan(buf, start, stop_at, minvec, params) -> (pos, chunks)`` chunks ``buf`` from
+    ``start`` with the chunker parameters ``params`` of :func:`~isccd.iscc.cdc.alg_cdc_params`,
+    folds the xxh32 of every chunk that ends before the end of ``buf`` into ``minvec``, and
+    stops at the start of the last chunk or at the first chunk start at or after ``stop_at``.
+    It returns where it stopped and how many chunks it folded.
+
+    ``text_fold(utf8, offsets, width, minvec)`` folds the xxh32 of every ``width``-character
+    window of the UTF-8 text ``utf8`` into ``minvec``; ``offsets`` (``int64``) holds the byte
+    offset of each character followed by ``len(utf8)``. Text shorter than ``width`` (also
+    empty text) is one window.
+    """
+
+    accelerated: bool
+    data_scan: Callable[[Bytes, int, int, MinVec, CdcParams], tuple[int, int]]
+    text_fold: Callable[[Bytes, npt.NDArray[np.int64], int, MinVec], None]
+
+
+def _py_data_scan(
+    buf: Bytes, start: int, stop_at: int, minvec: MinVec, params: CdcParams
+) -> tuple[int, int]:
+    view = buf.data
+    size = len(view)
+    features: list[int] = []
+    pos = start
+    while pos < stop_at:
+        cut = pos + alg_cdc_offset(view[pos:], *params)
+        if cut >= size:
+            break
+        features.append(xxhash.xxh32_intdigest(view[pos:cut]))
+        pos = cut
+    minhash_fold(minvec, features)
+    return pos, len(features)
+
+
+def _py_text_fold(utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minvec: MinVec) -> None:
+    data = utf8.tobytes()
+    bounds: list[int] = offsets.tolist()
+    n = len(bounds) - 1
+    windows = max(n - width + 1, 1)
+    for first in range(0, windows, _PY_TEXT_BLOCK):
+        minhash_fold(
+            minvec,
+            [
+                xxhash.xxh32_intdigest(data[bounds[i] : bounds[min(i + width, n)]])
+                for i in range(first, min(first + _PY_TEXT_BLOCK, windows))
+            ],
+        )
+
+
+#: The pure-Python kernels: the reference chunker, the xxhash package and numpy MinHash.
+PYTHON_KERNELS = Kernels(accelerated=False, data_scan=_py_data_scan, text_fold=_py_text_fold)
+
+
+@functools.cache
+def load_kernels() -> Kernels:
+    """The fastest kernels this interpreter can run (loaded once per process).
+
+    Returns:
+        The numba kernels, or :data:`PYTHON_KERNELS` when numba cannot be imported.
+    """
+    try:
+        # Imported here, not at module level: numba costs ~0.2 s and ~100 MB of memory, which
+        # only processes that hash data or text should pay.
+        from isccd.iscc import _jit  # noqa: PLC0415
+    except ImportError:
+        return PYTHON_KERNELS
+    return Kernels(accelerated=True, data_scan=_jit.data_scan, text_fold=_jit.text_fold)
+
+
+def warmup() -> bool:
+    """Load the kernels now (compiling them or reading numba's cache) and run each once.
+
+    Worker processes call this at start so that the first file hashed is not slowed by it.
+
+    Returns:
+        True if the compiled (numba) kernels are in use, False for the pure-Python fallback.
+    """
+    kernels = load_kernels()
+    data = np.zeros(16, dtype=np.uint8)
+    kernels.data_scan(data, 0, data.size, minhash_init(), alg_cdc_params(1024))
+    kernels.text_fold(data, np.arange(17, dtype=np.int64), 13, minhash_init())
+    return kernels.accelerated

@@ -1,0 +1,209 @@
+"""The compiled kernels: xxh32 equals the xxhash package, both kernel sets agree, the pure-Python
+fallback is chosen (and right) without numba, and the JIT cache works from a read-only install."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given
+from hypothesis import strategies as st
+
+from isccd.iscc.cdc import alg_cdc_params
+from isccd.iscc.kernels import PYTHON_KERNELS, load_kernels, warmup
+from isccd.iscc.minhash import alg_minhash, minhash_init
+from tests.iscc._data import byte_inputs, make_data
+
+ic = pytest.importorskip("iscc_core")
+jit = pytest.importorskip("isccd.iscc._jit", reason="numba is not installed")
+
+PACKAGE = Path(__file__).resolve().parents[2] / "isccd"
+
+
+def test_warmup_reports_compiled_kernels() -> None:
+    assert warmup() is True
+    assert load_kernels().accelerated
+
+
+@pytest.mark.parametrize("length", [*range(101), 255, 256, 1000, 1023, 4096, 65_537])
+def test_xxh32_matches_xxhash_at_every_length(length: int) -> None:
+    data = np.random.default_rng(length).integers(0, 256, length + 7, dtype=np.uint8)
+    for start in (0, 1, 3, 7):  # unaligned starts too
+        span = data[start : start + length]
+        assert jit.xxh32(data, start, start + length) == xxhash.xxh32_intdigest(span.tobytes())
+
+
+@given(st.binary(max_size=3000), st.data())
+def test_xxh32_of_any_span_matches_xxhash(data: bytes, draw: st.DataObject) -> None:
+    start = draw.draw(st.integers(0, len(data)))
+    end = draw.draw(st.integers(start, len(data)))
+    buf = np.frombuffer(data, dtype=np.uint8)
+    assert jit.xxh32(buf, start, end) == xxhash.xxh32_intdigest(data[start:end])
+
+
+def test_xxh32_of_nothing_is_the_empty_feature() -> None:
+    assert jit.xxh32(np.zeros(4, dtype=np.uint8), 2, 2) == 0x02CC5D05
+
+
+@given(byte_inputs(max_size=100_000))
+def test_data_scan_folds_what_the_reference_hashes(data: bytes) -> None:
+    buf = np.frombuffer(data, dtype=np.uint8)
+    chunks = list(ic.alg_cdc_chunks(data, False))
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        minvec = minhash_init()
+        pos, folded = kernels.data_scan(buf, 0, buf.size, minvec, alg_cdc_params(1024))
+        # Every chunk but the last is folded; scanning stops where the last one starts.
+        assert folded == len(chunks) - 1
+        assert pos == len(data) - len(chunks[-1])
+        if folded:
+            assert minvec.tolist() == ic.alg_minhash(
+                [xxhash.xxh32_intdigest(c) for c in chunks[:-1]]
+            )
+
+
+def _utf8_offsets(text: str) -> tuple[np.ndarray, np.ndarray]:
+    utf8 = text.encode("utf-8")
+    offsets = np.cumsum([0, *(len(ch.encode("utf-8")) for ch in text)], dtype=np.int64)
+    return np.frombuffer(utf8, dtype=np.uint8), offsets
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300))
+def test_text_fold_hashes_every_window(text: str) -> None:
+    utf8, offsets = _utf8_offsets(text)
+    windows = [text[i : i + 13] for i in range(max(len(text) - 12, 1))]
+    expected = alg_minhash([xxhash.xxh32_intdigest(w.encode("utf-8")) for w in windows])
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        minvec = minhash_init()
+        kernels.text_fold(utf8, offsets, 13, minvec)
+        assert minvec.tolist() == expected
+
+
+def _run(code: str, env: dict[str, str], cwd: Path, prefix: tuple[str, ...] = ()) -> str:
+    result = subprocess.run(
+        [*prefix, sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _clean_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "XDG_"))}
+    env["HOME"] = str(home)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def test_without_numba_the_python_kernels_give_reference_codes(tmp_path: Path) -> None:
+    data = make_data("mixed", 50_000, seed=11)
+    (tmp_path / "input.bin").write_bytes(data)
+    text = "Ünïcödé text, with punctuation! 中文 文本 " * 40
+    (tmp_path / "input.txt").write_text(text, encoding="utf-8")
+    out = _run(
+        f"""
+        import sys
+        sys.modules["numba"] = None  # import numba now raises ImportError
+        sys.path.insert(0, {str(PACKAGE.parent)!r})
+        from pathlib import Path
+        from isccd.iscc.kernels import warmup
+        from isccd.iscc.data import gen_data_code_v0
+        from isccd.iscc.text import gen_text_code_v0
+        print(warmup())
+        print(gen_data_code_v0(Path("input.bin").read_bytes(), 256)["iscc"])
+        print(gen_text_code_v0(Path("input.txt").read_text(encoding="utf-8"), 256)["iscc"])
+        print("numba" in sys.modules and sys.modules["numba"] is not None)
+        """,
+        _clean_env(tmp_path),
+        tmp_path,
+    )
+    accelerated, data_code, text_code, numba_loaded = out.split()
+    assert accelerated == "False"
+    assert data_code == ic.gen_data_code_v0(io.BytesIO(data), 256)["iscc"]
+    assert text_code == ic.gen_text_code_v0(text, 256)["iscc"]
+    assert numba_loaded == "False"
+
+
+def _read_only_copy(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "isccd", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [site, *site.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return site
+
+
+def _restore_write(site: Path) -> None:
+    for path in [site, *site.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def _unprivileged() -> tuple[str, ...]:
+    """A command prefix under which read-only directories are read-only, even for root."""
+    if os.geteuid() != 0:
+        return ()
+    # Root ignores permission bits. In a user namespace where it is mapped to an ordinary user
+    # it has no capabilities left, so the owner bits apply (and its files stay readable).
+    prefix = ("unshare", "--user", "--map-user=1000", "--map-group=1000")
+    if shutil.which("unshare") is None:
+        pytest.skip("running as root and unshare(1) is not available")
+    probe = subprocess.run([*prefix, "true"], capture_output=True, check=False, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip("running as root and user namespaces are not available")
+    return prefix
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cache_at", ["NUMBA_CACHE_DIR", "user cache dir", "nowhere"])
+def test_read_only_install_computes_right_codes(tmp_path: Path, cache_at: str) -> None:
+    """The package directory is read-only and HOME is fresh: numba caches in NUMBA_CACHE_DIR
+    when set, else in ~/.cache/numba, and compiles in memory when nothing is writable."""
+    prefix = _unprivileged()
+    data = make_data("random", 300_000, seed=5)
+    (tmp_path / "input.bin").write_bytes(data)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _clean_env(home)
+    cache = home / ".cache" / "numba"
+    if cache_at == "NUMBA_CACHE_DIR":
+        cache = tmp_path / "numba-cache"
+        env["NUMBA_CACHE_DIR"] = str(cache)
+    site = _read_only_copy(tmp_path)
+    if cache_at == "nowhere":
+        home.chmod(0o555)
+    code = f"""
+        import sys
+        sys.path.insert(0, {str(site)!r})
+        import isccd.iscc.kernels as k
+        assert k.__file__.startswith({str(site)!r}), k.__file__
+        from pathlib import Path
+        from isccd.iscc.data import gen_data_code_v0
+        print(k.warmup(), gen_data_code_v0(Path("input.bin").read_bytes(), 128)["iscc"])
+        """
+    try:
+        first = _run(code, env, tmp_path, prefix)
+        cached = sorted(p.name for p in tmp_path.rglob("*.nbi"))
+        second = _run(code, env, tmp_path, prefix)  # loads the kernels from the cache, if any
+    finally:
+        _restore_write(site)
+        home.chmod(0o755)
+    expected = ic.gen_data_code_v0(io.BytesIO(data), 128)["iscc"]
+    assert first.split() == second.split() == ["True", expected]
+    if cache_at == "nowhere":
+        assert cached == []
+    else:
+        assert any(name.startswith("_jit.data_scan") for name in cached), cached
+        assert {p.parent for p in tmp_path.rglob("*.nbi")} <= set(cache.rglob("*")) | {cache}
