@@ -1,0 +1,291 @@
+"""``isccd code PATH...``: compute the ISCC of files, as iscc-sdk's ``create`` does.
+
+Each file becomes one JSON object with the ISCC SDK's field names; directories are walked.
+Files are coded in a process pool (``-j``) and printed in a fixed order (the order of the
+arguments, and within a directory by name), whatever order the workers finish in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import stat
+import sys
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, TextIO
+
+from isccd.cli.output import Progress, dumps, wants_json
+from isccd.extract.source import file_kind
+from isccd.extract.tools import DEFAULT_TIMEOUT, ToolOptions
+from isccd.hashing import CodeOptions, compute_record
+from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+_EPILOG = """\
+output: with --json, or when stdout is not a terminal, one JSON object per file (pretty-printed;
+--jsonl prints one compact object per line, as each file is done). Fields follow iscc-sdk:
+path, iscc, name, description, mediatype, mode, filename, filesize, datahash, metahash,
+characters, width, height, duration, units (with --units), issues and error.
+
+Directories are walked recursively. Symbolic links inside them, FIFOs, sockets and devices are
+listed as skipped, never opened; symbolic links named on the command line are followed.
+
+exit status: 0 when every file was coded (skips, such as a media type without a Content-Code,
+are not failures); 1 when any file failed or a PATH does not exist (each failure is in the
+output with its reason); 2 for invalid arguments.
+"""
+
+_BITS = (64, 96, 128, 160, 192, 224, 256)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``code`` to the ``isccd`` parser."""
+    parser = subparsers.add_parser(
+        "code",
+        help="compute the ISCC-CODE of files and folders",
+        description="Compute the ISCC-CODE (Meta, Content, Data and Instance units) of each "
+        "file, the way the ISCC SDK 0.9.7 does.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="a file or a directory")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    out.add_argument("--jsonl", action="store_true", help="print one JSON object per line")
+    parser.add_argument("--units", action="store_true", help="include the ISCC units")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=os.cpu_count() or 1,
+        help="files coded in parallel (default: the number of CPUs)",
+    )
+    parser.add_argument(
+        "--bits", type=int, choices=_BITS, default=64, help="bits per unit (default: 64)"
+    )
+    parser.add_argument(
+        "--wide", action="store_true", help="WIDE ISCC-CODE for Data+Instance-only files"
+    )
+    parser.add_argument("--no-meta", action="store_true", help="compute no Meta-Code")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="time limit for each run of fpcalc or ffmpeg (default: %(default)g)",
+    )
+    parser.set_defaults(handler=run_code)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """One entry of the output: a file to code, or a record decided without opening it."""
+
+    shown: str
+    path: str
+    record: FileRecord | None = None
+
+
+def run_code(args: argparse.Namespace) -> int:
+    """Code every file named or found under the arguments and print the results."""
+    options = CodeOptions(
+        bits=args.bits,
+        wide=args.wide,
+        meta=not args.no_meta,
+        tools=ToolOptions(timeout=args.timeout),
+    )
+    tasks = list(walk(args.paths))
+    mode = "jsonl" if args.jsonl else "json" if wants_json(args.json) else "text"
+    failed = coded = 0
+    with Progress("coding", total=len(tasks)) as progress:
+        for task, record in zip(tasks, _records(tasks, options, args.jobs), strict=True):
+            progress.advance(note=PurePath(task.shown).name)
+            failed += record.failed
+            coded += record.iscc is not None and not record.failed
+            _emit(record_json(record, task.shown, units=args.units), mode, sys.stdout)
+    if mode == "text":
+        print(f"{len(tasks)} files: {coded} coded, {failed} failed", file=sys.stderr)
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
+def walk(paths: Iterable[str]) -> Iterator[_Task]:
+    """The files to code, in a fixed order: each argument, then directories sorted by name.
+
+    Symbolic links given as arguments are followed; inside directories they are not, and
+    neither are non-regular files opened. A directory reached twice (a bind-mount loop) is
+    walked once.
+    """
+    seen: set[tuple[int, int]] = set()
+    for arg in paths:
+        given = Path(arg)
+        try:
+            st = given.stat()
+        except OSError as exc:
+            yield _Task(arg, arg, _failed(arg, _os_issue(exc)))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            yield from _walk_dir(arg, seen)
+        else:
+            # An explicit argument is coded whatever it is, so a FIFO or device is reported as
+            # an error by compute_record (which never opens it).
+            yield _Task(arg, str(given.resolve()) if given.is_symlink() else arg)
+
+
+def _walk_dir(top: str, seen: set[tuple[int, int]]) -> Iterator[_Task]:
+    """Depth first, each directory's entries in name order (subdirectories where they sort)."""
+    try:
+        st = Path(top).stat()
+        if (st.st_dev, st.st_ino) in seen:
+            return
+        seen.add((st.st_dev, st.st_ino))
+        with os.scandir(top) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError as exc:
+        yield _Task(top, top, _failed(top, _os_issue(exc)))
+        return
+    for entry in entries:
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError as exc:
+            yield _Task(entry.path, entry.path, _failed(entry.path, _os_issue(exc)))
+            continue
+        if stat.S_ISDIR(mode):
+            yield from _walk_dir(entry.path, seen)
+        elif stat.S_ISREG(mode):
+            yield _Task(entry.path, entry.path)
+        else:
+            reason = f"{file_kind(mode)}: not followed or opened"
+            issue = FileIssue("read", IssueKind.SKIPPED, reason, IssueCode.NOT_REGULAR)
+            yield _Task(entry.path, entry.path, FileRecord(entry.path, None, issues=(issue,)))
+
+
+def _failed(path: str, issue: FileIssue) -> FileRecord:
+    return FileRecord(path, None, issues=(issue,))
+
+
+def _os_issue(exc: OSError) -> FileIssue:
+    if isinstance(exc, FileNotFoundError):
+        return FileIssue("read", IssueKind.ERROR, "no such file or directory", IssueCode.VANISHED)
+    reason = exc.strerror or str(exc)
+    return FileIssue("read", IssueKind.ERROR, reason, IssueCode.ACCESS)
+
+
+def _records(tasks: list[_Task], options: CodeOptions, jobs: int) -> Iterator[FileRecord]:
+    """Each task's record, in task order, computed in a process pool when it helps."""
+    todo = [t for t in tasks if t.record is None]
+    if jobs <= 1 or len(todo) <= 1:
+        for task in tasks:
+            yield task.record or compute_record(task.path, options)
+        return
+    # forkserver: workers start from a clean, preloaded process, safe whatever threads exist.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["isccd.hashing"])
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
+        window: deque[tuple[_Task, Future[FileRecord] | None]] = deque()
+        pending = iter(tasks)
+        try:
+            for task in pending:
+                future = None if task.record else pool.submit(compute_record, task.path, options)
+                window.append((task, future))
+                # A bounded look-ahead keeps every worker busy without queueing the whole tree.
+                while len(window) > 4 * jobs:
+                    yield _result(*window.popleft())
+            while window:
+                yield _result(*window.popleft())
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def _result(task: _Task, future: Future[FileRecord] | None) -> FileRecord:
+    if future is None:
+        assert task.record is not None
+        return task.record
+    return future.result()
+
+
+def record_json(record: FileRecord, shown: str, *, units: bool = False) -> dict[str, Any]:
+    """The JSON object for one file, with the ISCC SDK's field names; absent values left out."""
+    out: dict[str, Any] = {
+        "path": shown,
+        "iscc": record.iscc,
+        "name": record.name,
+        "description": record.description,
+        "mediatype": record.mediatype,
+        "mode": record.mode.value if record.mode else None,
+        "filename": PurePath(shown).name,
+        "filesize": record.filesize,
+        "datahash": record.datahash,
+        "metahash": record.metahash,
+        "characters": record.characters,
+        "width": record.width,
+        "height": record.height,
+        "duration": round(record.duration, 3) if record.duration is not None else None,
+    }
+    if units:
+        out["units"] = [unit.iscc for unit in record.units]
+    out = {key: value for key, value in out.items() if value is not None}
+    if record.issues:
+        out["issues"] = [
+            {"stage": i.stage, "kind": i.kind.value, "code": i.code, "reason": i.reason}
+            for i in record.issues
+        ]
+    errors = [i.reason for i in record.issues if i.kind is IssueKind.ERROR]
+    if errors:
+        out["error"] = "; ".join(errors)
+    return out
+
+
+def _emit(obj: dict[str, Any], mode: str, stream: TextIO) -> None:
+    if mode == "jsonl":
+        stream.write(dumps(obj) + "\n")
+    elif mode == "json":
+        stream.write(dumps(obj, indent=2) + "\n")
+    else:
+        stream.write(_summary(obj) + "\n")
+    stream.flush()
+
+
+def _summary(obj: dict[str, Any]) -> str:
+    """A readable block for one file: code and path, then what it is, then its issues."""
+    head = f"{obj.get('iscc') or 'no ISCC':<60} {obj['path']}"
+    facts = [obj.get("mediatype"), _size(obj.get("filesize"))]
+    if "width" in obj:
+        facts.append(f"{obj['width']}x{obj['height']}")
+    if "duration" in obj:
+        facts.append(f"{obj['duration']:g} s")
+    if "characters" in obj:
+        facts.append(f"{obj['characters']} characters")
+    if "name" in obj:
+        facts.append(f"name {obj['name']!r}")
+    lines = [head, "    " + ", ".join(str(f) for f in facts if f)]
+    lines += [f"    {i['kind']} ({i['stage']}): {i['reason']}" for i in obj.get("issues", [])]
+    lines += [f"    {unit}" for unit in obj.get("units", [])]
+    return "\n".join(line for line in lines if line.strip())
+
+
+def _size(n: int | None) -> str | None:
+    if n is None:
+        return None
+    if n < 1000:
+        return f"{n} B"
+    size, unit = float(n) / 1000, "KB"
+    for bigger in ("MB", "GB", "TB"):
+        if size < 1000:
+            break
+        size, unit = size / 1000, bigger
+    return f"{size:.1f} {unit}"
