@@ -9,6 +9,7 @@ returns ``{"iscc": ..., "characters": ...}`` and so on); the conformance vectors
 from __future__ import annotations
 
 from isccd.iscc.audio import gen_audio_code, gen_audio_code_v0, soft_hash_audio_v0
+from isccd.iscc.cdc import alg_cdc_chunks, alg_cdc_offset, alg_cdc_params
 from isccd.iscc.codec import (
     decode_header,
     decode_length,
@@ -34,6 +35,13 @@ from isccd.iscc.constants import (
     UNITS,
     VS,
 )
+from isccd.iscc.data import (
+    DataHasher,
+    DataHasherV0,
+    gen_data_code,
+    gen_data_code_v0,
+    soft_hash_data_v0,
+)
 from isccd.iscc.dct import alg_dct
 from isccd.iscc.decompose import iscc_decompose
 from isccd.iscc.exceptions import IsccError
@@ -46,6 +54,13 @@ from isccd.iscc.flake import (
     uid_flake_v0,
 )
 from isccd.iscc.image import gen_image_code, gen_image_code_v0, soft_hash_image_v0
+from isccd.iscc.instance import (
+    InstanceHasher,
+    InstanceHasherV0,
+    gen_instance_code,
+    gen_instance_code_v0,
+    hash_instance_v0,
+)
 from isccd.iscc.iscc_code import gen_iscc_code, gen_iscc_code_v0
 from isccd.iscc.iscc_id import (
     alg_simhash_from_iscc_id,
@@ -56,7 +71,9 @@ from isccd.iscc.iscc_id import (
     iscc_id_incr_v0,
     soft_hash_iscc_id_v0,
 )
+from isccd.iscc.kernels import warmup
 from isccd.iscc.meta import MetaCode, gen_meta_code, gen_meta_code_v0, soft_hash_meta_v0
+from isccd.iscc.minhash import alg_minhash, alg_minhash_64, alg_minhash_256, alg_minhash_compress
 from isccd.iscc.mixed import MixedCode, gen_mixed_code, gen_mixed_code_v0, soft_hash_codes_v0
 from isccd.iscc.multibase import (
     decode_base16,
@@ -84,6 +101,15 @@ from isccd.iscc.similarity import (
     iscc_nph_similarity_bytes,
     iscc_similarity,
 )
+from isccd.iscc.sum import SumHasher, gen_sum_code_v0
+from isccd.iscc.text import gen_text_code, gen_text_code_v0, soft_hash_text_v0
+from isccd.iscc.textnorm import (
+    sliding_window,
+    text_clean,
+    text_collapse,
+    text_remove_newlines,
+    text_trim,
+)
 from isccd.iscc.validate import iscc_validate, iscc_validate_mf
 from isccd.iscc.varint import decode_uvarint, encode_uvarint
 from isccd.iscc.video import gen_video_code, gen_video_code_v0, soft_hash_video_v0
@@ -103,12 +129,24 @@ __all__ = [
     "UNITS",
     "VS",
     "ConformanceReport",
+    "DataHasher",
+    "DataHasherV0",
     "Flake",
     "FlakeGenerator",
+    "InstanceHasher",
+    "InstanceHasherV0",
     "IsccError",
     "MetaCode",
     "MixedCode",
+    "SumHasher",
+    "alg_cdc_chunks",
+    "alg_cdc_offset",
+    "alg_cdc_params",
     "alg_dct",
+    "alg_minhash",
+    "alg_minhash_64",
+    "alg_minhash_256",
+    "alg_minhash_compress",
     "alg_simhash",
     "alg_simhash_from_iscc_id",
     "alg_wtahash",
@@ -136,10 +174,14 @@ __all__ = [
     "encode_uvarint",
     "gen_audio_code",
     "gen_audio_code_v0",
+    "gen_data_code",
+    "gen_data_code_v0",
     "gen_flake_code",
     "gen_flake_code_v0",
     "gen_image_code",
     "gen_image_code_v0",
+    "gen_instance_code",
+    "gen_instance_code_v0",
     "gen_iscc_code",
     "gen_iscc_code_v0",
     "gen_iscc_id",
@@ -149,9 +191,13 @@ __all__ = [
     "gen_meta_code_v0",
     "gen_mixed_code",
     "gen_mixed_code_v0",
+    "gen_sum_code_v0",
+    "gen_text_code",
+    "gen_text_code_v0",
     "gen_video_code",
     "gen_video_code_v0",
     "hamming_distance",
+    "hash_instance_v0",
     "iscc_clean",
     "iscc_compare",
     "iscc_decode",
@@ -172,11 +218,19 @@ __all__ = [
     "normalize_multiformat",
     "read_unit",
     "run_conformance",
+    "sliding_window",
     "soft_hash_audio_v0",
     "soft_hash_codes_v0",
+    "soft_hash_data_v0",
     "soft_hash_image_v0",
     "soft_hash_iscc_id_v0",
     "soft_hash_meta_v0",
+    "soft_hash_text_v0",
     "soft_hash_video_v0",
+    "text_clean",
+    "text_collapse",
+    "text_remove_newlines",
+    "text_trim",
     "uid_flake_v0",
+    "warmup",
 ]
