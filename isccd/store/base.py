@@ -174,7 +174,8 @@ class Store(Transactional, Protocol):
         ...
 
     def files_under(self, path: str) -> list[StoredFile]:
-        """Live files at ``path`` (a file) or anywhere below it (a directory), by path."""
+        """Live files at ``path`` (a file) or anywhere below it (a directory), ordered by
+        directory, then name (as bytes)."""
         ...
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
@@ -222,7 +223,7 @@ class Store(Transactional, Protocol):
     # -- near-duplicate relations ------------------------------------------------------------
 
     def near_of(self, file_id: int) -> list[NearPair]:
-        """Every stored relation of this file."""
+        """Every stored relation of this file, in order."""
         ...
 
     def add_near(self, pairs: Sequence[NearPair]) -> None:

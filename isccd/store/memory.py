@@ -7,6 +7,7 @@ SQLite.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -354,6 +355,7 @@ class MemoryStore:
         return len(old) - len(self._events)
 
 
-def _sort_key(path: str) -> bytes:
-    # The SQLite backend orders paths by their bytes; so does this one.
-    return path.encode("utf-8", "surrogateescape")
+def _sort_key(path: str) -> tuple[bytes, bytes]:
+    # The order of the SQLite backend: by directory, then name, as bytes.
+    directory, name = split_path(path)
+    return (os.fsencode(directory), os.fsencode(name))

@@ -632,7 +632,7 @@ class SqliteStore:
         """Relations of one file."""
         rows = self._exec(
             "SELECT a, b, unit, distance FROM near WHERE a = ? "
-            "UNION ALL SELECT a, b, unit, distance FROM near WHERE b = ?",
+            "UNION ALL SELECT a, b, unit, distance FROM near WHERE b = ? ORDER BY 1, 2, 3",
             (file_id, file_id),
         )
         return [NearPair(a, b, UnitType(unit), distance) for a, b, unit, distance in rows]

@@ -1,0 +1,292 @@
+"""The store contract, run against every backend (SQLite and memory).
+
+A backend that passes this suite can replace another without anything above the store
+changing; each test states one promise of :mod:`isccd.store.base`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from isccd.errors import StoreError
+from isccd.model import EventType, FileStat, UnitType
+from isccd.store import NearPair, Store, open_store, state_url
+from tests.store.conftest import hashed, make_record
+
+ROOT = "/data"
+
+
+def test_a_stored_record_reads_back_equal(store: Store) -> None:
+    record = make_record("/data/a.txt", datahash=hashed(1), data=b"\x01" * 8, text=b"\x02" * 8)
+    store.begin()
+    file_id = store.add_file(ROOT, record, now=5.0)
+    store.commit()
+    stored = store.file_at("/data/a.txt")
+    assert stored is not None
+    assert (stored.id, stored.root, stored.indexed_at, stored.removed_at) == (
+        file_id,
+        ROOT,
+        5.0,
+        None,
+    )
+    assert stored.record == record
+
+
+def test_adding_a_second_live_file_at_one_path_is_refused(store: Store) -> None:
+    store.begin()
+    store.add_file(ROOT, make_record("/data/a"), 1.0)
+    with pytest.raises(StoreError):
+        store.add_file(ROOT, make_record("/data/a", ino=2), 1.0)
+
+
+names = st.binary(min_size=1, max_size=40).filter(
+    lambda b: b"/" not in b and b"\0" not in b and b not in (b".", b"..")
+)
+
+
+@given(parts=st.lists(names, min_size=1, max_size=4), backend=st.sampled_from(["sqlite", "memory"]))
+def test_paths_round_trip_byte_exact(
+    tmp_path_factory: pytest.TempPathFactory, parts: list[bytes], backend: str
+) -> None:
+    # Names that are not UTF-8 arrive as surrogate escapes and must come back as the same bytes.
+    path = "/data/" + "/".join(os.fsdecode(p) for p in parts)
+    url = state_url(tmp_path_factory.mktemp("s")) if backend == "sqlite" else "memory://"
+    store = open_store(url)
+    try:
+        store.begin()
+        store.add_file(ROOT, make_record(path), 1.0)
+        store.commit()
+        stored = store.file_at(path)
+        assert stored is not None and os.fsencode(stored.path) == os.fsencode(path)
+        directory, name = path.rsplit("/", 1)
+        assert list(store.validators_in_dir(directory)) == [name]
+        assert [f.path for f in store.files_under(directory)] == [path]
+        store.begin()
+        event = store.append_event(EventType.FILE_ADDED, ROOT, path, {"other": path}, 2.0)
+        store.commit()
+        [logged] = store.events_since(event.seq - 1)
+        assert os.fsencode(logged.path) == os.fsencode(path)
+        assert os.fsencode(logged.data["other"]) == os.fsencode(path)
+    finally:
+        store.close()
+
+
+def test_very_long_paths_are_stored(store: Store) -> None:
+    deep = "/data/" + "/".join(["d" * 200] * 60) + "/" + "f" * 255  # about 12,000 bytes
+    store.begin()
+    store.add_file(ROOT, make_record(deep), 1.0)
+    store.commit()
+    stored = store.file_at(deep)
+    assert stored is not None and stored.path == deep
+
+
+def test_identity_and_datahash_lookups(store: Store) -> None:
+    store.begin()
+    a = store.add_file(ROOT, make_record("/data/a", ino=1, datahash=hashed(7)), 1.0)
+    link = store.add_file(ROOT, make_record("/data/b", ino=1, datahash=hashed(7)), 1.0)
+    copy = store.add_file(ROOT, make_record("/data/c", ino=2, datahash=hashed(7)), 1.0)
+    other = store.add_file(ROOT, make_record("/data/d", ino=3, datahash=hashed(8)), 1.0)
+    store.commit()
+    assert [f.id for f in store.files_by_identity(1, 1)] == [a, link]
+    assert [f.id for f in store.files_by_datahash(hashed(7))] == [a, link, copy]
+    # Two names of one file are not duplicates; a second identity with the same bytes is.
+    assert store.exact_datahashes() == [hashed(7)]
+    store.begin()
+    store.remove_file(copy, 2.0)
+    store.commit()
+    assert store.exact_datahashes() == []
+    assert [f.id for f in store.files_by_id([other, a, 999])] == [other, a]
+
+
+def test_a_move_keeps_the_id_and_units_and_refreshes_validators(store: Store) -> None:
+    store.begin()
+    file_id = store.add_file(ROOT, make_record("/data/a", data=b"\x05" * 8), 1.0)
+    moved = FileStat(1, 100, 10, 1_000, 9_999, 1)
+    store.move_file(file_id, "/other", "/other/dir/b", moved)
+    store.commit()
+    assert store.file_at("/data/a") is None
+    stored = store.file_at("/other/dir/b")
+    assert stored is not None
+    assert (stored.id, stored.root, stored.record.stat) == (file_id, "/other", moved)
+    assert stored.record.unit(UnitType.DATA) is not None
+    assert store.validators_in_dir("/other/dir") == {"b": moved}
+    assert store.validators_in_dir("/data") == {}
+
+
+def test_removal_leaves_a_tombstone_until_purged(store: Store) -> None:
+    store.begin()
+    old = store.add_file(ROOT, make_record("/data/a", ino=1), 1.0)
+    store.remove_file(old, 10.0)
+    new = store.add_file(ROOT, make_record("/data/a", ino=2), 11.0)
+    store.remove_file(new, 20.0)
+    store.commit()
+    assert store.file_at("/data/a") is None
+    assert [(t.id, t.removed_at) for t in store.tombstones_at("/data/a")] == [
+        (new, 20.0),
+        (old, 10.0),
+    ]
+    assert store.count_files() == (0, 2)
+    assert [f.live for f in store.files_by_id([old])] == [False]
+    store.begin()
+    assert store.purge_tombstones(before=15.0) == 1
+    store.commit()
+    assert [t.id for t in store.tombstones_at("/data/a")] == [new]
+
+
+def test_directory_queries_respect_path_boundaries(store: Store) -> None:
+    store.begin()
+    for i, path in enumerate(["/data/a/x", "/data/a/sub/y", "/data/a0/z", "/data/ab/w", "/data/a"]):
+        store.add_file(ROOT, make_record(path, ino=i), 1.0)
+    store.commit()
+    assert sorted(store.validators_in_dir("/data/a")) == ["x"]
+    assert store.dirs_under("/data/a") == ["/data/a", "/data/a/sub"]
+    # "/data/a" is a file here as well as a directory of others: both count, by directory.
+    under = [f.path for f in store.files_under("/data/a")]
+    assert under == ["/data/a", "/data/a/x", "/data/a/sub/y"]
+    assert {f.path for f in store.files_under("/data/a/x")} == {"/data/a/x"}
+    assert store.dirs_under("/") == ["/data", "/data/a", "/data/a/sub", "/data/a0", "/data/ab"]
+
+
+def test_near_relations_are_symmetric_and_die_with_the_file(store: Store) -> None:
+    store.begin()
+    a, b, c = (
+        store.add_file(ROOT, make_record(f"/data/{n}", ino=i), 1.0) for i, n in enumerate("abc")
+    )
+    store.add_near([NearPair.of(b, a, UnitType.DATA, 3), NearPair.of(a, c, UnitType.TEXT, 9)])
+    store.add_near([NearPair.of(a, b, UnitType.DATA, 2)])  # an update, not a second row
+    store.commit()
+    assert store.near_of(a) == [NearPair(a, b, UnitType.DATA, 2), NearPair(a, c, UnitType.TEXT, 9)]
+    assert store.near_of(b) == [NearPair(a, b, UnitType.DATA, 2)]
+    store.begin()
+    store.remove_near([NearPair(a, c, UnitType.TEXT, 0)])
+    store.remove_file(b, 2.0)
+    store.commit()
+    assert store.near_of(a) == []
+    assert list(store.near_pairs()) == []
+
+
+def test_event_sequence_numbers_only_grow(store: Store) -> None:
+    assert (store.last_seq(), store.first_seq()) == (0, 1)
+    store.begin()
+    seqs = [
+        store.append_event(EventType.FILE_ADDED, ROOT, f"/data/{i}", {"i": i}, float(i)).seq
+        for i in range(5)
+    ]
+    store.commit()
+    assert seqs == sorted(seqs) and len(set(seqs)) == 5
+    assert [e.data["i"] for e in store.events_since(seqs[1])] == [2, 3, 4]
+    assert [e.seq for e in store.events_since(0, limit=2)] == seqs[:2]
+    store.begin()
+    assert store.purge_events(before=10.0) == 5
+    store.commit()
+    assert store.events_since(0) == []
+    assert store.last_seq() == seqs[-1]
+    assert store.first_seq() == seqs[-1] + 1
+    store.begin()
+    later = store.append_event(EventType.SCAN_DONE, ROOT, "", {}, 11.0)
+    store.commit()
+    assert later.seq > seqs[-1]  # never reused, even after the log was emptied
+    assert store.first_seq() == later.seq
+
+
+def test_a_rolled_back_unit_of_work_leaves_no_trace(store: Store) -> None:
+    store.begin()
+    kept = store.add_file(ROOT, make_record("/data/kept", ino=1), 1.0)
+    first = store.append_event(EventType.FILE_ADDED, ROOT, "/data/kept", {}, 1.0)
+    store.savepoint()
+    gone = store.add_file(ROOT, make_record("/data/gone", ino=2, datahash=hashed(3)), 1.0)
+    store.add_near([NearPair.of(kept, gone, UnitType.DATA, 1)])
+    store.move_file(kept, ROOT, "/data/renamed", FileStat(1, 1, 10, 1, 1))
+    store.append_event(EventType.FILE_ADDED, ROOT, "/data/gone", {}, 1.0)
+    store.rollback_to()
+    store.savepoint()
+    store.append_event(EventType.FILE_CHANGED, ROOT, "/data/kept", {}, 1.0)
+    store.release()
+    store.commit()
+    assert store.file_at("/data/gone") is None and store.files_by_datahash(hashed(3)) == []
+    assert store.file_at("/data/kept") is not None and store.file_at("/data/renamed") is None
+    assert store.near_of(kept) == []
+    assert [e.type for e in store.events_since(0)] == [EventType.FILE_ADDED, EventType.FILE_CHANGED]
+    assert store.events_since(0)[0].seq == first.seq
+
+
+def test_rollback_undoes_the_whole_transaction(store: Store) -> None:
+    store.begin()
+    store.add_file(ROOT, make_record("/data/a"), 1.0)
+    store.commit()
+    store.begin()
+    store.add_file(ROOT, make_record("/data/b", ino=2), 1.0)
+    store.remove_file(store.file_at("/data/a").id, 2.0)  # type: ignore[union-attr]
+    store.append_event(EventType.FILE_REMOVED, ROOT, "/data/a", {}, 2.0)
+    store.rollback()
+    assert store.file_at("/data/b") is None
+    assert store.file_at("/data/a") is not None
+    assert store.events_since(0) == [] and store.last_seq() == 0
+
+
+def test_stale_units_follow_the_profile_predicate(store: Store) -> None:
+    store.begin()
+    old = store.add_file(
+        ROOT,
+        make_record("/data/old", ino=1, data=b"1" * 8, text=b"2" * 8, profile="iscc/1.4 bits/64"),
+        1.0,
+    )
+    store.add_file(ROOT, make_record("/data/new", ino=2, data=b"1" * 8, text=b"2" * 8), 1.0)
+    store.add_file(
+        ROOT, make_record("/else/old", ino=3, data=b"1" * 8, profile="iscc/1.4 bits/64"), 1.0
+    )
+    store.commit()
+    [stale] = store.stale_units(lambda profile: "iscc/1.4" in profile, under="/data")
+    assert stale.file.id == old and stale.units == {UnitType.DATA, UnitType.TEXT}
+    [text_only] = store.stale_units(
+        lambda profile: profile.endswith("t/1") and "1.4" in profile, "/"
+    )
+    assert text_only.units == {UnitType.TEXT}
+
+
+def test_unit_digests_come_in_chunks_without_tombstones(store: Store) -> None:
+    store.begin()
+    ids = [
+        store.add_file(ROOT, make_record(f"/data/{i}", ino=i, data=bytes([i]) * 8), 1.0)
+        for i in range(7)
+    ]
+    store.remove_file(ids[3], 2.0)
+    store.commit()
+    chunks = list(store.unit_digests(UnitType.DATA, chunk=2))
+    assert [len(c) for c in chunks] == [2, 2, 2]
+    assert [fid for c in chunks for fid, _ in c] == [i for n, i in enumerate(ids) if n != 3]
+    assert chunks[0][0][1] == b"\x00" * 8
+    assert list(store.unit_digests(UnitType.IMAGE)) == []
+
+
+def test_an_update_replaces_the_record(store: Store) -> None:
+    store.begin()
+    file_id = store.add_file(ROOT, make_record("/data/a", data=b"1" * 8, datahash=hashed(1)), 1.0)
+    changed = replace(make_record("/data/a", data=b"9" * 8, datahash=hashed(2)), issues=())
+    store.update_file(file_id, ROOT, changed, 3.0)
+    store.commit()
+    stored = store.file_at("/data/a")
+    assert stored is not None and stored.record == changed and stored.indexed_at == 3.0
+    assert store.files_by_datahash(hashed(1)) == []
+
+
+def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:
+    url = state_url(tmp_path)
+    store = open_store(url)
+    store.begin()
+    store.add_file(ROOT, make_record("/data/a", datahash=hashed(1)), 1.0)
+    store.append_event(EventType.FILE_ADDED, ROOT, "/data/a", {}, 1.0)
+    store.commit()
+    store.close()
+    store.close()  # idempotent
+    again = open_store(url)
+    try:
+        assert again.file_at("/data/a") is not None and again.last_seq() == 1
+    finally:
+        again.close()

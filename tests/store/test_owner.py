@@ -1,0 +1,139 @@
+"""The owner thread: one thread owns the store, jobs come back as futures after commit."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from isccd.errors import StoreError, StoreFullError
+from isccd.model import EventType
+from isccd.store import MemoryStore, Store, open_store, state_url
+from isccd.store.owner import OwnerOptions, StoreOwner
+from tests.store.conftest import make_record
+
+ROOT = "/data"
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts commits, notes the committing thread, and can fail commits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits = 0
+        self.threads: set[str] = set()
+        self.fail_commit: BaseException | None = None
+
+    def commit(self) -> None:
+        self.threads.add(threading.current_thread().name)
+        if self.fail_commit is not None:
+            raise self.fail_commit
+        super().commit()
+        self.commits += 1
+
+
+def _still(clock_value: float = 0.0) -> float:
+    return clock_value  # a clock that never moves: batches end only when the queue is empty
+
+
+def test_jobs_waiting_together_are_committed_together() -> None:
+    store = CountingStore()
+    owner = StoreOwner(lambda: store, clock=_still)
+    owner.start()
+    gate = threading.Event()
+    try:
+        first = owner.submit(lambda s: gate.wait(10))
+        rest = [
+            owner.submit(lambda s, i=i: s.add_file(ROOT, make_record(f"/data/{i}", ino=i), 1.0))
+            for i in range(100)
+        ]
+        gate.set()
+        assert first.result(10) is True
+        ids = [f.result(10) for f in rest]
+        assert len(set(ids)) == 100
+        assert store.commits == 1
+        assert store.threads == {"isccd-store"}
+    finally:
+        owner.close()
+
+
+def test_a_failing_job_is_undone_alone() -> None:
+    store = CountingStore()
+    owner = StoreOwner(lambda: store, clock=_still)
+    owner.start()
+    gate = threading.Event()
+
+    def failing(s: Store) -> None:
+        s.add_file(ROOT, make_record("/data/bad", ino=2), 1.0)
+        raise ValueError("bad job")
+
+    try:
+        blocker = owner.submit(lambda s: gate.wait(10))
+        good = owner.submit(lambda s: s.add_file(ROOT, make_record("/data/good", ino=1), 1.0))
+        bad = owner.submit(failing)
+        after = owner.submit(lambda s: s.file_at("/data/good") is not None)
+        gate.set()
+        blocker.result(10)
+        assert good.result(10) > 0
+        with pytest.raises(ValueError, match="bad job"):
+            bad.result(10)
+        assert after.result(10) is True
+        assert owner.call(lambda s: s.file_at("/data/bad")) is None
+        assert store.commits == 2  # the batch with the failing job still committed
+    finally:
+        owner.close()
+
+
+def test_a_failed_commit_fails_every_job_of_the_batch_and_keeps_nothing() -> None:
+    store = CountingStore()
+    owner = StoreOwner(lambda: store, clock=_still)
+    owner.start()
+    gate = threading.Event()
+    try:
+        blocker = owner.submit(lambda s: gate.wait(10))  # the first batch holds only this job
+        store.fail_commit = StoreFullError("disk full")
+        gate.set()
+        with pytest.raises(StoreFullError):
+            blocker.result(10)
+        jobs = [
+            owner.submit(lambda s, i=i: s.add_file(ROOT, make_record(f"/data/{i}", ino=i), 1.0))
+            for i in range(3)
+        ]
+        for job in jobs:
+            with pytest.raises(StoreFullError):
+                job.result(10)
+        store.fail_commit = None
+        assert owner.call(lambda s: s.count_files()) == (0, 0)
+    finally:
+        owner.close()
+
+
+def test_a_result_arrives_only_once_its_changes_are_visible_to_other_readers(
+    tmp_path: Path,
+) -> None:
+    url = state_url(tmp_path)
+    owner: StoreOwner[Store] = StoreOwner(lambda: open_store(url))
+    owner.start()
+    try:
+        event = owner.call(lambda s: s.append_event(EventType.FILE_ADDED, ROOT, "/data/a", {}, 1.0))
+        reader = open_store(url, readonly=True)
+        try:
+            assert reader.events_since(0) == [event]
+        finally:
+            reader.close()
+    finally:
+        owner.close()
+
+
+def test_opening_errors_surface_in_start_and_a_closed_owner_refuses_work(tmp_path: Path) -> None:
+    (tmp_path / "isccd.db").write_bytes(b"not a database at all" * 100)
+    broken: StoreOwner[Store] = StoreOwner(lambda: open_store(state_url(tmp_path)))
+    with pytest.raises(StoreError, match=r"unreadable|damaged"):
+        broken.start()
+    owner = StoreOwner(MemoryStore, options=OwnerOptions(max_batch=1))
+    owner.start()
+    owner.close()
+    owner.close()
+    with pytest.raises(StoreError, match="closed"):
+        owner.submit(lambda s: None)

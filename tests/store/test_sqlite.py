@@ -1,0 +1,214 @@
+"""What only the SQLite backend promises: WAL, checks at start, clear errors for unusable
+databases, migrations, a size limit, and readers next to a writer."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from isccd.errors import StoreCorruptError, StoreError, StoreFullError
+from isccd.model import EventType
+from isccd.store import DB_NAME, SqliteOptions, SqliteStore, open_store, state_url
+from isccd.store.memory import MemoryStore
+from isccd.store.schema import LATEST, MIGRATIONS
+from tests.store.conftest import hashed, make_record
+
+ROOT = "/data"
+
+
+def _db(tmp_path: Path) -> Path:
+    return tmp_path / DB_NAME
+
+
+def test_the_database_is_in_wal_mode_at_the_latest_schema(tmp_path: Path) -> None:
+    open_store(state_url(tmp_path)).close()
+    conn = sqlite3.connect(_db(tmp_path))
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
+def test_a_garbage_file_is_reported_as_corrupt_not_crashed_on(tmp_path: Path) -> None:
+    _db(tmp_path).write_bytes(os.urandom(8192))
+    with pytest.raises(StoreCorruptError) as caught:
+        open_store(state_url(tmp_path))
+    message = str(caught.value)
+    assert str(_db(tmp_path)) in message and "move it away" in message
+
+
+def test_a_foreign_sqlite_database_is_not_taken_over(tmp_path: Path) -> None:
+    conn = sqlite3.connect(_db(tmp_path))
+    conn.execute("CREATE TABLE customers (name TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreCorruptError, match="not an isccd index"):
+        open_store(state_url(tmp_path))
+
+
+def test_damaged_pages_fail_the_check_at_start(tmp_path: Path) -> None:
+    store = open_store(state_url(tmp_path))
+    store.begin()
+    for i in range(400):
+        store.add_file(
+            ROOT, make_record(f"/data/{i:05d}" + "x" * 100, ino=i, datahash=hashed(i)), 1.0
+        )
+    store.commit()
+    store.close()
+    raw = bytearray(_db(tmp_path).read_bytes())
+    page = 4096
+    assert len(raw) > 8 * page
+    for offset in range(3 * page, len(raw) - page, page):  # keep the header page intact
+        raw[offset + 8 : offset + 200] = os.urandom(192)
+    _db(tmp_path).write_bytes(bytes(raw))
+    with pytest.raises(StoreCorruptError):
+        open_store(state_url(tmp_path))
+
+
+def test_a_newer_schema_is_refused_with_advice(tmp_path: Path) -> None:
+    open_store(state_url(tmp_path)).close()
+    conn = sqlite3.connect(_db(tmp_path))
+    conn.execute(f"PRAGMA user_version = {LATEST + 1}")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="newer than this isccd knows"):
+        open_store(state_url(tmp_path))
+
+
+def test_an_old_database_is_migrated_with_its_data(tmp_path: Path) -> None:
+    # A database as the first release wrote it: schema version 1, one file, one event.
+    conn = sqlite3.connect(_db(tmp_path), isolation_level=None)
+    for statement in MIGRATIONS[0].statements:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO roots (id, path) VALUES (1, ?)", (b"/data",))
+    conn.execute("INSERT INTO dirs (id, path) VALUES (1, ?)", (b"/data",))
+    conn.execute(
+        "INSERT INTO files (root_id, dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, "
+        "datahash, iscc, indexed_at, removed_at) "
+        "VALUES (1, 1, ?, 1, 2, 3, 4, 5, 1, ?, ?, 1.0, 7.0)",
+        (b"old.txt", bytes.fromhex(hashed(9)), "ISCC:KAC"),
+    )
+    conn.execute(
+        "INSERT INTO events (type, time, root, path, data) VALUES ('file.added', 1.0, ?, ?, '{}')",
+        (b"/data", b"/data/old.txt"),
+    )
+    conn.close()
+    store = open_store(state_url(tmp_path))
+    try:
+        [tomb] = store.tombstones_at("/data/old.txt")
+        assert tomb.record.datahash == hashed(9) and tomb.removed_at == 7.0
+        assert store.last_seq() == 1
+        store.begin()
+        assert store.purge_events(before=2.0) == 1
+        store.commit()
+    finally:
+        store.close()
+    conn = sqlite3.connect(_db(tmp_path))
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
+        indexes = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")
+        }
+        assert {"files_tombstone_path", "files_tombstones", "events_time"} <= indexes
+    finally:
+        conn.close()
+
+
+def test_a_full_disk_is_a_clear_store_error(tmp_path: Path) -> None:
+    # max_page_count stands in for the disk: SQLite reports SQLITE_FULL the same way.
+    store = SqliteStore(_db(tmp_path), options=SqliteOptions(max_size=256 * 1024))
+    try:
+        store.begin()
+        store.add_file(ROOT, make_record("/data/first", ino=0), 1.0)
+        store.commit()
+        store.begin()
+        with pytest.raises(StoreFullError, match="full"):
+            for i in range(1, 100_000):
+                store.add_file(ROOT, make_record(f"/data/{i:06d}" + "y" * 200, ino=i), 1.0)
+        store.rollback()
+        assert store.file_at("/data/first") is not None
+        assert store.file_at("/data/000001" + "y" * 200) is None
+        assert store.integrity_check() == ["ok"]
+    finally:
+        store.close()
+
+
+def test_a_reader_sees_committed_data_while_a_writer_holds_the_lock(tmp_path: Path) -> None:
+    writer = open_store(state_url(tmp_path))
+    writer.begin()
+    writer.add_file(ROOT, make_record("/data/committed"), 1.0)
+    writer.commit()
+    writer.begin()
+    writer.add_file(ROOT, make_record("/data/pending", ino=2), 1.0)
+    try:
+        reader = open_store(state_url(tmp_path), readonly=True)
+        try:
+            assert reader.file_at("/data/committed") is not None
+            assert reader.file_at("/data/pending") is None
+            with pytest.raises(StoreError):
+                reader.add_file(ROOT, make_record("/data/no"), 1.0)
+        finally:
+            reader.close()
+    finally:
+        writer.rollback()
+        writer.close()
+
+
+def test_a_second_writer_waits_then_fails_clearly(tmp_path: Path) -> None:
+    first = open_store(state_url(tmp_path))
+    second = open_store(state_url(tmp_path), sqlite=SqliteOptions(busy_timeout=0.05))
+    try:
+        first.begin()
+        with pytest.raises(StoreError, match="locked by another process"):
+            second.begin()
+    finally:
+        first.rollback()
+        first.close()
+        second.close()
+
+
+def test_reading_a_missing_index_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="isccd scan"):
+        open_store(state_url(tmp_path / "nowhere"), readonly=True)
+
+
+def test_store_urls(tmp_path: Path) -> None:
+    odd = tmp_path / os.fsdecode(b"st\xffate")  # a state directory whose name is not UTF-8
+    url = state_url(odd)
+    assert url.startswith("sqlite:///") and "%FF" in url
+    store = open_store(url)
+    assert isinstance(store, SqliteStore) and store.url == url
+    assert os.fsencode(store.path) == os.fsencode(str(odd / DB_NAME))
+    store.close()
+    plain = open_store(str(tmp_path / "plain.db"))
+    assert isinstance(plain, SqliteStore)
+    plain.close()
+    assert isinstance(open_store("memory://"), MemoryStore)
+    with pytest.raises(StoreError, match="unknown store URL scheme 'postgres'"):
+        open_store("postgres://db.example/isccd")
+    with pytest.raises(StoreError, match="needs a path"):
+        open_store("sqlite://")
+    assert urllib.parse.unquote_to_bytes(url.removeprefix("sqlite://")) == os.fsencode(
+        odd / DB_NAME
+    )
+
+
+def test_events_written_in_a_transaction_appear_only_on_commit(tmp_path: Path) -> None:
+    writer = open_store(state_url(tmp_path))
+    reader = open_store(state_url(tmp_path), readonly=True)
+    try:
+        writer.begin()
+        event = writer.append_event(EventType.FILE_ADDED, ROOT, "/data/x", {"n": 1}, 1.0)
+        assert reader.events_since(0) == [] and reader.last_seq() == 0
+        writer.commit()
+        assert reader.events_since(0) == [event] and reader.last_seq() == event.seq
+    finally:
+        reader.close()
+        writer.close()

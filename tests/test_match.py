@@ -1,0 +1,115 @@
+"""Duplicate decisions: hardlink before exact before near; thresholds per unit type, scaled for
+longer units. Expected values follow from the definitions (Hamming distance counts differing
+bits)."""
+
+from __future__ import annotations
+
+import pytest
+
+from isccd.match import (
+    RelationKind,
+    Side,
+    Thresholds,
+    hamming,
+    near_unit,
+    relate,
+    relate_all,
+)
+from isccd.model import UnitType
+
+D = UnitType.DATA
+T = UnitType.TEXT
+
+
+def side(file_id: int, *, ino: int | None = None, datahash: str | None = None, size: int = 100,
+         data: bytes | None = None, text: bytes | None = None) -> Side:  # fmt: skip
+    digests = {}
+    if data is not None:
+        digests[D] = data
+    if text is not None:
+        digests[T] = text
+    identity = (1, ino if ino is not None else file_id)
+    return Side(file_id, identity, datahash, size, digests)
+
+
+def flip(digest: bytes, *bits: int) -> bytes:
+    value = int.from_bytes(digest, "big")
+    for bit in bits:
+        value ^= 1 << bit
+    return value.to_bytes(len(digest), "big")
+
+
+ZERO8 = bytes(8)
+
+
+def test_published_defaults_and_validation() -> None:
+    t = Thresholds()
+    assert (t.of(UnitType.TEXT), t.of(UnitType.IMAGE), t.of(UnitType.AUDIO)) == (15, 12, 4)
+    assert t.of(UnitType.META) is None and UnitType.META not in t.enabled()
+    assert t.of(UnitType.INSTANCE) is None
+    assert t.scaled(T, 256) == 60 and t.scaled(T, 128) == 30 and t.scaled(UnitType.META, 64) is None
+    with pytest.raises(ValueError, match=r"outside 0\.\.64"):
+        Thresholds(text=65)
+
+
+def test_hamming_counts_differing_bits_over_the_common_prefix() -> None:
+    assert hamming(b"\x00", b"\xff") == 8
+    assert hamming(b"\x0f\x00", b"\x00") == 4  # only the first byte is common
+    assert hamming(ZERO8, flip(ZERO8, 0, 5, 63)) == 3
+
+
+def test_a_hardlink_is_never_a_duplicate() -> None:
+    a = side(1, ino=9, datahash="1e20aa", data=ZERO8)
+    b = side(2, ino=9, datahash="1e20aa", data=ZERO8)
+    [relation] = relate(a, b, Thresholds())
+    assert relation.kind is RelationKind.HARDLINK and relation.other == 2
+
+
+def test_same_bytes_in_two_files_is_exact_and_only_exact() -> None:
+    a = side(1, datahash="1e20" + "ab" * 32, data=ZERO8)
+    b = side(2, datahash="1e20" + "ab" * 32, data=ZERO8)
+    [relation] = relate(a, b, Thresholds())
+    assert (relation.kind, relation.unit, relation.distance, relation.bits) == (
+        RelationKind.EXACT, UnitType.INSTANCE, 0, 256,
+    )  # fmt: skip
+    # Equal hashes but different sizes cannot be the same bytes: not exact.
+    c = side(3, datahash="1e20" + "ab" * 32, size=101, data=flip(ZERO8, 1))
+    assert [r.kind for r in relate(a, c, Thresholds())] == [RelationKind.NEAR]
+
+
+def test_near_by_each_unit_type_within_its_threshold() -> None:
+    a = side(1, datahash="1e2001", data=ZERO8, text=ZERO8)
+    b = side(2, datahash="1e2002", data=flip(ZERO8, *range(8)), text=flip(ZERO8, *range(16)))
+    found = relate(a, b, Thresholds())
+    # Text: 16 bits > 15, not near. Data: 8 bits <= 8, near.
+    assert [(r.kind, r.unit, r.distance, r.threshold, r.bits) for r in found] == [
+        (RelationKind.NEAR, D, 8, 8, 64)
+    ]
+    assert relate(a, b, Thresholds(data=7)) == []
+    assert [r.unit for r in relate(a, b, Thresholds(text=16))] == [T, D]
+
+
+def test_longer_units_scale_the_threshold_and_need_a_close_prefix() -> None:
+    t = Thresholds(data=8)
+    base = bytes(32)
+    spread = flip(base, *range(0, 256, 8))  # 32 bits differ, 2 in each 64-bit quarter
+    assert near_unit(D, base, spread, t) == (32, 32, 256)
+    too_far = flip(spread, 100)  # 33 > 8 * 4
+    assert near_unit(D, base, too_far, t) is None
+    front = flip(base, *range(255, 246, -1))  # 9 bits, all in the first 64: the prefix decides
+    assert near_unit(D, base, front, t) is None
+    # A 64-bit and a 256-bit unit compare over their common 64 bits.
+    assert near_unit(D, ZERO8, flip(base, 0, 255), t) == (1, 8, 64)
+
+
+def test_relate_all_keeps_the_closest_near_relations_per_unit() -> None:
+    me = side(0, datahash="1e2000", data=ZERO8)
+    others = [
+        side(i, datahash=f"1e20{i:02x}", data=flip(ZERO8, *range(i % 5))) for i in range(1, 11)
+    ]
+    copy = side(99, datahash="1e2000", data=ZERO8)
+    found = relate_all(me, [*others, copy], Thresholds(), limit=3)
+    near = [(r.other, r.distance) for r in found if r.kind is RelationKind.NEAR]
+    assert near == [(5, 0), (10, 0), (1, 1)]
+    assert [r.other for r in found if r.kind is RelationKind.EXACT] == [99]
+    assert len(relate_all(me, others, Thresholds())) == 10
