@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from isccd import __version__
 
 #: Modules that add commands, in the order they appear in ``--help``.
-COMMAND_MODULES: tuple[str, ...] = ("isccd.cli.engine", "isccd.cli.code", "isccd.cli.service")
+COMMAND_MODULES: tuple[str, ...] = (
+    "isccd.cli.engine",
+    "isccd.cli.code",
+    "isccd.cli.index",
+    "isccd.cli.service",
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
