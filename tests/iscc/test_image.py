@@ -113,3 +113,8 @@ def test_out_of_range_pixels_are_refused(value: float) -> None:
 def test_non_number_pixels_are_a_type_error(value: object) -> None:
     with pytest.raises(TypeError, match="pixels"):
         gen_image_code_v0([0] * 1023 + [value])  # type: ignore[list-item]
+
+
+def test_numpy_int_bits_are_accepted() -> None:
+    pixels = list(range(256)) * 4
+    assert gen_image_code_v0(pixels, np.int64(128)) == iscc_core.gen_image_code_v0(pixels, 128)  # type: ignore[arg-type]

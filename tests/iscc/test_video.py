@@ -77,9 +77,11 @@ def test_frames_not_380_long_are_refused(lengths: list[int]) -> None:
         gen_video_code_v0([[0] * n for n in lengths])
 
 
-def test_flat_input_is_refused() -> None:
-    with pytest.raises(IsccError, match="380"):
+def test_flat_input_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="sequence"):
         gen_video_code_v0([0] * 380)  # type: ignore[list-item]
+    with pytest.raises(IsccError, match="380"):
+        gen_video_code_v0(np.zeros(380, dtype=np.uint8))
 
 
 @pytest.mark.parametrize("value", [2**31, -(2**31) - 1, 2**64, 2**100])
@@ -90,12 +92,19 @@ def test_values_beyond_int32_are_refused(value: int) -> None:
         gen_video_code_v0([[1] * 380, frame])
 
 
-@pytest.mark.parametrize("value", [0.5, "1", None, True])
+@pytest.mark.parametrize("value", [0.5, "1", None, 1j])
 def test_non_int_values_are_a_type_error(value: object) -> None:
-    frame: list[object] = [True] * 380 if value is True else [0] * 380
+    frame: list[object] = [0] * 380
     frame[3] = value
     with pytest.raises(TypeError, match="ints"):
         gen_video_code_v0([frame])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="ints"):
+        gen_video_code_v0(np.array([frame]))  # type: ignore[arg-type]
+
+
+def test_string_frames_are_a_type_error() -> None:
+    with pytest.raises(TypeError, match="ints"):
+        gen_video_code_v0(["0" * 380])
 
 
 @pytest.mark.parametrize("frames", ["0" * 380, b"\x00" * 380])
