@@ -76,7 +76,8 @@ class LineSplitter:
             start = end + 1
         if start < len(data):
             self._buffer += data[start:]
-            if len(self._buffer) > self._max:
+            # One byte of slack: the line may still end in "\r\n", and the "\r" does not count.
+            if len(self._buffer) > self._max + 1:
                 out.append(OversizedLine(self._max))
                 self._buffer.clear()
                 self._discarding = True

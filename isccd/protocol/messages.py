@@ -147,12 +147,13 @@ def event_from_wire(obj: Mapping[str, Any]) -> Event | None:
     Raises:
         ProtocolError: ``invalid_reply``: an envelope member is missing or of the wrong type.
     """
+    name = obj.get("event")
+    if not isinstance(name, str):
+        raise ProtocolError(ErrorCode.INVALID_REPLY, "event without a type name")
     try:
-        event_type = EventType(obj["event"])
+        event_type = EventType(name)
     except ValueError:
         return None
-    except KeyError:
-        raise ProtocolError(ErrorCode.INVALID_REPLY, "event without a type") from None
     seq, time, root, path = (obj.get(k) for k in ("seq", "time", "root", "path"))
     if (
         isinstance(seq, bool)

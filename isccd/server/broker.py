@@ -7,7 +7,9 @@ whose filter it passes; it never blocks and never fails because of a subscriber.
 A subscription starts in *replay* mode: its connection reads the log from the store while live
 events collect in the queue. If the queue fills during the replay, it is emptied and the replay
 simply goes on further (the store holds those events too); once the replay has caught up, the
-connection drops the queued events it already replayed and the subscription goes *live*. A live
+connection drops the queued events it already replayed and the subscription goes *live*, where
+it ignores any event at or below its cursor (the replay may have read an event from the store
+before the daemon got to publish it). A live
 subscription whose queue overflows has *lagged*: it is removed, its queue dropped, and its
 connection told (through ``on_lagged``) to send ``subscriber.lagged`` with the resume point and
 disconnect. Memory per subscriber is bounded by its queue size; a slow subscriber slows no one.
@@ -98,6 +100,9 @@ class Subscription:
         Returns:
             False when the subscription just lagged (live and its queue full).
         """
+        if not self.replaying and seq <= self.cursor:
+            # Replayed already: the store showed it before the daemon got to publish it.
+            return True
         if len(self._queue) >= self._size:
             self._queue.clear()
             if self.replaying:
@@ -112,7 +117,7 @@ class Subscription:
 
     def skip(self, seq: int) -> None:
         """An event it does not match was published: advance the cursor when nothing is pending."""
-        if not self._queue and not self.replaying:
+        if not self._queue and not self.replaying and seq > self.cursor:
             self.cursor = seq
 
     def take_overflow(self) -> bool:

@@ -148,7 +148,7 @@ class Connection(asyncio.Protocol):
         self._wake()
 
     def eof_received(self) -> bool:
-        """The client will send no more; answer what it sent (and keep streaming events)."""
+        """The client will send no more: answer what it sent, then close (subscription too)."""
         self._inbox.extend(self._splitter.eof())
         self._eof = True
         self._wake()
@@ -184,7 +184,9 @@ class Connection(asyncio.Protocol):
 
     def abort(self) -> None:
         """Drop the connection at once."""
-        if self._transport is not None:
+        # Never after connection_lost: a transport closed after flushing its buffer does not
+        # expect abort() any more (it fails on the loop it has already let go of).
+        if self._transport is not None and not self._is_lost():
             self._transport.abort()
 
     def statistics(self) -> ConnectionStatistics:
@@ -207,9 +209,6 @@ class Connection(asyncio.Protocol):
         try:
             while (item := await self._next_item()) is not None:
                 await self._handle(item)
-            if self._stream is not None and not self._stopping:
-                # Half-closed by a subscriber (e.g. `socat` after its input ended): keep going.
-                await asyncio.wait([self._stream])
         except ConnectionError:
             self._end_reason = "connection lost"
         finally:
@@ -421,7 +420,7 @@ class Connection(asyncio.Protocol):
             return
         transport.close()  # flushes what is buffered first
         loop = asyncio.get_running_loop()
-        self._abort_handle = loop.call_later(self._context.options.close_timeout, transport.abort)
+        self._abort_handle = loop.call_later(self._context.options.close_timeout, self.abort)
 
     async def _finish(self) -> None:
         self._end_subscription()
