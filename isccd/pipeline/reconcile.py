@@ -216,8 +216,10 @@ class Reconciler:
         *,
         start: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        collect: bool = False,
     ) -> None:
-        """Prepare to reconcile ``root`` (or the subtree ``start``).
+        """Prepare to reconcile ``root`` (or the subtree ``start``); with ``collect``, keep
+        every event it logs in :attr:`events` (for small, watcher-driven subtrees).
 
         Raises:
             ValueError: ``start`` is outside ``root``, or an ignore pattern is malformed.
@@ -231,6 +233,12 @@ class Reconciler:
         self._vanished: list[ScanItem] = []
         self._waiting: dict[tuple[int, int], list[tuple[str, FileStat]]] = {}
         self.stats = ScanStats(root, self._walker.start)
+        self.events: list[Event] | None = [] if collect else None
+
+    def _count(self, events: Sequence[Event]) -> None:
+        self.stats.count(events)
+        if self.events is not None:
+            self.events.extend(events)
 
     def _stats(self) -> ScanStats:
         self.stats.seconds = self._clock() - self._started
@@ -273,9 +281,9 @@ class Reconciler:
             if known is not None:
                 source, gone = known
                 if gone:
-                    self.stats.count(self._ix.move_file(source, self.root, item.path, st))
+                    self._count(self._ix.move_file(source, self.root, item.path, st))
                 else:
-                    self.stats.count(self._ix.link(self.root, source, item.path, st))
+                    self._count(self._ix.link(self.root, source, item.path, st))
                 return None
         links = st.nlink > 1
         if links:
@@ -312,7 +320,7 @@ class Reconciler:
                 else:
                     more.append(HashJob(job.root, path, st))
         self.stats.queued += len(more)
-        self.stats.count(events)
+        self._count(events)
         return events, more, self._stats()
 
     def unstable(self, job: HashJob, attempts: int, reason: str) -> ScanStats:
@@ -322,7 +330,7 @@ class Reconciler:
         if job.stat is not None:
             self._waiting.pop(job.stat.identity, None)
         self.stats.hashed += 1
-        self.stats.count(events)
+        self._count(events)
         return self._stats()
 
     def finish(self) -> list[HashJob]:
@@ -342,7 +350,7 @@ class Reconciler:
             mark = self._ix.remove_path(item.path)
             events += mark
         self._vanished.clear()
-        self.stats.count(events)
+        self._count(events)
         jobs: list[HashJob] = []
         versions = self._ix.options.versions
         if versions:
@@ -361,6 +369,7 @@ class Reconciler:
         """Log ``scan.done`` with the counters; return them and the event."""
         stats = self._stats()
         event = self._ix.emit(EventType.SCAN_DONE, self.root, "", stats.as_dict())
+        self._count([event])
         return stats, event
 
     def progress(self) -> ScanStats:

@@ -106,6 +106,16 @@ def failed_record(path: str, exc: BaseException) -> FileRecord:
     return FileRecord(path=path, stat=None, issues=(issue,))
 
 
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first non-cancellation leaf of an exception group."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]
+
+
 def _reevaluate(file_ids: Sequence[int], ix: Indexer) -> list[Event]:
     return ix.reevaluate(file_ids)
 
@@ -221,7 +231,19 @@ class Pipeline:
         Returns:
             The final counters (also logged in ``scan.done``).
         """
-        rec = await self.call(lambda ix: Reconciler(ix, root, scan, start=start))
+        stats, _ = await self._reconcile(root, start, scan, progress, collect=False)
+        return stats
+
+    async def _reconcile(
+        self,
+        root: str,
+        start: str | None,
+        scan: ScanOptions | None,
+        progress: Callable[[ScanStats], None] | None,
+        *,
+        collect: bool,
+    ) -> tuple[ScanStats, list[Event]]:
+        rec = await self.call(lambda ix: Reconciler(ix, root, scan, start=start, collect=collect))
         concurrency = max(1, self.options.hash_concurrency)
         queue: asyncio.Queue[HashJob | None] = asyncio.Queue(maxsize=2 * concurrency)
 
@@ -259,13 +281,18 @@ class Pipeline:
             for _ in range(concurrency):
                 await queue.put(None)
 
-        async with asyncio.TaskGroup() as group:
-            group.create_task(produce())
-            for _ in range(concurrency):
-                group.create_task(worker())
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(produce())
+                for _ in range(concurrency):
+                    group.create_task(worker())
+        except BaseExceptionGroup as failed:
+            # Workers share the store: one failure (a full disk) usually fails them all alike.
+            # Callers get the first error itself, as from any other method.
+            raise _first_error(failed) from failed
         stats, _ = await self.call(lambda ix: rec.close())
         report(stats)
-        return stats
+        return stats, rec.events or []
 
     async def process_path(self, root: str, path: str) -> list[Event]:
         """A watcher saw ``path`` created or modified: index it (a directory is reconciled).
@@ -275,8 +302,8 @@ class Pipeline:
         """
         events, job, is_dir = await self.call(lambda ix: plan_path(ix, root, path))
         if is_dir:
-            await self.reconcile(root, start=path)
-            return events
+            _, found = await self._reconcile(root, path, None, None, collect=True)
+            return events + found
         if job is None:
             return events
         record, attempts = await self._hash(job)

@@ -1,0 +1,500 @@
+"""The pipeline on real files and a real SQLite store: what each change on disk becomes in the
+index and in the event log, and that incremental updates converge to what a fresh scan finds.
+
+Most tests hash with :class:`FamilyHasher`, a fake whose Data-Code is designed: a file holding
+``"A:3"`` is 3 bits from ``"A:0"`` and far from any ``"B:..."``; so the expected relations follow
+from the file contents by construction. The profile test hashes with the real
+:func:`isccd.hashing.compute_record`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isccd.errors import StoreFullError
+from isccd.hashing import compute_record
+from isccd.match import Thresholds
+from isccd.model import (
+    Event,
+    EventType,
+    FileIssue,
+    FileRecord,
+    FileStat,
+    IssueCode,
+    IssueKind,
+    Unit,
+    UnitType,
+)
+from isccd.pipeline import Pipeline, PipelineOptions
+from isccd.store import SqliteOptions, open_store, state_url
+
+PROFILE = "fake/1"
+
+
+def family_digest(text: str) -> bytes:
+    """``"F:v"`` -> F's 64-bit code with its lowest ``v`` bits flipped."""
+    family, _, variant = text.partition(":")
+    base = int.from_bytes(hashlib.sha256(family.encode()).digest()[:8], "big")
+    flips = int(variant.split(":")[0] or 0)
+    return (base ^ ((1 << flips) - 1)).to_bytes(8, "big")
+
+
+class FamilyHasher:
+    """A fake hasher with designed codes; counts calls and can pretend files are unstable or
+    unreadable."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.unstable: dict[str, int] = {}  # path -> how many more reads see it change
+        self.unreadable: set[str] = set()
+
+    async def __call__(self, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        self.calls[path] += 1
+        if path in self.unreadable:
+            issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
+            return FileRecord(path, None, issues=(issue,))
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            issue = FileIssue("read", IssueKind.ERROR, "gone", IssueCode.VANISHED)
+            return FileRecord(path, None, issues=(issue,))
+        with os.fdopen(fd, "rb") as f:
+            stat = FileStat.from_os(os.fstat(f.fileno()))
+            data = f.read()
+        if self.unstable.get(path, 0) > 0:
+            self.unstable[path] -= 1
+            issue = FileIssue("read", IssueKind.ERROR, "changed while read", IssueCode.UNSTABLE)
+            return FileRecord(path, stat, issues=(issue,))
+        sha = hashlib.sha256(data).digest()
+        digest = family_digest(data.decode())
+        return FileRecord(
+            path=path,
+            stat=stat,
+            iscc="ISCC:FAKE" + sha[:4].hex().upper(),
+            units=(
+                Unit(UnitType.DATA, "ISCC:GAA" + digest.hex().upper(), digest, PROFILE),
+                Unit(UnitType.INSTANCE, "ISCC:IAA" + sha[:8].hex().upper(), sha[:8], PROFILE),
+            ),
+            datahash="1e20" + sha.hex(),
+            filesize=len(data),
+        )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+class Harness:
+    """A pipeline over a temporary root, with the events it committed."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        options: PipelineOptions | None = None,
+        hasher: Any = None,
+        state: str = "state",
+        sqlite: SqliteOptions | None = None,
+    ) -> None:
+        self.root = tmp / "root"
+        self.root.mkdir(exist_ok=True)
+        self.state = tmp / state
+        self.hasher = hasher or FamilyHasher()
+        self.committed: list[Event] = []
+        self.delays: list[float] = []
+        self.clock = Clock()
+
+        async def sleep(seconds: float) -> None:
+            self.delays.append(seconds)
+
+        self.pipeline = Pipeline(
+            state_url(self.state),
+            options or PipelineOptions(unstable_delay=0.5),
+            hasher=self.hasher,
+            clock=self.clock,
+            on_commit=self.committed.extend,
+            sleep=sleep,
+            sqlite=sqlite,
+        )
+        self.pipeline.open()
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def p(self, name: str) -> str:
+        return str(self.root / name)
+
+    def run(self, coro: Any) -> Any:
+        return asyncio.run(coro)
+
+    def scan(self) -> list[Event]:
+        before = len(self.committed)
+        self.run(self.pipeline.reconcile(str(self.root)))
+        return self.committed[before:]
+
+    def close(self) -> None:
+        self.pipeline.close()
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Any:
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()
+
+
+def kinds(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e.type.value, e.path.rsplit("/", 1)[-1]) for e in events]
+
+
+def others(event: Event) -> list[str]:
+    return [o["path"].rsplit("/", 1)[-1] for o in event.data["others"]]
+
+
+def test_a_scan_announces_files_and_exact_duplicates(h: Harness) -> None:
+    h.write("a", "A:0")
+    h.write("sub/copy", "A:0")
+    h.write("b", "B:0")
+    events = h.scan()
+    assert Counter(t for t, _ in kinds(events)) == {"file.added": 3, "dup.exact": 1, "scan.done": 1}
+    [dup] = [e for e in events if e.type is EventType.DUP_EXACT]
+    assert {dup.path.rsplit("/", 1)[-1], *others(dup)} == {"a", "copy"}
+    assert (dup.data["unit"], dup.data["distance"], dup.data["threshold"]) == ("instance", 0, 0)
+    assert dup.data["iscc"] and dup.root == str(h.root)
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert all(e.time > 1_000_000 for e in events)  # the injected clock
+    [group] = h.run(h.pipeline.dupes())
+    assert group.kind == "exact" and group.wasted == 3
+    assert sorted(m.paths[0] for m in group.members) == [h.p("a"), h.p("sub/copy")]
+
+
+def test_hardlinks_are_hashed_once_and_never_reported_as_duplicates(h: Harness) -> None:
+    h.write("a", "A:0")
+    (h.root / "link").hardlink_to(h.root / "a")
+    events = h.scan()
+    assert sorted(kinds(events)) == [("file.added", "a"), ("file.added", "link"), ("scan.done", "")]
+    assert sum(h.hasher.calls.values()) == 1
+    added = {e.path: e for e in events if e.type is EventType.FILE_ADDED}
+    second = added[h.p("link")] if h.p("a") in h.hasher.calls else added[h.p("a")]
+    assert second.data["links"] in ([h.p("a")], [h.p("link")])
+    assert h.run(h.pipeline.dupes(near=True)) == []
+    view = h.run(h.pipeline.get(h.p("a")))
+    assert view.links == (h.p("link"),) and view.duplicates == ()
+    # A later hardlink changes the file's ctime (its link count), so the validators ask for one
+    # more read, but one for all three names; no duplicate is reported.
+    (h.root / "late").hardlink_to(h.root / "a")
+    assert kinds(h.scan()) == [("file.added", "late"), ("scan.done", "")]
+    assert sum(h.hasher.calls.values()) == 2
+
+
+def test_a_rename_keeps_the_codes_and_is_not_rehashed(h: Harness) -> None:
+    h.write("a", "A:0")
+    h.write("copy", "A:0")
+    h.scan()
+    calls = sum(h.hasher.calls.values())
+    (h.root / "elsewhere").mkdir()
+    (h.root / "a").rename(h.root / "elsewhere" / "renamed")
+    events = h.scan()
+    assert kinds(events) == [("file.moved", "renamed"), ("scan.done", "")]
+    assert events[0].data["from"] == h.p("a")
+    assert sum(h.hasher.calls.values()) == calls
+    [group] = h.run(h.pipeline.dupes())
+    assert sorted(m.paths[0] for m in group.members) == [h.p("copy"), h.p("elsewhere/renamed")]
+
+
+def test_a_removal_leaves_a_tombstone_and_resolves_duplicates(h: Harness) -> None:
+    h.write("a", "A:0")
+    h.write("copy", "A:0")
+    h.write("near", "A:2")
+    h.scan()
+    (h.root / "copy").unlink()
+    events = h.scan()
+    assert [t for t, _ in kinds(events)] == [
+        "file.removed",
+        "dup.resolved",
+        "dup.resolved",
+        "scan.done",
+    ]
+    exact, near = events[1], events[2]
+    assert (exact.data["kind"], exact.data["reason"], others(exact)) == ("exact", "removed", ["a"])
+    assert (near.data["kind"], near.data["unit"], others(near)) == ("near", "data", ["near"])
+    assert h.run(h.pipeline.dupes()) == []
+    view = h.run(h.pipeline.get(h.p("copy")))
+    assert view.file.removed_at is not None and view.as_dict()["state"] == "removed"
+
+
+def test_near_duplicates_begin_change_and_end(h: Harness) -> None:
+    h.write("a", "A:0")
+    h.write("b", "A:3")
+    events = h.scan()
+    [near] = [e for e in events if e.type is EventType.DUP_NEAR]
+    found = [near.data[k] for k in ("unit", "distance", "threshold", "bits")]
+    assert found == ["data", 3, 8, 64]
+    assert near.data["code"] and near.data["others"][0]["code"] and near.data["iscc"]
+    h.write("b", "A:9")  # 9 bits from A:0: beyond the Data threshold of 8
+    events = h.scan()
+    assert [t for t, _ in kinds(events)] == ["file.changed", "dup.resolved", "scan.done"]
+    assert events[0].data["previous"]["datahash"] != events[0].data["datahash"]
+    assert (events[1].data["kind"], events[1].data["reason"]) == ("near", "changed")
+    h.write("c", "A:5")  # near both: 5 from A:0, 4 from A:9
+    events = h.scan()
+    [near] = [e for e in events if e.type is EventType.DUP_NEAR]
+    assert sorted((o["path"][-1], o["distance"]) for o in near.data["others"]) == [
+        ("a", 5),
+        ("b", 4),
+    ]
+    [group] = h.run(h.pipeline.dupes(near=True))
+    assert group.kind == "near" and len(group.members) == 3 and len(group.links) == 2
+
+
+def test_new_thresholds_are_applied_to_stored_relations(h: Harness) -> None:
+    h.write("a", "A:0")
+    h.write("b", "A:3")
+    h.scan()
+    events = h.run(h.pipeline.set_thresholds(Thresholds(data=2)))
+    assert [(e.type.value, e.data["reason"]) for e in events] == [("dup.resolved", "threshold")]
+    events = h.run(h.pipeline.set_thresholds(Thresholds(data=3)))
+    assert [(e.type.value, e.data["distance"]) for e in events] == [("dup.near", 3)]
+
+
+def test_touching_a_file_updates_its_validators_silently(h: Harness) -> None:
+    path = h.write("a", "A:0")
+    h.scan()
+    os.utime(path, ns=(1, 1))
+    assert kinds(h.scan()) == [("scan.done", "")]
+    assert h.hasher.calls[str(path)] == 2
+    h.scan()
+    assert h.hasher.calls[str(path)] == 2  # validators were stored: not read again
+
+
+def test_a_changing_file_is_retried_with_backoff_then_reported(h: Harness) -> None:
+    settles = h.write("settles", "A:0")
+    restless = h.write("restless", "B:0")
+    h.hasher.unstable = {str(settles): 2, str(restless): 99}
+    events = h.scan()
+    assert ("file.added", "settles") in kinds(events)
+    [unstable] = [e for e in events if e.type is EventType.FILE_UNSTABLE]
+    assert unstable.path == str(restless) and unstable.data["attempts"] == 4
+    assert h.hasher.calls[str(restless)] == 4 and h.hasher.calls[str(settles)] == 3
+    # Two retries for one file, three for the other, each waiting twice as long as before.
+    assert sorted(h.delays) == [0.5, 0.5, 1.0, 1.0, 2.0]
+    assert h.run(h.pipeline.get(str(restless))) is None  # nothing from a changing file is stored
+    h.hasher.unstable.clear()
+    assert ("file.added", "restless") in kinds(h.scan())
+
+
+def test_an_unreadable_file_is_recorded_once_and_retried_when_it_changes(h: Harness) -> None:
+    path = h.write("locked", "A:0")
+    h.hasher.unreadable.add(str(path))
+    events = h.scan()
+    assert [t for t, _ in kinds(events)] == ["file.added", "file.error", "scan.done"]
+    assert events[1].data["issues"][0]["code"] == "access"
+    assert kinds(h.scan()) == [("scan.done", "")]
+    h.hasher.unreadable.clear()
+    path.write_text("A:1")
+    assert [t for t, _ in kinds(h.scan())] == ["file.changed", "scan.done"]
+
+
+def test_the_log_replays_exactly_what_was_committed(h: Harness) -> None:
+    h.write("a", "A:0")
+    h.write("b", "A:0")
+    h.scan()
+    middle = h.committed[2].seq
+    (h.root / "b").unlink()
+    h.scan()
+    logged = h.run(h.pipeline.events_since(0))
+    assert logged == h.committed
+    assert h.run(h.pipeline.events_since(middle)) == h.committed[3:]
+    assert h.run(h.pipeline.last_seq()) == h.committed[-1].seq
+    assert h.run(h.pipeline.first_seq()) == h.committed[0].seq
+
+
+def test_watcher_changes_are_applied_one_path_at_a_time(h: Harness) -> None:
+    root = str(h.root)
+    a = h.write("dir/a", "A:0")
+    h.write("dir/b", "B:0")
+    assert kinds(h.run(h.pipeline.process_path(root, str(a)))) == [("file.added", "a")]
+    assert h.run(h.pipeline.process_path(root, str(a))) == []  # unchanged
+    # A directory reported by a watcher is reconciled (b is found).
+    assert ("file.added", "b") in kinds(h.run(h.pipeline.process_path(root, h.p("dir"))))
+    (h.root / "dir").rename(h.root / "moved")
+    moved = h.run(h.pipeline.move_path(h.p("dir"), root, h.p("moved")))
+    assert sorted(kinds(moved)) == [("file.moved", "a"), ("file.moved", "b")]
+    (h.root / "moved" / "a").unlink()
+    assert kinds(h.run(h.pipeline.process_path(root, h.p("moved/a")))) == [("file.removed", "a")]
+    assert kinds(h.run(h.pipeline.remove_path(h.p("moved")))) == [("file.removed", "b")]
+    assert h.hasher.calls[str(a)] == 1
+
+
+def test_a_full_disk_stops_the_scan_cleanly_and_a_rescan_converges(tmp_path: Path) -> None:
+    small = Harness(tmp_path, sqlite=SqliteOptions(max_size=96 * 1024))
+    for i in range(300):
+        small.write(f"f{i:03d}", f"F{i}:0")
+    try:
+        with pytest.raises(StoreFullError):
+            small.scan()
+    finally:
+        small.close()
+    db = sqlite3.connect(tmp_path / "state" / "isccd.db")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    roomy = Harness(tmp_path)
+    try:
+        roomy.scan()
+        assert roomy.run(roomy.pipeline.call(lambda ix: ix.store.count_files())) == (300, 0)
+    finally:
+        roomy.close()
+
+
+def test_a_profile_change_recomputes_only_the_affected_units(tmp_path: Path) -> None:
+    calls: list[frozenset[UnitType] | None] = []
+
+    async def real(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        calls.append(units)
+        return await asyncio.to_thread(compute_record, path, None, units)
+
+    first = Harness(tmp_path, hasher=real)
+    text = first.write("doc.txt", "The quick brown fox jumps over the lazy dog. " * 40)
+    first.scan()
+    first.close()
+    # Pretend the extraction recipes moved on: every unit whose profile names them is stale.
+    again = Harness(tmp_path, hasher=real, options=PipelineOptions(versions={"isccd-extract": "0"}))
+    try:
+        before = again.run(again.pipeline.get(str(text))).file.record
+        events = again.scan()
+        assert calls[-1] == {UnitType.META, UnitType.TEXT}
+        after = again.run(again.pipeline.get(str(text))).file.record
+        full = compute_record(str(text))
+        assert after.iscc == full.iscc  # recomposed from kept and new units
+        assert after.unit(UnitType.DATA) == before.unit(UnitType.DATA)
+        assert [e.type for e in events] == [EventType.SCAN_DONE]  # same content: silent
+    finally:
+        again.close()
+
+
+# -- convergence ---------------------------------------------------------------------------------
+
+
+def snapshot(url: str) -> dict[str, Any]:
+    """The state a store holds, in terms of paths (ids differ between stores)."""
+    store = open_store(url, readonly=True)
+    try:
+        files = {f.path: f for f in store.files_under("/")}
+        by_id = {f.id: f.path for f in files.values()}
+        near = sorted(
+            (*sorted((by_id[p.a], by_id[p.b])), p.unit.value, p.distance)
+            for p in store.near_pairs()
+        )
+        exact = sorted(
+            sorted(f.path for f in store.files_by_datahash(d)) for d in store.exact_datahashes()
+        )
+        return {
+            "files": {
+                p: (f.record.datahash, f.record.units, f.record.stat) for p, f in files.items()
+            },
+            "near": near,
+            "exact": exact,
+        }
+    finally:
+        store.close()
+
+
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["write", "copy", "rename", "delete", "link", "move_dir", "touch"]),
+        st.integers(0, 5),
+        st.integers(0, 5),
+        st.sampled_from(["A:0", "A:2", "A:6", "A:11", "B:0", "B:1"]),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _apply(root: Path, op: str, x: int, y: int, content: str) -> None:
+    names = [
+        root / "f0",
+        root / "f1",
+        root / "d" / "f2",
+        root / "d" / "f3",
+        root / "e" / "f4",
+        root / "f5",
+    ]
+    src, dst = names[x], names[y]
+    if op == "write":
+        src.parent.mkdir(exist_ok=True)
+        src.write_text(content)
+    elif src.is_file() and op == "copy" and src != dst:
+        dst.parent.mkdir(exist_ok=True)
+        shutil.copyfile(src, dst)
+    elif src.is_file() and op == "rename" and src != dst:
+        dst.parent.mkdir(exist_ok=True)
+        src.rename(dst)
+    elif src.is_file() and op == "delete":
+        src.unlink()
+    elif src.is_file() and op == "link" and not dst.exists():
+        dst.parent.mkdir(exist_ok=True)
+        dst.hardlink_to(src)
+    elif src.is_file() and op == "touch":
+        os.utime(src, ns=(y, y))
+    elif op == "move_dir" and (root / "d").is_dir() and not (root / "e").exists():
+        (root / "d").rename(root / "e")
+
+
+@settings(max_examples=25)
+@given(ops=operations, scan_every=st.integers(1, 4))
+def test_incremental_updates_converge_to_a_fresh_scan(
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[str, int, int, str, bool]],
+    scan_every: int,
+) -> None:
+    tmp = tmp_path_factory.mktemp("conv")
+    live = Harness(tmp, state="live")
+    try:
+        for i, (op, x, y, content, _) in enumerate(ops):
+            _apply(live.root, op, x, y, content)
+            if i % scan_every == 0:
+                live.scan()
+        live.scan()
+    finally:
+        live.close()
+    fresh = Harness(tmp, state="fresh")
+    try:
+        fresh.scan()
+    finally:
+        fresh.close()
+    assert snapshot(state_url(tmp / "live")) == snapshot(state_url(tmp / "fresh"))
+
+
+def test_snapshot_sees_differences(tmp_path: Path) -> None:
+    # The convergence test can fail: a store that missed a change differs from a fresh scan.
+    stale = Harness(tmp_path, state="stale")
+    stale.write("a", "A:0")
+    stale.scan()
+    stale.close()
+    (stale.root / "a").write_text("A:6")
+    fresh = Harness(tmp_path, state="fresh")
+    fresh.scan()
+    fresh.close()
+    assert snapshot(state_url(tmp_path / "stale")) != snapshot(state_url(tmp_path / "fresh"))
