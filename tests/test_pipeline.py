@@ -382,7 +382,7 @@ def test_a_profile_change_recomputes_only_the_affected_units(tmp_path: Path) -> 
     try:
         before = again.run(again.pipeline.get(str(text))).file.record
         events = again.scan()
-        assert calls[-1] == {UnitType.META, UnitType.TEXT}
+        assert calls[-1] == frozenset({UnitType.META, UnitType.TEXT})
         after = again.run(again.pipeline.get(str(text))).file.record
         full = compute_record(str(text))
         assert after.iscc == full.iscc  # recomposed from kept and new units

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 
@@ -33,6 +34,10 @@ class CountingStore(MemoryStore):
         self.commits += 1
 
 
+def add_numbered(i: int, store: Store) -> int:
+    return store.add_file(ROOT, make_record(f"/data/{i}", ino=i), 1.0)
+
+
 def _still(clock_value: float = 0.0) -> float:
     return clock_value  # a clock that never moves: batches end only when the queue is empty
 
@@ -44,10 +49,7 @@ def test_jobs_waiting_together_are_committed_together() -> None:
     gate = threading.Event()
     try:
         first = owner.submit(lambda s: gate.wait(10))
-        rest = [
-            owner.submit(lambda s, i=i: s.add_file(ROOT, make_record(f"/data/{i}", ino=i), 1.0))
-            for i in range(100)
-        ]
+        rest = [owner.submit(functools.partial(add_numbered, i)) for i in range(100)]
         gate.set()
         assert first.result(10) is True
         ids = [f.result(10) for f in rest]
@@ -96,10 +98,7 @@ def test_a_failed_commit_fails_every_job_of_the_batch_and_keeps_nothing() -> Non
         gate.set()
         with pytest.raises(StoreFullError):
             blocker.result(10)
-        jobs = [
-            owner.submit(lambda s, i=i: s.add_file(ROOT, make_record(f"/data/{i}", ino=i), 1.0))
-            for i in range(3)
-        ]
+        jobs = [owner.submit(functools.partial(add_numbered, i)) for i in range(3)]
         for job in jobs:
             with pytest.raises(StoreFullError):
                 job.result(10)
