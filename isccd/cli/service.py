@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -101,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rescan.set_defaults(handler=run_rescan)
 
     # `isccd run`, the daemon these commands talk to, is registered here.
+    _register_run(subparsers)
 
 
 def _add_socket(parser: argparse.ArgumentParser) -> None:
@@ -264,19 +265,28 @@ def format_event(event: Event) -> str:
     return f"{text}  {details}" if details else text
 
 
-def _details(data: Any) -> str:
+#: Members shown in another way, or too long for one line.
+_NOT_INLINE = frozenset({"others", "count", "unit", "distance", "threshold", "units", "issues"})
+
+
+def _details(data: Mapping[str, Any]) -> str:
     parts = []
-    matches = data.get("matches")
-    if isinstance(matches, list):
+    others = data.get("others")
+    if isinstance(others, list):
         unit, threshold = data.get("unit"), data.get("threshold")
-        for match in matches:
-            if isinstance(match, dict):
-                distance = match.get("distance")
-                parts.append(f"~ {match.get('path')} ({unit} {distance}/{threshold})")
+        for other in others:
+            if isinstance(other, dict):
+                distance = other.get("distance", data.get("distance"))
+                measure = f" ({unit} {distance}/{threshold})" if distance is not None else ""
+                parts.append(f"~ {other.get('path')}{measure}")
+        count = data.get("count")
+        if isinstance(count, int) and count > len(others):
+            parts.append(f"and {count - len(others)} more")
+    issues = data.get("issues")
+    if isinstance(issues, list):
+        parts += [str(i.get("reason")) for i in issues if isinstance(i, dict)][:3]
     for key, value in data.items():
-        if key in ("matches", "unit", "threshold") and isinstance(matches, list):
-            continue
-        if isinstance(value, str | int | float | bool) or value is None:
+        if key not in _NOT_INLINE and isinstance(value, str | int | float | bool):
             parts.append(f"{key}={value}")
     return "  ".join(parts)
 
@@ -301,3 +311,52 @@ def run_rescan(args: argparse.Namespace) -> int:
         if seq is not None:
             print(f"indexed up to seq {seq}")
     return EXIT_OK
+
+
+# -- run --------------------------------------------------------------------------------------
+
+
+def _register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="run the daemon in the foreground",
+        description="Watch the given folders, index every file's ISCC codes, and report exact "
+        "and near duplicates to subscribers on the socket. Settings come from --config FILE "
+        "(default: $CONFIGURATION_DIRECTORY/isccd.toml, /etc/isccd/isccd.toml as root, "
+        "~/.config/isccd/isccd.toml otherwise, when it exists), ISCCD_* environment variables "
+        "and these options, which win. SIGHUP reloads the configuration; SIGTERM and SIGINT "
+        "stop the daemon in order.",
+        epilog="exit status: 0 after an orderly stop; 1 when the socket cannot be created; 74 "
+        "when the store cannot be opened; 78 for an invalid configuration.",
+    )
+    run.add_argument(
+        "--watch",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="a folder to watch (repeatable; replaces the configured roots)",
+    )
+    run.add_argument(
+        "--state",
+        type=Path,
+        metavar="DIR",
+        help="where the store lives (default: $STATE_DIRECTORY, /var/lib/isccd as root, "
+        "$XDG_STATE_HOME/isccd otherwise)",
+    )
+    _add_socket(run)
+    run.add_argument("--config", type=Path, metavar="FILE", help="a TOML configuration file")
+    run.set_defaults(handler=run_daemon)
+
+
+def run_daemon(args: argparse.Namespace) -> int:
+    """``isccd run``."""
+    from isccd import daemon  # noqa: PLC0415 - the other commands need none of the daemon
+
+    overrides: dict[str, dict[str, object]] = {}
+    if args.watch:
+        overrides["watch"] = {"roots": [p.absolute() for p in args.watch]}
+    if args.state:
+        overrides["store"] = {"state_dir": args.state.absolute()}
+    if args.socket:
+        overrides["server"] = {"socket": args.socket.absolute()}
+    return daemon.main(args.config, overrides)

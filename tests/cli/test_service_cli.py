@@ -1,0 +1,256 @@
+"""``isccd status``, ``subscribe`` and ``rescan`` against a real server, as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from isccd.cli.main import main
+from isccd.cli.service import format_event
+from isccd.model import Event, EventType
+from isccd.protocol import DaemonStatus, from_wire
+from tests.server.fakes import FakeBackend, ServerThread
+
+ISCCD = [sys.executable, "-m", "isccd"]
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A fresh directory under /tmp: Unix socket paths must fit in 107 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp")).resolve()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def root_dir(short_dir: Path) -> Path:
+    """A watched root."""
+    root = short_dir / "root"
+    (root / "sub").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def daemon(root_dir: Path, short_dir: Path) -> Iterator[ServerThread]:
+    # The server logs to stdout by default: keep its lines out of the commands' output.
+    with (
+        capture_logs(),
+        ServerThread(FakeBackend([str(root_dir)]), short_dir, queue_size=1000) as server,
+    ):
+        yield server
+
+
+def _spawn(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([*ISCCD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _lines(process: subprocess.Popen[bytes], count: int) -> list[dict[str, object]]:
+    assert process.stdout is not None
+    return [json.loads(process.stdout.readline()) for _ in range(count)]
+
+
+def test_no_daemon_is_a_clear_failure(short_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["status"], ["subscribe"], ["rescan"]):
+        assert main([*command, "--socket", str(short_dir / "none.sock")]) == 1
+        err = capsys.readouterr().err
+        assert "no isccd daemon is listening" in err
+        assert str(short_dir / "none.sock") in err
+
+
+def test_status_as_json_and_as_text(
+    daemon: ServerThread, root_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a.txt")
+    assert main(["status", "--socket", str(daemon.path), "--json"]) == 0
+    status = from_wire(DaemonStatus, json.loads(capsys.readouterr().out))
+    assert status.last_seq == 1
+    assert status.pid == os.getpid()
+    assert status.server is not None
+    assert status.server.events_published == 1
+    assert status.server.connections == 1
+
+    assert main(["status", "--socket", str(daemon.path)]) == 0  # not a terminal: JSON anyway
+    assert json.loads(capsys.readouterr().out)["last_seq"] == 1
+
+
+def test_readable_status_on_a_terminal(daemon: ServerThread, root_dir: Path) -> None:
+    parent, child = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*ISCCD, "status", "--socket", str(daemon.path)],
+            stdout=child,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+        os.close(child)
+        child = -1
+        out = os.read(parent, 65536).decode()
+    finally:
+        os.close(parent)
+        if child >= 0:
+            os.close(child)
+    assert done.returncode == 0, done.stderr
+    assert "isccd test: ready" in out
+    assert str(root_dir) in out
+    assert "inotify" in out
+    assert "last seq       0" in out
+
+
+def test_subscribe_replays_streams_and_prints_where_to_resume_on_sigint(
+    daemon: ServerThread, root_dir: Path
+) -> None:
+    for name in ("a", "b"):
+        daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/{name}")
+    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0") as process:
+        try:
+            assert [e["seq"] for e in _lines(process, 2)] == [1, 2]  # piped: NDJSON
+            daemon.publish(
+                EventType.DUP_EXACT,
+                str(root_dir),
+                f"{root_dir}/b",
+                others=[{"path": f"{root_dir}/a", "root": str(root_dir)}],
+            )
+            (live,) = _lines(process, 1)
+            assert live["event"] == "dup.exact"
+            assert live["others"] == [{"path": f"{root_dir}/a", "root": str(root_dir)}]
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=30)
+        finally:
+            process.kill()
+    assert process.returncode == 0
+    assert err.decode().strip().endswith("isccd: last seq 3")
+    assert b"Traceback" not in err
+
+
+def test_subscribe_filters_and_stops_cleanly_on_sigterm(
+    daemon: ServerThread, root_dir: Path
+) -> None:
+    daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a")
+    daemon.publish(EventType.DUP_EXACT, "/elsewhere", "/elsewhere/x")
+    daemon.publish(EventType.DUP_EXACT, str(root_dir), f"{root_dir}/b")
+    with _spawn(
+        "subscribe",
+        "--socket",
+        str(daemon.path),
+        "--since",
+        "0",
+        "--type",
+        "dup.exact",
+        "--root",
+        f"{root_dir}/sub/..",
+        "--json",
+    ) as process:
+        try:
+            assert [e["seq"] for e in _lines(process, 1)] == [3]
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=30)
+        finally:
+            process.kill()
+    assert process.returncode == 0
+    assert "isccd: last seq 3" in err.decode()
+
+
+def test_subscribe_exits_quietly_when_its_reader_goes_away(
+    daemon: ServerThread, root_dir: Path
+) -> None:
+    daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a")
+    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0") as process:
+        try:
+            _lines(process, 1)
+            assert process.stdout is not None
+            process.stdout.close()  # like `isccd subscribe | head -1`
+            for i in range(50):  # the next writes fail with EPIPE
+                daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/n{i}")
+                if process.poll() is not None:
+                    break
+            assert process.wait(timeout=30) == 0
+            assert process.stderr is not None
+            err = process.stderr.read().decode()
+        finally:
+            process.kill()
+    assert "isccd: last seq" in err
+    assert "Traceback" not in err
+    assert "Exception ignored" not in err
+
+
+def test_a_stopped_subscriber_lags_and_is_told_where_to_resume(
+    root_dir: Path, short_dir: Path
+) -> None:
+    backend = FakeBackend([str(root_dir)])
+    options = {"queue_size": 10, "write_buffer_bytes": 4096, "close_timeout": 60}
+    with (
+        ServerThread(backend, short_dir, **options) as daemon,
+        _spawn("subscribe", "--socket", str(daemon.path), "--since", "0", "--json") as process,
+    ):
+        try:
+            daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/first")
+            _lines(process, 1)
+            process.send_signal(signal.SIGSTOP)  # it stops reading
+            count = 0
+            while daemon.statistics().broker.lagged == 0:
+                count += 1
+                assert count < 20_000
+                daemon.publish(
+                    EventType.FILE_ADDED, str(root_dir), f"{root_dir}/{count}", pad="x" * 500
+                )
+            process.send_signal(signal.SIGCONT)
+            out, err = process.communicate(timeout=60)
+        finally:
+            process.kill()
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[-1]["event"] == "subscriber.lagged"
+    resume = events[-1]["seq"]
+    assert [e["seq"] for e in events[:-1]] == list(range(2, resume + 1))
+    assert process.returncode == 1
+    assert f"resume with --since {resume}" in err.decode()
+    assert err.decode().strip().endswith(f"isccd: last seq {resume}")
+
+
+def test_rescan_resolves_its_path_and_can_wait(
+    daemon: ServerThread, root_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = root_dir.parent / "link-to-sub"
+    link.symlink_to(root_dir / "sub")
+    assert main(["rescan", "--socket", str(daemon.path), str(link), "--wait", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"roots": [f"{root_dir}/sub"], "seq": 0}
+    assert daemon.backend.calls == [("rescan", f"{root_dir}/sub"), ("sync", f"{root_dir}/sub")]
+
+    assert main(["rescan", "--socket", str(daemon.path), "/etc"]) == 1
+    err = capsys.readouterr().err
+    assert "outside_roots" in err
+
+
+def test_readable_event_lines_name_the_duplicates() -> None:
+    event = Event(
+        7,
+        EventType.DUP_NEAR,
+        0.0,
+        "/r",
+        "/r/b.jpg",
+        {
+            "unit": "image",
+            "threshold": 12,
+            "distance": 3,
+            "others": [{"path": "/r/a.jpg", "distance": 3}],
+            "count": 4,
+        },
+    )
+    line = format_event(event)
+    assert "#7 dup.near" in line
+    assert "/r/b.jpg" in line
+    assert "~ /r/a.jpg (image 3/12)" in line
+    assert "and 3 more" in line
