@@ -278,8 +278,15 @@ after_warmup = hwm()
 start = time.perf_counter()
 with open(sys.argv[1], "rb", buffering=0) as f:
     result = ours.gen_sum_code_v0(f)
+seconds = time.perf_counter() - start
+rollup = {}
+for line in Path("/proc/self/smaps_rollup").read_text().splitlines()[1:]:
+    key, value = line.split(":")
+    rollup[key] = int(value.split()[0]) * 1024
 print(json.dumps({"result": result, "after_import": after_import, "after_warmup": after_warmup,
-                  "peak": hwm(), "seconds": time.perf_counter() - start}))
+                  "peak": hwm(), "seconds": seconds,
+                  "private": rollup["Private_Clean"] + rollup["Private_Dirty"],
+                  "shared_clean": rollup["Shared_Clean"]}))
 """
 
 
@@ -308,6 +315,10 @@ def bench_peak_rss(tmp: Path, size: int) -> list[str]:
         ("peak while hashing", peak),
     ]:
         print(f"  {label:<24} {value / 1e6:7.1f} MB  ({value / MIB:6.1f} MiB)")
+    print(
+        f"  of which: private {info['private'] / 1e6:.1f} MB, clean shared pages (libraries such"
+        f" as libllvmlite.so, shared by all worker processes) {info['shared_clean'] / 1e6:.1f} MB"
+    )
     growth = (peak - info["after_warmup"]) / 1e6
     verdict = "ok" if peak < 150e6 else "MISSED"
     print(f"  hashing added {growth:.1f} MB; target peak < 150 MB  {verdict}")
