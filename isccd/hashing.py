@@ -296,7 +296,9 @@ def _compute(src: SourceFile, run: _Run, wanted: frozenset[UnitType]) -> FileRec
 
 def _sum_pass(src: SourceFile, run: _Run) -> tuple[list[Unit], str, int]:
     hasher = SumHasher()
-    src.stream(hasher.push, bufsize=run.options.read_size)
+    # A small file needs no large buffer (allocating one costs more than hashing the file).
+    bufsize = min(run.options.read_size, max(src.size + 1, 65536))
+    src.stream(hasher.push, bufsize=bufsize)
     result = hasher.result(bits=run.options.bits, wide=False, add_units=True)
     profile = run.profile()
     data, instance = result["units"]

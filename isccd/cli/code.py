@@ -44,6 +44,10 @@ output with its reason); 2 for invalid arguments.
 
 _BITS = (64, 96, 128, 160, 192, 224, 256)
 
+#: A worker's start (imports, JIT kernels, document extractor) costs about a second, as much as
+#: coding a few dozen typical files (bench/code.py): fewer files are coded in this process.
+_FILES_PER_WORKER = 16
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``code`` to the ``isccd`` parser."""
@@ -187,14 +191,15 @@ def _os_issue(exc: OSError) -> FileIssue:
 def _records(tasks: list[_Task], options: CodeOptions, jobs: int) -> Iterator[FileRecord]:
     """Each task's record, in task order, computed in a process pool when it helps."""
     todo = [t for t in tasks if t.record is None]
-    if jobs <= 1 or len(todo) <= 1:
+    if jobs <= 1 or len(todo) < _FILES_PER_WORKER * 2:
         for task in tasks:
             yield task.record or compute_record(task.path, options)
         return
     # forkserver: workers start from a clean, preloaded process, safe whatever threads exist.
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["isccd.hashing"])
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
+    workers = max(2, min(jobs, len(todo) // _FILES_PER_WORKER))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         window: deque[tuple[_Task, Future[FileRecord] | None]] = deque()
         pending = iter(tasks)
         try:

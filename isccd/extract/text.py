@@ -15,6 +15,7 @@ same text everywhere. The text returned is raw; the caller applies ``text_clean`
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata as importlib_metadata
@@ -262,6 +263,7 @@ def _tika_metadata(path: str) -> dict[str, Any]:
 
 
 _PDF_PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+_JAVA_ADDRESS = re.compile(r"@[0-9a-f]{4,16}\b")
 
 
 @cache
@@ -282,8 +284,11 @@ def _pdfium() -> Any:
 
 
 def _tika_reason(exc: BaseException) -> str:
+    """Tika's message without its wrapper and Java object addresses (they differ per run)."""
     text = str(exc)
-    return text.rsplit("TIKA-198: ", maxsplit=1)[-1].rstrip('")') if "TIKA-198" in text else text
+    if "TIKA-198" in text:
+        text = text.rsplit("TIKA-198: ", maxsplit=1)[-1].rstrip('")')
+    return _JAVA_ADDRESS.sub("", text)
 
 
 @cache

@@ -143,3 +143,19 @@ def test_readable_summary(tmp_path: Path) -> None:
     assert lines[0].startswith("ISCC:K") and lines[0].endswith(str(path))
     assert "image/png" in lines[1] and "320x240" in lines[1]
     assert sum(line.startswith("    ISCC:") for line in lines) == 4  # the units
+
+
+def test_a_process_pool_gives_the_same_output_in_the_same_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    words = PROSE.split()
+    for i in range(40):  # enough files for the pool to be used
+        (tmp_path / f"f{i:02d}.txt").write_text(" ".join(words[i % 7 :] * (i + 1)))
+    (tmp_path / "f20.txt").chmod(0o000)  # a failure in the middle keeps its place
+    status, pooled, _ = _run(capsys, str(tmp_path), "--jsonl", "-j", "2")
+    _, serial, _ = _run(capsys, str(tmp_path), "--jsonl", "-j", "1")
+    assert pooled == serial
+    rows = [json.loads(line) for line in pooled.splitlines()]
+    assert [Path(r["path"]).name for r in rows] == [f"f{i:02d}.txt" for i in range(40)]
+    if os.geteuid() != 0:  # root reads the file anyway
+        assert status == 1 and "error" in rows[20]
