@@ -52,17 +52,19 @@ from isccd.extract.text import MAX_CHARS, extract_text, extract_text_metadata, m
 from isccd.extract.tools import ToolInput, ToolOptions, tool_input
 from isccd.extract.video import DEFAULT_FPS, extract_video
 from isccd.iscc import (
+    IsccError,
+    SumHasher,
     gen_audio_code_v0,
     gen_image_code_v0,
     gen_iscc_code_v0,
     gen_meta_code_v0,
+    gen_text_code_v0,
     gen_video_code_v0,
     iscc_decode,
+    text_clean,
+    text_remove_newlines,
+    text_trim,
 )
-from isccd.iscc.exceptions import IsccError
-from isccd.iscc.sum import SumHasher
-from isccd.iscc.text import gen_text_code_v0
-from isccd.iscc.textnorm import text_clean, text_remove_newlines, text_trim
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
     FileIssue,
