@@ -22,10 +22,12 @@ def make_data(kind: str, size: int, seed: int) -> bytes:
     if kind == "low_entropy":
         return rng.integers(0, 3, size, dtype=np.uint8).tobytes()
     # Random runs broken by constant stretches longer than the maximum chunk size.
-    parts = []
-    while sum(map(len, parts)) < size:
+    parts: list[bytes] = []
+    total = 0
+    while total < size:
         n = int(rng.integers(1, 20_000))
         parts.append(bytes(n) if rng.random() < 0.3 else rng.bytes(n))
+        total += n
     return b"".join(parts)[:size]
 
 

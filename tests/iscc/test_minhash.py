@@ -78,7 +78,7 @@ def test_non_integer_features_are_refused() -> None:
     with pytest.raises(TypeError):
         alg_minhash([True])
     with pytest.raises(TypeError):
-        alg_minhash(np.array([1.5]))  # type: ignore[arg-type]
+        alg_minhash(np.array([1.5]))
 
 
 @pytest.mark.parametrize("features", [[-1], [2**64], np.array([3, -1])])
