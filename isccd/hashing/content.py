@@ -1,0 +1,248 @@
+"""Content-Codes and the Meta-Code of one file, from the extractors' plain inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from isccd.errors import (
+    ExtractionError,
+    NoContentError,
+    ToolError,
+    ToolMissingError,
+)
+from isccd.extract.audio import extract_audio
+from isccd.extract.image import extract_image, extract_image_metadata
+from isccd.extract.image import extractor_profile as image_profile
+from isccd.extract.meta import Metadata, name_from_filename, pick
+from isccd.extract.probe import MediaInfo, probe_media
+from isccd.extract.source import SourceFile
+from isccd.extract.text import extract_text, extract_text_metadata, metadata_source
+from isccd.extract.tools import ToolInput, ToolOptions, tool_input
+from isccd.extract.video import extract_video
+from isccd.hashing.issues import issue_from_exception
+from isccd.hashing.options import EXTRACTION_REVISION, Run
+from isccd.iscc import (
+    IsccError,
+    gen_audio_code_v0,
+    gen_image_code_v0,
+    gen_meta_code_v0,
+    gen_text_code_v0,
+    gen_video_code_v0,
+    iscc_decode,
+    text_clean,
+    text_remove_newlines,
+    text_trim,
+)
+from isccd.model import (
+    FileIssue,
+    IssueCode,
+    IssueKind,
+    Mode,
+    Unit,
+    UnitType,
+)
+
+#: The SDK's ``meta_trim_name``: bytes of the name the Meta-Code uses.
+_META_TRIM_NAME = 128
+
+#: The SDK's audio and video tag mappings (taglib and ffmpeg names), for the Meta-Code fields.
+AUDIO_META_FIELDS = (
+    ("iscc:name", "name"),
+    ("iscc:description", "description"),
+    ("iscc:meta", "meta"),
+    ("iscc_name", "name"),
+    ("iscc_description", "description"),
+    ("iscc_meta", "meta"),
+    ("title", "name"),
+)
+VIDEO_META_FIELDS = (
+    ("iscc_name", "name"),
+    ("iscc_description", "description"),
+    ("iscc_meta", "meta"),
+    ("title", "name"),
+    ("track", "name"),
+    ("show", "name"),
+    ("album", "name"),
+    ("description", "description"),
+    ("synopsis", "description"),
+    ("comment", "description"),
+)
+
+#: Vector formats the SDK rasterizes with extra tools isccd does not ship.
+_NOT_RASTERIZED = frozenset({"image/svg+xml", "application/postscript"})
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """Embedded metadata, what read it, and what went wrong reading it."""
+
+    meta: Metadata = field(default_factory=Metadata)
+    source: str = "filename"
+    problem: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """What a content extractor gave the record."""
+
+    unit: Unit
+    described: Described
+    extractor: str
+    characters: int | None = None
+    width: int | None = None
+    height: int | None = None
+    duration: float | None = None
+
+
+def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Content:
+    if src.size == 0:
+        raise NoContentError("empty file")
+    options = run.options
+    if mode is Mode.IMAGE:
+        _require_raster(mediatype)
+        with src.reader() as fileobj:
+            image = extract_image(
+                fileobj,
+                mediatype=mediatype,
+                max_pixels=options.max_image_pixels,
+                read_meta=options.extract_meta,
+            )
+        code = gen_image_code_v0(list(image.pixels), bits=options.bits)["iscc"]
+        problem = ExtractionError(image.meta_problem) if image.meta_problem else None
+        return Content(
+            make_unit(UnitType.IMAGE, code, run.profile(image.extractor, EXTRACTION_REVISION)),
+            Described(image.meta, image.extractor, problem),
+            image.extractor,
+            width=image.width,
+            height=image.height,
+        )
+    if mode is Mode.TEXT:
+        extracted = extract_text(
+            src,
+            mediatype,
+            max_chars=options.max_text_chars,
+            read_meta=options.extract_meta,
+            temp_dir=options.tools.temp_dir,
+        )
+        text = text_clean(extracted.text)
+        if not text:
+            raise NoContentError("no text found")
+        result = gen_text_code_v0(text, bits=options.bits)
+        problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
+        profile = run.profile(extracted.extractor, EXTRACTION_REVISION)
+        return Content(
+            make_unit(UnitType.TEXT, result["iscc"], profile),
+            Described(extracted.meta, metadata_source(mediatype), problem),
+            extracted.extractor,
+            characters=result["characters"],
+        )
+    return _media_content(src, mode, run)
+
+
+def _media_content(src: SourceFile, mode: Mode, run: Run) -> Content:
+    """Audio and video: the external tools, in one private directory."""
+    options = run.options
+    tools = options.tools
+    with tool_input(src.fd, src.path, tools.temp_dir) as inp:
+        info, described = _probe(inp, tools, mode)
+        if mode is Mode.AUDIO:
+            audio = extract_audio(inp, tools)
+            code = gen_audio_code_v0(list(audio.fingerprint), bits=options.bits)["iscc"]
+            return Content(
+                make_unit(UnitType.AUDIO, code, run.profile(audio.extractor, EXTRACTION_REVISION)),
+                described,
+                audio.extractor,
+                duration=info.duration if info.duration is not None else audio.duration,
+            )
+        video = extract_video(inp, tools, fps=options.video_fps)
+    code = gen_video_code_v0(video.frames, bits=options.bits)["iscc"]
+    return Content(
+        make_unit(UnitType.VIDEO, code, run.profile(video.extractor, EXTRACTION_REVISION)),
+        described,
+        video.extractor,
+        width=info.width or video.width,
+        height=info.height or video.height,
+        duration=info.duration,
+    )
+
+
+def _probe(inp: ToolInput, tools: ToolOptions, mode: Mode) -> tuple[MediaInfo, Described]:
+    """ffprobe's report and the tags it found; an empty report if ffprobe is missing or fails
+    (it only adds tags, duration and frame size)."""
+    fields = AUDIO_META_FIELDS if mode is Mode.AUDIO else VIDEO_META_FIELDS
+    try:
+        info = probe_media(inp, tools)
+    except ToolError as exc:
+        return MediaInfo(), Described(problem=exc)
+    return info, Described(pick(fields, info.tags, clean=False), info.tool)
+
+
+def _describe(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Described:
+    """The embedded metadata alone, for when the Content-Code is not being computed."""
+    if src.size == 0:
+        return Described()
+    try:
+        if mode is Mode.IMAGE:
+            _require_raster(mediatype)
+            with src.reader() as fileobj:
+                meta, problem = extract_image_metadata(fileobj)
+            return Described(
+                meta, image_profile(mediatype), ExtractionError(problem) if problem else None
+            )
+        if mode is Mode.TEXT:
+            meta = extract_text_metadata(src, mediatype, temp_dir=run.options.tools.temp_dir)
+            return Described(meta, metadata_source(mediatype))
+        with tool_input(src.fd, src.path, run.options.tools.temp_dir) as inp:
+            return _probe(inp, run.options.tools, mode)[1]
+    except ExtractionError as exc:
+        return Described(problem=exc)
+
+
+def meta_unit(
+    src: SourceFile, mediatype: str, mode: Mode, content: Content | None, run: Run
+) -> tuple[Unit, dict[str, str]]:
+    options = run.options
+    if not options.extract_meta:
+        described = Described()
+    elif content is not None:
+        described = content.described
+    else:
+        described = _describe(src, mediatype, mode, run)
+    if described.problem is not None:
+        issue = issue_from_exception("meta", described.problem)
+        reason = f"embedded metadata not read ({issue.reason}); the file name stands in"
+        run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, issue.code))
+    found = described.meta
+    name = found.name or ""
+    if not _meta_name(name):
+        name = name_from_filename(src.path)
+        if not _meta_name(name):
+            raise NoContentError("no name in the metadata or the file name")
+    try:
+        result = gen_meta_code_v0(name, found.description, found.meta, bits=options.bits)
+    except IsccError as exc:
+        if found.meta is None:
+            raise
+        reason = f"embedded ISCC metadata ignored: {exc}"
+        run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, IssueCode.INVALID))
+        result = gen_meta_code_v0(name, found.description, None, bits=options.bits)
+    profile = run.profile(f"meta/{described.source}", EXTRACTION_REVISION)
+    fields: dict[str, str] = {
+        key: str(result[key]) for key in ("name", "description", "metahash") if key in result
+    }
+    return make_unit(UnitType.META, result["iscc"], profile), fields
+
+
+def _meta_name(name: str) -> str:
+    """The name as the Meta-Code will use it (empty means there is none)."""
+    return text_trim(text_remove_newlines(text_clean(name)), _META_TRIM_NAME)
+
+
+def _require_raster(mediatype: str) -> None:
+    if mediatype in _NOT_RASTERIZED:
+        raise ToolMissingError(f"{mediatype} images are not rasterized by isccd")
+
+
+def make_unit(unit_type: UnitType, code: str, profile: str) -> Unit:
+    body = iscc_decode(code)[4]
+    return Unit(unit_type, code if code.startswith("ISCC:") else f"ISCC:{code}", body, profile)

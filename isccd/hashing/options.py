@@ -1,0 +1,91 @@
+"""The options of :func:`~isccd.hashing.compute_record` and the state of one file's run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from isccd.extract.image import DEFAULT_MAX_PIXELS
+from isccd.extract.text import MAX_CHARS
+from isccd.extract.tools import ToolOptions
+from isccd.extract.video import DEFAULT_FPS
+from isccd.hashing.issues import issue_from_exception
+from isccd.model import FileIssue
+
+#: The algorithms every unit is computed with (conformant to iscc-core 1.5.0).
+ALGORITHM = "iscc/1.5.0"
+
+#: Revision of isccd's extraction recipes (normalization, metadata mapping, tool arguments).
+#: Raise it when a change alters what an extractor produces, so stored units are recomputed.
+EXTRACTION_REVISION = "isccd-extract/1"
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class CodeOptions:
+    """How files are coded. The defaults are the ISCC SDK 0.9.7's.
+
+    Attributes:
+        bits: Length of each unit, a multiple of 32 from 64 to 256.
+        wide: Make a WIDE ISCC-CODE (128-bit Data and Instance) for files without Meta- and
+            Content-Code, when ``bits >= 128``.
+        meta: Compute the Meta-Code.
+        extract_meta: Take the Meta-Code's name and description from the file's embedded
+            metadata (else from the file name only).
+        max_image_pixels: Larger images are refused before decoding (decompression bombs).
+        max_text_chars: Text extraction stops here (the SDK's fixed 10,000,000).
+        video_fps: Frames per second the video signature samples.
+        read_size: Bytes per read of the Data/Instance pass (memory used for the pass).
+        noatime: Do not update files' access times when allowed.
+        tools: External tools, their timeout and output limit, and the temporary directory.
+    """
+
+    bits: int = 64
+    wide: bool = False
+    meta: bool = True
+    extract_meta: bool = True
+    max_image_pixels: int = DEFAULT_MAX_PIXELS
+    max_text_chars: int = MAX_CHARS
+    video_fps: int = DEFAULT_FPS
+    read_size: int = 2 * 1024 * 1024
+    noatime: bool = True
+    tools: ToolOptions = field(default_factory=ToolOptions)
+
+
+class Run:
+    """Collects the results of one file's stages."""
+
+    def __init__(self, path: str, options: CodeOptions) -> None:
+        self.path = path
+        self.options = options
+        self.issues: list[FileIssue] = []
+        self.timings: list[tuple[str, float]] = []
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings.append((name, round((time.perf_counter() - start) * 1000.0, 3)))
+
+    def issue(self, stage: str, exc: BaseException) -> None:
+        self.issues.append(issue_from_exception(stage, exc))
+
+    def guarded(self, stage: str, compute: Callable[[], _T]) -> _T | None:
+        """Run one stage; any failure becomes an issue of that stage instead of an exception."""
+        with self.stage(stage):
+            try:
+                return compute()
+            except Exception as exc:
+                # Decoders and tools fail in ways no list of exception types covers; a bad
+                # file must cost only this stage, never the record or the worker.
+                self.issue(stage, exc)
+                return None
+
+    def profile(self, *parts: str) -> str:
+        return " ".join((ALGORITHM, f"bits/{self.options.bits}", *parts))

@@ -1,0 +1,146 @@
+"""compute_record: one file from opening to the ISCC-CODE."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import PurePath
+
+from isccd.errors import (
+    FileError,
+    FileUnstableError,
+    FileVanishedError,
+    UnsupportedMediaTypeError,
+)
+from isccd.extract.mediatype import mediatype_guess, mediatype_to_mode
+from isccd.extract.source import SourceFile, open_source
+from isccd.hashing.content import Content, content_unit, make_unit, meta_unit
+from isccd.hashing.issues import issue_from_exception
+from isccd.hashing.options import CodeOptions, Run
+from isccd.iscc import (
+    SumHasher,
+    gen_iscc_code_v0,
+)
+from isccd.model import (
+    CONTENT_UNIT_OF_MODE,
+    FileRecord,
+    FileStat,
+    Unit,
+    UnitType,
+)
+
+ALL_UNITS: frozenset[UnitType] = frozenset(UnitType) - {UnitType.MIXED}
+
+
+def compute_record(
+    path: str,
+    options: CodeOptions | None = None,
+    units: Collection[UnitType] | None = None,
+) -> FileRecord:
+    """Compute the ISCC units and ISCC-CODE of one file.
+
+    Args:
+        path: The file. A symbolic link, FIFO, socket, device or directory is refused without
+            being opened.
+        options: How to code; the SDK's defaults when omitted.
+        units: Compute only these units (e.g. the ones whose profile changed); all by default.
+            The ISCC-CODE is only composed when Data and Instance are among them.
+
+    Returns:
+        The record. Problems are in ``issues``; it is never an exception.
+    """
+    options = options or CodeOptions()
+    wanted = ALL_UNITS if units is None else frozenset(units)
+    run = Run(path, options)
+    try:
+        src = open_source(path, noatime=options.noatime)
+    except FileError as exc:
+        run.issue("read", exc)
+        return FileRecord(path=path, stat=None, issues=tuple(run.issues))
+    with src:
+        record = _compute(src, run, wanted)
+        try:
+            src.check_unchanged()
+        except (FileUnstableError, FileVanishedError) as exc:
+            # Nothing computed from a file that changed while it was read can be trusted.
+            return FileRecord(
+                path=path,
+                stat=record.stat,
+                mediatype=record.mediatype,
+                mode=record.mode,
+                timings=record.timings,
+                issues=(issue_from_exception("read", exc),),
+            )
+    return record
+
+
+def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileRecord:
+    with run.stage("mediatype"):
+        mediatype = mediatype_guess(src.head(), PurePath(src.path).name)
+        mode = mediatype_to_mode(mediatype)
+    if mode is None:
+        run.issue("mediatype", UnsupportedMediaTypeError(f"no Content-Code for {mediatype}"))
+
+    summed = None
+    if wanted & {UnitType.DATA, UnitType.INSTANCE}:
+        summed = run.guarded("read", lambda: _sum_pass(src, run))
+
+    content: Content | None = None
+    if mode is not None and CONTENT_UNIT_OF_MODE[mode] in wanted:
+        stage = CONTENT_UNIT_OF_MODE[mode].value
+        content = run.guarded(stage, lambda: content_unit(src, mediatype, mode, run))
+
+    meta: tuple[Unit, dict[str, str]] | None = None
+    if mode is not None and run.options.meta and UnitType.META in wanted:
+        meta = run.guarded("meta", lambda: meta_unit(src, mediatype, mode, content, run))
+
+    units = [meta[0]] if meta else []
+    if content:
+        units.append(content.unit)
+    if summed:
+        units += [u for u in summed[0] if u.type in wanted]
+    fields = meta[1] if meta else {}
+    return FileRecord(
+        path=src.path,
+        stat=FileStat.from_os(src.stat),
+        mediatype=mediatype,
+        mode=mode,
+        iscc=_compose(units, run.options.wide),
+        name=fields.get("name"),
+        units=tuple(units),
+        datahash=summed[1] if summed else None,
+        filesize=summed[2] if summed else None,
+        characters=content.characters if content else None,
+        width=content.width if content else None,
+        height=content.height if content else None,
+        duration=content.duration if content else None,
+        extractor=content.extractor if content else None,
+        timings=tuple(run.timings),
+        issues=tuple(run.issues),
+        description=fields.get("description"),
+        metahash=fields.get("metahash"),
+    )
+
+
+def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
+    hasher = SumHasher()
+    # A small file needs no large buffer (allocating one costs more than hashing the file).
+    bufsize = min(run.options.read_size, max(src.size + 1, 65536))
+    src.stream(hasher.push, bufsize=bufsize)
+    result = hasher.result(bits=run.options.bits, wide=False, add_units=True)
+    profile = run.profile()
+    data, instance = result["units"]
+    return (
+        [make_unit(UnitType.DATA, data, profile), make_unit(UnitType.INSTANCE, instance, profile)],
+        result["datahash"],
+        result["filesize"],
+    )
+
+
+def _compose(units: list[Unit], wide: bool) -> str | None:
+    """The ISCC-CODE of the units, when Data and Instance are among them.
+
+    As in the SDK, ``wide`` only has an effect on Data + Instance of at least 128 bits.
+    """
+    if not {UnitType.DATA, UnitType.INSTANCE} <= {u.type for u in units}:
+        return None
+    return gen_iscc_code_v0([u.iscc for u in units], wide=wide)["iscc"]
