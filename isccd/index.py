@@ -41,10 +41,12 @@ class Hit:
     Attributes:
         file_id: The file.
         distance: Hamming distance of the first 64 bits.
+        code: The file's code (its first 64 bits).
     """
 
     file_id: int
     distance: int
+    code: int
 
 
 class HammingIndex:
@@ -172,8 +174,9 @@ class HammingIndex:
             return []
         ids = self._ids[candidates]
         dist = distances[candidates]
+        codes = self._codes[candidates]
         order = np.lexsort((ids, dist))
-        return [Hit(int(ids[i]), int(dist[i])) for i in order]
+        return [Hit(int(ids[i]), int(dist[i]), int(codes[i])) for i in order]
 
     def distances(self, code: int) -> npt.NDArray[np.uint8]:
         """Hamming distance from ``code`` to every slot (live or not), in slot order."""

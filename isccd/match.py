@@ -164,19 +164,35 @@ def near_unit(
         ``(distance, threshold, bits)`` when they are near duplicates, else ``None``.
     """
     base = thresholds.of(unit_type)
+    return None if base is None else _near(a, b, base)
+
+
+def _near(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
     bits = min(len(a), len(b)) * 8
-    if base is None or bits == 0:
+    if bits == 0 or hamming(a[:8], b[:8]) > base:
         return None
-    if hamming(a[:8], b[:8]) > base:
-        return None
+    if bits == 64:
+        return (hamming(a, b), base, 64)
     limit = base * bits // 64
     distance = hamming(a, b)
     return (distance, limit, bits) if distance <= limit else None
 
 
-def relate(subject: Side, other: Side, thresholds: Thresholds) -> list[Relation]:
-    """Every relation between two files: one hardlink or exact relation, or the unit types
-    by which they are near duplicates (in :data:`NEAR_UNITS` order)."""
+_Enabled = list[tuple[UnitType, int, bytes]]
+
+
+def _enabled(subject: Side, thresholds: Thresholds) -> _Enabled:
+    """The unit types to compare: enabled, and present in ``subject``."""
+    found = []
+    for unit_type in NEAR_UNITS:
+        base = thresholds.of(unit_type)
+        digest = subject.digests.get(unit_type)
+        if base is not None and digest is not None:
+            found.append((unit_type, base, digest))
+    return found
+
+
+def _relate(subject: Side, other: Side, enabled: _Enabled) -> list[Relation]:
     if subject.file_id == other.file_id:
         return []
     if is_hardlink(subject, other):
@@ -185,17 +201,23 @@ def relate(subject: Side, other: Side, thresholds: Thresholds) -> list[Relation]
         bits = 8 * len(bytes.fromhex(subject.datahash or "")[2:])
         return [Relation(RelationKind.EXACT, other.file_id, UnitType.INSTANCE, 0, 0, bits)]
     found = []
-    for unit_type in thresholds.enabled():
-        mine, theirs = subject.digests.get(unit_type), other.digests.get(unit_type)
-        if mine is None or theirs is None:
+    for unit_type, base, mine in enabled:
+        theirs = other.digests.get(unit_type)
+        if theirs is None:
             continue
-        near = near_unit(unit_type, mine, theirs, thresholds)
+        near = _near(mine, theirs, base)
         if near is not None:
             distance, limit, bits = near
             found.append(
                 Relation(RelationKind.NEAR, other.file_id, unit_type, distance, limit, bits)
             )
     return found
+
+
+def relate(subject: Side, other: Side, thresholds: Thresholds) -> list[Relation]:
+    """Every relation between two files: one hardlink or exact relation, or the unit types
+    by which they are near duplicates (in :data:`NEAR_UNITS` order)."""
+    return _relate(subject, other, _enabled(subject, thresholds))
 
 
 def relate_all(
@@ -206,9 +228,10 @@ def relate_all(
     Near relations are kept per unit type up to ``limit`` (closest first, ties by file id), so
     a pathological cluster (thousands of blank images with one Image-Code) stays bounded.
     """
+    enabled = _enabled(subject, thresholds)
     found: list[Relation] = []
     for other in others:
-        found.extend(relate(subject, other, thresholds))
+        found.extend(_relate(subject, other, enabled))
     if limit is None:
         return found
     kept: list[Relation] = []

@@ -16,7 +16,7 @@ codes = st.integers(min_value=0, max_value=2**64 - 1)
 
 def brute_force(entries: dict[int, int], query: int, radius: int) -> list[Hit]:
     found = [
-        Hit(file_id, (code ^ query).bit_count())
+        Hit(file_id, (code ^ query).bit_count(), code)
         for file_id, code in entries.items()
         if (code ^ query).bit_count() <= radius
     ]
@@ -96,8 +96,8 @@ def test_unit_index_keeps_types_apart() -> None:
         1, {UnitType.DATA: b"\x00" * 8, UnitType.TEXT: b"\xff" * 8, UnitType.IMAGE: b"\x00" * 8}
     )
     index.add(2, {UnitType.DATA: b"\x00" * 7 + b"\x01"})
-    assert index.within(UnitType.DATA, b"\x00" * 8, 1) == [Hit(1, 0), Hit(2, 1)]
-    assert index.within(UnitType.TEXT, b"\x00" * 8, 64) == [Hit(1, 64)]
+    assert index.within(UnitType.DATA, b"\x00" * 8, 1) == [Hit(1, 0, 0), Hit(2, 1, 1)]
+    assert index.within(UnitType.TEXT, b"\x00" * 8, 64) == [Hit(1, 64, 2**64 - 1)]
     assert index.within(UnitType.IMAGE, b"\x00" * 8, 64) == []  # not indexed
     index.add(1, {UnitType.DATA: b"\x00" * 8})  # its text unit is gone now
     assert index.within(UnitType.TEXT, b"\x00" * 8, 64) == []

@@ -235,31 +235,38 @@ class Indexer:
     # -- relations -----------------------------------------------------------------------------
 
     def relations(self, file_id: int, record: FileRecord) -> list[Relation]:
-        """Hardlink, exact and near relations of a stored file with every other live file."""
+        """Hardlink, exact and near relations of a stored file with every other live file.
+
+        Near candidates come from the in-memory index, which holds the first 64 bits of every
+        unit: for 64-bit units that is the whole digest, so only their identity and datahash
+        are read from the store; longer units are confirmed on their full digests.
+        """
         me = side_of(file_id, record)
-        candidates: dict[int, StoredFile] = {}
+        sides: dict[int, Side] = {}
         if record.stat is not None:
             for stored in self.store.files_by_identity(*record.stat.identity):
-                candidates[stored.id] = stored
+                sides[stored.id] = side_of(stored.id, stored.record)
         if record.datahash:
             for stored in self.store.files_by_datahash(record.datahash):
-                candidates[stored.id] = stored
+                sides[stored.id] = side_of(stored.id, stored.record)
         thresholds = self.options.thresholds
-        near_ids: set[int] = set()
+        digests: dict[int, dict[UnitType, bytes]] = {}
         for unit in record.units:
             radius = thresholds.of(unit.type)
             if radius is None or unit.type not in NEAR_UNITS:
                 continue
             self.ensure_loaded(unit.type)
-            near_ids.update(
-                hit.file_id for hit in self.index.within(unit.type, unit.digest, radius)
-            )
-        near_ids -= candidates.keys() | {file_id}
-        for stored in self.store.files_by_id(sorted(near_ids)):
-            candidates[stored.id] = stored
-        candidates.pop(file_id, None)
-        sides = [side_of(s.id, s.record) for s in candidates.values() if s.live]
-        return relate_all(me, sides, thresholds, self.options.max_near)
+            hits = self.index.within(unit.type, unit.digest, radius)
+            found = {h.file_id: h.code.to_bytes(8, "big") for h in hits if h.file_id != file_id}
+            if unit.bits > 64:
+                found = self.store.unit_digests_of(sorted(found), unit.type)
+            for other, digest in found.items():
+                digests.setdefault(other, {})[unit.type] = digest
+        fresh = sorted(digests.keys() - sides.keys())
+        for other, key in self.store.file_keys(fresh).items():
+            sides[other] = Side(other, key.identity, key.datahash, key.size, digests[other])
+        sides.pop(file_id, None)
+        return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
     def _announce(
         self,
@@ -271,61 +278,74 @@ class Indexer:
         old_near: Sequence[NearPair] = (),
         reason: str = "changed",
     ) -> None:
-        """Store the near relations of a file and log what began and what ended."""
+        """Store the near relations of a file and log what began and what ended.
+
+        Events list at most ``others_limit`` other files each (the closest first), so only
+        those are read from the store.
+        """
         file_id, record = stored.id, stored.record
+        limit = self.options.others_limit
         exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
+        before_exact = list(old_exact)
         near = {(r.other, r.unit): r for r in relations if r.kind is RelationKind.NEAR}
         old = {(p.other(file_id), p.unit): p for p in old_near}
         self.store.remove_near([p for key, p in old.items() if key not in near])
         self.store.add_near(
-            [NearPair.of(file_id, other, unit, r.distance) for (other, unit), r in near.items()]
+            [
+                NearPair.of(file_id, other, unit, r.distance)
+                for (other, unit), r in near.items()
+                if (other, unit) not in old or old[(other, unit)].distance != r.distance
+            ]
         )
-        others = {
-            s.id: s
-            for s in self.store.files_by_id(
-                sorted(set(exact) | set(old_exact) | {k[0] for k in near} | {k[0] for k in old})
-            )
-        }
-        limit = self.options.others_limit
-        ended_exact = [others[i] for i in old_exact if i not in exact and i in others]
+        ended_exact = [i for i in before_exact if i not in set(exact)]
+        began_exact = [i for i in exact if i not in set(before_exact)]
+        ended: dict[UnitType, list[int]] = {}
+        for other, unit in old:
+            if (other, unit) not in near:
+                ended.setdefault(unit, []).append(other)
+        began: dict[UnitType, list[Relation]] = {}
+        for key, relation in near.items():
+            if key not in old:
+                began.setdefault(relation.unit, []).append(relation)
+        for found in began.values():
+            found.sort(key=lambda r: (r.distance, r.other))
+        listed = set(ended_exact[:limit]) | (set(exact[:limit]) if began_exact else set())
+        for ids in ended.values():
+            listed.update(ids[:limit])
+        for found in began.values():
+            listed.update(r.other for r in found[:limit])
+        files = {s.id: s for s in self.store.files_by_id(sorted(listed))}
+
+        def peers(ids: Iterable[int], **extra: Any) -> list[dict[str, Any]]:
+            return [payload.peer(files[i], **extra) for i in ids if i in files]
+
         if ended_exact:
             self.emit(EventType.DUP_RESOLVED, root, record.path, {
                 "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
-                **payload.others([payload.peer(s) for s in ended_exact], limit),
+                "others": peers(ended_exact[:limit]), "count": len(ended_exact),
             })  # fmt: skip
-        new_exact = [others[i] for i in exact if i not in set(old_exact) and i in others]
-        if new_exact:
-            everyone = [others[i] for i in exact if i in others]
+        if began_exact:
             self.emit(EventType.DUP_EXACT, root, record.path, {
                 "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
                 **payload.brief(record),
-                **payload.others([payload.peer(s) for s in everyone], limit),
+                "others": peers(exact[:limit]), "count": len(exact),
             })  # fmt: skip
-        by_unit_ended: dict[UnitType, list[StoredFile]] = {}
-        for (other, unit), _ in old.items():
-            if (other, unit) not in near and other in others:
-                by_unit_ended.setdefault(unit, []).append(others[other])
-        for unit, ended in by_unit_ended.items():
+        for unit, ids in ended.items():
             self.emit(EventType.DUP_RESOLVED, root, record.path, {
                 "kind": "near", "unit": unit.value, "reason": reason,
-                **payload.others([payload.peer(s) for s in ended], limit),
+                "others": peers(ids[:limit]), "count": len(ids),
             })  # fmt: skip
-        by_unit_new: dict[UnitType, list[Relation]] = {}
-        for (other, unit), relation in near.items():
-            if (other, unit) not in old and other in others:
-                by_unit_new.setdefault(unit, []).append(relation)
-        for unit, found in by_unit_new.items():
-            found.sort(key=lambda r: (r.distance, r.other))
+        for unit, found in began.items():
             mine = record.unit(unit)
             self.emit(EventType.DUP_NEAR, root, record.path, {
                 "unit": unit.value, "threshold": found[0].threshold, "bits": found[0].bits,
                 "distance": found[0].distance, "iscc": record.iscc,
                 "code": mine.iscc if mine else None,
-                **payload.others([
-                    payload.peer(others[r.other], code=_code(others[r.other], unit),
-                                 distance=r.distance)
-                    for r in found
-                ], limit),
+                "others": [
+                    payload.peer(f, code=_code(f, unit), distance=r.distance)
+                    for r in found[:limit] if (f := files.get(r.other)) is not None
+                ],
+                "count": len(found),
             })  # fmt: skip
 
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:

@@ -19,12 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from isccd.errors import StoreError
-from isccd.store.base import NearPair, StaleUnits, Store, StoredFile
+from isccd.store.base import FileKey, NearPair, StaleUnits, Store, StoredFile
 from isccd.store.memory import MemoryStore
 from isccd.store.sqlite import SqliteOptions, SqliteStore
 
 __all__ = [
     "DB_NAME",
+    "FileKey",
     "MemoryStore",
     "NearPair",
     "SqliteOptions",

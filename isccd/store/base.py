@@ -64,6 +64,21 @@ class StoredFile:
         return self.removed_at is None
 
 
+@dataclass(frozen=True, slots=True)
+class FileKey:
+    """The identity and content hash of a stored file.
+
+    Attributes:
+        identity: ``(st_dev, st_ino)``, if known.
+        datahash: The Instance datahash, if computed.
+        size: Size in bytes, if known.
+    """
+
+    identity: tuple[int, int] | None
+    datahash: str | None
+    size: int | None
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class NearPair:
     """Two files whose units of one type are within the near-duplicate threshold.
@@ -159,6 +174,15 @@ class Store(Transactional, Protocol):
 
     def files_by_datahash(self, datahash: str) -> list[StoredFile]:
         """Live files whose content has this datahash."""
+        ...
+
+    def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
+        """What duplicate decisions need of the live files among ``ids``, without loading
+        their records (the cheap path for many near-duplicate candidates)."""
+        ...
+
+    def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
+        """The full digests of one unit type of the live files among ``ids``."""
         ...
 
     def tombstones_at(self, path: str) -> list[StoredFile]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from isccd.errors import StoreError
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
-from isccd.store.base import NearPair, StaleUnits, StoredFile, is_under, split_path
+from isccd.store.base import FileKey, NearPair, StaleUnits, StoredFile, is_under, split_path
 
 _Key = tuple[int, int, UnitType]
 
@@ -167,6 +167,30 @@ class MemoryStore:
     def files_by_datahash(self, datahash: str) -> list[StoredFile]:
         """Live files with this datahash."""
         return self._live(self._by_datahash.get(datahash))
+
+    def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
+        """Identity and datahash of the live files among ``ids``."""
+        found = {}
+        for file_id in ids:
+            stored = self._files.get(file_id)
+            if stored is not None and stored.live:
+                record = stored.record
+                size = record.filesize if record.filesize is not None else None
+                if size is None and record.stat is not None:
+                    size = record.stat.size
+                identity = record.stat.identity if record.stat else None
+                found[file_id] = FileKey(identity, record.datahash, size)
+        return found
+
+    def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
+        """Digests of one unit type of the live files among ``ids``."""
+        found = {}
+        for file_id in ids:
+            stored = self._files.get(file_id)
+            unit = stored.record.unit(unit_type) if stored is not None and stored.live else None
+            if unit is not None:
+                found[file_id] = unit.digest
+        return found
 
     def tombstones_at(self, path: str) -> list[StoredFile]:
         """Tombstones at ``path``, most recent first."""

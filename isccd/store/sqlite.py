@@ -33,7 +33,7 @@ from isccd.model import (
     Unit,
     UnitType,
 )
-from isccd.store.base import NearPair, StaleUnits, StoredFile, join_path, split_path
+from isccd.store.base import FileKey, NearPair, StaleUnits, StoredFile, join_path, split_path
 from isccd.store.schema import LATEST, MIGRATIONS
 
 P = ParamSpec("P")
@@ -411,6 +411,37 @@ class SqliteStore:
         return self._files(
             "f.datahash = ? AND f.removed_at IS NULL ORDER BY f.id", (bytes.fromhex(datahash),)
         )
+
+    def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
+        """Identity and datahash of the live files among ``ids``."""
+        found: dict[int, FileKey] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = list(ids[start : start + _IN_CHUNK])
+            marks = ",".join("?" * len(chunk))
+            sql = "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files WHERE "
+            for file_id, dev, ino, datahash, size in self._exec(
+                f"{sql}removed_at IS NULL AND id IN ({marks})", chunk
+            ):
+                found[file_id] = FileKey(
+                    (dev, ino) if dev is not None else None,
+                    bytes(datahash).hex() if datahash is not None else None,
+                    size,
+                )
+        return found
+
+    def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
+        """Digests of one unit type of the live files among ``ids``."""
+        found: dict[int, bytes] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = list(ids[start : start + _IN_CHUNK])
+            marks = ",".join("?" * len(chunk))
+            sql = "SELECT u.file_id, u.digest FROM units u JOIN files f ON f.id = u.file_id WHERE "
+            for file_id, digest in self._exec(
+                f"{sql}u.type = ? AND f.removed_at IS NULL AND u.file_id IN ({marks})",
+                (unit_type.value, *chunk),
+            ):
+                found[file_id] = bytes(digest)
+        return found
 
     def tombstones_at(self, path: str) -> list[StoredFile]:
         """Tombstones at ``path``, most recent first."""

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from isccd.errors import StoreError
 from isccd.model import EventType, FileStat, UnitType
-from isccd.store import NearPair, Store, open_store, state_url
+from isccd.store import FileKey, NearPair, Store, open_store, state_url
 from tests.store.conftest import hashed, make_record
 
 ROOT = "/data"
@@ -290,3 +290,17 @@ def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:
         assert again.file_at("/data/a") is not None and again.last_seq() == 1
     finally:
         again.close()
+
+
+def test_file_keys_and_digests_read_only_what_duplicate_decisions_need(store: Store) -> None:
+    store.begin()
+    a = store.add_file(
+        ROOT, make_record("/data/a", ino=1, datahash=hashed(1), data=b"\x01" * 32), 1.0
+    )
+    b = store.add_file(ROOT, make_record("/data/b", ino=2, size=7, text=b"\x02" * 8), 1.0)
+    gone = store.add_file(ROOT, make_record("/data/c", ino=3, data=b"\x03" * 8), 1.0)
+    store.remove_file(gone, 2.0)
+    store.commit()
+    keys = store.file_keys([b, a, gone, 999])
+    assert keys == {a: FileKey((1, 1), hashed(1), 10), b: FileKey((1, 2), None, 7)}
+    assert store.unit_digests_of([a, b, gone], UnitType.DATA) == {a: b"\x01" * 32}
