@@ -498,3 +498,26 @@ def test_snapshot_sees_differences(tmp_path: Path) -> None:
     fresh.scan()
     fresh.close()
     assert snapshot(state_url(tmp_path / "stale")) != snapshot(state_url(tmp_path / "fresh"))
+
+
+def test_tombstones_and_events_are_kept_for_their_retention(tmp_path: Path) -> None:
+    h = Harness(tmp_path, options=PipelineOptions(tombstone_retention=100, event_retention=1000))
+    try:
+        h.write("a", "A:0")
+        h.scan()
+        (h.root / "a").unlink()
+        h.scan()
+        last = h.run(h.pipeline.last_seq())
+        h.clock.now += 50
+        assert h.run(h.pipeline.purge()) == (0, 0)
+        assert h.run(h.pipeline.get(h.p("a"))).file.removed_at is not None
+        h.clock.now += 100
+        assert h.run(h.pipeline.purge()) == (1, 0)
+        assert h.run(h.pipeline.get(h.p("a"))) is None
+        h.clock.now += 1000
+        assert h.run(h.pipeline.purge()) == (0, len(h.committed))
+        assert h.run(h.pipeline.events_since(0)) == []
+        assert h.run(h.pipeline.last_seq()) == last  # sequence numbers are never reused
+        assert h.run(h.pipeline.first_seq()) == last + 1
+    finally:
+        h.close()
