@@ -67,7 +67,13 @@ def configure_logging(
     if console:
         renderer = structlog.dev.ConsoleRenderer(colors=_isatty(stream))
     else:
-        shared.append(structlog.processors.dict_tracebacks)
+        # Tracebacks as data, without local variables: they can hold file contents and make
+        # lines huge.
+        shared.append(
+            structlog.processors.ExceptionRenderer(
+                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+            )
+        )
         renderer = structlog.processors.JSONRenderer(ensure_ascii=True, default=str)
     final: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
     if _is_journal(stream, env):

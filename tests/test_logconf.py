@@ -74,6 +74,7 @@ def test_exceptions_are_structured_in_json() -> None:
     assert isinstance(frames, list)
     assert frames[0]["exc_type"] == "ValueError"
     assert "bad input" in frames[0]["exc_value"]
+    assert "locals" not in frames[0]["frames"][0]  # local variables can hold file contents
 
 
 def test_reconfiguring_replaces_the_handler_and_level() -> None:

@@ -37,6 +37,8 @@ from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, UnitType
 
 #: Seconds to wait before starting a worker again after one died while starting.
 _RESPAWN_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+#: Workers that die while starting, before any ever started, that make :meth:`start` fail.
+_START_ATTEMPTS = 3
 
 
 class PoolClosedError(Exception):
@@ -107,8 +109,10 @@ class _Worker:
 
 def _worker_main(conn: multiprocessing.connection.Connection, options: CodeOptions) -> None:
     """The worker process: warm up, then hash what it is sent until told to stop."""
-    # Ctrl-C reaches the whole process group; the daemon decides when workers stop.
+    # Ctrl-C (and a TERM sent to the process group) reach the workers too; the daemon decides
+    # when they stop, and finishes or abandons their files in order.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from isccd.iscc.kernels import warmup  # noqa: PLC0415 - only worker processes warm up
 
     warmup()
@@ -163,13 +167,25 @@ class WorkerPool:
         self._crashed = 0
         self._timeouts = 0
         self._failed_starts = 0
+        self._start_failed: asyncio.Future[str] | None = None
 
     async def start(self) -> None:
-        """Start the workers and wait until the first one is warmed up."""
+        """Start the workers and wait until the first one is warmed up.
+
+        Raises:
+            RuntimeError: Workers die while starting, again and again (see the log).
+        """
         self._loop = asyncio.get_running_loop()
+        self._start_failed = self._loop.create_future()
         for _ in range(self._options.workers):
             await asyncio.to_thread(self._spawn)
-        await self._ready.wait()
+        ready = asyncio.ensure_future(self._ready.wait())
+        waiters: list[asyncio.Future[Any]] = [ready, self._start_failed]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if not self._ready.is_set():
+            ready.cancel()
+            await self.close(grace=0)
+            raise RuntimeError(f"the hashing workers cannot start: {self._start_failed.result()}")
 
     async def compute(self, path: str, units: Collection[UnitType] | None = None) -> FileRecord:
         """Hash one file in a worker.
@@ -345,6 +361,13 @@ class WorkerPool:
         if not worker.ready:
             self._failed_starts += 1
             log.error("worker_start_failed", worker=worker.number, how=how)
+            failed = self._start_failed
+            if not self._ready.is_set() and self._failed_starts >= _START_ATTEMPTS:
+                if failed is not None and not failed.done():
+                    failed.set_result(how)
+                self._detach(worker)
+                self._cleanup(worker)
+                return
             self._replace(worker, None)
             return
         self._crashed += 1

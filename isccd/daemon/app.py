@@ -1,0 +1,446 @@
+"""The daemon: builds every component from the configuration and owns the lifecycle.
+
+Start-up, in this order: open the store (checked, migrated, index loaded) while the hashing
+workers warm up; bind the socket; start watching every root; tell systemd ``READY=1``; then
+reconcile every root with the disk (``scan.progress`` / ``scan.done`` events, ``isccd status``,
+and the systemd status line show how far it got). Changes seen while the reconcile runs are
+processed alongside it.
+
+Running: settled watcher changes go through the work queue to the pipeline; reconciles run at
+start, every ``reconcile_interval``, after lost events and on request; polled roots and
+subtrees are reconciled every ``poll_interval``; expired tombstones and events are purged
+hourly; a heartbeat keeps systemd's watchdog quiet while work moves.
+
+SIGHUP re-reads the configuration: a valid one is applied as a whole (roots added and removed,
+thresholds re-evaluated, settling, scanning and worker options replaced), an invalid one is
+logged and the running configuration kept; ``RELOADING=1`` and ``READY=1`` frame it. What
+cannot change without a restart (the store and the socket) is reported and kept.
+
+SIGTERM or SIGINT: ``STOPPING=1``; watching stops and no new work is taken; files being hashed
+get ``shutdown_timeout`` seconds to finish and be committed, the rest is abandoned (the next
+start's reconcile picks it up); the store is committed and closed, the socket removed, exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from isccd import __version__
+from isccd.daemon.backend import DaemonBackend
+from isccd.daemon.config import DaemonConfig, build_config
+from isccd.daemon.feed import Feed
+from isccd.daemon.hasher import Hashing
+from isccd.daemon.heartbeat import Progress, run_heartbeat
+from isccd.daemon.scans import Scans
+from isccd.daemon.signals import handle_signals
+from isccd.daemon.workers import WorkerPool
+from isccd.daemon.workqueue import WorkQueue
+from isccd.errors import ConfigError
+from isccd.logconf import configure_logging
+from isccd.model import Event, EventType
+from isccd.pipeline import Pipeline
+from isccd.protocol import DaemonStatus, RootStatus
+from isccd.sdnotify import Notifier
+from isccd.server import Broker, Server
+from isccd.settings import load_settings
+from isccd.store import SqliteOptions
+from isccd.watch.debounce import Dirty
+from isccd.watch.watcher import Watcher, WatchMode
+
+#: Seconds between purges of expired tombstones and events.
+PURGE_EVERY = 3600.0
+#: Seconds between refreshes of the systemd status line while nothing else updates it.
+STATUS_EVERY = 5.0
+
+
+class Daemon:
+    """The running service.
+
+    Args:
+        config: The checked configuration.
+        config_path: The file it was read from, re-read on SIGHUP (``None``: none).
+        overrides: Command-line values, applied again on every reload.
+        env: Where ``NOTIFY_SOCKET`` and default locations are read.
+    """
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        *,
+        config_path: Path | None = None,
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self._config_path = config_path
+        self._overrides = overrides or {}
+        self._env = os.environ if env is None else env
+        self._notifier = Notifier(self._env)
+        self._state = "starting"
+        self._started = time.time()
+        self._stop = asyncio.Event()
+        self._reload_requested = asyncio.Event()
+        self._progress = Progress(limit=config.workers.file_timeout + 60)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._broker = Broker(queue_size=config.server.subscriber_queue)
+        self._pool = WorkerPool(config.workers)
+        self._hashing = Hashing(self._pool, self._progress)
+        self._pipeline = Pipeline(
+            config.store_url,
+            config.pipeline,
+            hasher=self._hashing,
+            sqlite=SqliteOptions(),
+            on_commit=self._committed,
+        )
+        self._scans = Scans(self._pipeline, config.scan, on_change=self._update_status)
+        self._queue = WorkQueue(self._pipeline, concurrency=config.pipeline.hash_concurrency)
+        self._feed = Feed(config.debounce, self._queue, self._scans, self._emit)
+        self._watcher: Watcher | None = None
+        backend = DaemonBackend(
+            self._pipeline,
+            self._scans,
+            self._feed,
+            self._queue,
+            roots=lambda: self.config.roots,
+            status=self.status,
+        )
+        self._server = Server(backend, self._broker, config.server)
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._status_line = ""
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Start, serve until SIGTERM/SIGINT, then stop.
+
+        Raises:
+            StoreError: The store cannot be opened (nothing else was started).
+            SocketSetupError: The socket cannot be created (the store is closed again).
+        """
+        self._loop = asyncio.get_running_loop()
+        log = structlog.get_logger()
+        log.info("daemon_starting", version=__version__, pid=os.getpid(), roots=self.config.roots)
+        with handle_signals(self._loop, self._request_stop, self._reload_requested.set):
+            self._notifier.status("opening the store")
+            await self._open()
+            try:
+                await self._serve()
+            finally:
+                await self._shutdown()
+
+    async def _open(self) -> None:
+        config = self.config
+        if config.store_url.startswith("sqlite://"):
+            config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+        workers = asyncio.create_task(self._pool.start(), name="workers")
+        try:
+            await asyncio.to_thread(self._pipeline.open)
+        except BaseException:
+            await self._pool.close(grace=0)
+            workers.cancel()
+            raise
+        try:
+            await self._server.start()
+        except BaseException:
+            await self._pool.close(grace=0)
+            workers.cancel()
+            await asyncio.to_thread(self._pipeline.close)
+            raise
+        self._tasks.append(workers)
+
+    async def _serve(self) -> None:
+        assert self._loop is not None
+        self._watcher = self._new_watcher()
+        for root in self.config.roots:
+            await self._watch(root)
+        for name, coro in (
+            ("feed", self._feed.run()),
+            ("queue", self._queue.run()),
+            ("schedule", self._schedule()),
+            ("reloads", self._reloads()),
+            ("status", self._status_loop()),
+        ):
+            self._tasks.append(asyncio.create_task(coro, name=name))
+        interval = self._notifier.watchdog_interval
+        if interval is not None:
+            beat = run_heartbeat(self._notifier, interval, self._healthy)
+            self._tasks.append(asyncio.create_task(beat, name="heartbeat"))
+        self._state = "ready"
+        self._notifier.ready(self._compose_status())
+        structlog.get_logger().info(
+            "daemon_ready",
+            socket=str(self.config.server.socket_path),
+            roots=list(self.config.roots),
+            seconds=round(time.time() - self._started, 3),
+        )
+        for root in self.config.roots:
+            self._scans.request(root, "startup")
+        await self._stop.wait()
+
+    def _request_stop(self, signal_name: str) -> None:
+        structlog.get_logger().info("daemon_stopping", signal=signal_name)
+        self._stop.set()
+
+    async def _shutdown(self) -> None:
+        """Stop in the documented order; bounded by ``shutdown_timeout`` plus a little."""
+        log = structlog.get_logger()
+        self._state = "stopping"
+        self._notifier.stopping()
+        grace = self.config.shutdown_timeout
+        if self._watcher is not None:
+            await asyncio.to_thread(self._watcher.close)
+        await self._queue.close()
+        await self._scans.close()
+        # Files being hashed for the queue get the grace period to finish and be applied.
+        queue_task = next((t for t in self._tasks if t.get_name() == "queue"), None)
+        if queue_task is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(queue_task), grace)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        abandoned = await self._pool.close(grace=0)
+        await asyncio.to_thread(self._pipeline.close)
+        await self._server.close()
+        self._notifier.close()
+        log.info("daemon_stopped", abandoned=abandoned)
+
+    # -- watching ------------------------------------------------------------------------------
+
+    def _new_watcher(self) -> Watcher:
+        assert self._loop is not None
+        return Watcher(
+            self._loop,
+            self.config.watcher,
+            self._feed.on_change,
+            self._feed.on_recrawl,
+            self._feed.on_degraded,
+        )
+
+    async def _watch(self, root: str) -> None:
+        assert self._watcher is not None
+        status = await asyncio.to_thread(self._watcher.watch, root)
+        structlog.get_logger().info(
+            "watching", root=root, mode=status.mode.value, fstype=status.fstype
+        )
+
+    # -- periodic work -------------------------------------------------------------------------
+
+    async def _schedule(self) -> None:
+        """Safety reconciles, polls of what inotify cannot watch, retention purges."""
+        now = time.monotonic()
+        next_reconcile = now + (self.config.schedule.reconcile_interval or float("inf"))
+        next_poll = now + self.config.schedule.poll_interval
+        next_purge = now
+        while True:
+            wake = min(next_reconcile, next_poll, next_purge)
+            await asyncio.sleep(max(0.0, wake - time.monotonic()))
+            now = time.monotonic()
+            schedule = self.config.schedule
+            if now >= next_reconcile:
+                for root in self.config.roots:
+                    self._scans.request(root, "periodic")
+                next_reconcile = now + (schedule.reconcile_interval or float("inf"))
+            if now >= next_poll:
+                await self._poll()
+                next_poll = now + schedule.poll_interval
+            if now >= next_purge:
+                files, events = await self._pipeline.purge()
+                if files or events:
+                    structlog.get_logger().info("purged", tombstones=files, events=events)
+                next_purge = now + PURGE_EVERY
+
+    async def _poll(self) -> None:
+        if self._watcher is None:
+            return
+        for root, path in await asyncio.to_thread(self._watcher.polled_paths):
+            if path == root:
+                self._scans.request(root, "poll")
+            else:
+                await self._queue.put(Dirty(root, path, is_dir=True))
+
+    async def _healthy(self) -> str | None:
+        """The heartbeat's probe: the store answers and work moves."""
+        await self._pipeline.call(lambda ix: None)
+        pending = self._queue.depth() + self._pool.statistics().busy
+        stalled = self._progress.stalled(pending)
+        if stalled is not None:
+            return f"no file finished for {stalled:.0f} s while {pending} are waiting"
+        return None
+
+    # -- reload --------------------------------------------------------------------------------
+
+    async def _reloads(self) -> None:
+        while True:
+            await self._reload_requested.wait()
+            self._reload_requested.clear()
+            await self.reload()
+
+    async def reload(self) -> bool:
+        """Re-read the configuration and apply it whole, or keep the running one.
+
+        Returns:
+            True when the new configuration was applied.
+        """
+        log = structlog.get_logger()
+        self._state = "reloading"
+        self._notifier.reloading()
+        applied = False
+        try:
+            path, overrides = self._config_path, self._overrides
+            settings = await asyncio.to_thread(load_settings, path, overrides=overrides)
+            new = await asyncio.to_thread(build_config, settings, self._env)
+        except ConfigError as exc:
+            refused: ConfigError | None = exc
+        else:
+            refused = None
+            await self._apply(new)
+            applied = True
+            log.info("reloaded", roots=list(self.config.roots))
+        if refused is not None:
+            log.error("reload_refused", error=str(refused), kept="the running configuration")
+        self._state = "ready"
+        self._notifier.ready(self._compose_status())
+        return applied
+
+    async def _apply(self, new: DaemonConfig) -> None:
+        old = self.config
+        log = structlog.get_logger()
+        configure_logging(new.log_level, new.log_format)
+        for name in ("store_url", "state_dir", "server"):
+            if getattr(new, name) != getattr(old, name):
+                log.warning("restart_required", setting=name, kept=str(getattr(old, name)))
+        new = dataclasses.replace(
+            new, store_url=old.store_url, state_dir=old.state_dir, server=old.server
+        )
+        if new.pipeline.thresholds != old.pipeline.thresholds:
+            events = await self._pipeline.set_thresholds(new.pipeline.thresholds)
+            log.info("thresholds_changed", events=len(events))
+        options = new.pipeline
+        self._pipeline.options = options
+        await self._pipeline.call(lambda ix: setattr(ix, "options", options))
+        if new.workers != old.workers:
+            await self._replace_workers(new)
+        self._scans.scan_options = new.scan
+        self._feed.reconfigure(new.debounce)
+        self.config = new
+        if new.watcher != old.watcher:
+            await self._rewatch(old.roots)
+        for root in [r for r in old.roots if r not in new.roots]:
+            await self._drop_root(root)
+        for root in [r for r in new.roots if r not in old.roots]:
+            if self._watcher is not None:
+                await self._watch(root)
+            self._scans.request(root, "added")
+
+    async def _replace_workers(self, new: DaemonConfig) -> None:
+        pool = WorkerPool(new.workers)
+        await pool.start()
+        old, self._pool, self._hashing.pool = self._pool, pool, pool
+        self._progress = Progress(limit=new.workers.file_timeout + 60)
+        closing = asyncio.create_task(old.close(grace=new.shutdown_timeout))
+        self._tasks.append(closing)
+
+    async def _rewatch(self, roots: Sequence[str]) -> None:
+        if self._watcher is not None:
+            await asyncio.to_thread(self._watcher.close)
+        self._watcher = self._new_watcher()
+        for root in roots:
+            if root in self.config.roots:
+                await self._watch(root)
+                self._scans.request(root, "rewatch")
+
+    async def _drop_root(self, root: str) -> None:
+        if self._watcher is not None:
+            await asyncio.to_thread(self._watcher.unwatch, root)
+        self._feed.discard_root(root)
+        self._scans.forget(root)
+        events = await self._pipeline.call(lambda ix: ix.remove_path(root))
+        structlog.get_logger().info("root_removed", root=root, files=len(events))
+
+    # -- events and status ---------------------------------------------------------------------
+
+    def _committed(self, events: Sequence[Event]) -> None:
+        """On the store's thread: hand a committed batch to the loop, in order."""
+        if self._loop is not None and events:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: shutting down
+                self._loop.call_soon_threadsafe(self._publish, list(events))
+
+    def _publish(self, events: list[Event]) -> None:
+        for event in events:
+            try:
+                self._broker.publish(event)
+            except Exception:  # one unpublishable event must not hold back the others
+                structlog.get_logger().exception("publish_failed", seq=event.seq, type=event.type)
+
+    def _emit(self, type: EventType, root: str, path: str, data: dict[str, Any]) -> None:
+        """Log a daemon-level event (watch problems); it is published once committed."""
+        self._pipeline.submit(lambda ix: ix.emit(type, root, path, data))
+
+    async def status(self) -> DaemonStatus:
+        """What ``isccd status`` shows."""
+        live, last = await self._pipeline.call(
+            lambda ix: (ix.store.count_files()[0], ix.store.last_seq())
+        )
+        watch = {s.root: s for s in (self._watcher.status() if self._watcher else [])}
+        roots = []
+        for root in self.config.roots:
+            ws = watch.get(root)
+            notes = []
+            if ws is not None:
+                for d in ws.degradations:
+                    where = ", ".join(d.paths[:3]) + (" ..." if len(d.paths) > 3 else "")
+                    notes.append(
+                        f"{where}: {d.reason}" + (f"; fix: sysctl {d.fix}" if d.fix else "")
+                    )
+                if ws.overflows:
+                    notes.append(f"{ws.overflows} event queue overflows; fix: sysctl {ws.hint}")
+            roots.append(
+                RootStatus(
+                    path=root,
+                    watch_mode=ws.mode.value if ws else WatchMode.POLLING.value,
+                    files=self._scans.files_seen(root) or 0,
+                    scan=self._scans.progress(root),
+                    note="; ".join(notes) or None,
+                )
+            )
+        return DaemonStatus(
+            version=__version__,
+            pid=os.getpid(),
+            state=self._state,
+            started=self._started,
+            roots=tuple(roots),
+            queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
+            files_indexed=live,
+            last_seq=last,
+        )
+
+    def _compose_status(self) -> str:
+        parts = [f"watching {len(self.config.roots)} root(s)"]
+        scans = self._scans.summary()
+        if scans:
+            parts.append(scans)
+        depth = self._queue.depth() + self._feed.pending()
+        if depth:
+            parts.append(f"{depth} change(s) queued")
+        return "; ".join(parts)
+
+    def _update_status(self) -> None:
+        line = self._compose_status()
+        if line != self._status_line:
+            self._status_line = line
+            self._notifier.status(line)
+
+    async def _status_loop(self) -> None:
+        while True:
+            await asyncio.sleep(STATUS_EVERY)
+            self._update_status()

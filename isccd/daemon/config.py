@@ -1,0 +1,195 @@
+"""From the settings to the option objects of every component, checked against the machine.
+
+:func:`build_config` is the one place that knows both the settings model and the components'
+option dataclasses. It resolves what the settings leave to defaults (state directory, socket,
+worker count) and checks what only the machine can tell (do the roots exist, are they
+directories, do they overlap once symbolic links are resolved), so that a configuration is
+either accepted whole or refused with one clear :class:`~isccd.errors.ConfigError`: at start
+(exit 78) and on reload (the old configuration stays).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from isccd import dirs
+from isccd.daemon.workers import WorkerOptions
+from isccd.errors import ConfigError
+from isccd.hashing import CodeOptions
+from isccd.logconf import Format
+from isccd.match import Thresholds
+from isccd.pipeline.options import DAY, PipelineOptions
+from isccd.server import ServerOptions
+from isccd.settings import Settings
+from isccd.store import state_url
+from isccd.watch.scan import ScanOptions, compile_ignore
+from isccd.watch.watcher import WatcherOptions
+
+
+@dataclass(frozen=True, slots=True)
+class DebounceOptions:
+    """How watch events are settled (see :class:`isccd.watch.debounce.Debouncer`)."""
+
+    settle: float
+    max_delay: float
+    max_pending: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleOptions:
+    """When roots are reconciled without being asked.
+
+    Attributes:
+        reconcile_interval: Seconds between safety reconciles of every root (0: never).
+        poll_interval: Seconds between polls of what inotify cannot watch.
+    """
+
+    reconcile_interval: float
+    poll_interval: float
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    """Everything the daemon builds its components from; frozen, compared on reload.
+
+    Attributes:
+        roots: The watched roots: absolute, symbolic links resolved, existing directories.
+        store_url: Where the store lives.
+        state_dir: The state directory (created at start when missing).
+        server: The socket server's options.
+        pipeline: Thresholds, retention, retries.
+        workers: The hashing workers.
+        scan: How roots are walked (symlinks, ignore patterns).
+        watcher: How roots are watched.
+        debounce: How events are settled.
+        schedule: Periodic reconciles and polls.
+        log_level: Lowest level logged.
+        log_format: ``auto``, ``json`` or ``console``.
+        shutdown_timeout: Seconds in-flight hashing may finish at shutdown.
+    """
+
+    roots: tuple[str, ...]
+    store_url: str
+    state_dir: Path
+    server: ServerOptions
+    pipeline: PipelineOptions
+    workers: WorkerOptions
+    scan: ScanOptions
+    watcher: WatcherOptions
+    debounce: DebounceOptions
+    schedule: ScheduleOptions
+    log_level: str
+    log_format: Format
+    shutdown_timeout: float
+
+
+def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> DaemonConfig:
+    """Turn validated settings into component options, checking the roots on this machine.
+
+    Args:
+        settings: The loaded settings.
+        env: Where default locations are looked up (the process environment by default).
+
+    Raises:
+        ConfigError: No root, or a root that is missing, not a directory, unreadable, or
+            overlapping another once symbolic links are resolved; an invalid ignore pattern.
+    """
+    env = os.environ if env is None else env
+    roots = _check_roots(settings.watch.roots)
+    watch = settings.watch
+    try:
+        compile_ignore(watch.ignore)
+    except ValueError as exc:
+        raise ConfigError(f"invalid configuration: watch.ignore: {exc}") from None
+    state_dir = settings.store.state_dir or dirs.default_state_dir(env)
+    socket = settings.server.socket or dirs.default_socket_path(env)
+    match = settings.match
+    code = CodeOptions()
+    workers = settings.hashing.workers or _cpu_count()
+    return DaemonConfig(
+        roots=roots,
+        store_url=settings.store.url or state_url(state_dir),
+        state_dir=state_dir,
+        server=ServerOptions(
+            socket_path=socket,
+            socket_mode=settings.server.socket_mode,
+            socket_group=settings.server.socket_group,
+            subscriber_queue=settings.server.subscriber_queue,
+            max_clients=settings.server.max_clients,
+        ),
+        pipeline=PipelineOptions(
+            thresholds=Thresholds(
+                text=match.text,
+                image=match.image,
+                audio=match.audio,
+                video=match.video,
+                data=match.data,
+                meta=match.meta,
+            ),
+            tombstone_retention=settings.store.tombstone_days * DAY,
+            event_retention=settings.store.event_days * DAY,
+            versions={"bits": str(code.bits)},
+            wide=code.wide,
+            hash_concurrency=max(32, workers * 16),
+        ),
+        workers=WorkerOptions(
+            workers=workers, file_timeout=settings.hashing.file_timeout, code=code
+        ),
+        scan=ScanOptions(follow_symlinks=watch.follow_symlinks, ignore=watch.ignore),
+        watcher=WatcherOptions(
+            force_polling=watch.force_polling, follow_symlinks=watch.follow_symlinks
+        ),
+        debounce=DebounceOptions(watch.settle, watch.max_delay, watch.max_pending),
+        schedule=ScheduleOptions(watch.reconcile_interval, watch.poll_interval),
+        log_level=settings.log.level,
+        log_format=settings.log.format,
+        shutdown_timeout=settings.hashing.shutdown_timeout,
+    )
+
+
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_roots(configured: tuple[Path, ...]) -> tuple[str, ...]:
+    if not configured:
+        raise ConfigError(
+            "invalid configuration: watch.roots: no directory to watch "
+            "(give --watch DIR, or set roots in the [watch] section)"
+        )
+    resolved: list[tuple[str, Path]] = []
+    for root in configured:
+        real = os.path.realpath(root)
+        try:
+            os.scandir(real).close()
+        except FileNotFoundError:
+            raise ConfigError(
+                f"invalid configuration: watch.roots: {str(root)!r} does not exist"
+            ) from None
+        except NotADirectoryError:
+            raise ConfigError(
+                f"invalid configuration: watch.roots: {str(root)!r} is not a directory"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(
+                f"invalid configuration: watch.roots: {str(root)!r} cannot be read: "
+                f"{exc.strerror or exc}"
+            ) from None
+        for other_real, other in resolved:
+            if _overlap(real, other_real):
+                raise ConfigError(
+                    f"invalid configuration: watch.roots: {str(root)!r} and {str(other)!r} "
+                    f"overlap once symbolic links are resolved ({real}, {other_real})"
+                )
+        resolved.append((real, root))
+    return tuple(real for real, _ in resolved)
+
+
+def _overlap(a: str, b: str) -> bool:
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")

@@ -1,0 +1,167 @@
+"""From the watcher to the work queue: settling, lost events, degraded roots.
+
+The watcher hands every change to :meth:`Feed.on_change` on the event loop; the debouncer
+coalesces and settles them; one task, :meth:`Feed.run`, sleeps until the next path settles (or
+a change arrives) and moves what is due into the :class:`~isccd.daemon.workqueue.WorkQueue`, in
+order. Renames and new directories skip the wait. Lost events (a kernel queue overflow, a
+directory that could not be watched, a flood beyond the debouncer's bound) become a
+``watch.recrawl`` event and a reconcile of the root; a root or subtree that must be polled
+becomes a ``watch.degraded`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from isccd.daemon.config import DebounceOptions
+from isccd.daemon.scans import Scans
+from isccd.daemon.workqueue import WorkQueue
+from isccd.model import EventType
+from isccd.watch.debounce import Action, Change, Debouncer, Dirty, Moved, Recrawl, RecrawlReason
+from isccd.watch.watcher import Degradation
+
+#: Emits a daemon-level event: (type, root, path, data).
+Emit = Callable[[EventType, str, str, dict[str, Any]], None]
+
+
+class Feed:
+    """Settles watcher changes and feeds them to the work queue and the reconciles.
+
+    Args:
+        options: Quiet period, maximum delay, pending bound.
+        queue: Where settled paths and renames go.
+        scans: Where recrawls go.
+        emit: Logs ``watch.recrawl`` and ``watch.degraded`` events.
+        clock: Monotonic seconds.
+    """
+
+    def __init__(
+        self,
+        options: DebounceOptions,
+        queue: WorkQueue,
+        scans: Scans,
+        emit: Emit,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._options = options
+        self._debouncer = Debouncer(options.settle, options.max_delay, options.max_pending)
+        self._queue = queue
+        self._scans = scans
+        self._emit = emit
+        self._clock = clock
+        self._ready: deque[Dirty | Moved] = deque()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()  # nothing released waits to enter the queue
+        self._idle.set()
+
+    @property
+    def options(self) -> DebounceOptions:
+        """The settling options in force."""
+        return self._options
+
+    def reconfigure(self, options: DebounceOptions) -> None:
+        """New settling options: what is pending is released now, the rest settles anew."""
+        if options == self._options:
+            return
+        self._take(self._debouncer.flush())
+        self._options = options
+        self._debouncer = Debouncer(options.settle, options.max_delay, options.max_pending)
+        self._wake.set()
+
+    def pending(self) -> int:
+        """Paths waiting to settle or to enter the queue."""
+        return len(self._debouncer) + len(self._ready)
+
+    def on_change(self, change: Change) -> None:
+        """A change seen by the watcher (on the loop)."""
+        self._take(self._debouncer.add(change, self._clock()))
+        self._wake.set()
+
+    def on_recrawl(self, recrawl: Recrawl) -> None:
+        """The watcher lost events of a root: reconcile it, and say so."""
+        self._recrawl(recrawl)
+
+    def on_degraded(self, degradation: Degradation) -> None:
+        """Part of a root is polled from now on: say so."""
+        structlog.get_logger().warning(
+            "watch_degraded",
+            root=degradation.root,
+            paths=list(degradation.paths[:20]),
+            reason=degradation.reason,
+            fix=degradation.fix,
+        )
+        self._emit(
+            EventType.WATCH_DEGRADED,
+            degradation.root,
+            degradation.paths[0] if len(degradation.paths) == 1 else "",
+            {
+                "paths": list(degradation.paths[:100]),
+                "count": len(degradation.paths),
+                "reason": degradation.reason,
+                "fix": degradation.fix,
+            },
+        )
+
+    def flush(self, root: str | None = None) -> None:
+        """Release what waits to settle (of ``root``, or all) now: ``sync`` wants it."""
+        self._take(self._debouncer.flush(root))
+        self._wake.set()
+
+    async def drained(self) -> None:
+        """Wait until everything released so far is in the work queue."""
+        self._wake.set()
+        await self._idle.wait()
+
+    def discard_root(self, root: str) -> None:
+        """Forget what is pending for a root that is no longer watched."""
+        self._debouncer.discard_root(root)
+        kept = [a for a in self._ready if a.root != root]
+        self._ready.clear()
+        self._ready.extend(kept)
+        if not kept:
+            self._idle.set()
+
+    async def run(self) -> None:
+        """Move settled changes into the work queue, in order, until cancelled."""
+        while True:
+            self._take(self._debouncer.pop_due(self._clock()))
+            while self._ready:
+                await self._queue.put(self._ready.popleft())
+            self._idle.set()
+            self._wake.clear()
+            deadline = self._debouncer.next_deadline()
+            if self._ready:
+                continue
+            timeout = None if deadline is None else max(0.0, deadline - self._clock())
+            with contextlib.suppress(TimeoutError):  # the next path has settled
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _take(self, actions: list[Action] | list[Dirty]) -> None:
+        for action in actions:
+            if isinstance(action, Recrawl):
+                self._recrawl(action)
+            else:
+                self._ready.append(action)
+                self._idle.clear()
+        if len(self._ready) > self._options.max_pending:
+            # Renames and new directories come without settling; a flood of them is bounded
+            # the same way: dropped for a reconcile of their roots.
+            roots = {a.root for a in self._ready}
+            self._ready.clear()
+            self._idle.set()
+            for root in roots:
+                self._recrawl(Recrawl(root, RecrawlReason.PENDING))
+
+    def _recrawl(self, recrawl: Recrawl) -> None:
+        structlog.get_logger().warning(
+            "watch_recrawl", root=recrawl.root, reason=recrawl.reason.value
+        )
+        self._emit(EventType.WATCH_RECRAWL, recrawl.root, "", {"reason": recrawl.reason.value})
+        self._scans.request(recrawl.root, f"recrawl ({recrawl.reason.value})")

@@ -1,0 +1,205 @@
+"""Reconciles of whole roots: at start, periodically, after lost events, on request, for ``sync``.
+
+At most one reconcile per root runs at a time. A request for a root whose reconcile is waiting
+to start joins it; a request while one runs is queued to run after it (the running walk may
+already have passed the change that prompted the request), and every later request joins that
+queued one. Each request returns a future of the final counters, which is how ``sync`` and
+``rescan --wait`` know the disk has been reconciled.
+
+Progress is reported three ways: :meth:`Scans.progress` for ``isccd status``, ``scan.progress``
+events every few seconds (``scan.done`` is logged by the pipeline at the end), and a callback
+the daemon turns into the systemd status line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from isccd.model import EventType
+from isccd.pipeline import Pipeline, ScanStats
+from isccd.protocol import ScanProgress
+from isccd.watch.scan import ScanOptions
+
+#: Seconds between two ``scan.progress`` events of one reconcile.
+PROGRESS_EVERY = 2.0
+
+
+@dataclass(slots=True)
+class _Request:
+    reason: str
+    futures: list[asyncio.Future[ScanStats | None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Root:
+    running: _Request | None = None
+    started: float = 0.0
+    stats: ScanStats | None = None
+    queued: _Request | None = None
+    task: asyncio.Task[None] | None = None
+    last_report: float = 0.0
+    files: int | None = None
+
+
+class Scans:
+    """Runs and coalesces the reconciles of whole roots.
+
+    Args:
+        pipeline: The pipeline.
+        scan_options: Symlink policy and ignore patterns (replaced on reload).
+        on_change: Called whenever a reconcile starts, progresses or ends (the status line).
+        clock: Monotonic seconds, to pace progress events.
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        scan_options: ScanOptions,
+        on_change: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._pipeline = pipeline
+        self.scan_options = scan_options
+        self._on_change = on_change
+        self._clock = clock
+        self._roots: dict[str, _Root] = {}
+        self._closing = False
+
+    def request(self, root: str, reason: str) -> asyncio.Future[ScanStats | None]:
+        """Reconcile ``root``; the future gives the final counters (None if it was cancelled)."""
+        future: asyncio.Future[ScanStats | None] = asyncio.get_running_loop().create_future()
+        if self._closing:
+            future.set_result(None)
+            return future
+        state = self._roots.setdefault(root, _Root())
+        if state.running is None:
+            state.running = _Request(reason, [future])
+            state.task = asyncio.create_task(self._run(root, state), name=f"reconcile {root}")
+        elif state.queued is None:
+            state.queued = _Request(reason, [future])
+        else:
+            state.queued.futures.append(future)
+        return future
+
+    def busy(self) -> bool:
+        """True while any reconcile runs or waits."""
+        return any(s.running is not None for s in self._roots.values())
+
+    def progress(self, root: str) -> ScanProgress | None:
+        """The reconcile of ``root`` under way, for ``status``."""
+        state = self._roots.get(root)
+        if state is None or state.running is None:
+            return None
+        stats = state.stats
+        return ScanProgress(
+            reason=state.running.reason,
+            phase="hashing" if stats is not None and stats.walked else "walking",
+            files_seen=stats.seen if stats else 0,
+            files_queued=stats.queued if stats else 0,
+            files_done=stats.hashed if stats else 0,
+            errors=stats.errors if stats else 0,
+            started=state.started,
+        )
+
+    def files_seen(self, root: str) -> int | None:
+        """Files the last complete reconcile of ``root`` found, if one completed."""
+        state = self._roots.get(root)
+        return None if state is None else state.files
+
+    def summary(self) -> str:
+        """One line about the reconciles under way, for the systemd status."""
+        parts = []
+        for root, state in self._roots.items():
+            if state.running is None:
+                continue
+            stats = state.stats
+            seen = stats.seen if stats else 0
+            queued = stats.queued if stats else 0
+            hashed = stats.hashed if stats else 0
+            parts.append(
+                f"{state.running.reason} reconcile of {root}: {seen} files seen, "
+                f"{hashed}/{queued} hashed"
+            )
+        return "; ".join(parts)
+
+    def forget(self, root: str) -> None:
+        """Cancel the reconciles of a root that is no longer watched."""
+        state = self._roots.pop(root, None)
+        if state is not None and state.task is not None:
+            state.task.cancel()
+
+    async def close(self) -> None:
+        """Cancel every reconcile; waiting requests resolve to None."""
+        self._closing = True
+        tasks = [s.task for s in self._roots.values() if s.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for state in self._roots.values():
+            for request in (state.running, state.queued):
+                for future in request.futures if request else []:
+                    if not future.done():
+                        future.set_result(None)
+
+    async def _run(self, root: str, state: _Root) -> None:
+        log = structlog.get_logger()
+        while state.running is not None:
+            request = state.running
+            state.started, state.stats, state.last_report = time.time(), None, self._clock()
+            self._on_change()
+            log.info("reconcile_started", root=root, reason=request.reason)
+            result: ScanStats | None = None
+            try:
+                result = await self._pipeline.reconcile(
+                    root, scan=self.scan_options, progress=lambda s: self._progress(root, state, s)
+                )
+                state.files = result.seen
+                log.info(
+                    "reconcile_done",
+                    root=root,
+                    reason=request.reason,
+                    seen=result.seen,
+                    hashed=result.hashed,
+                    seconds=round(result.seconds, 3),
+                )
+            except asyncio.CancelledError:
+                self._resolve(request, None)
+                raise
+            except Exception:
+                # The store failed (disk full, ...): the next request or the periodic
+                # reconcile tries again.
+                log.exception("reconcile_failed", root=root, reason=request.reason)
+            self._resolve(request, result)
+            state.running, state.queued = state.queued, None
+            self._on_change()
+
+    @staticmethod
+    def _resolve(request: _Request, result: ScanStats | None) -> None:
+        for future in request.futures:
+            if not future.done():
+                future.set_result(result)
+
+    def _progress(self, root: str, state: _Root, stats: ScanStats) -> None:
+        state.stats = stats
+        now = self._clock()
+        if now - state.last_report < PROGRESS_EVERY:
+            return
+        state.last_report = now
+        reason = state.running.reason if state.running else ""
+        data = {
+            "reason": reason,
+            "phase": "hashing" if stats.walked else "walking",
+            "seen": stats.seen,
+            "queued": stats.queued,
+            "hashed": stats.hashed,
+            "errors": stats.errors,
+            "seconds": round(stats.seconds, 3),
+        }
+        self._pipeline.submit(lambda ix: ix.emit(EventType.SCAN_PROGRESS, root, "", data))
+        self._on_change()
