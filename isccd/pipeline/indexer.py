@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -52,8 +52,9 @@ from isccd.model import (
     UnitType,
 )
 from isccd.pipeline import events as payload
+from isccd.pipeline.announce import announce
 from isccd.pipeline.options import PipelineOptions
-from isccd.store import NearPair, Store, StoredFile
+from isccd.store import Store, StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
 
@@ -268,86 +269,6 @@ class Indexer:
         sides.pop(file_id, None)
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
-    def _announce(
-        self,
-        root: str,
-        stored: StoredFile,
-        relations: Sequence[Relation],
-        *,
-        old_exact: Iterable[int] = (),
-        old_near: Sequence[NearPair] = (),
-        reason: str = "changed",
-    ) -> None:
-        """Store the near relations of a file and log what began and what ended.
-
-        Events list at most ``others_limit`` other files each (the closest first), so only
-        those are read from the store.
-        """
-        file_id, record = stored.id, stored.record
-        limit = self.options.others_limit
-        exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
-        before_exact = list(old_exact)
-        near = {(r.other, r.unit): r for r in relations if r.kind is RelationKind.NEAR}
-        old = {(p.other(file_id), p.unit): p for p in old_near}
-        self.store.remove_near([p for key, p in old.items() if key not in near])
-        self.store.add_near(
-            [
-                NearPair.of(file_id, other, unit, r.distance)
-                for (other, unit), r in near.items()
-                if (other, unit) not in old or old[(other, unit)].distance != r.distance
-            ]
-        )
-        ended_exact = [i for i in before_exact if i not in set(exact)]
-        began_exact = [i for i in exact if i not in set(before_exact)]
-        ended: dict[UnitType, list[int]] = {}
-        for other, unit in old:
-            if (other, unit) not in near:
-                ended.setdefault(unit, []).append(other)
-        began: dict[UnitType, list[Relation]] = {}
-        for key, relation in near.items():
-            if key not in old:
-                began.setdefault(relation.unit, []).append(relation)
-        for found in began.values():
-            found.sort(key=lambda r: (r.distance, r.other))
-        listed = set(ended_exact[:limit]) | (set(exact[:limit]) if began_exact else set())
-        for ids in ended.values():
-            listed.update(ids[:limit])
-        for found in began.values():
-            listed.update(r.other for r in found[:limit])
-        files = {s.id: s for s in self.store.files_by_id(sorted(listed))}
-
-        def peers(ids: Iterable[int], **extra: Any) -> list[dict[str, Any]]:
-            return [payload.peer(files[i], **extra) for i in ids if i in files]
-
-        if ended_exact:
-            self.emit(EventType.DUP_RESOLVED, root, record.path, {
-                "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
-                "others": peers(ended_exact[:limit]), "count": len(ended_exact),
-            })  # fmt: skip
-        if began_exact:
-            self.emit(EventType.DUP_EXACT, root, record.path, {
-                "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
-                **payload.brief(record),
-                "others": peers(exact[:limit]), "count": len(exact),
-            })  # fmt: skip
-        for unit, ids in ended.items():
-            self.emit(EventType.DUP_RESOLVED, root, record.path, {
-                "kind": "near", "unit": unit.value, "reason": reason,
-                "others": peers(ids[:limit]), "count": len(ids),
-            })  # fmt: skip
-        for unit, found in began.items():
-            mine = record.unit(unit)
-            self.emit(EventType.DUP_NEAR, root, record.path, {
-                "unit": unit.value, "threshold": found[0].threshold, "bits": found[0].bits,
-                "distance": found[0].distance, "iscc": record.iscc,
-                "code": mine.iscc if mine else None,
-                "others": [
-                    payload.peer(f, code=_code(f, unit), distance=r.distance)
-                    for r in found[:limit] if (f := files.get(r.other)) is not None
-                ],
-                "count": len(found),
-            })  # fmt: skip
-
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
         """Live files holding the same bytes as this one, other than itself and its hardlinks."""
         if not record.datahash:
@@ -400,7 +321,7 @@ class Indexer:
         data = payload.content(record) | ({"links": links} if links else {})
         self.emit(EventType.FILE_ADDED, root, record.path, data)
         self._report_issues(root, record, ())
-        self._announce(root, stored, relations)
+        announce(self, root, stored, relations)
         self._index_put(file_id, record)
         return stored
 
@@ -422,7 +343,7 @@ class Indexer:
             EventType.FILE_CHANGED, root, record.path, data | ({"links": links} if links else {})
         )
         self._report_issues(root, record, old.issues)
-        self._announce(root, stored, relations, old_exact=old_exact, old_near=old_near)
+        announce(self, root, stored, relations, old_exact=old_exact, old_near=old_near)
         self._index_put(existing.id, record)
 
     def _apply_unreadable(self, root: str, record: FileRecord, seen: FileStat | None) -> None:
@@ -493,8 +414,8 @@ class Indexer:
         old_near = self.store.near_of(stored.id)
         self.store.remove_file(stored.id, self._clock())
         self.emit(EventType.FILE_REMOVED, stored.root, stored.path, payload.brief(stored.record))
-        self._announce(
-            stored.root, stored, [], old_exact=old_exact, old_near=old_near, reason="removed"
+        announce(
+            self, stored.root, stored, [], old_exact=old_exact, old_near=old_near, reason="removed"
         )
         self._index_put(stored.id, None)
 
@@ -566,7 +487,8 @@ class Indexer:
             relations = self.relations(stored.id, stored.record)
             exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
             old_near = self.store.near_of(stored.id)
-            self._announce(
+            announce(
+                self,
                 stored.root,
                 stored,
                 relations,
@@ -590,11 +512,6 @@ _ORDER = {t: i for i, t in enumerate(
     (UnitType.META, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO,
      UnitType.MIXED, UnitType.DATA, UnitType.INSTANCE)
 )}  # fmt: skip
-
-
-def _code(stored: StoredFile, unit_type: UnitType) -> str | None:
-    unit = stored.record.unit(unit_type)
-    return unit.iscc if unit else None
 
 
 def _compose(units: Sequence[Unit], wide: bool) -> str | None:

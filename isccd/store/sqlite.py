@@ -24,16 +24,21 @@ from isccd.errors import StoreCorruptError, StoreError, StoreFullError
 from isccd.model import (
     Event,
     EventType,
-    FileIssue,
     FileRecord,
     FileStat,
-    IssueCode,
-    IssueKind,
-    Mode,
     Unit,
     UnitType,
 )
-from isccd.store.base import FileKey, NearPair, StaleUnits, StoredFile, join_path, split_path
+from isccd.store.base import FileKey, NearPair, StaleUnits, StoredFile, split_path
+from isccd.store.rows import (
+    FILE_COLUMNS,
+    FILE_FROM,
+    file_from_row,
+    from_fs,
+    record_columns,
+    sort_units,
+    to_fs,
+)
 from isccd.store.schema import LATEST, MIGRATIONS
 
 P = ParamSpec("P")
@@ -44,14 +49,6 @@ _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13
 
 #: Bound parameters per ``IN (...)`` list (SQLite allows 32766; smaller keeps statements cached).
 _IN_CHUNK = 500
-
-_FILE_COLUMNS = (
-    "f.id, r.path, d.path, f.name, f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, f.nlink, "
-    "f.datahash, f.iscc, f.mediatype, f.mode, f.meta_name, f.description, f.metahash, "
-    "f.filesize, f.characters, f.width, f.height, f.duration, f.extractor, f.issues, "
-    "f.indexed_at, f.removed_at"
-)
-_FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +67,6 @@ class SqliteOptions:
     cache_kib: int = 8192
     max_size: int | None = None
     quick_check: bool = True
-
-
-def _fs(path: str) -> bytes:
-    return os.fsencode(path)
-
-
-def _str(blob: bytes) -> str:
-    return os.fsdecode(blob)
 
 
 class SqliteStore:
@@ -314,10 +303,10 @@ class SqliteStore:
         return int(row[0])
 
     def _root_id(self, root: str) -> int:
-        return self._intern("roots", "path", _fs(root), self._roots)
+        return self._intern("roots", "path", to_fs(root), self._roots)
 
     def _dir_id(self, directory: str) -> int:
-        return self._intern("dirs", "path", _fs(directory), self._dirs)
+        return self._intern("dirs", "path", to_fs(directory), self._dirs)
 
     def _profile_id(self, profile: str) -> int:
         return self._intern("profiles", "profile", profile, self._profiles)
@@ -332,12 +321,12 @@ class SqliteStore:
     # -- reading files -------------------------------------------------------------------------
 
     def _files(self, where: str, params: Sequence[Any] = ()) -> list[StoredFile]:
-        rows = self._exec(f"SELECT {_FILE_COLUMNS} FROM {_FILE_FROM} WHERE {where}", params)  # noqa: S608 -- fixed fragments; values are bound
+        rows = self._exec(f"SELECT {FILE_COLUMNS} FROM {FILE_FROM} WHERE {where}", params)  # noqa: S608 -- fixed fragments; values are bound
         rows_list = rows.fetchall()
         if not rows_list:
             return []
         units = self._units_of([row[0] for row in rows_list])
-        return [self._file_from_row(row, units.get(row[0], ())) for row in rows_list]
+        return [file_from_row(row, units.get(row[0], ())) for row in rows_list]
 
     def _units_of(self, ids: Sequence[int]) -> dict[int, tuple[Unit, ...]]:
         found: dict[int, list[Unit]] = {}
@@ -348,45 +337,13 @@ class SqliteStore:
             for file_id, type_, iscc, digest, profile_id in self._exec(f"{sql}({marks})", chunk):
                 unit = Unit(UnitType(type_), iscc, bytes(digest), self._profile_name(profile_id))
                 found.setdefault(file_id, []).append(unit)
-        order = {t: i for i, t in enumerate(_UNIT_ORDER)}
-        return {k: tuple(sorted(v, key=lambda u: order[u.type])) for k, v in found.items()}
-
-    def _file_from_row(self, row: Sequence[Any], units: tuple[Unit, ...]) -> StoredFile:
-        (
-            file_id, root, directory, name, dev, ino, size, mtime_ns, ctime_ns, nlink,
-            datahash, iscc, mediatype, mode, meta_name, description, metahash,
-            filesize, characters, width, height, duration, extractor, issues,
-            indexed_at, removed_at,
-        ) = row  # fmt: skip
-        stat = None
-        if dev is not None:
-            stat = FileStat(dev, ino, size, mtime_ns, ctime_ns, nlink if nlink is not None else 1)
-        record = FileRecord(
-            path=join_path(_str(directory), _str(name)),
-            stat=stat,
-            mediatype=mediatype,
-            mode=Mode(mode) if mode else None,
-            iscc=iscc,
-            name=meta_name,
-            units=units,
-            datahash=bytes(datahash).hex() if datahash is not None else None,
-            filesize=filesize,
-            characters=characters,
-            width=width,
-            height=height,
-            duration=duration,
-            extractor=extractor,
-            issues=_issues_from_json(issues),
-            description=description,
-            metahash=metahash,
-        )
-        return StoredFile(file_id, _str(root), record, indexed_at, removed_at)
+        return {k: sort_units(v) for k, v in found.items()}
 
     def file_at(self, path: str) -> StoredFile | None:
         """The live file at ``path``."""
         directory, name = split_path(path)
         found = self._files(
-            "d.path = ? AND f.name = ? AND f.removed_at IS NULL", (_fs(directory), _fs(name))
+            "d.path = ? AND f.name = ? AND f.removed_at IS NULL", (to_fs(directory), to_fs(name))
         )
         return found[0] if found else None
 
@@ -449,7 +406,7 @@ class SqliteStore:
         return self._files(
             "d.path = ? AND f.name = ? AND f.removed_at IS NOT NULL "
             "ORDER BY f.removed_at DESC, f.id DESC",
-            (_fs(directory), _fs(name)),
+            (to_fs(directory), to_fs(name)),
         )
 
     def validators_in_dir(self, directory: str) -> dict[str, FileStat]:
@@ -458,7 +415,7 @@ class SqliteStore:
             "SELECT f.name, f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, f.nlink "
             "FROM files f JOIN dirs d ON d.id = f.dir_id "
             "WHERE d.path = ? AND f.removed_at IS NULL",
-            (_fs(directory),),
+            (to_fs(directory),),
         )
         return {
             os.fsdecode(name): FileStat(dev, ino, size, mtime, ctime, nlink or 1)
@@ -470,7 +427,7 @@ class SqliteStore:
     def _dir_range(self, path: str) -> tuple[str, tuple[bytes, ...]]:
         if path == "/":
             return "1", ()
-        top = _fs(path)
+        top = to_fs(path)
         return "(d.path = ? OR (d.path >= ? AND d.path < ?))", (top, top + b"/", top + b"0")
 
     def dirs_under(self, path: str) -> list[str]:
@@ -482,7 +439,7 @@ class SqliteStore:
             "ORDER BY d.path",
             params,
         )
-        return [_str(row[0]) for row in rows]
+        return [from_fs(row[0]) for row in rows]
 
     def files_under(self, path: str) -> list[StoredFile]:
         """Live files at or below ``path``."""
@@ -491,7 +448,7 @@ class SqliteStore:
         return self._files(
             f"f.removed_at IS NULL AND ({cond} OR (d.path = ? AND f.name = ?)) "
             "ORDER BY d.path, f.name",
-            (*params, _fs(directory), _fs(name)),
+            (*params, to_fs(directory), to_fs(name)),
         )
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
@@ -557,27 +514,7 @@ class SqliteStore:
 
     def _record_values(self, root: str, record: FileRecord) -> tuple[Any, ...]:
         directory, name = split_path(record.path)
-        st = record.stat
-        return (
-            self._root_id(root),
-            self._dir_id(directory),
-            _fs(name),
-            *((st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns, st.nlink) if st else (None,) * 6),
-            bytes.fromhex(record.datahash) if record.datahash else None,
-            record.iscc,
-            record.mediatype,
-            record.mode.value if record.mode else None,
-            record.name,
-            record.description,
-            record.metahash,
-            record.filesize,
-            record.characters,
-            record.width,
-            record.height,
-            record.duration,
-            record.extractor,
-            _issues_to_json(record.issues),
-        )
+        return (self._root_id(root), self._dir_id(directory), to_fs(name), *record_columns(record))
 
     def _write_units(self, file_id: int, units: Iterable[Unit]) -> None:
         self._exec("DELETE FROM units WHERE file_id = ?", (file_id,))
@@ -626,7 +563,7 @@ class SqliteStore:
             (
                 self._root_id(root),
                 self._dir_id(directory),
-                _fs(name),
+                to_fs(name),
                 stat.dev,
                 stat.ino,
                 stat.size,
@@ -700,7 +637,7 @@ class SqliteStore:
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
         row = self._exec(
             "INSERT INTO events (type, time, root, path, data) VALUES (?,?,?,?,?) RETURNING seq",
-            (type.value, now, _fs(root), _fs(path), text),
+            (type.value, now, to_fs(root), to_fs(path), text),
         ).fetchone()
         return Event(int(row[0]), type, now, root, path, json.loads(text))
 
@@ -712,7 +649,7 @@ class SqliteStore:
             (seq, limit),
         )
         return [
-            Event(s, EventType(t), tm, _str(root), _str(path), json.loads(data))
+            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data))
             for s, t, tm, root, path, data in rows
         ]
 
@@ -729,43 +666,3 @@ class SqliteStore:
     def purge_events(self, before: float) -> int:
         """Delete events older than ``before``."""
         return self._exec("DELETE FROM events WHERE time < ?", (before,)).rowcount
-
-
-_UNIT_ORDER = (
-    UnitType.META,
-    UnitType.TEXT,
-    UnitType.IMAGE,
-    UnitType.AUDIO,
-    UnitType.VIDEO,
-    UnitType.MIXED,
-    UnitType.DATA,
-    UnitType.INSTANCE,
-)
-
-
-def _issues_to_json(issues: Sequence[FileIssue]) -> str | None:
-    if not issues:
-        return None
-    return json.dumps(
-        [
-            {"stage": i.stage, "kind": i.kind.value, "reason": i.reason}
-            | ({"code": i.code.value} if i.code else {})
-            for i in issues
-        ],
-        ensure_ascii=True,
-        separators=(",", ":"),
-    )
-
-
-def _issues_from_json(text: str | None) -> tuple[FileIssue, ...]:
-    if not text:
-        return ()
-    return tuple(
-        FileIssue(
-            item["stage"],
-            IssueKind(item["kind"]),
-            item["reason"],
-            IssueCode(item["code"]) if item.get("code") else None,
-        )
-        for item in json.loads(text)
-    )

@@ -1,0 +1,101 @@
+"""Announcing a file's relations: storing its near-duplicate pairs and logging what began
+(``dup.exact``, ``dup.near``) and what ended (``dup.resolved``), relative to before a change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from isccd.match import Relation, RelationKind
+from isccd.model import EventType, UnitType
+from isccd.pipeline import events as payload
+from isccd.store import NearPair, StoredFile
+
+if TYPE_CHECKING:
+    from isccd.pipeline.indexer import Indexer
+
+
+def announce(
+    ix: Indexer,
+    root: str,
+    stored: StoredFile,
+    relations: Sequence[Relation],
+    *,
+    old_exact: Iterable[int] = (),
+    old_near: Sequence[NearPair] = (),
+    reason: str = "changed",
+) -> None:
+    """Store the near relations of a file and log what began and what ended.
+
+    Events list at most ``others_limit`` other files each (the closest first), so only
+    those are read from the store.
+    """
+    file_id, record = stored.id, stored.record
+    limit = ix.options.others_limit
+    exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
+    before_exact = list(old_exact)
+    near = {(r.other, r.unit): r for r in relations if r.kind is RelationKind.NEAR}
+    old = {(p.other(file_id), p.unit): p for p in old_near}
+    ix.store.remove_near([p for key, p in old.items() if key not in near])
+    ix.store.add_near(
+        [
+            NearPair.of(file_id, other, unit, r.distance)
+            for (other, unit), r in near.items()
+            if (other, unit) not in old or old[(other, unit)].distance != r.distance
+        ]
+    )
+    ended_exact = [i for i in before_exact if i not in set(exact)]
+    began_exact = [i for i in exact if i not in set(before_exact)]
+    ended: dict[UnitType, list[int]] = {}
+    for other, unit in old:
+        if (other, unit) not in near:
+            ended.setdefault(unit, []).append(other)
+    began: dict[UnitType, list[Relation]] = {}
+    for key, relation in near.items():
+        if key not in old:
+            began.setdefault(relation.unit, []).append(relation)
+    for found in began.values():
+        found.sort(key=lambda r: (r.distance, r.other))
+    listed = set(ended_exact[:limit]) | (set(exact[:limit]) if began_exact else set())
+    for ids in ended.values():
+        listed.update(ids[:limit])
+    for found in began.values():
+        listed.update(r.other for r in found[:limit])
+    files = {s.id: s for s in ix.store.files_by_id(sorted(listed))}
+
+    def peers(ids: Iterable[int], **extra: Any) -> list[dict[str, Any]]:
+        return [payload.peer(files[i], **extra) for i in ids if i in files]
+
+    if ended_exact:
+        ix.emit(EventType.DUP_RESOLVED, root, record.path, {
+            "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
+            "others": peers(ended_exact[:limit]), "count": len(ended_exact),
+        })  # fmt: skip
+    if began_exact:
+        ix.emit(EventType.DUP_EXACT, root, record.path, {
+            "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
+            **payload.brief(record),
+            "others": peers(exact[:limit]), "count": len(exact),
+        })  # fmt: skip
+    for unit, ids in ended.items():
+        ix.emit(EventType.DUP_RESOLVED, root, record.path, {
+            "kind": "near", "unit": unit.value, "reason": reason,
+            "others": peers(ids[:limit]), "count": len(ids),
+        })  # fmt: skip
+    for unit, found in began.items():
+        mine = record.unit(unit)
+        ix.emit(EventType.DUP_NEAR, root, record.path, {
+            "unit": unit.value, "threshold": found[0].threshold, "bits": found[0].bits,
+            "distance": found[0].distance, "iscc": record.iscc,
+            "code": mine.iscc if mine else None,
+            "others": [
+                payload.peer(f, code=_code(f, unit), distance=r.distance)
+                for r in found[:limit] if (f := files.get(r.other)) is not None
+            ],
+            "count": len(found),
+        })  # fmt: skip
+
+
+def _code(stored: StoredFile, unit_type: UnitType) -> str | None:
+    unit = stored.record.unit(unit_type)
+    return unit.iscc if unit else None

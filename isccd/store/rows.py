@@ -1,0 +1,134 @@
+"""How a :class:`~isccd.model.FileRecord` maps to a row of the SQLite ``files`` table and back.
+
+Paths are BLOBs of ``os.fsencode(path)`` (byte-exact for names that are not UTF-8); the datahash
+is stored as raw multihash bytes; issues as a JSON list. Timings are not stored: they describe
+one computation, not the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from isccd.model import FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Mode, Unit, UnitType
+from isccd.store.base import StoredFile, join_path
+
+#: The columns :func:`file_from_row` reads, in its order.
+FILE_COLUMNS = (
+    "f.id, r.path, d.path, f.name, f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, f.nlink, "
+    "f.datahash, f.iscc, f.mediatype, f.mode, f.meta_name, f.description, f.metahash, "
+    "f.filesize, f.characters, f.width, f.height, f.duration, f.extractor, f.issues, "
+    "f.indexed_at, f.removed_at"
+)
+FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
+
+#: Units in the order of an ISCC-CODE: Meta, Content, Data, Instance.
+UNIT_ORDER = {
+    t: i
+    for i, t in enumerate(
+        (UnitType.META, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO,
+         UnitType.MIXED, UnitType.DATA, UnitType.INSTANCE)
+    )
+}  # fmt: skip
+
+
+def to_fs(path: str) -> bytes:
+    """A path as the bytes the file system uses."""
+    return os.fsencode(path)
+
+
+def from_fs(blob: bytes) -> str:
+    """The inverse of :func:`to_fs`."""
+    return os.fsdecode(blob)
+
+
+def sort_units(units: Iterable[Unit]) -> tuple[Unit, ...]:
+    """Units in ISCC-CODE order."""
+    return tuple(sorted(units, key=lambda u: UNIT_ORDER[u.type]))
+
+
+def record_columns(record: FileRecord) -> tuple[Any, ...]:
+    """The values of the ``files`` columns from ``dev`` to ``issues``."""
+    st = record.stat
+    return (
+        *((st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns, st.nlink) if st else (None,) * 6),
+        bytes.fromhex(record.datahash) if record.datahash else None,
+        record.iscc,
+        record.mediatype,
+        record.mode.value if record.mode else None,
+        record.name,
+        record.description,
+        record.metahash,
+        record.filesize,
+        record.characters,
+        record.width,
+        record.height,
+        record.duration,
+        record.extractor,
+        issues_to_json(record.issues),
+    )
+
+
+def file_from_row(row: Sequence[Any], units: tuple[Unit, ...]) -> StoredFile:
+    """A stored file from a row of :data:`FILE_COLUMNS` and its units."""
+    (
+        file_id, root, directory, name, dev, ino, size, mtime_ns, ctime_ns, nlink,
+        datahash, iscc, mediatype, mode, meta_name, description, metahash,
+        filesize, characters, width, height, duration, extractor, issues,
+        indexed_at, removed_at,
+    ) = row  # fmt: skip
+    stat = None
+    if dev is not None:
+        stat = FileStat(dev, ino, size, mtime_ns, ctime_ns, nlink if nlink is not None else 1)
+    record = FileRecord(
+        path=join_path(from_fs(directory), from_fs(name)),
+        stat=stat,
+        mediatype=mediatype,
+        mode=Mode(mode) if mode else None,
+        iscc=iscc,
+        name=meta_name,
+        units=units,
+        datahash=bytes(datahash).hex() if datahash is not None else None,
+        filesize=filesize,
+        characters=characters,
+        width=width,
+        height=height,
+        duration=duration,
+        extractor=extractor,
+        issues=issues_from_json(issues),
+        description=description,
+        metahash=metahash,
+    )
+    return StoredFile(file_id, from_fs(root), record, indexed_at, removed_at)
+
+
+def issues_to_json(issues: Sequence[FileIssue]) -> str | None:
+    """Issues as compact JSON (``None`` for none)."""
+    if not issues:
+        return None
+    return json.dumps(
+        [
+            {"stage": i.stage, "kind": i.kind.value, "reason": i.reason}
+            | ({"code": i.code.value} if i.code else {})
+            for i in issues
+        ],
+        ensure_ascii=True,
+        separators=(",", ":"),
+    )
+
+
+def issues_from_json(text: str | None) -> tuple[FileIssue, ...]:
+    """The inverse of :func:`issues_to_json`."""
+    if not text:
+        return ()
+    return tuple(
+        FileIssue(
+            item["stage"],
+            IssueKind(item["kind"]),
+            item["reason"],
+            IssueCode(item["code"]) if item.get("code") else None,
+        )
+        for item in json.loads(text)
+    )
