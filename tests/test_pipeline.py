@@ -521,3 +521,26 @@ def test_tombstones_and_events_are_kept_for_their_retention(tmp_path: Path) -> N
         assert h.run(h.pipeline.first_seq()) == last + 1
     finally:
         h.close()
+
+
+def test_a_crashing_hasher_costs_one_file_not_the_scan(tmp_path: Path) -> None:
+    fake = FamilyHasher()
+
+    async def crashing(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        if path.endswith("bad"):
+            raise RuntimeError("worker died")
+        return await fake(path, units)
+
+    h = Harness(tmp_path, hasher=crashing)
+    try:
+        h.write("bad", "A:0")
+        h.write("good", "B:0")
+        events = h.scan()
+        assert sorted(kinds(events)) == [
+            ("file.added", "bad"), ("file.added", "good"), ("file.error", "bad"), ("scan.done", ""),
+        ]  # fmt: skip
+        [error] = [e for e in events if e.type is EventType.FILE_ERROR]
+        assert error.data["issues"][0]["code"] == "internal"
+        assert "worker died" in error.data["issues"][0]["reason"]
+    finally:
+        h.close()

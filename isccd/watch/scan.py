@@ -90,6 +90,8 @@ class IssueReason(enum.StrEnum):
     """The path is longer than the kernel accepts (``ENAMETOOLONG``)."""
     LOOP = "loop"
     """A directory already visited under another path (a symlink or bind-mount loop)."""
+    MISSING = "missing"
+    """The root itself is missing or not a directory (an unmounted disk?)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +200,14 @@ class Walker:
             self.unknown.append(self.start)
             yield DirScan(self.start, issues=[start_stat])
             return
-        if start_stat is None:  # the start directory is gone: everything below vanished
+        if start_stat is None and self.start == self.root:
+            # A missing root is far more often an unmounted disk or share than a deleted tree:
+            # report it and keep what the store knows, rather than tombstone everything.
+            self.unknown.append(self.start)
+            issue = ScanIssue(self.start, IssueReason.MISSING, "the root is not a directory")
+            yield DirScan(self.start, issues=[issue])
+            return
+        if start_stat is None:  # a subtree that is gone: everything below it vanished
             return
         self._visited_ids[(start_stat.st_dev, start_stat.st_ino)] = self.start
         stack = [self.start]

@@ -387,3 +387,21 @@ def test_an_unstatable_entry_is_kept_not_vanished(shared_tree: Path) -> None:
 
     found, reasons = unprivileged(scan)
     assert found == {} and reasons == ["unreadable"]
+
+
+def test_a_missing_root_keeps_everything_a_missing_subtree_does_not(tree: Path) -> None:
+    store = _stored_tree(tree)
+    shutil.rmtree(tree)
+    walker, scans = walk(tree, store)
+    assert [(i.path, i.reason) for s in scans for i in s.issues] == [
+        (str(tree), IssueReason.MISSING)
+    ]
+    assert (
+        walker.vanished_dirs(sorted(store.dirs)) == []
+    )  # an unmounted disk must not erase the index
+    sub = Walker(str(tree), store.lookup, start=str(tree / "sub"))
+    assert list(sub) == []
+    assert sub.vanished_dirs(sorted(store.dirs)) == [
+        str(tree / "sub"),
+        str(tree / "sub" / "deeper"),
+    ]
