@@ -5,12 +5,15 @@ schema (:mod:`isccd.store.schema`). Opened read-only (``isccd dupes`` next to a 
 it reads a consistent snapshot while another process writes: WAL lets readers and the one writer
 proceed together, and a busy timeout covers checkpoints.
 
-Every SQLite failure leaves this module as a :class:`~isccd.errors.StoreError` whose message
-names the database and says what to do; corruption and a full disk get their own subclasses.
+Only one process writes a database at a time (an advisory lock next to it); readers are not
+limited. Every SQLite failure leaves this module as a :class:`~isccd.errors.StoreError` whose
+message names the database and says what to do; corruption and a full disk get their own
+subclasses.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
@@ -93,7 +96,10 @@ class SqliteStore:
         self._profiles: dict[str, int] = {}
         self._profile_names: dict[int, str] = {}
         self._conn: sqlite3.Connection | None = None
+        self._lock_fd: int | None = None
         try:
+            if not readonly:
+                self._lock_fd = self._take_writer_lock()
             self._conn = self._connect()
             if readonly:
                 self._check_version_readable()
@@ -122,6 +128,30 @@ class SqliteStore:
     def path(self) -> str:
         """The database file."""
         return self._path
+
+    def _take_writer_lock(self) -> int:
+        """One writing process per database: a second one (``isccd scan`` next to the daemon)
+        would change the store behind the first one's in-memory index. The kernel drops the
+        lock when the process ends, however it ends."""
+        Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock_path = self._path + ".lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise StoreError(
+                f"the index database {self._path} is being written by another isccd process"
+                f"{f' (pid {holder})' if holder else ''}; if it is the daemon, ask it "
+                "(`isccd rescan`) instead"
+            ) from None
+        except OSError:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
 
     def _connect(self) -> sqlite3.Connection:
         timeout = self._options.busy_timeout
@@ -203,11 +233,15 @@ class SqliteStore:
     def close(self) -> None:
         """Close the connection; idempotent. An open transaction is rolled back."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
+        lock, self._lock_fd = self._lock_fd, None
+        try:
+            if conn is not None:
                 conn.close()
-            except sqlite3.Error as exc:  # closing is best effort; report, never hide
-                raise self._error(exc, "close") from exc
+        except sqlite3.Error as exc:  # closing is best effort; report, never hide
+            raise self._error(exc, "close") from exc
+        finally:
+            if lock is not None:
+                os.close(lock)  # releases the writer lock
 
     def integrity_check(self) -> list[str]:
         """``PRAGMA integrity_check``: ``["ok"]`` or the problems found."""

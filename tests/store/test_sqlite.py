@@ -161,16 +161,34 @@ def test_a_reader_sees_committed_data_while_a_writer_holds_the_lock(tmp_path: Pa
         writer.close()
 
 
-def test_a_second_writer_waits_then_fails_clearly(tmp_path: Path) -> None:
+def test_one_process_writes_and_a_second_writer_is_told_why_not(tmp_path: Path) -> None:
     first = open_store(state_url(tmp_path))
-    second = open_store(state_url(tmp_path), sqlite=SqliteOptions(busy_timeout=0.05))
     try:
-        first.begin()
+        with pytest.raises(
+            StoreError, match=rf"written by another isccd process \(pid {os.getpid()}\)"
+        ):
+            open_store(state_url(tmp_path))
+        reader = open_store(state_url(tmp_path), readonly=True)  # readers are not limited
+        reader.close()
+    finally:
+        first.close()
+    open_store(state_url(tmp_path)).close()  # released on close
+
+
+def test_a_writer_lock_held_elsewhere_waits_then_fails_clearly(tmp_path: Path) -> None:
+    # Another process's long transaction: SQLite's own lock, after the busy timeout.
+    open_store(state_url(tmp_path)).close()
+    other = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    second = open_store(
+        state_url(tmp_path), sqlite=SqliteOptions(busy_timeout=0.05, quick_check=False)
+    )
+    try:
         with pytest.raises(StoreError, match="locked by another process"):
             second.begin()
     finally:
-        first.rollback()
-        first.close()
+        other.execute("ROLLBACK")
+        other.close()
         second.close()
 
 
