@@ -368,7 +368,9 @@ class Reconciler:
     def close(self) -> tuple[ScanStats, Event]:
         """Log ``scan.done`` with the counters; return them and the event."""
         stats = self._stats()
-        event = self._ix.emit(EventType.SCAN_DONE, self.root, "", stats.as_dict())
+        # The root is the event's own; the wire format refuses data that repeats it.
+        data = {k: v for k, v in stats.as_dict().items() if k != "root"}
+        event = self._ix.emit(EventType.SCAN_DONE, self.root, "", data)
         self._count([event])
         return stats, event
 
