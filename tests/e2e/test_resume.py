@@ -1,0 +1,76 @@
+"""A subscriber that resumes with ``since`` after the daemon was stopped, while files changed on
+disk, gets exactly the events it missed: each change once, nothing it had already seen, no gap."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from isccd.model import Event, EventType
+
+from .conftest import Daemon
+
+
+async def _events_until(daemon: Daemon, since: int, last: int) -> list[Event]:
+    client = await daemon.client()
+    await client.subscribe(since=since)
+    events: list[Event] = []
+    async with asyncio.timeout(30):
+        async for event in client.events():
+            events.append(event)
+            if event.seq >= last:
+                break
+    await client.close()
+    return events
+
+
+def test_events_missed_while_stopped_are_replayed_exactly(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    for name in ("keep", "change", "delete", "rename"):
+        (daemon.root / f"{name}.txt").write_text(f"the {name} file, with its own words")
+    daemon.start()
+
+    async def before() -> int:
+        client = await daemon.client()
+        seq = await client.sync()
+        await client.close()
+        return seq
+
+    seen = asyncio.run(before())
+    assert daemon.stop() == 0
+
+    (daemon.root / "change.txt").write_text("the change file, now with other words entirely")
+    (daemon.root / "delete.txt").unlink()
+    (daemon.root / "rename.txt").rename(daemon.root / "renamed.txt")
+    (daemon.root / "new.txt").write_text("a new file that appeared while the daemon was down")
+
+    daemon.start()
+
+    async def after() -> tuple[list[Event], list[Event]]:
+        client = await daemon.client()
+        last = await client.sync()
+        await client.close()
+        first = await _events_until(daemon, seen, last)
+        again = await _events_until(daemon, seen, last)
+        return first, again
+
+    replayed, again = asyncio.run(after())
+    assert daemon.stop() == 0
+
+    # Exactly the log after `seen`: contiguous, nothing earlier, the same for every reader.
+    assert [e.seq for e in replayed] == list(range(seen + 1, replayed[-1].seq + 1))
+    assert replayed == again
+    files = {
+        (e.type, e.path.rsplit("/", 1)[-1]) for e in replayed if e.type.value.startswith("file.")
+    }
+    assert files == {
+        (EventType.FILE_CHANGED, "change.txt"),
+        (EventType.FILE_REMOVED, "delete.txt"),
+        (EventType.FILE_MOVED, "renamed.txt"),
+        (EventType.FILE_ADDED, "new.txt"),
+    }
+    moved = next(e for e in replayed if e.type is EventType.FILE_MOVED)
+    assert moved.data["from"] == str(daemon.root / "rename.txt")
+    assert any(e.type is EventType.SCAN_DONE for e in replayed)

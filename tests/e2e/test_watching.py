@@ -1,0 +1,161 @@
+"""What a subscriber sees as files are copied, re-encoded, edited, renamed and deleted, with a
+real daemon watching a real directory."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from isccd.client import Client
+from isccd.model import EventType
+from isccd.protocol import DupesResult
+
+from .conftest import Daemon, next_event, of_type
+
+SETTLE = 0.25
+
+
+def _text(words: int, seed: int) -> str:
+    rng = random.Random(seed)
+    vocabulary = [
+        "archive", "river", "signal", "copper", "meadow", "lantern", "harbor", "quiet",
+        "engine", "window", "garden", "silver", "market", "winter", "thunder", "paper",
+    ]  # fmt: skip
+    return " ".join(rng.choice(vocabulary) for _ in range(words))
+
+
+def _picture(path: Path) -> None:
+    """A photo-like picture: gradients, shapes and noise."""
+    rng = random.Random(7)
+    image = Image.new("RGB", (320, 240))
+    pixels = image.load()
+    assert pixels is not None
+    for y in range(240):
+        for x in range(320):
+            pixels[x, y] = (x * 255 // 320, y * 255 // 240, (x * y) % 256)
+    draw = ImageDraw.Draw(image)
+    for _ in range(25):
+        x, y = rng.randrange(300), rng.randrange(220)
+        color = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+        draw.ellipse((x, y, x + rng.randrange(10, 90), y + rng.randrange(10, 70)), fill=color)
+    image.save(path, quality=92)
+
+
+def test_copy_move_delete(make_daemon: Callable[..., Daemon]) -> None:
+    daemon = make_daemon()
+    original = daemon.root / "report.txt"
+    original.write_text(_text(400, 1))
+    daemon.start()
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await control.sync()
+        await watcher.subscribe()
+
+        # Copy: dup.exact within the settle time plus one second of the copy's close.
+        copy = daemon.root / "copy.txt"
+        shutil.copyfile(original, copy)
+        closed = time.monotonic()
+        event = await next_event(watcher, of_type(EventType.DUP_EXACT, copy), timeout=10)
+        latency = time.monotonic() - closed
+        assert latency <= SETTLE + 1.0, latency
+        assert event.data["unit"] == "instance"
+        assert event.data["distance"] == 0
+        assert [o["path"] for o in event.data["others"]] == [str(original)]
+        assert event.data["iscc"]
+
+        # Rename: file.moved, and the file is not hashed again.
+        renamed = daemon.root / "renamed.txt"
+        copy.rename(renamed)
+        moved = await next_event(watcher, of_type(EventType.FILE_MOVED, renamed), timeout=10)
+        assert moved.data["from"] == str(copy)
+        await control.sync()
+        hashed = [
+            line["path"] for line in daemon.log_lines() if line.get("event") == "file_processed"
+        ]
+        assert str(renamed) not in hashed
+        # The codes are the copy's, Meta-Code from its old name included: kept, not recomputed.
+        assert (await control.get(str(renamed))).iscc == event.data["iscc"]
+
+        # Delete: file.removed, and the group shrinks.
+        third = daemon.root / "third.txt"
+        shutil.copyfile(original, third)
+        await next_event(watcher, of_type(EventType.DUP_EXACT, third), timeout=10)
+        (group,) = (await _dupes(daemon)).groups
+        assert len(group.members) == 3
+        renamed.unlink()
+        await next_event(watcher, of_type(EventType.FILE_REMOVED, renamed), timeout=10)
+        (group,) = (await _dupes(daemon)).groups
+        assert sorted(m.path for m in group.members) == [str(original), str(third)]
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(scenario())
+    assert daemon.stop() == 0
+
+
+async def _dupes(daemon: Daemon) -> DupesResult:
+    def query() -> DupesResult:
+        with Client(daemon.socket) as client:
+            return client.dupes()
+
+    return await asyncio.to_thread(query)
+
+
+def test_reencoded_picture_and_edited_document_are_near_duplicates(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    picture = daemon.root / "photo.jpg"
+    _picture(picture)
+    document = daemon.root / "notes.txt"
+    text = _text(3000, 2)
+    document.write_text(text)
+    daemon.start()
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await control.sync()
+        await watcher.subscribe()
+
+        # A re-encoded JPEG: other bytes, the same picture.
+        reencoded = daemon.root / "photo-small.jpg"
+        with Image.open(picture) as image:
+            image.save(reencoded, quality=60)
+        near = await next_event(
+            watcher,
+            lambda e: (
+                e.type is EventType.DUP_NEAR
+                and e.path == str(reencoded)
+                and e.data["unit"] == "image"
+            ),
+        )
+        assert 0 <= near.data["distance"] <= near.data["threshold"] == 12
+        assert near.data["others"][0]["path"] == str(picture)
+
+        # An edited document: a few words changed.
+        edited = daemon.root / "notes-edited.txt"
+        words = text.split()
+        words[100:104] = ["completely", "different", "words", "here"]
+        edited.write_text(" ".join(words))
+        near = await next_event(
+            watcher,
+            lambda e: (
+                e.type is EventType.DUP_NEAR and e.path == str(edited) and e.data["unit"] == "text"
+            ),
+        )
+        assert 0 <= near.data["distance"] <= near.data["threshold"] == 15
+        assert near.data["others"][0]["path"] == str(document)
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(scenario())
+    assert daemon.stop() == 0
