@@ -544,3 +544,17 @@ def test_a_crashing_hasher_costs_one_file_not_the_scan(tmp_path: Path) -> None:
         assert "worker died" in error.data["issues"][0]["reason"]
     finally:
         h.close()
+
+
+def test_a_file_replaced_by_a_directory_of_files(h: Harness) -> None:
+    h.write("x", "A:0")
+    h.scan()
+    (h.root / "x").unlink()
+    inner = h.write("x/inner", "B:0")
+    # A watcher indexes the new file first; the reconcile then retires only the old file "x".
+    assert kinds(h.run(h.pipeline.process_path(str(h.root), str(inner)))) == [
+        ("file.added", "inner")
+    ]
+    assert kinds(h.scan()) == [("file.removed", "x"), ("scan.done", "")]
+    assert h.run(h.pipeline.get(str(inner))).file.live
+    assert h.run(h.pipeline.get(h.p("x"))).file.removed_at is not None

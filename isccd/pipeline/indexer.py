@@ -227,6 +227,11 @@ class Indexer:
         """The clock's current time."""
         return self._clock()
 
+    @property
+    def pending(self) -> Sequence[Event]:
+        """Events logged in the open batch, not committed yet."""
+        return self._pending
+
     def emit(self, type: EventType, root: str, path: str, data: dict[str, Any]) -> Event:
         """Log an event in the current transaction."""
         event = self.store.append_event(type, root, path, data, self._clock())
@@ -300,7 +305,10 @@ class Indexer:
         mark = len(self._pending)
         codes = issue_codes(record)
         if codes & _GONE or (record.stat is None and not _exists(record.path)):
-            self.remove_path(record.path)
+            # The file only: its path may hold a directory of indexed files by now.
+            gone = self.store.file_at(record.path)
+            if gone is not None:
+                self.remove_file(gone)
             return self._pending[mark:]
         if record.stat is None:
             self._apply_unreadable(root, record, seen)

@@ -347,8 +347,10 @@ class Reconciler:
             now = stored.record.stat
             if now is not None and item.stat.ino >= 0 and now.identity != item.stat.identity:
                 continue  # another file took the path meanwhile
-            mark = self._ix.remove_path(item.path)
-            events += mark
+            # This file only: the path may be a directory now, with files indexed meanwhile.
+            mark = len(self._ix.pending)
+            self._ix.remove_file(stored)
+            events += self._ix.pending[mark:]
         self._vanished.clear()
         self._count(events)
         jobs: list[HashJob] = []
