@@ -17,11 +17,16 @@ itself. The data adds, per type:
   ``removed``, ``threshold``), ``others``, ``count``.
 - ``file.error``: ``issues`` (``stage``, ``kind``, ``reason``, ``code``).
 - ``file.unstable``: ``attempts``, ``reason``.
-- ``scan.done``: counters (``seen``, ``unchanged``, ``added``, ``changed``, ``moved``,
-  ``linked``, ``removed``, ``errors``, ``unstable``, ``hashed``), ``seconds``, ``start`` and
-  ``issues`` (``path``, ``reason``, ``message``; at most 100).
+- ``scan.done``: ``start`` (the directory walked), the counters ``dirs``, ``seen``,
+  ``unchanged``, ``queued``, ``hashed``, ``added``, ``changed``, ``moved``, ``removed``,
+  ``errors``, ``unstable``, ``duplicates``, and ``seconds``, ``walked`` and ``issues``
+  (``path``, ``reason``, ``message``; at most 100): the parts of the tree that could not be seen.
 
 ``others`` lists at most ``PipelineOptions.others_limit`` files; ``count`` is the full number.
+
+``scan.progress`` is not logged: progress is transient and a log of it would bury the changes.
+:meth:`Pipeline.reconcile <isccd.pipeline.runner.Pipeline.reconcile>` reports it through its
+``progress`` callback, for the daemon to push live.
 """
 
 from __future__ import annotations
