@@ -58,6 +58,7 @@ class Feed:
         self._clock = clock
         self._ready: deque[Dirty | Moved] = deque()
         self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Future[int]] = set()
         self._idle = asyncio.Event()  # nothing released waits to enter the queue
         self._idle.set()
 
@@ -160,8 +161,13 @@ class Feed:
                 self._recrawl(Recrawl(root, RecrawlReason.PENDING))
 
     def _recrawl(self, recrawl: Recrawl) -> None:
-        structlog.get_logger().warning(
-            "watch_recrawl", root=recrawl.root, reason=recrawl.reason.value
-        )
-        self._emit(EventType.WATCH_RECRAWL, recrawl.root, "", {"reason": recrawl.reason.value})
-        self._scans.request(recrawl.root, f"recrawl ({recrawl.reason.value})")
+        root = recrawl.root
+        structlog.get_logger().warning("watch_recrawl", root=root, reason=recrawl.reason.value)
+        self._emit(EventType.WATCH_RECRAWL, root, "", {"reason": recrawl.reason.value})
+        # The reconcile covers whatever was pending for the root: drop it rather than look at
+        # each of those paths twice.
+        self.discard_root(root)
+        task = asyncio.ensure_future(self._queue.discard_root(root))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._scans.request(root, f"recrawl ({recrawl.reason.value})")

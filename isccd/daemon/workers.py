@@ -178,7 +178,7 @@ class WorkerPool:
         self._loop = asyncio.get_running_loop()
         self._start_failed = self._loop.create_future()
         for _ in range(self._options.workers):
-            await asyncio.to_thread(self._spawn)
+            self._start_worker()
         ready = asyncio.ensure_future(self._ready.wait())
         waiters: list[asyncio.Future[Any]] = [ready, self._start_failed]
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
@@ -217,8 +217,10 @@ class WorkerPool:
         self._closing = True
         abandoned = 0
         while self._waiting:
-            self._waiting.popleft().future.set_exception(PoolClosedError("closed"))
-            abandoned += 1
+            future = self._waiting.popleft().future
+            if not future.done():  # a caller that gave up has cancelled it already
+                future.set_exception(PoolClosedError("closed"))
+                abandoned += 1
         in_flight = [job.future for w in self._workers.values() for job in w.jobs]
         if in_flight:
             await asyncio.wait(in_flight, timeout=grace)
@@ -233,8 +235,10 @@ class WorkerPool:
                     abandoned += 1
             worker.jobs.clear()
         await asyncio.gather(*(asyncio.to_thread(_terminate, w) for w in workers))
-        if self._tasks:
-            await asyncio.wait(self._tasks)
+        # Workers still starting are stopped as they arrive (see _attach); wait for them, and
+        # for the stopping of replaced ones.
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
         return abandoned
 
     def statistics(self) -> WorkerStatistics:
@@ -260,9 +264,31 @@ class WorkerPool:
 
     # -- workers -------------------------------------------------------------------------------
 
+    def _start_worker(self) -> None:
+        """Start a worker process in a thread (the fork server may have to start first); it is
+        attached to the loop when it exists, whoever waits for it."""
+        assert self._loop is not None
+        task = self._loop.create_task(asyncio.to_thread(self._spawn))
+        self._tasks.add(task)
+        task.add_done_callback(self._spawned)
+
+    def _spawned(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        # The process could not even be started (no memory, no fork server).
+        self._failed_starts += 1
+        structlog.get_logger().error("worker_start_failed", how=str(task.exception()))
+        if not self._ready.is_set() and self._failed_starts >= _START_ATTEMPTS:
+            if self._start_failed is not None and not self._start_failed.done():
+                self._start_failed.set_result(str(task.exception()))
+            return
+        if self._loop is not None and not self._closing:
+            backoff = _RESPAWN_BACKOFF[min(self._failed_starts, len(_RESPAWN_BACKOFF)) - 1]
+            self._loop.call_later(backoff, self._respawn)
+
     def _spawn(self) -> None:
-        """Start one worker process. Blocking (the fork server may start first): runs in a
-        thread, and hands the worker to the loop."""
+        """Start one worker process (blocking) and hand it to the loop."""
         assert self._loop is not None
         parent, child = self._context.Pipe(duplex=True)
         self._next_worker += 1
@@ -278,8 +304,9 @@ class WorkerPool:
 
     def _attach(self, worker: _Worker) -> None:
         assert self._loop is not None
-        if self._closing:
-            self._cleanup(worker)
+        if self._closing:  # it arrives too late: it has nothing to do
+            worker.process.kill()
+            worker.conn.close()
             return
         self._workers[worker.number] = worker
         self._loop.add_reader(worker.conn.fileno(), self._readable, worker)
@@ -333,6 +360,8 @@ class WorkerPool:
         for worker in self._workers.values():
             while worker.ready and self._waiting and len(worker.jobs) < self._options.depth:
                 job = self._waiting.popleft()
+                if job.future.done():  # its caller gave up (a cancelled reconcile)
+                    continue
                 try:
                     worker.conn.send((job.id, job.path, job.units))
                 except OSError:  # the worker is dying; its EOF is handled by _readable
@@ -403,9 +432,7 @@ class WorkerPool:
         assert self._loop is not None
         if self._closing:
             return
-        task = self._loop.create_task(asyncio.to_thread(self._spawn))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._start_worker()
 
 
 def _terminate(worker: _Worker) -> None:

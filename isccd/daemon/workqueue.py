@@ -139,6 +139,23 @@ class WorkQueue:
             for _ in range(self._concurrency):
                 group.create_task(self._consume())
 
+    async def discard_root(self, root: str) -> int:
+        """Drop the waiting entries of ``root``: a reconcile of the whole root covers them.
+
+        Returns:
+            How many were dropped.
+        """
+        async with self._changed:
+            dropped = [e for e in self._queue.values() if e.action.root == root]
+            for entry in dropped:
+                del self._queue[entry.ticket]
+                action = entry.action
+                if isinstance(action, Dirty) and self._waiting_dirty.get(action.path) is entry:
+                    del self._waiting_dirty[action.path]
+                self._finish(entry.ticket)
+            self._changed.notify_all()
+            return len(dropped)
+
     async def close(self) -> None:
         """Stop; waiting entries are dropped (the next start's reconcile finds their changes)."""
         async with self._changed:

@@ -58,7 +58,7 @@ def test_records_equal_in_process_hashing(tmp_path: Path) -> None:
         for path, record in zip(files, records, strict=True):
             assert _without_timings(record) == _without_timings(compute_record(path))
         assert stats.done == len(files)
-        assert stats.workers == 2
+        assert stats.started == 2
         assert records[-1].issues[0].code is IssueCode.VANISHED
 
     _run(main)
@@ -130,5 +130,26 @@ def test_closing_abandons_what_is_in_flight(tmp_path: Path) -> None:
         with pytest.raises(PoolClosedError):
             await pool.compute(big)
         assert pool.statistics().workers == 0
+
+    _run(main)
+
+
+def test_a_file_whose_caller_gave_up_is_not_hashed(tmp_path: Path) -> None:
+    small = tmp_path / "small.txt"
+    small.write_text("small file")
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1))
+        starting = asyncio.create_task(pool.start())
+        # Queued while the worker warms up, then given up (a reconcile cancelled at shutdown).
+        job = asyncio.create_task(pool.compute(str(small)))
+        await asyncio.sleep(0)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        await starting
+        assert (await pool.compute(str(small))).iscc is not None
+        assert pool.statistics().done == 1
+        assert await pool.close(grace=0) == 0
 
     _run(main)

@@ -42,8 +42,15 @@ class Daemon:
         self.notices: list[dict[str, str]] = []
         self._notify: socket.socket | None = None
 
-    def start(self, *extra: str, timeout: float = 60) -> None:
-        """Start and wait for ``READY=1``."""
+    def start(self, *extra: str, watch: bool = True, timeout: float = 60) -> None:
+        """Start and wait for ``READY=1``.
+
+        Args:
+            extra: More command-line arguments.
+            watch: Pass ``--watch`` with the daemon's root (else the roots come from
+                ``extra``, e.g. ``--config``).
+            timeout: Seconds to wait for readiness.
+        """
         notify_path = self.base / "notify"
         with contextlib.suppress(FileNotFoundError):
             notify_path.unlink()
@@ -59,7 +66,8 @@ class Daemon:
             "ISCCD_LOG__FORMAT": "json",
             **self.env_extra,
         }
-        command = [sys.executable, "-m", "isccd", "run", "--watch", str(self.root)]
+        command = [sys.executable, "-m", "isccd", "run"]
+        command += ["--watch", str(self.root)] if watch else []
         command += ["--state", str(self.state), "--socket", str(self.socket), *extra]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)

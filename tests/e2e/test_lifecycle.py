@@ -1,0 +1,117 @@
+"""The daemon's lifecycle as systemd sees it: readiness, reloads (good and bad), an orderly stop,
+and refusing a bad configuration with exit status 78."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from isccd.model import EventType
+
+from .conftest import Daemon, next_event, of_type
+
+
+def _config(path: Path, roots: list[Path], extra: str = "") -> None:
+    listed = ", ".join(f'"{r}"' for r in roots)
+    path.write_text(f"[watch]\nroots = [{listed}]\n{extra}", encoding="utf-8")
+
+
+def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_bad(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    first, second = daemon.root, daemon.base / "second"
+    second.mkdir()
+    (first / "one.txt").write_text("a file in the first root")
+    (second / "two.txt").write_text("a file in the second root")
+    config = daemon.base / "isccd.toml"
+    _config(config, [first])
+    daemon.start("--config", str(config), watch=False)
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await control.sync()
+        await watcher.subscribe()
+        assert [r.path for r in (await control.status()).roots] == [str(first)]
+
+        _config(config, [first, second])
+        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        daemon.signal(signal.SIGHUP)
+        reloading = await asyncio.to_thread(daemon.wait_notice, "RELOADING")
+        assert int(reloading["MONOTONIC_USEC"]) >= before
+        await asyncio.to_thread(daemon.wait_notice, "READY")
+        await next_event(watcher, of_type(EventType.FILE_ADDED, second / "two.txt"))
+        assert [r.path for r in (await control.status()).roots] == [str(first), str(second)]
+
+        _config(config, [first, second], "[log]\nlevel = 'loud'\n")
+        daemon.signal(signal.SIGHUP)
+        await asyncio.to_thread(daemon.wait_notice, "RELOADING")
+        await asyncio.to_thread(daemon.wait_notice, "READY")
+        assert [r.path for r in (await control.status()).roots] == [str(first), str(second)]
+        refused = [line for line in daemon.log_lines() if line.get("event") == "reload_refused"]
+        assert "log.level" in refused[0]["error"]
+
+        _config(config, [second])
+        daemon.signal(signal.SIGHUP)
+        await next_event(watcher, of_type(EventType.FILE_REMOVED, first / "one.txt"))
+        await asyncio.to_thread(daemon.wait_notice, "READY")
+        assert [r.path for r in (await control.status()).roots] == [str(second)]
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert daemon.stop() == 0
+
+
+def test_sigterm_stops_in_order(make_daemon: Callable[..., Daemon]) -> None:
+    daemon = make_daemon()
+    (daemon.root / "a.txt").write_text("some words to hash")
+    daemon.start()
+    assert daemon.socket.exists()
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGTERM)
+    daemon.wait_notice("STOPPING")
+    assert daemon.proc.wait(30) == 0
+    assert not daemon.socket.exists()
+    events = [line.get("event") for line in daemon.log_lines()]
+    assert events.index("daemon_stopping") < events.index("socket_closed")
+    assert events[-1] == "daemon_stopped"
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "isccd", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "CONFIGURATION_DIRECTORY": str(cwd)},
+        check=False,
+    )
+
+
+def test_a_bad_configuration_exits_78_naming_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[watch]\nsettle = -1\n")
+    result = _run("--config", str(bad), "--watch", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 78
+    assert "watch.settle" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+    result = _run("--state", str(tmp_path / "s"), cwd=tmp_path)
+    assert result.returncode == 78
+    assert "watch.roots: no directory to watch" in result.stderr
+
+    result = _run("--watch", str(tmp_path / "missing"), cwd=tmp_path)
+    assert result.returncode == 78
+    assert "does not exist" in result.stderr
+
+    result = _run("--config", str(tmp_path / "nope.toml"), cwd=tmp_path)
+    assert result.returncode == 78
+    assert "nope.toml: cannot read" in result.stderr
