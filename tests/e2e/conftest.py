@@ -39,6 +39,8 @@ class Daemon:
         self.log = base / "daemon.log"
         self.env_extra = env
         self.proc: subprocess.Popen[bytes] | None = None
+        #: A command the daemon is run under (e.g. ``unshare ...``).
+        self.wrap: list[str] = []
         self.notices: list[dict[str, str]] = []
         self._notify: socket.socket | None = None
 
@@ -66,7 +68,7 @@ class Daemon:
             "ISCCD_LOG__FORMAT": "json",
             **self.env_extra,
         }
-        command = [sys.executable, "-m", "isccd", "run"]
+        command = [*self.wrap, sys.executable, "-m", "isccd", "run"]
         command += ["--watch", str(self.root)] if watch else []
         command += ["--state", str(self.state), "--socket", str(self.socket), *extra]
         with self.log.open("ab") as log:

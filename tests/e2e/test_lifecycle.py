@@ -70,10 +70,15 @@ def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_
 
 
 def test_sigterm_stops_in_order(make_daemon: Callable[..., Daemon]) -> None:
-    daemon = make_daemon()
+    # systemd's watchdog at 0.4 s: a heartbeat every 0.2 s while the daemon is healthy.
+    daemon = make_daemon(WATCHDOG_USEC="400000")
     (daemon.root / "a.txt").write_text("some words to hash")
     daemon.start()
     assert daemon.socket.exists()
+    daemon.wait_notice("WATCHDOG", 10)
+    # The systemd status line tells how the startup reconcile goes.
+    while "startup reconcile of" not in daemon.wait_notice("STATUS", 10)["STATUS"]:
+        pass
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGTERM)
     daemon.wait_notice("STOPPING")

@@ -1,0 +1,82 @@
+"""A root with more directories than inotify may watch: the daemon says so, with the sysctl that
+would fix it, polls what it cannot watch, and still indexes changes there.
+
+The daemon runs in a user namespace where ``user.max_inotify_watches`` is lowered, so the host's
+limits are not touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from isccd.model import EventType
+
+from .conftest import Daemon, next_event, of_type
+
+
+def _unshare() -> str:
+    tool = shutil.which("unshare")
+    if tool is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    probe = subprocess.run(
+        [tool, "--user", "--map-root-user", "true"], capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"user namespaces are not available: {probe.stderr.decode().strip()}")
+    return tool
+
+
+def test_unwatchable_subtrees_are_polled_and_reported(make_daemon: Callable[..., Daemon]) -> None:
+    unshare = _unshare()
+    daemon = make_daemon(ISCCD_WATCH__POLL_INTERVAL="0.5", ISCCD_WATCH__RECONCILE_INTERVAL="2")
+    for i in range(8):
+        (daemon.root / f"d{i}" / "inner").mkdir(parents=True)
+    # Room for a few watches only: the root's and some directories'.
+    daemon.wrap = [
+        unshare,
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        'echo 4 > /proc/sys/user/max_inotify_watches && exec "$@"',
+        "sh",
+    ]
+    daemon.start()
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await watcher.subscribe(since=0)
+        degraded = await next_event(watcher, of_type(EventType.WATCH_DEGRADED))
+        assert degraded.root == str(daemon.root)
+        assert "watch limit" in degraded.data["reason"]
+        assert degraded.data["fix"] == "user.max_inotify_watches=524288"
+        (root_status,) = (await control.status()).roots
+        assert root_status.watch_mode == "partial"
+        assert root_status.note is not None
+        assert "sysctl user.max_inotify_watches=524288" in root_status.note
+        polled = degraded.data["paths"]
+        assert polled
+        # A file created in a polled directory is found by the poll.
+        target = Path(polled[0]) / "late.txt"
+        target.write_text("written where no inotify watch is")
+        await next_event(watcher, of_type(EventType.FILE_ADDED, target), timeout=30)
+        # The safety reconcile runs on its own (every 2 s here); polls end in scan.done too.
+        await next_event(watcher, lambda e: e.type is EventType.SCAN_DONE and periodic())
+        await control.close()
+        await watcher.close()
+
+    def periodic() -> bool:
+        return any(
+            line.get("event") == "reconcile_done" and line.get("reason") == "periodic"
+            for line in daemon.log_lines()
+        )
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert daemon.stop() == 0
