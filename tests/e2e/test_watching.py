@@ -159,3 +159,44 @@ def test_reencoded_picture_and_edited_document_are_near_duplicates(
 
     asyncio.run(scenario())
     assert daemon.stop() == 0
+
+
+def test_sync_returns_after_every_change_made_before_it(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    # A long quiet period: without the barrier, nothing would be indexed for seconds.
+    daemon = make_daemon(ISCCD_WATCH__SETTLE="30", ISCCD_WATCH__MAX_DELAY="60")
+    (daemon.root / "old.txt").write_text("a file that will be deleted")
+    (daemon.root / "edit.txt").write_text("a file that will be edited")
+    daemon.start()
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        await control.sync()
+        for i in range(30):
+            (daemon.root / f"new-{i}.txt").write_text(f"new file {i}")
+        (daemon.root / "old.txt").unlink()
+        (daemon.root / "edit.txt").write_text("a file that was edited, just now")
+        seq = await control.sync()
+        assert (await control.status()).files_indexed == 31
+        for i in range(30):
+            assert (await control.get(str(daemon.root / f"new-{i}.txt"))).iscc
+        assert (await control.get(str(daemon.root / "old.txt"))).removed is not None
+        edited = await control.get(str(daemon.root / "edit.txt"))
+        assert edited.size == len("a file that was edited, just now")
+        # Every event those changes caused is in the log at or before the returned seq.
+        watcher = await daemon.client()
+        await watcher.subscribe(since=0)
+        types = set()
+        async for event in watcher.events():
+            types.add((event.type, event.path.rsplit("/", 1)[-1]))
+            if event.seq == seq:
+                break
+        assert (EventType.FILE_REMOVED, "old.txt") in types
+        assert (EventType.FILE_CHANGED, "edit.txt") in types
+        assert (EventType.FILE_ADDED, "new-29.txt") in types
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert daemon.stop() == 0
