@@ -127,9 +127,12 @@ class _InotifyFD(InotifyFD):
         self._on_watch_failed = on_watch_failed
 
     def handle_event(self, event: InotifyEvent) -> None:
+        super().handle_event(event)
+        # After watchdog has rebuilt its watches (it removes and re-adds them): the reconcile
+        # this triggers then starts once the root is watched again, and finds whatever changed
+        # while it was not.
         if event.is_queue_overflow:
             self._on_overflow()
-        super().handle_event(event)
 
     def add_callback(
         self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId

@@ -32,11 +32,13 @@ class Collector:
         self._changed.set()
 
     async def wait_for(self, predicate: Callable[[Notice], bool], timeout: float = 10) -> Notice:
+        checked = 0
         async with asyncio.timeout(timeout):
             while True:
-                for notice in self.seen:
+                for notice in self.seen[checked:]:
                     if predicate(notice):
                         return notice
+                checked = len(self.seen)
                 self._changed.clear()
                 await self._changed.wait()
 
