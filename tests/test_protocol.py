@@ -303,9 +303,10 @@ def test_non_utf8_path_bytes_survive_the_wire(name: bytes) -> None:
     assert os.fsencode(decoded.path) == b"/r/" + name.replace(b"\0", b"_")
 
 
-def test_event_data_may_not_shadow_the_envelope() -> None:
-    with pytest.raises(ValueError, match="seq"):
-        encode_event(Event(1, EventType.FILE_ADDED, 0.0, "/r", "/r/a", {"seq": 3}))
+def test_event_data_never_shadows_the_envelope() -> None:
+    event = Event(1, EventType.SCAN_DONE, 2.0, "/r", "", {"root": "/elsewhere", "seen": 3})
+    obj = json.loads(encode_event(event))
+    assert obj == {"event": "scan.done", "seq": 1, "time": 2.0, "root": "/r", "path": "", "seen": 3}
 
 
 def test_events_of_unknown_types_are_skipped_by_clients() -> None:

@@ -25,7 +25,7 @@ from isccd.model import Event, EventType
 from .codes import ErrorCode
 from .requests import RequestId
 
-#: Members every event has; an event's ``data`` may not use these names.
+#: Members every event has; ``data`` members of these names are not sent.
 EVENT_FIELDS = frozenset({"event", "seq", "time", "root", "path"})
 
 _dumps = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
@@ -44,27 +44,28 @@ def encode_error(request_id: RequestId | None, code: str, message: str) -> bytes
 def event_to_wire(event: Event) -> dict[str, Any]:
     """The JSON object of ``event``: the envelope members, then ``data``.
 
-    Raises:
-        ValueError: ``data`` uses a name of the envelope.
+    The envelope wins: a ``data`` member named like one of :data:`EVENT_FIELDS` is left out
+    (an event must never fail to be sent because of its payload).
     """
-    clash = EVENT_FIELDS.intersection(event.data)
-    if clash:
-        raise ValueError(f"event data may not use the names {sorted(clash)}")
-    return {
+    obj: dict[str, Any] = {
         "event": event.type.value,
         "seq": event.seq,
         "time": event.time,
         "root": event.root,
         "path": event.path,
-        **event.data,
     }
+    if EVENT_FIELDS.isdisjoint(event.data):
+        obj.update(event.data)
+    else:
+        obj.update((k, v) for k, v in event.data.items() if k not in EVENT_FIELDS)
+    return obj
 
 
 def encode_event(event: Event) -> bytes:
     """An event line.
 
     Raises:
-        ValueError: ``data`` uses a name of the envelope, or holds NaN or infinity.
+        ValueError: ``data`` holds NaN or infinity.
         TypeError: ``data`` holds something JSON cannot represent.
     """
     return _line(event_to_wire(event))
