@@ -27,6 +27,7 @@ import enum
 import errno
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +123,13 @@ class _InotifyFD(InotifyFD):
     def __init__(
         self, on_overflow: Callable[[], None], on_watch_failed: Callable[[bytes, int], None]
     ) -> None:
+        # When a tree is created quickly, watchdog adds the watch of a new subdirectory twice
+        # (once walking its new parent, once for its own creation event) and warns that the
+        # callback "will be overwritten" with the very same callback: harmless, and not to be
+        # turned into an error in watchdog's reader thread.
+        warnings.filterwarnings(
+            "ignore", message=r"Callback with id .* already exists", category=RuntimeWarning
+        )
         super().__init__()
         self._on_overflow = on_overflow
         self._on_watch_failed = on_watch_failed
