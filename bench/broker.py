@@ -88,8 +88,7 @@ class IsccdTarget:
         self.broker.publish(make_event(self.seq))
 
     def backlog(self) -> int:
-        connections = self.server.statistics().connections
-        return max((c.subscription.queued for c in connections if c.subscription), default=0)
+        return self.broker.statistics().max_queued
 
 
 class RawTarget:

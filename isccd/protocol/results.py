@@ -73,7 +73,7 @@ class RootStatus:
     Attributes:
         path: The root, symbolic links resolved.
         watch_mode: ``"inotify"`` (every directory watched), ``"partial"`` (some subtrees
-            polled), ``"polling"`` (the whole root polled), or ``"stopped"``.
+            polled) or ``"polling"`` (the whole root polled).
         files: Files indexed under the root.
         scan: The scan under way, if any.
         note: Why the root is not fully watched and what would fix it (e.g. the sysctl value).

@@ -61,12 +61,14 @@ class BrokerStatistics:
         last_seq: Sequence number of the last event published.
         published: Events published since the broker was made.
         lagged: Subscriptions removed for lagging since then.
+        max_queued: Events waiting in the fullest subscription queue.
     """
 
     subscribers: int
     last_seq: int
     published: int
     lagged: int
+    max_queued: int
 
 
 class Subscription:
@@ -82,6 +84,7 @@ class Subscription:
         on_lagged: Callable[[Subscription], None],
     ) -> None:
         self.filter = event_filter
+        self.everything = event_filter.types is None and event_filter.roots is None
         self.on_lagged = on_lagged
         self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
         self._size = queue_size
@@ -100,19 +103,21 @@ class Subscription:
         Returns:
             False when the subscription just lagged (live and its queue full).
         """
-        if not self.replaying and seq <= self.cursor:
-            # Replayed already: the store showed it before the daemon got to publish it.
-            return True
-        if len(self._queue) >= self._size:
-            self._queue.clear()
+        queue = self._queue
+        if len(queue) >= self._size:
+            queue.clear()
             if self.replaying:
                 self._overflowed = True
                 return True
             self.lagged = True
             self._wake()
             return False
-        self._queue.append((seq, line))
-        self._wake()
+        if not self.replaying and seq <= self.cursor:
+            # Replayed already: the store showed it before the daemon got to publish it.
+            return True
+        queue.append((seq, line))
+        if len(queue) == 1:  # the connection waits only on an empty queue
+            self._wake()
         return True
 
     def skip(self, seq: int) -> None:
@@ -151,14 +156,23 @@ class Subscription:
                 self._waiter = None
         if self.lagged or self.closed:
             return []
-        count = min(len(self._queue), BATCH_EVENTS)
-        return [self._queue.popleft() for _ in range(count)]
+        queue = self._queue
+        if len(queue) <= BATCH_EVENTS:
+            batch = list(queue)
+            queue.clear()
+            return batch
+        return [queue.popleft() for _ in range(BATCH_EVENTS)]
 
     def close(self) -> None:
         """Stop the subscription; a pending :meth:`next_batch` returns empty."""
         self.closed = True
         self._queue.clear()
         self._wake()
+
+    @property
+    def queued(self) -> int:
+        """Events waiting in the queue."""
+        return len(self._queue)
 
     def statistics(self) -> SubscriptionStatistics:
         """The subscription's figures now."""
@@ -235,7 +249,7 @@ class Broker:
         self._published += 1
         lagged = []
         for subscription in self._subscriptions:
-            if not subscription.filter.matches(event):
+            if not subscription.everything and not subscription.filter.matches(event):
                 subscription.skip(event.seq)
             elif not subscription.offer(event.seq, line):
                 lagged.append(subscription)
@@ -253,4 +267,5 @@ class Broker:
             last_seq=self._last_seq,
             published=self._published,
             lagged=self._lagged,
+            max_queued=max((s.queued for s in self._subscriptions), default=0),
         )

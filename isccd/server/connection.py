@@ -328,7 +328,7 @@ class Connection(asyncio.Protocol):
                 return
             sub.go_live(cursor)
             while batch := await sub.next_batch():
-                self._write(b"".join(line for _, line in batch))
+                self._write(b"".join([line for _, line in batch]))
                 sub.handed_over(batch[-1][0], len(batch))
                 await self._drain()
         except ConnectionError:
