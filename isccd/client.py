@@ -52,6 +52,7 @@ from isccd.protocol import (
     SubscribeResult,
     SyncRequest,
     SyncResult,
+    UnknownEvent,
     UnsubscribeRequest,
     UnsubscribeResult,
     decode_message,
@@ -109,25 +110,24 @@ class _State:
 
     def __init__(self) -> None:
         self.ids = itertools.count(1)
-        self.pending: collections.deque[Event] = collections.deque()
+        self.pending: collections.deque[Event | UnknownEvent] = collections.deque()
         self.last_seq: int | None = None
         self.eof = False
 
-    def accept(self, message: Reply | Event | None, request_id: int | None) -> Reply | None:
+    def accept(self, message: Reply | Event | UnknownEvent, request_id: int | None) -> Reply | None:
         """File a message read from the server; return it if it is the awaited reply."""
-        if isinstance(message, Event):
+        if not isinstance(message, Reply):
             self.pending.append(message)
-            return None
-        if message is None:  # an event type this client does not know
             return None
         if message.id == request_id or (message.id is None and not message.ok):
             return message
         raise ProtocolError(ErrorCode.INVALID_REPLY, f"reply to an unknown request {message.id}")
 
-    def take(self) -> Event:
+    def take(self) -> Event | None:
+        """The next event kept aside; ``None`` for one of an unknown type (skipped)."""
         event = self.pending.popleft()
         self.last_seq = event.seq
-        return event
+        return event if isinstance(event, Event) else None
 
 
 class Client:
@@ -239,7 +239,8 @@ class Client:
         try:
             while True:
                 while self._state.pending:
-                    yield self._state.take()
+                    if (event := self._state.take()) is not None:
+                        yield event
                 if self._state.eof:
                     return
                 self._read_one(None)
@@ -348,8 +349,7 @@ class AsyncClient:
             message = decode_message(line)
             if isinstance(message, Reply):
                 return message
-            if message is not None:
-                self._state.pending.append(message)
+            self._state.pending.append(message)
 
     async def hello(self) -> HelloResult:
         """Protocol version, server version, commands and events."""
@@ -389,7 +389,8 @@ class AsyncClient:
         """The subscription's events as they come; ends when the server closes the connection."""
         while True:
             while self._state.pending:
-                yield self._state.take()
+                if (event := self._state.take()) is not None:
+                    yield event
             if self._state.eof:
                 return
             await self._read_one(None)

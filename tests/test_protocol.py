@@ -41,6 +41,7 @@ from isccd.protocol import (
     SubscribeResult,
     SyncRequest,
     UnitInfo,
+    UnknownEvent,
     UnsubscribeRequest,
     decode_message,
     decode_request,
@@ -309,9 +310,9 @@ def test_event_data_never_shadows_the_envelope() -> None:
     assert obj == {"event": "scan.done", "seq": 1, "time": 2.0, "root": "/r", "path": "", "seen": 3}
 
 
-def test_events_of_unknown_types_are_skipped_by_clients() -> None:
+def test_events_of_unknown_types_are_recognized_with_their_seq() -> None:
     line = b'{"event": "file.teleported", "seq": 3, "time": 1, "root": "/r", "path": "/r/a"}'
-    assert decode_message(line) is None
+    assert decode_message(line) == UnknownEvent("file.teleported", 3)
 
 
 def test_the_lagged_notice_carries_the_resume_point() -> None:
@@ -342,7 +343,8 @@ def test_error_replies_raise_their_code() -> None:
 
 
 @pytest.mark.parametrize(
-    "line", [b"not json", b"[]", b'{"id": 1}', b'{"id": 1, "ok": false}', b'{"event": 1}']
+    "line",
+    [b"not json", b"[]", b'{"id": 1}', b'{"id": 1, "ok": false}', b'{"event": 1, "seq": 2}'],
 )
 def test_garbage_from_the_server_is_an_invalid_reply(line: bytes) -> None:
     with pytest.raises(ProtocolError) as info:

@@ -20,6 +20,7 @@ from .framing import MAX_LINE_BYTES, LineSplitter, OversizedLine
 from .messages import (
     EVENT_FIELDS,
     Reply,
+    UnknownEvent,
     decode_message,
     encode_error,
     encode_event,
@@ -110,6 +111,7 @@ __all__ = [
     "SyncRequest",
     "SyncResult",
     "UnitInfo",
+    "UnknownEvent",
     "UnsubscribeRequest",
     "UnsubscribeResult",
     "decode_message",

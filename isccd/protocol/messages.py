@@ -89,6 +89,17 @@ def lagged_event(resume: int, time: float, queue_size: int) -> Event:
 
 
 @dataclass(frozen=True, slots=True)
+class UnknownEvent:
+    """An event of a type this client does not know (a newer server may send more).
+
+    Clients skip it, but its ``seq`` still moves their resume point.
+    """
+
+    name: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
 class Reply:
     """A decoded reply.
 
@@ -118,15 +129,14 @@ class Reply:
         return self.result or {}
 
 
-def decode_message(line: bytes) -> Reply | Event | None:
+def decode_message(line: bytes) -> Reply | Event | UnknownEvent:
     """Decode one line written by the server.
 
     Args:
         line: The line, without its newline.
 
     Returns:
-        A reply, an event, or ``None`` for an event of a type this client does not know (newer
-        servers may announce more; clients ignore them).
+        A reply, an event, or an :class:`UnknownEvent`.
 
     Raises:
         ProtocolError: ``invalid_reply``: the line is neither.
@@ -142,24 +152,22 @@ def decode_message(line: bytes) -> Reply | Event | None:
     return _reply_from_wire(obj)
 
 
-def event_from_wire(obj: Mapping[str, Any]) -> Event | None:
-    """The event of a JSON object, or ``None`` when its type is unknown.
+def event_from_wire(obj: Mapping[str, Any]) -> Event | UnknownEvent:
+    """The event of a JSON object (an :class:`UnknownEvent` when its type is unknown).
 
     Raises:
         ProtocolError: ``invalid_reply``: an envelope member is missing or of the wrong type.
     """
     name = obj.get("event")
-    if not isinstance(name, str):
-        raise ProtocolError(ErrorCode.INVALID_REPLY, "event without a type name")
+    seq, time, root, path = (obj.get(k) for k in ("seq", "time", "root", "path"))
+    if not isinstance(name, str) or isinstance(seq, bool) or not isinstance(seq, int):
+        raise ProtocolError(ErrorCode.INVALID_REPLY, "event without a type name or seq")
     try:
         event_type = EventType(name)
     except ValueError:
-        return None
-    seq, time, root, path = (obj.get(k) for k in ("seq", "time", "root", "path"))
+        return UnknownEvent(name, seq)
     if (
-        isinstance(seq, bool)
-        or not isinstance(seq, int)
-        or isinstance(time, bool)
+        isinstance(time, bool)
         or not isinstance(time, int | float)
         or not isinstance(root, str)
         or not isinstance(path, str)

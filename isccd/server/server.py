@@ -48,13 +48,14 @@ class ServerStatistics:
 
 
 class _Refused(asyncio.Protocol):
-    """Answers a connection over the limit with one error line, then closes it."""
+    """Answers a connection it cannot serve with one error line, then closes it."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        self._line = encode_error(None, code, message)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport = cast(asyncio.WriteTransport, transport)  # a Unix stream socket's transport
-        transport.write(
-            encode_error(None, ErrorCode.TOO_MANY_CLIENTS, "too many clients; try again later")
-        )
+        transport.write(self._line)
         transport.close()
 
 
@@ -184,10 +185,12 @@ class Server:
         )
 
     def _make_protocol(self) -> asyncio.Protocol:
-        if self._closing or len(self._connections) >= self._options.max_clients:
+        if self._closing:
+            return _Refused(ErrorCode.SHUTTING_DOWN, "the daemon is stopping")
+        if len(self._connections) >= self._options.max_clients:
             self._refused += 1
             structlog.get_logger().warning("client_refused", connections=len(self._connections))
-            return _Refused()
+            return _Refused(ErrorCode.TOO_MANY_CLIENTS, "too many clients; try again later")
         self._next_id += 1
         return Connection(
             self._context,

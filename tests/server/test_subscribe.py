@@ -358,3 +358,25 @@ def test_replay_and_live_join_without_gap_or_duplicate_under_concurrent_publishi
             assert received == expected
 
     asyncio.run(main())
+
+
+def test_clients_skip_events_they_do_not_know_but_count_their_seq(short_dir: Path) -> None:
+    """A newer server may send event types this client does not know."""
+
+    async def newer_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()
+        writer.write(
+            b'{"id":1,"ok":true,"result":{"since":0,"head":0,"first":1,"complete":true}}\n'
+            b'{"event":"file.added","seq":1,"time":1,"root":"/r","path":"/r/a"}\n'
+            b'{"event":"file.teleported","seq":2,"time":1,"root":"/r","path":"/r/a"}\n'
+        )
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_unix_server(newer_server, short_dir / "s.sock")
+        async with server, await AsyncClient.connect(short_dir / "s.sock") as client:
+            await client.subscribe(since=0)
+            assert [e.seq async for e in client.events()] == [1]
+            assert client.last_seq == 2
+
+    asyncio.run(main())
