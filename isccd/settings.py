@@ -94,6 +94,9 @@ class WatchSettings(_Section):
         ".hg/",
         ".svn/",
         "__pycache__/",
+        ".venv/",
+        "node_modules/",
+        ".cache/",
         "*.swp",
         "*.swx",
         "*~",
@@ -102,7 +105,8 @@ class WatchSettings(_Section):
         "*.crdownload",
         ".~lock.*#",
     )
-    """gitignore-style patterns of paths never indexed (editor swap files, partial downloads)."""
+    """gitignore-style patterns of paths never indexed: version-control internals, virtual
+    environments and package caches, editor swap files, partial downloads."""
 
     @field_validator("roots", mode="before")
     @classmethod

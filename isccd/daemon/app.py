@@ -103,7 +103,9 @@ class Daemon:
         )
         self._scans = Scans(self._pipeline, config.scan, on_change=self._update_status)
         self._queue = WorkQueue(self._pipeline, concurrency=config.pipeline.hash_concurrency)
-        self._feed = Feed(config.debounce, self._queue, self._scans, self._emit)
+        self._feed = Feed(
+            config.debounce, self._queue, self._scans, self._emit, ignore=config.scan.ignore
+        )
         self._watcher: Watcher | None = None
         backend = DaemonBackend(
             self._pipeline,
@@ -331,6 +333,7 @@ class Daemon:
         if new.workers != old.workers:
             await self._replace_workers(new)
         self._scans.scan_options = new.scan
+        self._feed.set_ignore(new.scan.ignore)
         self._feed.reconfigure(new.debounce)
         self.config = new
         if new.watcher != old.watcher:

@@ -106,6 +106,9 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
         raise ConfigError(f"invalid configuration: watch.ignore: {exc}") from None
     state_dir = settings.store.state_dir or dirs.default_state_dir(env)
     socket = settings.server.socket or dirs.default_socket_path(env)
+    cache_dir = (
+        Path(env["NUMBA_CACHE_DIR"]) if env.get("NUMBA_CACHE_DIR") else dirs.default_cache_dir(env)
+    )
     match = settings.match
     code = CodeOptions()
     workers = settings.hashing.workers or _cpu_count()
@@ -138,7 +141,10 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
         workers=WorkerOptions(
             workers=workers, file_timeout=settings.hashing.file_timeout, code=code
         ),
-        scan=ScanOptions(follow_symlinks=watch.follow_symlinks, ignore=watch.ignore),
+        scan=ScanOptions(
+            follow_symlinks=watch.follow_symlinks,
+            ignore=watch.ignore + _own_dirs(roots, (state_dir, socket.parent, cache_dir)),
+        ),
         watcher=WatcherOptions(
             force_polling=watch.force_polling, follow_symlinks=watch.follow_symlinks
         ),
@@ -155,6 +161,27 @@ def _cpu_count() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def _own_dirs(roots: tuple[str, ...], own: tuple[Path, ...]) -> tuple[str, ...]:
+    """Ignore patterns for isccd's own directories inside a root: the store changes with every
+    commit, and indexing it would feed on itself.
+
+    Raises:
+        ConfigError: A root is one of isccd's own directories, or inside one.
+    """
+    patterns: list[str] = []
+    for directory in own:
+        real = os.path.realpath(directory)
+        for root in roots:
+            if real == root or root.startswith(real.rstrip("/") + "/"):
+                raise ConfigError(
+                    f"invalid configuration: watch.roots: {root!r} holds isccd's own files "
+                    f"({real}); watch the folders with your files instead"
+                )
+            if real.startswith(root.rstrip("/") + "/"):
+                patterns.append("/" + os.path.relpath(real, root) + "/")
+    return tuple(dict.fromkeys(patterns))
 
 
 def _check_roots(configured: tuple[Path, ...]) -> tuple[str, ...]:

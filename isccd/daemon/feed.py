@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -24,7 +24,17 @@ from isccd.daemon.config import DebounceOptions
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
 from isccd.model import EventType
-from isccd.watch.debounce import Action, Change, Debouncer, Dirty, Moved, Recrawl, RecrawlReason
+from isccd.watch.debounce import (
+    Action,
+    Change,
+    ChangeKind,
+    Debouncer,
+    Dirty,
+    Moved,
+    Recrawl,
+    RecrawlReason,
+)
+from isccd.watch.scan import compile_ignore
 from isccd.watch.watcher import Degradation
 
 #: Emits a daemon-level event: (type, root, path, data).
@@ -40,6 +50,7 @@ class Feed:
         scans: Where recrawls go.
         emit: Logs ``watch.recrawl`` and ``watch.degraded`` events.
         clock: Monotonic seconds.
+        ignore: gitignore-style patterns of paths never indexed (relative to each root).
     """
 
     def __init__(
@@ -48,9 +59,12 @@ class Feed:
         queue: WorkQueue,
         scans: Scans,
         emit: Emit,
+        *,
         clock: Callable[[], float] = time.monotonic,
+        ignore: Sequence[str] = (),
     ) -> None:
         self._options = options
+        self._ignore = compile_ignore(ignore)
         self._debouncer = Debouncer(options.settle, options.max_delay, options.max_pending)
         self._queue = queue
         self._scans = scans
@@ -80,10 +94,46 @@ class Feed:
         """Paths waiting to settle or to enter the queue."""
         return len(self._debouncer) + len(self._ready)
 
+    def set_ignore(self, patterns: Sequence[str]) -> None:
+        """New ignore patterns (gitignore-style, relative to each root).
+
+        Raises:
+            ValueError: A pattern is malformed.
+        """
+        self._ignore = compile_ignore(patterns)
+
     def on_change(self, change: Change) -> None:
         """A change seen by the watcher (on the loop)."""
-        self._take(self._debouncer.add(change, self._clock()))
-        self._wake.set()
+        kept = self._unignored(change)
+        if kept is not None:
+            self._take(self._debouncer.add(kept, self._clock()))
+            self._wake.set()
+
+    def _unignored(self, change: Change) -> Change | None:
+        """The change as the index sees it, leaving out ignored paths (the same patterns a
+        reconcile walk honours): a rename into an ignored name is a removal, one out of it an
+        arrival."""
+        if self._ignore is None:
+            return change
+        ignored = self._ignored(change.root, change.path, change.is_dir)
+        if change.kind is not ChangeKind.MOVED:
+            return None if ignored else change
+        dest_ignored = self._ignored(change.root, change.dest, change.is_dir)
+        if ignored and dest_ignored:
+            return None
+        if dest_ignored:
+            return Change(ChangeKind.REMOVED, change.root, change.path, is_dir=change.is_dir)
+        if ignored:
+            kind = ChangeKind.DIR_ADDED if change.is_dir else ChangeKind.TOUCHED
+            return Change(kind, change.root, change.dest, is_dir=change.is_dir)
+        return change
+
+    def _ignored(self, root: str, path: str, is_dir: bool) -> bool:
+        assert self._ignore is not None
+        if not path.startswith(root.rstrip("/") + "/"):
+            return False
+        rel = path[len(root.rstrip("/")) + 1 :]
+        return bool(self._ignore.match_file(rel + "/" if is_dir else rel))
 
     def on_recrawl(self, recrawl: Recrawl) -> None:
         """The watcher lost events of a root: reconcile it, and say so."""

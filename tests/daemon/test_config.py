@@ -71,3 +71,11 @@ def test_roots_are_checked_on_the_machine(tmp_path: Path) -> None:
 def test_a_bad_ignore_pattern_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"watch\.ignore: invalid ignore pattern"):
         build_config(_settings(tmp_path, ignore=["[z-a]"]), env={})
+
+
+def test_own_directories_inside_a_root_are_ignored(tmp_path: Path) -> None:
+    env = {"STATE_DIRECTORY": str(tmp_path / ".local/state/isccd"), "XDG_RUNTIME_DIR": "/run/u"}
+    config = build_config(_settings(tmp_path), env=env)
+    assert "/.local/state/isccd/" in config.scan.ignore
+    with pytest.raises(ConfigError, match="holds isccd's own files"):
+        build_config(_settings(tmp_path), env={"STATE_DIRECTORY": str(tmp_path)})

@@ -126,3 +126,26 @@ def test_a_degradation_is_announced() -> None:
             },
         )
     ]
+
+
+def test_ignored_paths_never_reach_the_queue() -> None:
+    async def scenario() -> None:
+        feed, queue, _, _ = _feed()
+        feed.set_ignore([".git/", "*.part", "/own/state/"])
+        runner = asyncio.create_task(feed.run())
+        feed.on_change(Change(ChangeKind.TOUCHED, R, "/r/.git/index"))
+        feed.on_change(Change(ChangeKind.TOUCHED, R, "/r/sub/.git/HEAD"))
+        feed.on_change(Change(ChangeKind.TOUCHED, R, "/r/own/state/isccd.db-wal"))
+        feed.on_change(Change(ChangeKind.DIR_ADDED, R, "/r/.git/objects/ab", is_dir=True))
+        feed.on_change(Change(ChangeKind.TOUCHED, R, "/r/movie.part"))
+        # A download renamed into place arrives; a file renamed to an ignored name leaves.
+        feed.on_change(Change(ChangeKind.MOVED, R, "/r/movie.part", "/r/movie.mkv"))
+        feed.on_change(Change(ChangeKind.MOVED, R, "/r/notes.txt", "/r/notes.part"))
+        feed.on_change(Change(ChangeKind.MOVED, R, "/r/a.part", "/r/b.part"))
+        await _until(queue, 2)
+        feed.flush()
+        await asyncio.wait_for(feed.drained(), 5)
+        assert queue.items == [Dirty(R, "/r/movie.mkv"), Dirty(R, "/r/notes.txt")]
+        runner.cancel()
+
+    asyncio.run(scenario())

@@ -200,3 +200,35 @@ def test_sync_returns_after_every_change_made_before_it(
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
     assert daemon.stop() == 0
+
+
+def test_ignored_paths_and_the_store_inside_a_root_are_not_indexed(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    daemon.state = daemon.root / "var" / "isccd"  # the store inside the watched tree
+    (daemon.root / ".git").mkdir()
+    (daemon.root / ".git" / "config").write_text("[core]")
+    daemon.start()
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await control.sync()
+        await watcher.subscribe()
+        (daemon.root / ".git" / "HEAD").write_text("ref: refs/heads/main")
+        (daemon.root / "film.mkv.part").write_text("half a film")
+        (daemon.root / "film.mkv.part").rename(daemon.root / "film.mkv")
+        await next_event(watcher, of_type(EventType.FILE_ADDED, daemon.root / "film.mkv"))
+        await control.sync()
+        await control.sync()  # commits change the store: they must not cause more work
+        status = await control.status()
+        assert status.files_indexed == 1
+        assert status.queue_depth == 0
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert daemon.stop() == 0
+    hashed = [line["path"] for line in daemon.log_lines() if line.get("event") == "file_processed"]
+    assert hashed == [str(daemon.root / "film.mkv")]
