@@ -344,6 +344,18 @@ class Daemon:
             if self._watcher is not None:
                 await self._watch(root)
             self._scans.request(root, "added")
+        await self._retry_limited()
+
+    async def _retry_limited(self) -> None:
+        """Watch again the roots that hit an inotify limit: the administrator may have raised
+        it (the sysctl ``isccd status`` named) before reloading."""
+        if self._watcher is None:
+            return
+        for status in self._watcher.status():
+            if status.root in self.config.roots and any(d.fix for d in status.degradations):
+                await asyncio.to_thread(self._watcher.unwatch, status.root)
+                await self._watch(status.root)
+                self._scans.request(status.root, "rewatch")
 
     async def _replace_workers(self, new: DaemonConfig) -> None:
         pool = WorkerPool(new.workers)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,19 @@ def test_unwatchable_subtrees_are_polled_and_reported(make_daemon: Callable[...,
         await next_event(watcher, of_type(EventType.FILE_ADDED, target), timeout=30)
         # The safety reconcile runs on its own (every 2 s here); polls end in scan.done too.
         await next_event(watcher, lambda e: e.type is EventType.SCAN_DONE and periodic())
+        # The administrator raises the limit and reloads: the root is watched whole again.
+        nsenter = shutil.which("nsenter")
+        if nsenter is not None:
+            assert daemon.proc is not None
+            raise_limit = "echo 100000 > /proc/sys/user/max_inotify_watches"
+            command = [nsenter, "--user", "--target", str(daemon.proc.pid), "sh", "-c"]
+            subprocess.run([*command, raise_limit], check=True)
+            daemon.signal(signal.SIGHUP)
+            await asyncio.to_thread(daemon.wait_notice, "RELOADING")
+            await asyncio.to_thread(daemon.wait_notice, "READY")
+            (root_status,) = (await control.status()).roots
+            assert root_status.watch_mode == "inotify"
+            assert root_status.note is None
         await control.close()
         await watcher.close()
 
