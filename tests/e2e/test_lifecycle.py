@@ -29,6 +29,10 @@ def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_
     second.mkdir()
     (first / "one.txt").write_text("a file in the first root")
     (second / "two.txt").write_text("a file in the second root")
+    words = [f"word{i % 97}x{i % 13}" for i in range(2000)]
+    (second / "draft.txt").write_text(" ".join(words))
+    words[500:503] = ["three", "new", "words"]
+    (second / "final.txt").write_text(" ".join(words))
     config = daemon.base / "isccd.toml"
     _config(config, [first])
     daemon.start("--config", str(config), watch=False)
@@ -47,9 +51,18 @@ def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_
         assert int(reloading["MONOTONIC_USEC"]) >= before
         await asyncio.to_thread(daemon.wait_notice, "READY")
         await next_event(watcher, of_type(EventType.FILE_ADDED, second / "two.txt"))
+        await control.sync()
         assert [r.path for r in (await control.status()).roots] == [str(first), str(second)]
 
-        _config(config, [first, second], "[log]\nlevel = 'loud'\n")
+        # Thresholds: the near duplicates found under the old ones are re-evaluated.
+        _config(config, [first, second], "[match]\ntext = 0\ndata = 0\n")
+        daemon.signal(signal.SIGHUP)
+        resolved = await next_event(watcher, of_type(EventType.DUP_RESOLVED))
+        assert resolved.data["reason"] == "threshold"
+        assert resolved.data["kind"] == "near"
+        await asyncio.to_thread(daemon.wait_notice, "READY")
+
+        _config(config, [first, second], "[match]\ntext = 0\n[log]\nlevel = 'loud'\n")
         daemon.signal(signal.SIGHUP)
         await asyncio.to_thread(daemon.wait_notice, "RELOADING")
         await asyncio.to_thread(daemon.wait_notice, "READY")
@@ -57,7 +70,7 @@ def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_
         refused = [line for line in daemon.log_lines() if line.get("event") == "reload_refused"]
         assert "log.level" in refused[0]["error"]
 
-        _config(config, [second])
+        _config(config, [second], "[match]\ntext = 0\ndata = 0\n")
         daemon.signal(signal.SIGHUP)
         await next_event(watcher, of_type(EventType.FILE_REMOVED, first / "one.txt"))
         await asyncio.to_thread(daemon.wait_notice, "READY")
