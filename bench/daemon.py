@@ -208,21 +208,33 @@ def _timed(fn: object, rounds: int) -> list[float]:
 # -- 2. fan-out ----------------------------------------------------------------------------------
 
 _SUBSCRIBER = """
-import json, sys, time
-from isccd.client import Client
-sock, since, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with Client(sock, timeout=600) as client:
-    client.subscribe(None if since == "live" else int(since))
-    print("subscribed", flush=True)
-    first = last = None
-    seen = 0
-    for event in client.events():
-        now = time.time()
-        first = first or now
-        last = now
-        seen += 1
-        if seen >= want:
-            break
+import json, socket, sys, time
+# A minimal subscriber: it counts event lines without decoding them, so that what is measured is
+# the daemon's delivery, not this reader.
+path, since, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect(path)
+request = {"id": 1, "cmd": "subscribe"}
+if since != "live":
+    request["since"] = int(since)
+sock.sendall(json.dumps(request).encode() + b"\\n")
+buffer = b""
+while b"\\n" not in buffer:
+    buffer += sock.recv(65536)
+reply, buffer = buffer.split(b"\\n", 1)
+assert json.loads(reply)["ok"], reply
+print("subscribed", flush=True)
+seen = buffer.count(b"\\n")
+first = time.time() if seen else None
+last = first
+while seen < want:
+    chunk = sock.recv(1 << 20)
+    if not chunk:
+        break
+    now = time.time()
+    first = first or now
+    last = now
+    seen += chunk.count(b"\\n")
 print(json.dumps({"first": first, "last": last, "seen": seen}), flush=True)
 """
 
