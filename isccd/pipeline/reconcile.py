@@ -367,9 +367,16 @@ class Reconciler:
         self.stats.queued += len(jobs)
         return jobs
 
-    def close(self) -> tuple[ScanStats, Event]:
-        """Log ``scan.done`` with the counters; return them and the event."""
+    def close(self) -> tuple[ScanStats, Event | None]:
+        """Log ``scan.done`` with the counters; return them and the event.
+
+        Only a walk of the whole root is announced: a subtree walk (a directory that appeared
+        under a watcher, a polled subtree, every few seconds) is part of watching, and its
+        ``scan.done`` would bury the changes; its changes are logged as usual.
+        """
         stats = self._stats()
+        if self._walker.start != self.root:
+            return stats, None
         # The root is the event's own; the wire format refuses data that repeats it.
         data = {k: v for k, v in stats.as_dict().items() if k != "root"}
         event = self._ix.emit(EventType.SCAN_DONE, self.root, "", data)
