@@ -135,7 +135,8 @@ class Daemon:
             self._notifier.status("opening the store")
             await self._open()
             try:
-                await self._serve()
+                if not self._stop.is_set():  # not asked to stop while the store opened
+                    await self._serve()
             finally:
                 await self._shutdown()
 
@@ -361,7 +362,7 @@ class Daemon:
         pool = WorkerPool(new.workers)
         await pool.start()
         old, self._pool, self._hashing.pool = self._pool, pool, pool
-        self._progress = Progress(limit=new.workers.file_timeout + 60)
+        self._progress.limit = new.workers.file_timeout + 60
         closing = asyncio.create_task(old.close(grace=new.shutdown_timeout))
         self._tasks.append(closing)
 

@@ -34,7 +34,7 @@ class Progress:
     """
 
     def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._limit = limit
+        self.limit = limit
         self._clock = clock
         self._last = clock()
 
@@ -50,7 +50,7 @@ class Progress:
             self._last = now
             return None
         waited = now - self._last
-        return waited if waited > self._limit else None
+        return waited if waited > self.limit else None
 
 
 async def run_heartbeat(notifier: Notifier, interval: float, probe: Probe) -> None:
