@@ -168,13 +168,13 @@ def _own_dirs(roots: tuple[str, ...], own: tuple[Path, ...]) -> tuple[str, ...]:
     commit, and indexing it would feed on itself.
 
     Raises:
-        ConfigError: A root is one of isccd's own directories, or inside one.
+        ConfigError: A root is one of isccd's own directories.
     """
     patterns: list[str] = []
     for directory in own:
         real = os.path.realpath(directory)
         for root in roots:
-            if real == root or root.startswith(real.rstrip("/") + "/"):
+            if real == root:
                 raise ConfigError(
                     f"invalid configuration: watch.roots: {root!r} holds isccd's own files "
                     f"({real}); watch the folders with your files instead"
