@@ -60,6 +60,10 @@ from isccd.watch.watcher import Watcher, WatchMode
 PURGE_EVERY = 3600.0
 #: Seconds between refreshes of the systemd status line while nothing else updates it.
 STATUS_EVERY = 5.0
+#: Watcher changes applied at once. Each waits mostly for the store's thread (two commits: the
+#: plan, then the record) and for a worker, so many run side by side; hashing itself is
+#: bounded by the workers.
+WATCH_CONCURRENCY = 32
 
 
 class Daemon:
@@ -102,7 +106,7 @@ class Daemon:
             on_commit=self._committed,
         )
         self._scans = Scans(self._pipeline, config.scan, on_change=self._update_status)
-        self._queue = WorkQueue(self._pipeline, concurrency=config.pipeline.hash_concurrency)
+        self._queue = WorkQueue(self._pipeline, concurrency=WATCH_CONCURRENCY)
         self._feed = Feed(
             config.debounce, self._queue, self._scans, self._emit, ignore=config.scan.ignore
         )

@@ -56,12 +56,34 @@ class _Entry:
         return (action.path,) if isinstance(action, Dirty) else (action.src, action.dest)
 
 
-def _overlap(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+def _ancestors(path: str) -> list[str]:
+    """``/a/b/c`` -> ``["/a/b", "/a"]`` (the root ``/`` is left out: it is no one's entry)."""
+    out = []
+    while (cut := path.rfind("/")) > 0:
+        path = path[:cut]
+        out.append(path)
+    return out
 
 
-def _collides(paths: tuple[str, ...], others: list[str]) -> bool:
-    return any(_overlap(p, o) for p in paths for o in others)
+class _Busy:
+    """Paths in use: a path collides with one in use, or with one inside or above it."""
+
+    def __init__(self) -> None:
+        self._paths: set[str] = set()
+        self._above: set[str] = set()  # every ancestor of a path in use
+
+    def add(self, paths: tuple[str, ...]) -> None:
+        for path in paths:
+            self._paths.add(path)
+            self._above.update(_ancestors(path))
+
+    def collides(self, paths: tuple[str, ...]) -> bool:
+        return any(
+            path in self._paths
+            or path in self._above
+            or any(a in self._paths for a in _ancestors(path))
+            for path in paths
+        )
 
 
 class WorkQueue:
@@ -178,13 +200,15 @@ class WorkQueue:
                 del self._waiting_dirty[key]
 
     def _pick(self) -> _Entry | None:
-        busy = [p for e in self._in_flight.values() for p in e.paths]
+        busy = _Busy()
+        for entry in self._in_flight.values():
+            busy.add(entry.paths)
         for count, entry in enumerate(self._queue.values()):
             if count >= LOOKAHEAD:
                 return None
-            if not _collides(entry.paths, busy):
+            if not busy.collides(entry.paths):
                 return entry
-            busy.extend(entry.paths)  # later entries on these paths wait for this one
+            busy.add(entry.paths)  # later entries on these paths wait for this one
         return None
 
     async def _take(self) -> _Entry | None:
