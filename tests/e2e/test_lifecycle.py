@@ -133,3 +133,15 @@ def test_a_bad_configuration_exits_78_naming_the_key(tmp_path: Path) -> None:
     result = _run("--config", str(tmp_path / "nope.toml"), cwd=tmp_path)
     assert result.returncode == 78
     assert "nope.toml: cannot read" in result.stderr
+
+
+def test_a_store_that_cannot_be_opened_exits_74(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "isccd.db").write_bytes(b"this is not a database" * 100)
+    root = tmp_path / "root"
+    root.mkdir()
+    result = _run("--watch", str(root), "--state", str(state), cwd=tmp_path)
+    assert result.returncode == 74
+    assert "store_unavailable" in result.stderr
+    assert "isccd.db" in result.stderr
