@@ -20,6 +20,7 @@ import structlog
 from isccd import dirs
 from isccd.daemon.app import Daemon
 from isccd.daemon.config import DaemonConfig, build_config
+from isccd.daemon.workers import WorkersUnavailableError
 from isccd.errors import ConfigError, SocketSetupError, StoreError
 from isccd.logconf import configure_logging
 from isccd.settings import load_settings
@@ -50,7 +51,8 @@ def main(
 
     Returns:
         The exit status: 0 after an orderly stop, 78 for an invalid configuration, 74 when the
-        store cannot be opened, 1 when the socket cannot be created.
+        store cannot be opened, 1 when the socket cannot be created or no hashing worker can
+        start.
     """
     path = config
     if path is None:
@@ -70,6 +72,8 @@ def main(
         failure = ("store_unavailable", EXIT_STORE, exc)
     except SocketSetupError as exc:
         failure = ("socket_unavailable", EXIT_FAILURE, exc)
+    except WorkersUnavailableError as exc:
+        failure = ("workers_unavailable", EXIT_FAILURE, exc)
     if failure is None:
         return EXIT_OK
     # Expected failures with a message that says it all: no traceback.

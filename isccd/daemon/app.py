@@ -122,6 +122,7 @@ class Daemon:
         self._server = Server(backend, self._broker, config.server)
         self._tasks: list[asyncio.Task[Any]] = []
         self._status_line = ""
+        self._failure: BaseException | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -131,6 +132,8 @@ class Daemon:
         Raises:
             StoreError: The store cannot be opened (nothing else was started).
             SocketSetupError: The socket cannot be created (the store is closed again).
+            WorkersUnavailableError: No hashing worker could be started (after an orderly
+                stop).
         """
         self._loop = asyncio.get_running_loop()
         log = structlog.get_logger()
@@ -143,12 +146,15 @@ class Daemon:
                     await self._serve()
             finally:
                 await self._shutdown()
+        if self._failure is not None:
+            raise self._failure
 
     async def _open(self) -> None:
         config = self.config
         if config.store_url.startswith("sqlite://"):
             config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
         workers = asyncio.create_task(self._pool.start(), name="workers")
+        workers.add_done_callback(self._workers_started)
         try:
             await asyncio.to_thread(self._pipeline.open)
         except BaseException:
@@ -163,6 +169,14 @@ class Daemon:
             await asyncio.to_thread(self._pipeline.close)
             raise
         self._tasks.append(workers)
+
+    def _workers_started(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        # Without workers nothing can be hashed: stop, and say why (systemd restarts it).
+        self._failure = task.exception()
+        structlog.get_logger().error("workers_unavailable", error=str(self._failure))
+        self._stop.set()
 
     async def _serve(self) -> None:
         assert self._loop is not None

@@ -45,6 +45,10 @@ class PoolClosedError(Exception):
     """The pool was closed before the file was hashed; it was abandoned, not failed."""
 
 
+class WorkersUnavailableError(RuntimeError):
+    """No hashing worker could be started (each died while starting; see the log)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
     """How files are hashed.
@@ -176,7 +180,7 @@ class WorkerPool:
         """Start the workers and wait until the first one is warmed up.
 
         Raises:
-            RuntimeError: Workers die while starting, again and again (see the log).
+            WorkersUnavailableError: Workers die while starting, again and again.
         """
         self._loop = asyncio.get_running_loop()
         self._start_failed = self._loop.create_future()
@@ -188,7 +192,8 @@ class WorkerPool:
         if not self._ready.is_set():
             ready.cancel()
             await self.close(grace=0)
-            raise RuntimeError(f"the hashing workers cannot start: {self._start_failed.result()}")
+            reason = self._start_failed.result()
+            raise WorkersUnavailableError(f"the hashing workers cannot start: {reason}")
 
     async def compute(self, path: str, units: Collection[UnitType] | None = None) -> FileRecord:
         """Hash one file in a worker.
