@@ -54,7 +54,7 @@ from isccd.server import Broker, Server
 from isccd.settings import load_settings
 from isccd.store import SqliteOptions
 from isccd.watch.debounce import Dirty
-from isccd.watch.watcher import Watcher, WatchMode
+from isccd.watch.watcher import Watcher
 
 #: Seconds between purges of expired tombstones and events.
 PURGE_EVERY = 3600.0
@@ -123,6 +123,7 @@ class Daemon:
         self._tasks: list[asyncio.Task[Any]] = []
         self._status_line = ""
         self._failure: BaseException | None = None
+        self._unwatched: dict[str, str] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -226,10 +227,12 @@ class Daemon:
         if queue_task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(queue_task), grace)
+        pool = self._pool.statistics()
+        abandoned = pool.busy + pool.waiting  # picked up again by the next start's reconcile
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        abandoned = await self._pool.close(grace=0)
+        await self._pool.close(grace=0)
         await asyncio.to_thread(self._pipeline.close)
         await self._server.close()
         self._notifier.close()
@@ -248,11 +251,18 @@ class Daemon:
         )
 
     async def _watch(self, root: str) -> None:
+        """Watch a root; one that cannot be read any more is reported, not fatal."""
         assert self._watcher is not None
-        status = await asyncio.to_thread(self._watcher.watch, root)
-        structlog.get_logger().info(
-            "watching", root=root, mode=status.mode.value, fstype=status.fstype
-        )
+        log = structlog.get_logger()
+        try:
+            status = await asyncio.to_thread(self._watcher.watch, root)
+        except OSError as exc:
+            self._unwatched[root] = f"cannot be watched: {exc.strerror or exc}"
+        else:
+            self._unwatched.pop(root, None)
+            log.info("watching", root=root, mode=status.mode.value, fstype=status.fstype)
+            return
+        log.error("root_unavailable", root=root, error=self._unwatched[root])
 
     # -- periodic work -------------------------------------------------------------------------
 
@@ -438,10 +448,12 @@ class Daemon:
                     )
                 if ws.overflows:
                     notes.append(f"{ws.overflows} event queue overflows; fix: sysctl {ws.hint}")
+            if root in self._unwatched:
+                notes.append(self._unwatched[root])
             roots.append(
                 RootStatus(
                     path=root,
-                    watch_mode=ws.mode.value if ws else WatchMode.POLLING.value,
+                    watch_mode=ws.mode.value if ws else "stopped",
                     files=self._scans.files_seen(root) or 0,
                     scan=self._scans.progress(root),
                     note="; ".join(notes) or None,
