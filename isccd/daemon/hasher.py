@@ -10,12 +10,13 @@ follows as events. The heartbeat's :class:`~isccd.daemon.heartbeat.Progress` is 
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import structlog
 
 from isccd.daemon.heartbeat import Progress
-from isccd.daemon.workers import WorkerPool
+from isccd.daemon.workers import PoolClosedError, WorkerPool
 from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
 
 
@@ -48,7 +49,17 @@ class Hashing:
     async def __call__(self, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         """Hash one file (all units, or only ``units``) and log its line."""
         started = time.monotonic()
-        record = await self.pool.compute(path, units)
+        while True:
+            pool = self.pool
+            try:
+                record = await pool.compute(path, units)
+                break
+            except PoolClosedError:
+                if self.pool is pool:
+                    # Shutting down: the file is abandoned, not failed (the next start's
+                    # reconcile picks it up), so it must not be recorded as an error.
+                    raise asyncio.CancelledError from None
+                # The workers were replaced (a reload): hash it with the new ones.
         self._progress.advanced()
         errors = [i.reason for i in record.issues if i.kind is IssueKind.ERROR]
         structlog.get_logger("isccd.processed").info(
