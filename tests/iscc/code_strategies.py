@@ -152,7 +152,8 @@ def structural_defect(code: str) -> str | None:
 
     Walks the bytes with the reference's primitives and names the first thing isccd documents
     it refuses: a unit body cut short, a unit over 256 bits, an ISCC-ID length other than 64,
-    72, 80 or 96 bits, or bytes after an ISCC-CODE.
+    72, 80 or 96 bits, bytes after an ISCC-CODE, or an ISCC-CODE of a version other than 0
+    (none is defined; the reference silently recomposes it as version 0).
     """
     try:
         raw = ic.decode_base32(ic.normalize_multiformat(code))
@@ -160,7 +161,7 @@ def structural_defect(code: str) -> str | None:
         return None
     while raw:
         try:
-            mt, stype, _, ln, tail = ic.decode_header(raw)
+            mt, stype, version, ln, tail = ic.decode_header(raw)
             nbits = int(ic.decode_length(mt, ln, stype))
         except Exception:
             return None
@@ -170,6 +171,7 @@ def structural_defect(code: str) -> str | None:
             (mt in (*UNIT_TYPES, ic.MT.FLAKE) and nbits > 256, "unit over 256 bits"),
             (mt == ic.MT.ID and nbits not in ID_BITS, "ISCC-ID length"),
             (mt == ic.MT.ISCC and len(tail) > nbytes, "bytes after ISCC-CODE"),
+            (mt == ic.MT.ISCC and version != ic.VS.V0, "ISCC-CODE version"),
         ]
         for found, reason in defects:
             if found:
