@@ -88,7 +88,16 @@ class ToolError(ExtractionError):
 
 
 class ToolMissingError(ToolError):
-    """A tool or optional extractor library is not installed; the message says what to install."""
+    """A tool or optional extractor library is not installed; the message says what to install.
+
+    Attributes:
+        component: The profile component that is missing (``"fpcalc"``, ``"tika"``), when one
+            is: once it is installed, what it would have computed is computed.
+    """
+
+    def __init__(self, message: str, component: str | None = None) -> None:
+        super().__init__(message)
+        self.component = component
 
 
 class StoreError(IsccdError):

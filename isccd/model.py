@@ -142,12 +142,17 @@ class FileIssue:
         kind: Error or deliberate skip.
         reason: A sentence a user can act on.
         code: The cause, for programs (e.g. retry on ``UNSTABLE``); ``None`` if unclassified.
+        profile: For a unit not computed because a component is missing (``TOOL_MISSING``):
+            the profile it was attempted with, naming the component as ``name/missing``
+            (e.g. ``"iscc/1.5.0 bits/64 fpcalc/missing isccd-extract/1"``). Like a unit's
+            profile, once it is outdated (the component is installed) the unit is computed.
     """
 
     stage: str
     kind: IssueKind
     reason: str
     code: IssueCode | None = None
+    profile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

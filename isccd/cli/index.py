@@ -20,8 +20,7 @@ from typing import Any
 from isccd.cli.output import Progress, print_json, wants_json
 from isccd.dirs import default_state_dir
 from isccd.errors import StoreError
-from isccd.extract.image import extractor_profile
-from isccd.hashing import ALGORITHM, EXTRACTION_REVISION, CodeOptions, compute_record
+from isccd.hashing import CodeOptions, compute_record, current_versions
 from isccd.pipeline import (
     DupGroup,
     FileView,
@@ -147,13 +146,6 @@ def file_path(path: str) -> str:
     if absolute.name in ("", ".", ".."):
         return str(absolute.resolve())
     return str(absolute.parent.resolve() / absolute.name)
-
-
-def current_versions(options: CodeOptions) -> dict[str, str]:
-    """The versions of the profile components isccd can vouch for without running tools:
-    units made with other versions are recomputed by a scan."""
-    parts = [ALGORITHM, f"bits/{options.bits}", EXTRACTION_REVISION, *extractor_profile().split()]
-    return dict(part.split("/", 1) for part in parts)
 
 
 # -- scan ----------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ hourly; a heartbeat keeps systemd's watchdog quiet while work moves.
 SIGHUP re-reads the configuration: a valid one is applied as a whole (roots added and removed,
 thresholds re-evaluated, settling, scanning and worker options replaced), an invalid one is
 logged and the running configuration kept; ``RELOADING=1`` and ``READY=1`` frame it. What
-cannot change without a restart (the store and the socket) is reported and kept.
+cannot change without a restart (the store and the socket) is reported and kept. The versions
+of the tools units depend on are asked again: when one changed (fpcalc installed or upgraded),
+every root is reconciled, which computes again just the units that depend on it.
 
 SIGTERM or SIGINT: ``STOPPING=1``; watching stops and no new work is taken; files being hashed
 get ``shutdown_timeout`` seconds to finish and be committed, the rest is abandoned (the next
@@ -64,6 +66,15 @@ STATUS_EVERY = 5.0
 #: plan, then the record) and for a worker, so many run side by side; hashing itself is
 #: bounded by the workers.
 WATCH_CONCURRENCY = 32
+
+
+def _changed_versions(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+    """Component -> ``"old -> new"`` for every profile component whose version changed."""
+    return {
+        name: f"{old.get(name, '?')} -> {new.get(name, '?')}"
+        for name in sorted(old.keys() | new.keys())
+        if old.get(name) != new.get(name)
+    }
 
 
 class Daemon:
@@ -359,6 +370,7 @@ class Daemon:
         options = new.pipeline
         self._pipeline.options = options
         await self._pipeline.call(lambda ix: setattr(ix, "options", options))
+        changed = _changed_versions(old.pipeline.versions, options.versions)
         if new.workers != old.workers:
             await self._replace_workers(new)
         self._scans.scan_options = new.scan
@@ -373,6 +385,10 @@ class Daemon:
             if self._watcher is not None:
                 await self._watch(root)
             self._scans.request(root, "added")
+        if changed:
+            log.info("versions_changed", components=changed)
+            for root in [r for r in new.roots if r in old.roots]:
+                self._scans.request(root, "versions")
         await self._retry_limited()
 
     async def _retry_limited(self) -> None:
@@ -450,6 +466,9 @@ class Daemon:
                     notes.append(f"{ws.overflows} event queue overflows; fix: sysctl {ws.hint}")
             if root in self._unwatched:
                 notes.append(self._unwatched[root])
+            unavailable = self._scans.unavailable(root)
+            if unavailable is not None:
+                notes.append(f"unavailable: {unavailable}")
             roots.append(
                 RootStatus(
                     path=root,

@@ -18,7 +18,7 @@ from pathlib import Path
 from isccd import dirs
 from isccd.daemon.workers import WorkerOptions
 from isccd.errors import ConfigError
-from isccd.hashing import CodeOptions
+from isccd.hashing import CodeOptions, current_versions
 from isccd.logconf import Format
 from isccd.match import Thresholds
 from isccd.pipeline.options import DAY, PipelineOptions
@@ -89,6 +89,9 @@ class DaemonConfig:
 def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> DaemonConfig:
     """Turn validated settings into component options, checking the roots on this machine.
 
+    The current version of every profile component (tools looked up on ``PATH``) is asked
+    here, so that a reload notices a tool installed or upgraded meanwhile.
+
     Args:
         settings: The loaded settings.
         env: Where default locations are looked up (the process environment by default).
@@ -134,7 +137,7 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
             ),
             tombstone_retention=settings.store.tombstone_days * DAY,
             event_retention=settings.store.event_days * DAY,
-            versions={"bits": str(code.bits)},
+            versions=current_versions(code),
             wide=code.wide,
             hash_concurrency=max(32, workers * 16),
         ),

@@ -16,6 +16,9 @@ from isccd.extract.tools import ToolInput, ToolOptions, require_tool, run_tool, 
 
 _INT32 = range(-(2**31), 2**31)
 
+#: The profile component the Audio-Code depends on.
+COMPONENT = "fpcalc"
+
 
 @dataclass(frozen=True, slots=True)
 class AudioContent:
@@ -40,7 +43,7 @@ def extract_audio(inp: ToolInput, tools: ToolOptions) -> AudioContent:
         NoContentError: The audio is too short to fingerprint.
         ToolError: fpcalc could not decode the input, failed or timed out.
     """
-    exe = require_tool(tools.fpcalc, "the Audio-Code")
+    exe = require_tool(tools.fpcalc, "the Audio-Code", COMPONENT)
     result = run_tool(
         [exe, "-raw", "-json", "-signed", "-length", "0", inp.path],
         timeout=tools.timeout,
@@ -48,7 +51,7 @@ def extract_audio(inp: ToolInput, tools: ToolOptions) -> AudioContent:
         cwd=inp.workdir,
         pass_fds=inp.pass_fds,
     )
-    version = f"fpcalc/{tool_version(exe)}"
+    version = f"{COMPONENT}/{tool_version(exe)}"
     fingerprint, duration = parse_fpcalc(result.stdout)
     if fingerprint:
         return AudioContent(fingerprint, duration, version)

@@ -27,6 +27,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from isccd.errors import ExtractionError, ImageTooLargeError, ToolMissingError
 from isccd.extract.meta import Metadata
+from isccd.extract.tools import MISSING
 from isccd.extract.xmp import image_metadata
 
 #: The SDK's tolerant trim: per-channel tolerance and the most passes.
@@ -37,6 +38,10 @@ TRIM_MAX_PASSES = 16
 DEFAULT_MAX_PIXELS = 128_000_000
 
 _PLUGIN_TYPES = {"image/heic": "HEIC", "image/heif": "HEIF"}
+
+#: The profile components of images: the decoder, and the optional HEIC/HEIF plugin.
+PILLOW = "pillow"
+HEIF = "pillow-heif"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +66,25 @@ class ImageContent:
 
 
 def extractor_profile(mediatype: str = "") -> str:
-    """The decoder and version the Image-Code depends on (``pillow/13.0.0``)."""
-    profile = f"pillow/{PIL.__version__}"
+    """The decoder and version the Image-Code depends on (``pillow/13.0.0``; HEIC and HEIF
+    also name the plugin)."""
+    versions = component_versions()
+    profile = f"{PILLOW}/{versions[PILLOW]}"
     if mediatype in _PLUGIN_TYPES and _heif_available():
+        profile += f" {HEIF}/{versions[HEIF]}"
+    return profile
+
+
+@cache
+def component_versions() -> dict[str, str]:
+    """The versions of :data:`PILLOW` and :data:`HEIF` in this process (``missing`` for a
+    plugin that is not installed). A library upgraded on disk takes effect at a restart."""
+    heif = MISSING
+    if _heif_available():
         from pillow_heif import __version__ as heif_version  # noqa: PLC0415 - optional plugin
 
-        profile += f" pillow-heif/{heif_version}"
-    return profile
+        heif = str(heif_version)
+    return {PILLOW: PIL.__version__, HEIF: heif}
 
 
 def extract_image(
@@ -104,7 +121,8 @@ def extract_image(
             if plugin and not _heif_available():
                 raise ToolMissingError(
                     f"{plugin} images need the optional pillow-heif plugin: "
-                    "pip install 'isccd[extract]'"
+                    "pip install 'isccd[extract]'",
+                    HEIF,
                 ) from exc
             raise ExtractionError("not an image Pillow can decode") from exc
         except Exception as exc:

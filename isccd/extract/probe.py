@@ -9,6 +9,9 @@ from typing import Any
 from isccd.errors import ToolError
 from isccd.extract.tools import ToolInput, ToolOptions, require_tool, run_tool, tool_version
 
+#: The profile component of the tags the Meta-Code of audio and video is made from.
+COMPONENT = "ffprobe"
+
 
 @dataclass(frozen=True, slots=True)
 class MediaInfo:
@@ -36,7 +39,7 @@ def probe_media(inp: ToolInput, tools: ToolOptions) -> MediaInfo:
         ToolMissingError: ffprobe is not installed.
         ToolError: It failed, timed out, or printed something unreadable.
     """
-    exe = require_tool(tools.ffprobe, "duration, frame size and tags")
+    exe = require_tool(tools.ffprobe, "duration, frame size and tags", COMPONENT)
     result = run_tool(
         [
             exe,
@@ -62,7 +65,7 @@ def probe_media(inp: ToolInput, tools: ToolOptions) -> MediaInfo:
         raise ToolError("ffprobe printed malformed JSON") from exc
     if not isinstance(report, dict):
         raise ToolError("ffprobe printed an unexpected report")
-    return parse_probe(report, f"ffprobe/{tool_version(exe)}")
+    return parse_probe(report, f"{COMPONENT}/{tool_version(exe)}")
 
 
 def parse_probe(report: dict[str, Any], tool: str = "") -> MediaInfo:

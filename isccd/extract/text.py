@@ -24,10 +24,17 @@ from typing import Any
 from isccd.errors import ExtractionError, NoContentError, ToolMissingError
 from isccd.extract.meta import Metadata, pick
 from isccd.extract.source import SourceFile, read_limited
-from isccd.extract.tools import tool_input
+from isccd.extract.tools import MISSING, tool_input
 
 #: The SDK's cap on extracted characters (``TEXT_EXTRACT_MAX_LENGTH``).
 MAX_CHARS = 10_000_000
+
+#: The profile components of text: the document extractor, the PDF extractor, and the
+#: detector of legacy encodings (distribution names in :data:`_DISTRIBUTIONS`).
+TIKA = "tika"
+PDFIUM = "pdfium"
+CHARSET = "charset-normalizer"
+_DISTRIBUTIONS = {TIKA: "iscc-tika", PDFIUM: "pypdfium2", CHARSET: "charset-normalizer"}
 
 #: The SDK's TEXT_META_MAP for the fields the Meta-Code uses, in its order of preference.
 DOCUMENT_META_FIELDS: tuple[tuple[str, str], ...] = (
@@ -88,7 +95,9 @@ class TextContent:
         truncated: True when the cap cut the text.
         meta: Title and description from the document's metadata.
         meta_problem: Why the document's metadata could not be read, if so.
-        extractor: What extracted the text, with versions (``tika/0.6.0``).
+        extractor: What extracted the text, with versions (``tika/0.6.0``), for people.
+        profile: The components the text depends on, as ``name/version`` parts
+            (``pdfium/5.1``; empty for text decoded by its BOM or as strict UTF-8).
     """
 
     text: str
@@ -96,6 +105,7 @@ class TextContent:
     meta: Metadata
     meta_problem: str | None
     extractor: str
+    profile: str = ""
 
 
 def is_plain_text(mediatype: str) -> bool:
@@ -136,16 +146,16 @@ def extract_text(
         text, encoding, detected = decode_text(data)
         truncated = len(text) > max_chars or len(data) < src.size
         # Only a guessed encoding depends on the detector (and its version).
-        extractor = f"{_charset_profile()} ({encoding})" if detected else f"text/{encoding}"
-        return TextContent(text[:max_chars], truncated, Metadata(), None, extractor)
+        profile = _component(CHARSET) if detected else ""
+        extractor = f"{profile} ({encoding})" if detected else f"text/{encoding}"
+        return TextContent(text[:max_chars], truncated, Metadata(), None, extractor, profile)
     if mediatype == "application/pdf":
         return _extract_pdf(src, max_chars=max_chars, read_meta=read_meta, temp_dir=temp_dir)
     with tool_input(src.fd, src.path, temp_dir) as inp:
         text, meta_values = _tika_extract(inp.path, max_chars)
     meta = pick(DOCUMENT_META_FIELDS, meta_values) if read_meta else Metadata()
-    return TextContent(
-        text[:max_chars], len(text) >= max_chars, meta, None, f"tika/{_version('iscc-tika')}"
-    )
+    tika = _component(TIKA)
+    return TextContent(text[:max_chars], len(text) >= max_chars, meta, None, tika, tika)
 
 
 def decode_text(data: bytes) -> tuple[str, str, bool]:
@@ -226,10 +236,13 @@ def _extract_pdf(
                 meta = pick(DOCUMENT_META_FIELDS, _tika_metadata(inp.path))
         except (ToolMissingError, ExtractionError) as exc:
             problem = f"PDF metadata not read: {exc}"
-    extractor = f"pdfium/{_version('pypdfium2')}"
+    # The text is pdfium's alone; the metadata read by Tika is the Meta-Code's concern.
+    profile = _component(PDFIUM)
+    extractor = profile
     if read_meta and problem is None:
-        extractor += f" tika/{_version('iscc-tika')}"
-    return TextContent(text[:max_chars], len(text) > max_chars, meta, problem, extractor)
+        extractor += f" {_component(TIKA)}"
+    truncated = len(text) > max_chars
+    return TextContent(text[:max_chars], truncated, meta, problem, extractor, profile)
 
 
 def extract_text_metadata(
@@ -250,8 +263,9 @@ def extract_text_metadata(
 
 
 def metadata_source(mediatype: str) -> str:
-    """What a document's metadata is read with (``tika/0.6.0``), or ``filename`` for plain text."""
-    return "filename" if is_plain_text(mediatype) else f"tika/{_version('iscc-tika')}"
+    """The profile component a document's metadata is read with (``tika/0.6.0``, or
+    ``tika/missing``); empty for plain text, which has none."""
+    return "" if is_plain_text(mediatype) else _component(TIKA)
 
 
 def _tika_metadata(path: str) -> dict[str, Any]:
@@ -271,7 +285,7 @@ def _tika(max_chars: int) -> Any:
     try:
         import iscc_tika  # noqa: PLC0415 - optional dependency, imported on first use
     except ImportError as exc:
-        raise ToolMissingError(_MISSING_EXTRA) from exc
+        raise ToolMissingError(_MISSING_EXTRA, TIKA) from exc
     return iscc_tika.Extractor().set_extract_string_max_length(max_chars)
 
 
@@ -279,7 +293,7 @@ def _pdfium() -> Any:
     try:
         import pypdfium2  # noqa: PLC0415 - optional dependency, imported on first use
     except ImportError as exc:
-        raise ToolMissingError(_MISSING_EXTRA) from exc
+        raise ToolMissingError(_MISSING_EXTRA, PDFIUM) from exc
     return pypdfium2
 
 
@@ -292,16 +306,22 @@ def _tika_reason(exc: BaseException) -> str:
 
 
 @cache
-def _version(distribution: str) -> str:
-    try:
-        return importlib_metadata.version(distribution)
-    except importlib_metadata.PackageNotFoundError:
-        return "missing"
+def component_versions() -> dict[str, str]:
+    """The versions of :data:`TIKA`, :data:`PDFIUM` and :data:`CHARSET` as installed when first
+    asked in this process (:data:`~isccd.extract.tools.MISSING` for one that is not). A library
+    upgraded on disk takes effect at a restart."""
+    versions = {}
+    for component, distribution in _DISTRIBUTIONS.items():
+        try:
+            versions[component] = importlib_metadata.version(distribution)
+        except importlib_metadata.PackageNotFoundError:
+            versions[component] = MISSING
+    return versions
 
 
-@cache
-def _charset_profile() -> str:
-    return f"charset-normalizer/{_version('charset-normalizer')}"
+def _component(component: str) -> str:
+    """``name/version`` of one component, as profiles name it."""
+    return f"{component}/{component_versions()[component]}"
 
 
 def document_extractor_available() -> bool:

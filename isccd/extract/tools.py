@@ -40,6 +40,9 @@ _VERSION = re.compile(r"version\s+(\S+)")
 #: Seconds one tool run may take by default (a feature film's signature takes minutes).
 DEFAULT_TIMEOUT = 600.0
 
+#: The version profiles give a component that is not installed (``fpcalc/missing``).
+MISSING = "missing"
+
 
 @dataclass(frozen=True, slots=True)
 class ToolOptions:
@@ -128,16 +131,34 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name)
 
 
-def require_tool(name: str, purpose: str) -> str:
+def require_tool(name: str, purpose: str, component: str | None = None) -> str:
     """Like :func:`find_tool`, but a missing tool raises.
+
+    Args:
+        name: The tool's name (looked up on ``PATH``) or path.
+        purpose: What needs it, for the message.
+        component: The profile component the tool stands for (``"fpcalc"``), carried by the
+            error so that what it would have computed is computed once it is installed.
 
     Raises:
         ToolMissingError: The tool is not installed; the message says what needs it.
     """
     found = find_tool(name)
     if found is None:
-        raise ToolMissingError(f"{name} not found on PATH ({purpose} needs it)")
+        raise ToolMissingError(f"{name} not found on PATH ({purpose} needs it)", component)
     return found
+
+
+def installed_version(name: str) -> str:
+    """The version of the tool ``name`` would run (see :func:`tool_version`), or
+    :data:`MISSING` when it is not installed."""
+    found = find_tool(name)
+    if found is None:
+        return MISSING
+    try:
+        return tool_version(found)
+    except OSError:  # removed since it was found
+        return MISSING
 
 
 def tool_version(path: str) -> str:

@@ -16,6 +16,10 @@ from isccd.extract.tools import ToolInput, ToolOptions, require_tool, run_tool, 
 #: The SDK's frame rate for signatures (``video_fps``).
 DEFAULT_FPS = 5
 
+#: The profile components the Video-Code depends on: the tool, and the frame rate sampled.
+COMPONENT = "ffmpeg"
+FPS_COMPONENT = "fps"
+
 _VIDEO_ONLY = ("-an", "-sn", "-dn")
 
 #: Largest signature file read (about 20 hours of video at 5 frames per second).
@@ -48,7 +52,7 @@ def extract_video(inp: ToolInput, tools: ToolOptions, *, fps: int = DEFAULT_FPS)
         ToolError: ffmpeg failed or timed out.
         ExtractionError: The signature it wrote is corrupt or too large.
     """
-    exe = require_tool(tools.ffmpeg, "the Video-Code")
+    exe = require_tool(tools.ffmpeg, "the Video-Code", COMPONENT)
     sigfile = inp.workdir / "signature.bin"
     # The filter option parser treats ':' and '\' specially; our private path has neither,
     # and being relative to the working directory keeps it short.
@@ -83,5 +87,5 @@ def extract_video(inp: ToolInput, tools: ToolOptions, *, fps: int = DEFAULT_FPS)
         signature.frame_tuples(),
         signature.width,
         signature.height,
-        f"ffmpeg/{tool_version(exe)} fps/{fps}",
+        f"{COMPONENT}/{tool_version(exe)} {FPS_COMPONENT}/{fps}",
     )

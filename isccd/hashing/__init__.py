@@ -16,7 +16,8 @@ function with picklable arguments and result) and what ``isccd code`` prints. Fo
 It never raises for a bad file: every problem becomes a :class:`~isccd.model.FileIssue` and
 whatever units can still be computed are. Each unit carries a ``profile`` naming the algorithm
 version, the bit length and the extractor and tool versions it depends on, so a store can
-recompute just the units a new tool version affects (``units=``).
+recompute just the units a new tool version affects (``units=``); :func:`current_versions` says
+which versions are current.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
 from isccd.hashing.record import ALL_UNITS, compute_record
+from isccd.hashing.versions import current_versions
 
 __all__ = [
     "ALGORITHM",
@@ -31,5 +33,6 @@ __all__ = [
     "EXTRACTION_REVISION",
     "CodeOptions",
     "compute_record",
+    "current_versions",
     "issue_from_exception",
 ]

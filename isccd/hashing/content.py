@@ -17,7 +17,7 @@ from isccd.extract.meta import Metadata, name_from_filename, pick
 from isccd.extract.probe import MediaInfo, probe_media
 from isccd.extract.source import SourceFile
 from isccd.extract.text import extract_text, extract_text_metadata, metadata_source
-from isccd.extract.tools import ToolInput, ToolOptions, tool_input
+from isccd.extract.tools import MISSING, ToolInput, ToolOptions, tool_input
 from isccd.extract.video import extract_video
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, Run
@@ -74,11 +74,25 @@ _NOT_RASTERIZED = frozenset({"image/svg+xml", "application/postscript"})
 
 @dataclass(frozen=True, slots=True)
 class Described:
-    """Embedded metadata, what read it, and what went wrong reading it."""
+    """Embedded metadata, what read it, and what went wrong reading it.
+
+    Attributes:
+        meta: What was found.
+        source: The profile components of what read it (``tika/0.6.0``, ``ffprobe/missing``);
+            empty when nothing was read (plain text, metadata not wanted or unreadable).
+        problem: Why nothing could be read.
+    """
 
     meta: Metadata = field(default_factory=Metadata)
-    source: str = "filename"
+    source: str = ""
     problem: BaseException | None = None
+
+    @classmethod
+    def failed(cls, problem: BaseException) -> Described:
+        """Nothing read; a missing tool is named in the source, so that installing it makes
+        the Meta-Code outdated."""
+        component = problem.component if isinstance(problem, ToolMissingError) else None
+        return cls(problem=problem, source=f"{component}/{MISSING}" if component else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +143,7 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
             raise NoContentError("no text found")
         result = gen_text_code_v0(text, bits=options.bits)
         problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
-        profile = run.profile(extracted.extractor, EXTRACTION_REVISION)
+        profile = run.profile(extracted.profile, EXTRACTION_REVISION)
         return Content(
             make_unit(UnitType.TEXT, result["iscc"], profile),
             Described(extracted.meta, metadata_source(mediatype), problem),
@@ -173,7 +187,7 @@ def _probe(inp: ToolInput, tools: ToolOptions, mode: Mode) -> tuple[MediaInfo, D
     try:
         info = probe_media(inp, tools)
     except ToolError as exc:
-        return MediaInfo(), Described(problem=exc)
+        return MediaInfo(), Described.failed(exc)
     return info, Described(pick(fields, info.tags, clean=False), info.tool)
 
 
@@ -195,7 +209,7 @@ def _describe(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Describe
         with tool_input(src.fd, src.path, run.options.tools.temp_dir) as inp:
             return _probe(inp, run.options.tools, mode)[1]
     except ExtractionError as exc:
-        return Described(problem=exc)
+        return Described.failed(exc)
 
 
 def meta_unit(
@@ -226,7 +240,7 @@ def meta_unit(
         reason = f"embedded ISCC metadata ignored: {exc}"
         run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, IssueCode.INVALID))
         result = gen_meta_code_v0(name, found.description, None, bits=options.bits)
-    profile = run.profile(f"meta/{described.source}", EXTRACTION_REVISION)
+    profile = run.profile(described.source, EXTRACTION_REVISION)
     fields: dict[str, str] = {
         key: str(result[key]) for key in ("name", "description", "metahash") if key in result
     }

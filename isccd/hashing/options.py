@@ -5,15 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from isccd.errors import ToolMissingError
 from isccd.extract.image import DEFAULT_MAX_PIXELS
 from isccd.extract.text import MAX_CHARS
-from isccd.extract.tools import ToolOptions
+from isccd.extract.tools import MISSING, ToolOptions
 from isccd.extract.video import DEFAULT_FPS
 from isccd.hashing.issues import issue_from_exception
-from isccd.model import FileIssue
+from isccd.model import FileIssue, UnitType
 
 #: The algorithms every unit is computed with (conformant to iscc-core 1.5.0).
 ALGORITHM = "iscc/1.5.0"
@@ -74,7 +75,14 @@ class Run:
             self.timings.append((name, round((time.perf_counter() - start) * 1000.0, 3)))
 
     def issue(self, stage: str, exc: BaseException) -> None:
-        self.issues.append(issue_from_exception(stage, exc))
+        issue = issue_from_exception(stage, exc)
+        if isinstance(exc, ToolMissingError) and stage in _UNIT_STAGES:
+            # The profile the unit would have had, with the component as missing: once it is
+            # installed, the profile is outdated and the unit computed (see FileIssue.profile).
+            # Without a named component, only a new extraction revision tries again.
+            missing = (f"{exc.component}/{MISSING}",) if exc.component else ()
+            issue = replace(issue, profile=self.profile(*missing, EXTRACTION_REVISION))
+        self.issues.append(issue)
 
     def guarded(self, stage: str, compute: Callable[[], _T]) -> _T | None:
         """Run one stage; any failure becomes an issue of that stage instead of an exception."""
@@ -88,4 +96,8 @@ class Run:
                 return None
 
     def profile(self, *parts: str) -> str:
-        return " ".join((ALGORITHM, f"bits/{self.options.bits}", *parts))
+        """The profile of a unit made by ``parts`` (``name/version`` components, or ``""``)."""
+        return " ".join((ALGORITHM, f"bits/{self.options.bits}", *(p for p in parts if p)))
+
+
+_UNIT_STAGES = frozenset(t.value for t in UnitType)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
+from isccd.model import Event, EventType, FileIssue, FileRecord, FileStat, UnitType
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,15 +107,25 @@ class NearPair:
 
 @dataclass(frozen=True, slots=True)
 class StaleUnits:
-    """A live file with units made by an outdated profile.
+    """A live file with units made by an outdated profile, or skipped under one (a component
+    that was missing, see :attr:`isccd.model.FileIssue.profile`).
 
     Attributes:
         file: The file.
-        units: The unit types to recompute.
+        units: The unit types to compute again.
     """
 
     file: StoredFile
     units: frozenset[UnitType]
+
+
+def skipped_units(issues: Sequence[FileIssue]) -> dict[UnitType, str]:
+    """Unit type -> the profile a unit was not computed with (see ``FileIssue.profile``): what
+    backends keep to answer :meth:`Store.stale_units` for skips."""
+    return {UnitType(i.stage): i.profile for i in issues if i.profile and i.stage in _UNIT_STAGES}
+
+
+_UNIT_STAGES = frozenset(t.value for t in UnitType)
 
 
 class Transactional(Protocol):
@@ -203,8 +213,9 @@ class Store(Transactional, Protocol):
         ...
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
-        """Live files at or below ``under`` with units whose profile ``is_stale`` rejects
-        (evaluated once per distinct profile)."""
+        """Live files at or below ``under`` with units whose profile ``is_stale`` rejects, or
+        units skipped under such a profile (``FileIssue.profile`` of the record's issues), in
+        id order. ``is_stale`` is evaluated once per distinct profile."""
         ...
 
     def unit_digests(
@@ -219,6 +230,10 @@ class Store(Transactional, Protocol):
 
     def count_files(self) -> tuple[int, int]:
         """``(live files, tombstones)``."""
+        ...
+
+    def root_device(self, root: str) -> int | None:
+        """The ``st_dev`` recorded for a root directory (:meth:`set_root_device`), if any."""
         ...
 
     # -- files: writes -----------------------------------------------------------------------
@@ -242,6 +257,15 @@ class Store(Transactional, Protocol):
 
     def purge_tombstones(self, before: float) -> int:
         """Forget tombstones removed before ``before``; return how many."""
+        ...
+
+    def set_root_device(self, root: str, dev: int) -> None:
+        """Record the ``st_dev`` of a root directory. It is kept while the store holds files
+        (live or tombstones) of that root."""
+
+    def rebase_device(self, under: str, old: int, new: int) -> int:
+        """Give the live files at or below ``under`` whose ``st_dev`` is ``old`` the device
+        ``new`` (the same file system mounted under another device number); return how many."""
         ...
 
     # -- near-duplicate relations ------------------------------------------------------------

@@ -14,7 +14,15 @@ from typing import Any
 
 from isccd.errors import StoreError
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
-from isccd.store.base import FileKey, NearPair, StaleUnits, StoredFile, is_under, split_path
+from isccd.store.base import (
+    FileKey,
+    NearPair,
+    StaleUnits,
+    StoredFile,
+    is_under,
+    skipped_units,
+    split_path,
+)
 
 _Key = tuple[int, int, UnitType]
 
@@ -31,6 +39,7 @@ class MemoryStore:
         self._near: dict[_Key, int] = {}
         self._near_of: dict[int, set[_Key]] = {}
         self._events: list[Event] = []
+        self._root_devs: dict[str, int] = {}
         self._next_id = 1
         self._next_seq = 1
         self._undo: list[Callable[[], None]] | None = None
@@ -224,10 +233,12 @@ class MemoryStore:
         verdicts: dict[str, bool] = {}
         found = []
         for stored in self.files_under(under):
+            made = [(u.type, u.profile) for u in stored.record.units]
+            skipped = list(skipped_units(stored.record.issues).items())
             stale = frozenset(
-                u.type
-                for u in stored.record.units
-                if verdicts.setdefault(u.profile, is_stale(u.profile))
+                unit_type
+                for unit_type, profile in made + skipped
+                if verdicts.setdefault(profile, is_stale(profile))
             )
             if stale:
                 found.append(StaleUnits(stored, stale))
@@ -258,6 +269,10 @@ class MemoryStore:
         """``(live, tombstones)``."""
         live = len(self._by_path)
         return live, len(self._files) - live
+
+    def root_device(self, root: str) -> int | None:
+        """The recorded ``st_dev`` of a root."""
+        return self._root_devs.get(root)
 
     # -- writing files -------------------------------------------------------------------------
 
@@ -302,6 +317,23 @@ class MemoryStore:
         self._unindex(old)
         self._set(self._files, file_id, replace(old, removed_at=now))
         self.remove_near([NearPair(*key, 0) for key in list(self._near_of.get(file_id, ()))])
+
+    def set_root_device(self, root: str, dev: int) -> None:
+        """Record the ``st_dev`` of a root."""
+        self._set(self._root_devs, root, dev)
+
+    def rebase_device(self, under: str, old: int, new: int) -> int:
+        """Move the live files below ``under`` from device ``old`` to ``new``."""
+        moved = 0
+        for stored in self.files_under(under):
+            stat = stored.record.stat
+            if stat is not None and stat.dev == old:
+                new_record = replace(stored.record, stat=replace(stat, dev=new))
+                self._unindex(stored)
+                self._set(self._files, stored.id, replace(stored, record=new_record))
+                self._index(self._files[stored.id])
+                moved += 1
+        return moved
 
     def purge_tombstones(self, before: float) -> int:
         """Forget tombstones older than ``before``."""

@@ -112,6 +112,7 @@ def issues_to_json(issues: Sequence[FileIssue]) -> str | None:
         [
             {"stage": i.stage, "kind": i.kind.value, "reason": i.reason}
             | ({"code": i.code.value} if i.code else {})
+            | ({"profile": i.profile} if i.profile else {})
             for i in issues
         ],
         ensure_ascii=True,
@@ -129,6 +130,7 @@ def issues_from_json(text: str | None) -> tuple[FileIssue, ...]:
             IssueKind(item["kind"]),
             item["reason"],
             IssueCode(item["code"]) if item.get("code") else None,
+            item.get("profile"),
         )
         for item in json.loads(text)
     )

@@ -6,7 +6,7 @@ bump, so a crash leaves the database at a whole version. A migration, once relea
 changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
 database created at every older version).
 
-Layout (version 2):
+Layout (version 3):
 
 - ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
   ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
@@ -16,7 +16,13 @@ Layout (version 2):
   changed; ``datahash`` (raw multihash bytes) finds exact duplicates; the rest is the record.
   ``AUTOINCREMENT`` so that ids, which the in-memory index and relations refer to, are never
   reused.
+- ``roots.dev``: the ``st_dev`` of the root directory when it was last reconciled, so that a
+  root that is suddenly on another device (an unmounted disk's empty mount point) is told apart
+  from a root whose files were deleted.
 - ``units``: one row per ISCC unit of a file, with its profile.
+- ``skips``: one row per unit a file lacks because a component is missing, with the profile it
+  was attempted with (``... fpcalc/missing ...``): when that profile is outdated, the unit is
+  computed.
 - ``near``: near-duplicate relations, one row per pair of files and unit type.
 - ``events``: the event log; ``seq`` is ``AUTOINCREMENT`` so it only ever grows.
 """
@@ -123,6 +129,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX files_tombstone_path ON files(dir_id, name) WHERE removed_at IS NOT NULL",
             "CREATE INDEX files_tombstones ON files(removed_at) WHERE removed_at IS NOT NULL",
             "CREATE INDEX events_time ON events(time)",
+        ),
+    ),
+    Migration(
+        3,
+        "the device of each root; units skipped for a missing component, to compute them once "
+        "it is installed (skips recorded before are retried once: profile isccd-extract/0)",
+        (
+            "ALTER TABLE roots ADD COLUMN dev INTEGER",
+            """CREATE TABLE skips (
+                file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+                type TEXT NOT NULL,
+                profile_id INTEGER NOT NULL REFERENCES profiles(id),
+                PRIMARY KEY (file_id, type)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX skips_profile ON skips(profile_id)",
+            "INSERT OR IGNORE INTO profiles (profile) VALUES ('isccd-extract/0')",
+            """INSERT OR IGNORE INTO skips (file_id, type, profile_id)
+                SELECT f.id, json_extract(i.value, '$.stage'),
+                       (SELECT id FROM profiles WHERE profile = 'isccd-extract/0')
+                FROM files f, json_each(f.issues) i
+                WHERE f.removed_at IS NULL AND f.issues IS NOT NULL
+                  AND json_extract(i.value, '$.code') = 'tool_missing'
+                  AND json_extract(i.value, '$.stage')
+                      IN ('meta', 'text', 'image', 'audio', 'video')""",
         ),
     ),
 )

@@ -32,7 +32,14 @@ from isccd.model import (
     Unit,
     UnitType,
 )
-from isccd.store.base import FileKey, NearPair, StaleUnits, StoredFile, split_path
+from isccd.store.base import (
+    FileKey,
+    NearPair,
+    StaleUnits,
+    StoredFile,
+    skipped_units,
+    split_path,
+)
 from isccd.store.rows import (
     FILE_COLUMNS,
     FILE_FROM,
@@ -486,7 +493,7 @@ class SqliteStore:
         )
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
-        """Live files below ``under`` with units of a stale profile."""
+        """Live files below ``under`` with units made or skipped under a stale profile."""
         stale_ids = [
             pid
             for pid, profile in self._exec("SELECT id, profile FROM profiles")
@@ -496,17 +503,18 @@ class SqliteStore:
             return []
         cond, params = self._dir_range(under)
         stale: dict[int, set[UnitType]] = {}
-        for start in range(0, len(stale_ids), _IN_CHUNK):
-            chunk = stale_ids[start : start + _IN_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._exec(
-                f"SELECT u.file_id, u.type FROM units u JOIN files f ON f.id = u.file_id "  # noqa: S608 -- fixed fragments
-                f"JOIN dirs d ON d.id = f.dir_id WHERE u.profile_id IN ({marks}) "
-                f"AND f.removed_at IS NULL AND {cond}",
-                (*chunk, *params),
-            )
-            for file_id, unit_type in rows:
-                stale.setdefault(file_id, set()).add(UnitType(unit_type))
+        for table in ("units", "skips"):
+            for start in range(0, len(stale_ids), _IN_CHUNK):
+                chunk = stale_ids[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._exec(
+                    f"SELECT u.file_id, u.type FROM {table} u JOIN files f ON f.id = u.file_id "  # noqa: S608 -- fixed fragments
+                    f"JOIN dirs d ON d.id = f.dir_id WHERE u.profile_id IN ({marks}) "
+                    f"AND f.removed_at IS NULL AND {cond}",
+                    (*chunk, *params),
+                )
+                for file_id, unit_type in rows:
+                    stale.setdefault(file_id, set()).add(UnitType(unit_type))
         files = self.files_by_id(sorted(stale))
         return [StaleUnits(f, frozenset(stale[f.id])) for f in files]
 
@@ -544,11 +552,29 @@ class SqliteStore:
         ).fetchone()
         return int(live), int(dead)
 
+    def root_device(self, root: str) -> int | None:
+        """The recorded ``st_dev`` of a root."""
+        row = self._exec("SELECT dev FROM roots WHERE path = ?", (to_fs(root),)).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else None
+
     # -- writing files -------------------------------------------------------------------------
 
     def _record_values(self, root: str, record: FileRecord) -> tuple[Any, ...]:
         directory, name = split_path(record.path)
         return (self._root_id(root), self._dir_id(directory), to_fs(name), *record_columns(record))
+
+    def _write_skips(self, file_id: int, record: FileRecord) -> None:
+        self._exec("DELETE FROM skips WHERE file_id = ?", (file_id,))
+        rows = [
+            (file_id, unit_type.value, self._profile_id(profile))
+            for unit_type, profile in skipped_units(record.issues).items()
+        ]
+        if rows:
+            self._guarded(
+                self._db.executemany,
+                "INSERT INTO skips (file_id, type, profile_id) VALUES (?,?,?)",
+                rows,
+            )
 
     def _write_units(self, file_id: int, units: Iterable[Unit]) -> None:
         self._exec("DELETE FROM units WHERE file_id = ?", (file_id,))
@@ -574,6 +600,7 @@ class SqliteStore:
         ).fetchone()
         file_id = int(row[0])
         self._write_units(file_id, record.units)
+        self._write_skips(file_id, record)
         return file_id
 
     def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:
@@ -587,6 +614,7 @@ class SqliteStore:
             (*values, now, file_id),
         )
         self._write_units(file_id, record.units)
+        self._write_skips(file_id, record)
 
     def move_file(self, file_id: int, root: str, path: str, stat: FileStat) -> None:
         """Rename a live file, keeping its units."""
@@ -614,6 +642,20 @@ class SqliteStore:
             "UPDATE files SET removed_at = ? WHERE id = ? AND removed_at IS NULL", (now, file_id)
         )
         self._exec("DELETE FROM near WHERE a = ? OR b = ?", (file_id, file_id))
+
+    def set_root_device(self, root: str, dev: int) -> None:
+        """Record the ``st_dev`` of a root."""
+        self._exec("UPDATE roots SET dev = ? WHERE id = ?", (dev, self._root_id(root)))
+
+    def rebase_device(self, under: str, old: int, new: int) -> int:
+        """Move the live files below ``under`` from device ``old`` to ``new``."""
+        cond, params = self._dir_range(under)
+        sql = (
+            "UPDATE files SET dev = ? WHERE dev = ? AND removed_at IS NULL AND dir_id IN "  # noqa: S608 -- fixed fragments; values are bound
+            f"(SELECT d.id FROM dirs d WHERE {cond})"
+        )
+        cursor = self._exec(sql, (new, old, *params))
+        return cursor.rowcount
 
     def purge_tombstones(self, before: float) -> int:
         """Delete tombstones older than ``before`` and directories no file refers to."""
