@@ -23,7 +23,7 @@ import structlog
 from isccd.model import EventType
 from isccd.pipeline import Pipeline, ScanStats
 from isccd.protocol import ScanProgress
-from isccd.watch.scan import ScanOptions
+from isccd.watch.scan import IssueReason, ScanOptions
 
 #: Seconds between two ``scan.progress`` events of one reconcile.
 PROGRESS_EVERY = 2.0
@@ -44,6 +44,18 @@ class _Root:
     task: asyncio.Task[None] | None = None
     last_report: float = 0.0
     files: int | None = None
+    unavailable: str | None = None
+
+
+def _unavailable(root: str, stats: ScanStats) -> str | None:
+    """The message of a reconcile that could not see the root itself."""
+    for issue in stats.issues:
+        if issue.path == root and issue.reason in _ROOT_UNAVAILABLE:
+            return issue.message
+    return None
+
+
+_ROOT_UNAVAILABLE = frozenset({IssueReason.MISSING, IssueReason.UNAVAILABLE})
 
 
 class Scans:
@@ -111,6 +123,12 @@ class Scans:
         state = self._roots.get(root)
         return None if state is None else state.files
 
+    def unavailable(self, root: str) -> str | None:
+        """Why the last complete reconcile found ``root`` unavailable (missing, or an empty
+        mount point on another device), if it did; the index kept its files."""
+        state = self._roots.get(root)
+        return None if state is None else state.unavailable
+
     def summary(self) -> str:
         """One line about the reconciles under way, for the systemd status."""
         parts = []
@@ -160,6 +178,9 @@ class Scans:
                     root, scan=self.scan_options, progress=lambda s: self._progress(root, state, s)
                 )
                 state.files = result.seen
+                state.unavailable = _unavailable(root, result)
+                if state.unavailable is not None:
+                    log.warning("root_unavailable", root=root, error=state.unavailable)
                 log.info(
                     "reconcile_done",
                     root=root,

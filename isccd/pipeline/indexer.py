@@ -406,6 +406,7 @@ class Indexer:
             iscc=_compose(merged, self.options.wide) or existing.record.iscc,
             issues=issues + record.issues,
             extractor=record.extractor or existing.record.extractor,
+            **_learned(record),
         )
         return self.apply_record(root, new)
 
@@ -520,6 +521,18 @@ _ORDER = {t: i for i, t in enumerate(
     (UnitType.META, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO,
      UnitType.MIXED, UnitType.DATA, UnitType.INSTANCE)
 )}  # fmt: skip
+
+
+def _learned(record: FileRecord) -> dict[str, Any]:
+    """What a partial record learned along with its units: the Meta-Code's inputs when it has
+    one, and what the content extraction measured."""
+    fields: dict[str, Any] = {}
+    if record.unit(UnitType.META) is not None:
+        fields.update(name=record.name, description=record.description, metahash=record.metahash)
+    for name in ("characters", "width", "height", "duration"):
+        if getattr(record, name) is not None:
+            fields[name] = getattr(record, name)
+    return fields
 
 
 def _compose(units: Sequence[Unit], wide: bool) -> str | None:

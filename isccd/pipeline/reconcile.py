@@ -9,7 +9,9 @@ with it. Each step turns what the walk found into actions:
   anything else becomes a :class:`HashJob`;
 - changed files: a :class:`HashJob`; several paths of one multiply-linked file are hashed once;
 - vanished paths: collected, and tombstoned only when the walk is over, so that a file moved to
-  a directory walked later is recognised as moved rather than removed and re-added.
+  a directory walked later is recognised as moved rather than removed and re-added; and not at
+  all when the root turns out to be on another device with few of its files (an unmounted
+  disk, see :mod:`.rootdev`).
 
 :meth:`Reconciler.finish` tombstones what vanished and returns the partial jobs for units whose
 profile is outdated; :meth:`Reconciler.close` logs ``scan.done``.
@@ -17,6 +19,7 @@ profile is outdated; :meth:`Reconciler.close` logs ``scan.done``.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat as stat_module
 import time
@@ -26,12 +29,15 @@ from dataclasses import dataclass, field
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
 from isccd.pipeline.indexer import Indexer, on_disk
 from isccd.pipeline.options import profile_is_stale
+from isccd.pipeline.rootdev import RootDevice
 from isccd.store import StoredFile
 from isccd.store.base import join_path
 from isccd.watch.scan import DirScan, ItemKind, ScanIssue, ScanItem, ScanOptions, Walker
 
 #: Issues listed in ``scan.done`` at most.
 _ISSUES_LOGGED = 100
+
+_log = logging.getLogger("isccd.pipeline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +232,11 @@ class Reconciler:
         """
         self._ix = indexer
         self.root = root
-        self._walker = Walker(root, indexer.store.validators_in_dir, options, start=start)
+        self._device = RootDevice.probe(indexer.store, root)
+        self._lookup = self._device.lookup(indexer.store.validators_in_dir)
+        self._walker = Walker(root, self._lookup, options, start=start)
         self._walk: Iterator[DirScan] = iter(self._walker)
+        self._present = 0  # indexed files found at their paths
         self._clock = clock
         self._started = clock()
         self._vanished: list[ScanItem] = []
@@ -253,11 +262,13 @@ class Reconciler:
             self.stats.unchanged += scanned.unchanged
             self.stats.seen += scanned.unchanged
             self.stats.issues.extend(scanned.issues)
+            self._present += scanned.unchanged
             for item in scanned.items:
                 if item.kind is ItemKind.VANISHED:
                     self._vanished.append(item)
                     continue
                 self.stats.seen += 1
+                self._present += item.kind is ItemKind.CHANGED
                 job = self._plan(item)
                 if job is not None:
                     jobs.append(job)
@@ -334,18 +345,27 @@ class Reconciler:
         return self._stats()
 
     def finish(self) -> list[HashJob]:
-        """Tombstone what vanished; return partial jobs for outdated units."""
+        """Tombstone what vanished; return partial jobs for outdated units. A root found on
+        another device with few of its files is reported and left as it is (see
+        :mod:`.rootdev`)."""
         store = self._ix.store
         for directory in self._walker.vanished_dirs(store.dirs_under(self._walker.start)):
-            for name, st in store.validators_in_dir(directory).items():
+            for name, st in self._lookup(directory).items():
                 self._vanished.append(ScanItem(ItemKind.VANISHED, join_path(directory, name), st))
+        if not self._device_settled():
+            self._vanished.clear()
+            return []
         events: list[Event] = []
         for item in self._vanished:
             stored = store.file_at(item.path)
             if stored is None:
                 continue  # moved away (applied as a move) or already gone
             now = stored.record.stat
-            if now is not None and item.stat.ino >= 0 and now.identity != item.stat.identity:
+            if (
+                now is not None
+                and item.stat.ino >= 0
+                and self._device.translate(now).identity != item.stat.identity
+            ):
                 continue  # another file took the path meanwhile
             # This file only: the path may be a directory now, with files indexed meanwhile.
             mark = len(self._ix.pending)
@@ -366,6 +386,31 @@ class Reconciler:
                     ))  # fmt: skip
         self.stats.queued += len(jobs)
         return jobs
+
+    def _device_settled(self) -> bool:
+        """Judge the root's device after the walk: False when the root is unavailable (it is
+        reported) or a subtree walk cannot tell (the next whole-root reconcile will)."""
+        device = self._device
+        whole = self._walker.start == self.root
+        if device.moved:
+            if not whole:
+                return False
+            missing = len(self._vanished)
+            if device.unavailable(self._present, missing):
+                self.stats.issues.append(device.issue(self._present, missing))
+                _log.warning(
+                    "root on another device with few of its files: kept as unavailable",
+                    extra={"root": self.root, "present": self._present, "missing": missing},
+                )
+                return False
+        if whole and self.root not in self._walker.unknown:
+            moved = device.settle(self._ix.store)
+            if moved:
+                _log.info(
+                    "root on a new device: files re-identified",
+                    extra={"root": self.root, "files": moved},
+                )
+        return True
 
     def close(self) -> tuple[ScanStats, Event | None]:
         """Log ``scan.done`` with the counters; return them and the event.

@@ -92,6 +92,9 @@ class IssueReason(enum.StrEnum):
     """A directory already visited under another path (a symlink or bind-mount loop)."""
     MISSING = "missing"
     """The root itself is missing or not a directory (an unmounted disk?)."""
+    UNAVAILABLE = "unavailable"
+    """The root is on another device than when it was indexed and holds few of the files
+    indexed there (an unmounted disk's empty mount point?); nothing was tombstoned."""
 
 
 @dataclass(frozen=True, slots=True)
