@@ -24,9 +24,11 @@ class PipelineOptions:
         tombstone_retention: Seconds a removed file is remembered (``isccd get`` and event
             replay can still name it).
         event_retention: Seconds events are kept for replay with ``since``.
-        versions: The current version of every profile component (``{"iscc": "1.5.0",
-            "bits": "64", "pillow": "11.0.0", ...}``). A stored unit whose profile names a
-            component at another version is recomputed, alone; empty: never.
+        versions: The current version of every profile component, as
+            :func:`isccd.hashing.current_versions` gives them (``{"iscc": "1.5.0", "bits":
+            "64", "fpcalc": "1.5.1", ...}``). A stored unit whose profile names a component at
+            another version, or a unit skipped under such a profile (``fpcalc/missing`` once
+            fpcalc is installed), is computed again, alone; empty: never.
         wide: Whether ISCC-CODEs are composed WIDE (as the hashing options say), used when
             recomputed units are combined with kept ones.
         unstable_attempts: Reads of a file that keeps changing before it is reported unstable.
