@@ -9,7 +9,8 @@ processed alongside it.
 Running: settled watcher changes go through the work queue to the pipeline; reconciles run at
 start, every ``reconcile_interval``, after lost events and on request; polled roots and
 subtrees are reconciled every ``poll_interval``; expired tombstones and events are purged
-hourly; a heartbeat keeps systemd's watchdog quiet while work moves.
+hourly; a heartbeat keeps systemd's watchdog quiet while work moves. Before each safety
+reconcile the tools' versions are asked again (as on a reload).
 
 SIGHUP re-reads the configuration: a valid one is applied as a whole (roots added and removed,
 thresholds re-evaluated, settling, scanning and worker options replaced), an invalid one is
@@ -47,6 +48,7 @@ from isccd.daemon.signals import handle_signals
 from isccd.daemon.workers import WorkerPool
 from isccd.daemon.workqueue import WorkQueue
 from isccd.errors import ConfigError
+from isccd.hashing import current_versions
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline
@@ -289,6 +291,7 @@ class Daemon:
             now = time.monotonic()
             schedule = self.config.schedule
             if now >= next_reconcile:
+                await self._refresh_versions()
                 for root in self.config.roots:
                     self._scans.request(root, "periodic")
                 next_reconcile = now + (schedule.reconcile_interval or float("inf"))
@@ -300,6 +303,24 @@ class Daemon:
                 if files or events:
                     structlog.get_logger().info("purged", tombstones=files, events=events)
                 next_purge = now + PURGE_EVERY
+
+    async def _refresh_versions(self) -> None:
+        """Ask the tools' versions again before a safety reconcile, so that a tool installed or
+        upgraded without a reload is used consistently: units it makes are not taken for
+        outdated, and what it affects is computed by that reconcile."""
+        versions = await asyncio.to_thread(current_versions, self.config.workers.code)
+        changed = _changed_versions(self.config.pipeline.versions, versions)
+        if not changed:
+            return
+        # Only the versions are replaced, each where it lives, so that a reload applied
+        # meanwhile keeps its other options.
+        pipeline = dataclasses.replace(self.config.pipeline, versions=versions)
+        self.config = dataclasses.replace(self.config, pipeline=pipeline)
+        self._pipeline.options = dataclasses.replace(self._pipeline.options, versions=versions)
+        await self._pipeline.call(
+            lambda ix: setattr(ix, "options", dataclasses.replace(ix.options, versions=versions))
+        )
+        structlog.get_logger().info("versions_changed", components=changed)
 
     async def _poll(self) -> None:
         if self._watcher is None:

@@ -1,5 +1,5 @@
-"""A tool installed under a running daemon is used after ``systemctl reload`` (SIGHUP): the units
-that were skipped for want of it are computed, and only those."""
+"""A tool installed under a running daemon is used after ``systemctl reload`` (SIGHUP), or at the
+next safety reconcile: the units that were skipped for want of it are computed, and only those."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from isccd.hashing import compute_record
 from isccd.model import EventType, UnitType
@@ -18,14 +20,16 @@ from .conftest import Daemon, next_event, of_type
 
 @needs_ffmpeg
 @needs_fpcalc
-def test_fpcalc_installed_under_the_daemon_is_used_after_a_reload(
-    make_daemon: Callable[..., Daemon], tmp_path: Path
+@pytest.mark.parametrize("noticed_by", ["reload", "periodic"])
+def test_fpcalc_installed_under_the_daemon_is_used(
+    make_daemon: Callable[..., Daemon], tmp_path: Path, noticed_by: str
 ) -> None:
     bin_dir = tmp_path / "bin"  # the daemon's PATH: ffmpeg and ffprobe, no fpcalc yet
     bin_dir.mkdir()
     for tool in ("ffmpeg", "ffprobe"):
         (bin_dir / tool).symlink_to(shutil.which(tool) or tool)
-    daemon = make_daemon(PATH=str(bin_dir))
+    interval = "0.3" if noticed_by == "periodic" else "0"
+    daemon = make_daemon(PATH=str(bin_dir), ISCCD_WATCH__RECONCILE_INTERVAL=interval)
     tone = daemon.root / "tone.wav"
     tone.write_bytes(make_audio(tmp_path / "media")["tone.wav"].read_bytes())
     picture = daemon.root / "picture.png"
@@ -43,10 +47,13 @@ def test_fpcalc_installed_under_the_daemon_is_used_after_a_reload(
         await watcher.subscribe()
 
         (bin_dir / "fpcalc").symlink_to(shutil.which("fpcalc") or "fpcalc")
-        daemon.signal(signal.SIGHUP)
+        if noticed_by == "reload":
+            daemon.signal(signal.SIGHUP)
         changed = await next_event(watcher, of_type(EventType.FILE_CHANGED))
         assert changed.path == str(tone)
-        done = await next_event(watcher, of_type(EventType.SCAN_DONE))
+        done = await next_event(
+            watcher, lambda e: e.type is EventType.SCAN_DONE and e.data["hashed"]
+        )
         assert (done.data["queued"], done.data["hashed"]) == (1, 1)
         after = await control.get(str(tone))
         [audio] = [u for u in after.units if u.type is UnitType.AUDIO]
