@@ -29,6 +29,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 from pydantic_settings import (
@@ -160,6 +161,68 @@ class HashingSettings(_Section):
     """Seconds one file may take before its worker is replaced and the file recorded as failed."""
 
 
+#: Legal lengths of an ISCC unit: multiples of 32 from 64 to 256 bits (ISO 24138; a unit of 32
+#: bits cannot be part of an ISCC-CODE).
+UNIT_BITS = tuple(range(64, 257, 32))
+
+
+def _tool(value: str) -> str:
+    if "/" in value and not value.startswith("/"):
+        raise ValueError(f"{value!r} is neither a program name nor an absolute path")
+    return value
+
+
+Tool = Annotated[str, Field(min_length=1), AfterValidator(_tool)]
+
+
+class CodeSettings(_Section):
+    """``[code]``: how files are coded; the defaults are the ISCC SDK 0.9.7's (and
+    :class:`isccd.hashing.CodeOptions`', which a test keeps equal)."""
+
+    bits: int = 64
+    """Length of every unit, a multiple of 32 from 64 to 256. Changing it recomputes every
+    stored unit."""
+    wide: bool = False
+    """Compose a WIDE ISCC-CODE (128-bit Data- and Instance-Code) for files that have neither
+    Meta- nor Content-Code; needs ``bits`` of 128 or more."""
+    meta: bool = True
+    """Compute the Meta-Code."""
+    extract_meta: bool = True
+    """Take the Meta-Code's name and description from embedded metadata, else the file name."""
+    max_image_pixels: int = Field(default=128_000_000, ge=1, le=178_956_970)
+    """Images with more pixels are refused before they are decoded (decompression bombs). At
+    most 178,956,970: Pillow refuses larger images itself (twice its ``MAX_IMAGE_PIXELS``)."""
+    max_text_chars: int = Field(default=10_000_000, ge=1)
+    """Characters of text extracted at most."""
+    video_fps: int = Field(default=5, ge=1, le=60)
+    """Frames per second the video signature samples (more than a video's own rate adds
+    nothing). Changing it recomputes every Video-Code."""
+    tool_timeout: float = Field(default=600.0, gt=0)
+    """Seconds one run of fpcalc, ffmpeg or ffprobe may take before it is killed."""
+    fpcalc: Tool = "fpcalc"
+    """Chromaprint's ``fpcalc``: a name looked up on ``PATH``, or an absolute path."""
+    ffmpeg: Tool = "ffmpeg"
+    """``ffmpeg``: a name looked up on ``PATH``, or an absolute path."""
+    ffprobe: Tool = "ffprobe"
+    """``ffprobe``: a name looked up on ``PATH``, or an absolute path."""
+
+    @field_validator("bits")
+    @classmethod
+    def _legal_bits(cls, bits: int) -> int:
+        if bits not in UNIT_BITS:
+            legal = ", ".join(map(str, UNIT_BITS))
+            raise ValueError(f"{bits} is not a unit length; use one of {legal}")
+        return bits
+
+    @field_validator("wide")
+    @classmethod
+    def _wide_needs_128_bits(cls, wide: bool, info: ValidationInfo) -> bool:
+        bits = info.data.get("bits")
+        if wide and bits is not None and bits < 128:
+            raise ValueError(f"a WIDE ISCC-CODE needs bits of 128 or more (bits is {bits})")
+        return wide
+
+
 def _off(value: object) -> object:
     """``"off"`` or ``false`` switch a threshold off (TOML has no null)."""
     if value is False or (isinstance(value, str) and value.strip().lower() in {"off", "none"}):
@@ -242,6 +305,7 @@ class Settings(BaseSettings):
     watch: WatchSettings = WatchSettings()
     store: StoreSettings = StoreSettings()
     hashing: HashingSettings = HashingSettings()
+    code: CodeSettings = CodeSettings()
     match: MatchSettings = MatchSettings()
     server: ServerSettings = ServerSettings()
     log: LogSettings = LogSettings()

@@ -37,6 +37,17 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("hashing", "max_in_flight"): ("12", 12),
     ("hashing", "shutdown_timeout"): ("2", 2.0),
     ("hashing", "file_timeout"): ("60", 60.0),
+    ("code", "bits"): ("128", 128),
+    ("code", "wide"): ("true", True),
+    ("code", "meta"): ("false", False),
+    ("code", "extract_meta"): ("0", False),
+    ("code", "max_image_pixels"): ("1000000", 1_000_000),
+    ("code", "max_text_chars"): ("5000", 5000),
+    ("code", "video_fps"): ("2", 2),
+    ("code", "tool_timeout"): ("30.5", 30.5),
+    ("code", "fpcalc"): ("/opt/chromaprint/bin/fpcalc", "/opt/chromaprint/bin/fpcalc"),
+    ("code", "ffmpeg"): ("ffmpeg7", "ffmpeg7"),
+    ("code", "ffprobe"): ("/usr/local/bin/ffprobe", "/usr/local/bin/ffprobe"),
     ("match", "data"): ("off", None),
     ("match", "text"): ("10", 10),
     ("match", "image"): ("6", 6),
@@ -50,6 +61,11 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("server", "max_clients"): ("8", 8),
     ("log", "level"): ("DEBUG", "debug"),
     ("log", "format"): ("json", "json"),
+}
+
+#: Settings whose example is only valid along with others.
+COMPANIONS: dict[tuple[str, str], dict[str, str]] = {
+    ("code", "wide"): {"ISCCD_CODE__BITS": "128"},
 }
 
 
@@ -81,10 +97,20 @@ def test_every_setting_has_an_override() -> None:
     assert set(EXAMPLES) == set(_fields())
     defaults = load_settings(env={})
     for (section, name), (text, expected) in EXAMPLES.items():
-        settings = load_settings(env={env_name((section, name)): text})
+        companions = COMPANIONS.get((section, name), {})
+        settings = load_settings(env={env_name((section, name)): text, **companions})
         got = getattr(getattr(settings, section), name)
         assert got == expected, (section, name)
         assert got != getattr(getattr(defaults, section), name), (section, name)
+
+
+def test_every_legal_unit_length_is_accepted() -> None:
+    # ISO 24138: a unit's length is a multiple of 32 up to 256 bits; an ISCC-CODE takes 64 or more.
+    for bits in range(64, 257, 32):
+        assert load_settings(env={"ISCCD_CODE__BITS": str(bits)}).code.bits == bits
+    for bits in (0, 63, 65, 288):
+        with pytest.raises(ConfigError, match=r"code\.bits"):
+            load_settings(env={"ISCCD_CODE__BITS": str(bits)})
 
 
 def test_flags_beat_environment_beat_file_beat_defaults(tmp_path: Path) -> None:
@@ -127,6 +153,12 @@ def test_settings_are_frozen() -> None:
         ("", {"ISCCD_HASHING__WORKERS": "many"}, r"hashing\.workers: .*ISCCD_HASHING__WORKERS"),
         ("", {"ISCCD_WATCH__IGNORE": "*.tmp"}, r"ISCCD_WATCH__IGNORE: not valid JSON"),
         ("[watch\n", {}, r"isccd\.toml: not valid TOML"),
+        ("[code]\nbits = 100\n", {}, r"code\.bits: 100 is not a unit length; use one of 64, 96,"),
+        ("", {"ISCCD_CODE__BITS": "32"}, r"code\.bits: 32 is not .*ISCCD_CODE__BITS"),
+        ("[code]\ntool_timeout = -5\n", {}, r"code\.tool_timeout: .*greater than 0"),
+        ("[code]\nwide = true\n", {}, r"code\.wide: .*needs bits of 128 or more"),
+        ("[code]\nmax_image_pixels = 0\n", {}, r"code\.max_image_pixels: .*greater than"),
+        ("[code]\nffmpeg = 'bin/ffmpeg'\n", {}, r"code\.ffmpeg: 'bin/ffmpeg' is neither"),
     ],
 )
 def test_invalid_settings_name_the_key_and_the_problem(

@@ -18,12 +18,13 @@ from pathlib import Path
 from isccd import dirs
 from isccd.daemon.workers import WorkerOptions
 from isccd.errors import ConfigError
+from isccd.extract.tools import ToolOptions
 from isccd.hashing import CodeOptions, current_versions
 from isccd.logconf import Format
 from isccd.match import Thresholds
 from isccd.pipeline.options import DAY, PipelineOptions
 from isccd.server import ServerOptions
-from isccd.settings import Settings
+from isccd.settings import CodeSettings, Settings
 from isccd.store import state_url
 from isccd.watch.scan import ScanOptions, compile_ignore
 from isccd.watch.watcher import WatcherOptions
@@ -98,7 +99,8 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
 
     Raises:
         ConfigError: No root, or a root that is missing, not a directory, unreadable, or
-            overlapping another once symbolic links are resolved; an invalid ignore pattern.
+            overlapping another once symbolic links are resolved; an invalid ignore pattern; a
+            tool timeout longer than the file timeout.
     """
     env = os.environ if env is None else env
     roots = _check_roots(settings.watch.roots)
@@ -113,7 +115,13 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
         Path(env["NUMBA_CACHE_DIR"]) if env.get("NUMBA_CACHE_DIR") else dirs.default_cache_dir(env)
     )
     match = settings.match
-    code = CodeOptions()
+    code = _code_options(settings.code)
+    if code.tools.timeout > settings.hashing.file_timeout:
+        raise ConfigError(
+            f"invalid configuration: code.tool_timeout: {code.tools.timeout:g} s is longer "
+            f"than hashing.file_timeout ({settings.hashing.file_timeout:g} s), which stops the "
+            "file first; raise hashing.file_timeout too"
+        )
     workers = settings.hashing.workers or _cpu_count()
     return DaemonConfig(
         roots=roots,
@@ -156,6 +164,25 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
         log_level=settings.log.level,
         log_format=settings.log.format,
         shutdown_timeout=settings.hashing.shutdown_timeout,
+    )
+
+
+def _code_options(code: CodeSettings) -> CodeOptions:
+    """The hashing options the ``[code]`` settings ask for (the rest keep their defaults)."""
+    return CodeOptions(
+        bits=code.bits,
+        wide=code.wide,
+        meta=code.meta,
+        extract_meta=code.extract_meta,
+        max_image_pixels=code.max_image_pixels,
+        max_text_chars=code.max_text_chars,
+        video_fps=code.video_fps,
+        tools=ToolOptions(
+            fpcalc=code.fpcalc,
+            ffmpeg=code.ffmpeg,
+            ffprobe=code.ffprobe,
+            timeout=code.tool_timeout,
+        ),
     )
 
 

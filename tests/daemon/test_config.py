@@ -9,11 +9,14 @@ import pytest
 
 from isccd.daemon.config import build_config
 from isccd.errors import ConfigError
+from isccd.hashing import CodeOptions, compute_record, current_versions
 from isccd.match import Thresholds
-from isccd.pipeline import PipelineOptions
+from isccd.model import UnitType
+from isccd.pipeline import PipelineOptions, profile_is_stale
 from isccd.server import ServerOptions
-from isccd.settings import load_settings
+from isccd.settings import Settings, env_name, load_settings
 from isccd.store import state_url
+from tests.test_settings import EXAMPLES
 
 
 def _settings(tmp_path: Path, **watch: object):  # type: ignore[no-untyped-def]
@@ -30,6 +33,10 @@ def test_defaults_agree_with_the_components(tmp_path: Path) -> None:
     assert config.server == server
     assert config.debounce.settle == 0.25
     assert config.workers.workers >= 1
+    # The [code] defaults are CodeOptions' (the ISCC SDK's), wherever the options are used.
+    assert config.workers.code == CodeOptions()
+    assert config.pipeline.wide == CodeOptions().wide
+    assert config.pipeline.versions == current_versions(CodeOptions())
 
 
 def test_default_places_follow_systemd_and_xdg(tmp_path: Path) -> None:
@@ -79,3 +86,61 @@ def test_own_directories_inside_a_root_are_ignored(tmp_path: Path) -> None:
     assert "/.local/state/isccd/" in config.scan.ignore
     with pytest.raises(ConfigError, match="holds isccd's own files"):
         build_config(_settings(tmp_path), env={"STATE_DIRECTORY": str(tmp_path)})
+
+
+def _option(code: CodeOptions, name: str) -> object:
+    """A ``[code]`` setting's value in :class:`CodeOptions`: the tools' under ``tools``."""
+    if name in {"fpcalc", "ffmpeg", "ffprobe"}:
+        return getattr(code.tools, name)
+    return code.tools.timeout if name == "tool_timeout" else getattr(code, name)
+
+
+def test_code_settings_reach_the_workers_the_versions_and_the_pipeline(tmp_path: Path) -> None:
+    examples = {name: example for (section, name), example in EXAMPLES.items() if section == "code"}
+    env = {env_name(("code", name)): text for name, (text, _) in examples.items()}
+    config = build_config(_settings_from(tmp_path, env), env={})
+    code = config.workers.code
+    for name, (_, expected) in examples.items():
+        assert _option(code, name) == expected, name
+    assert config.pipeline.wide is True
+    versions = config.pipeline.versions
+    assert (versions["bits"], versions["fps"]) == ("128", "2")
+    # The tools are looked up where the settings say: these paths hold none.
+    assert versions["fpcalc"] == versions["ffmpeg"] == versions["ffprobe"] == "missing"
+
+
+def test_a_new_bit_length_makes_every_stored_unit_stale(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Words that are coded at one length, then another. " * 20)
+    default = build_config(_settings_from(tmp_path, {}), env={})
+    stored = compute_record(str(notes), default.workers.code)
+    assert {u.type for u in stored.units} == {
+        UnitType.META,
+        UnitType.TEXT,
+        UnitType.DATA,
+        UnitType.INSTANCE,
+    }
+    same = build_config(_settings_from(tmp_path, {"ISCCD_CODE__TOOL_TIMEOUT": "5"}), env={})
+    assert not any(profile_is_stale(u.profile, same.pipeline.versions) for u in stored.units)
+    fps = build_config(_settings_from(tmp_path, {"ISCCD_CODE__VIDEO_FPS": "2"}), env={})
+    assert not any(profile_is_stale(u.profile, fps.pipeline.versions) for u in stored.units)
+
+    longer = build_config(_settings_from(tmp_path, {"ISCCD_CODE__BITS": "128"}), env={})
+    assert all(profile_is_stale(u.profile, longer.pipeline.versions) for u in stored.units)
+    # What the workers compute again is current: no unit is recomputed twice.
+    again = compute_record(str(notes), longer.workers.code)
+    assert {u.type for u in again.units} == {u.type for u in stored.units}
+    assert {u.bits for u in again.units} == {128}
+    assert not any(profile_is_stale(u.profile, longer.pipeline.versions) for u in again.units)
+
+
+def test_a_tool_timeout_beyond_the_file_timeout_is_a_config_error(tmp_path: Path) -> None:
+    env = {"ISCCD_CODE__TOOL_TIMEOUT": "900", "ISCCD_HASHING__FILE_TIMEOUT": "600"}
+    with pytest.raises(ConfigError, match=r"code\.tool_timeout: 900 s is longer than hashing"):
+        build_config(_settings_from(tmp_path, env), env={})
+    env["ISCCD_HASHING__FILE_TIMEOUT"] = "900"
+    assert build_config(_settings_from(tmp_path, env), env={}).workers.code.tools.timeout == 900
+
+
+def _settings_from(root: Path, env: dict[str, str]) -> Settings:
+    return load_settings(env=env, overrides={"watch": {"roots": [root]}})

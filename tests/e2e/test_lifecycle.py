@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from isccd.hashing import CodeOptions, compute_record
 from isccd.model import EventType
 
 from .conftest import Daemon, next_event, of_type
@@ -75,6 +76,18 @@ def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_
         await next_event(watcher, of_type(EventType.FILE_REMOVED, first / "one.txt"))
         await asyncio.to_thread(daemon.wait_notice, "READY")
         assert [r.path for r in (await control.status()).roots] == [str(second)]
+
+        # A new bit length: the reload's reconcile codes every unit of every file again.
+        draft = second / "draft.txt"
+        assert {u.bits for u in (await control.get(str(draft))).units} == {64}
+        _config(config, [second], "[match]\ntext = 0\ndata = 0\n[code]\nbits = 128\n")
+        daemon.signal(signal.SIGHUP)
+        done = await next_event(watcher, lambda e: e.type is EventType.SCAN_DONE)
+        assert (done.data["queued"], done.data["hashed"]) == (3, 3)
+        recoded = await control.get(str(draft))
+        fresh = compute_record(str(draft), CodeOptions(bits=128))
+        assert [(u.iscc, u.bits) for u in recoded.units] == [(u.iscc, 128) for u in fresh.units]
+        assert recoded.iscc == fresh.iscc
         await control.close()
         await watcher.close()
 
