@@ -157,7 +157,7 @@ class HashingSettings(_Section):
     """Files handed to the workers at once; 0 means four per worker."""
     shutdown_timeout: float = Field(default=10.0, ge=0, le=600)
     """Seconds in-flight files may finish at shutdown before they are abandoned."""
-    file_timeout: float = Field(default=600.0, gt=0)
+    file_timeout: float = Field(default=1800.0, gt=0)
     """Seconds one file may take before its worker is replaced and the file recorded as failed."""
 
 

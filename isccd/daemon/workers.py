@@ -63,7 +63,7 @@ class WorkerOptions:
 
     workers: int = 1
     depth: int = 2
-    file_timeout: float = 600.0
+    file_timeout: float = 1800.0
     code: CodeOptions = field(default_factory=CodeOptions)
     start_method: str = "forkserver"
 
