@@ -202,9 +202,16 @@ class Client:
 
     def sync(self, path: str | None = None, *, timeout: float | None = None) -> int:
         """Wait until every change made on disk so far is indexed; return the last seq then."""
+        with self.waiting(timeout):
+            return self._call(SyncResult, lambda i: SyncRequest(i, path)).seq
+
+    @contextlib.contextmanager
+    def waiting(self, timeout: float | None) -> Iterator[None]:
+        """Wait up to ``timeout`` seconds (``None``: as long as it takes) for each reply to a
+        request made inside the block, e.g. a ``similar`` that codes a large file."""
         self._sock.settimeout(timeout)
         try:
-            return self._call(SyncResult, lambda i: SyncRequest(i, path)).seq
+            yield
         finally:
             self._sock.settimeout(self._timeout)
 

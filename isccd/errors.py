@@ -19,7 +19,8 @@
     |-- StoreError                the store cannot be opened or written: fatal at start-up, clear
     |   |                         message; during a run the batch is retried after a pause
     |   |-- StoreCorruptError     integrity check failed
-    |   `-- StoreFullError        the disk is full
+    |   |-- StoreFullError        the disk is full
+    |   `-- StoreLockedError      another process writes the store (the daemon, a scan)
     |-- ProtocolError             a bad client request: an error reply; the connection carries on
     |-- SocketSetupError          the socket cannot be set up safely (insecure directory, another
     |                             daemon answering): fatal at start-up, clear message
@@ -110,6 +111,18 @@ class StoreCorruptError(StoreError):
 
 class StoreFullError(StoreError):
     """The disk holding the store is full."""
+
+
+class StoreLockedError(StoreError):
+    """Another process writes the store; one writer at a time.
+
+    Attributes:
+        holder: That process's id, when it could be read.
+    """
+
+    def __init__(self, message: str, holder: int | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class ProtocolError(IsccdError):

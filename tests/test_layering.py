@@ -26,7 +26,19 @@ ALLOWED: dict[str, set[str]] = {
     "index": {"model", "errors"},
     "match": {"model", "errors", "iscc"},
     # iscc: recomposing the ISCC-CODE when only some units were recomputed (profile change).
-    "pipeline": {"model", "errors", "iscc", "hashing", "store", "index", "match", "watch"},
+    # protocol: the answers to get, similar and dupes are the protocol's results, shared by the
+    # daemon and the command line (pipeline.answers).
+    "pipeline": {
+        "model",
+        "errors",
+        "iscc",
+        "hashing",
+        "store",
+        "index",
+        "match",
+        "watch",
+        "protocol",
+    },
     "protocol": {"model", "errors"},
     "watch": {"model", "errors"},
     "server": {"protocol", "model", "errors"},

@@ -240,7 +240,7 @@ def test_a_removal_leaves_a_tombstone_and_resolves_duplicates(h: Harness) -> Non
     assert (near.data["kind"], near.data["unit"], others(near)) == ("near", "data", ["near"])
     assert h.run(h.pipeline.dupes()) == []
     view = h.run(h.pipeline.get(h.p("copy")))
-    assert view.file.removed_at is not None and view.as_dict()["state"] == "removed"
+    assert view.file.removed_at is not None and not view.file.live
 
 
 def test_near_duplicates_begin_change_and_end(h: Harness) -> None:

@@ -21,6 +21,7 @@ from isccd.protocol import (
     DupGroup,
     DupKind,
     DupMember,
+    DupPair,
     ErrorCode,
     EventFilter,
     FileInfo,
@@ -29,13 +30,16 @@ from isccd.protocol import (
     HelloResult,
     LineSplitter,
     OversizedLine,
+    Relation,
     Reply,
     RescanRequest,
     RootStatus,
     ScanProgress,
     ServiceStatistics,
+    SimilarMatch,
     SimilarQuery,
     SimilarRequest,
+    SimilarResult,
     StatusRequest,
     SubscribeRequest,
     SubscribeResult,
@@ -357,6 +361,19 @@ def test_garbage_from_the_server_is_an_invalid_reply(line: bytes) -> None:
 texts = st.text(max_size=12)
 opt_int = st.none() | st.integers(min_value=0, max_value=2**62)
 opt_float = st.none() | st.floats(min_value=0, max_value=4e9)
+matches = st.lists(
+    st.builds(
+        SimilarMatch,
+        paths,
+        paths,
+        st.sampled_from(UnitType),
+        st.integers(0, 256),
+        st.integers(0, 256),
+        texts,
+        st.sampled_from(Relation),
+    ),
+    max_size=3,
+).map(tuple)
 results = st.one_of(
     st.builds(
         HelloResult,
@@ -418,7 +435,10 @@ results = st.one_of(
         ).map(tuple),
         indexed=opt_float,
         removed=opt_float,
+        links=st.lists(paths, max_size=2).map(tuple),
+        duplicates=matches,
     ),
+    st.builds(SimilarResult, matches, st.booleans()),
     st.builds(
         DupesResult,
         st.lists(
@@ -430,9 +450,26 @@ results = st.one_of(
                 st.integers(0, 2**50),
                 st.lists(
                     st.builds(
-                        DupMember, paths, paths, opt_int, st.none() | texts, st.integers(0, 64)
+                        DupMember,
+                        paths,
+                        paths,
+                        opt_int,
+                        st.none() | texts,
+                        st.none() | st.integers(0, 64),
+                        st.lists(paths, max_size=2).map(tuple),
                     ),
                     max_size=3,
+                ).map(tuple),
+                st.lists(
+                    st.builds(
+                        DupPair,
+                        st.integers(0, 9),
+                        st.integers(0, 9),
+                        st.sampled_from(UnitType),
+                        st.integers(0, 64),
+                        st.integers(0, 64),
+                    ),
+                    max_size=2,
                 ).map(tuple),
             ),
             max_size=3,

@@ -1,8 +1,15 @@
 """The index commands: ``isccd scan``, ``isccd dupes``, ``isccd similar`` and ``isccd get``.
 
 ``scan`` reconciles roots into the store of a state directory (the same store the daemon uses),
-hashing what changed in a process pool. The other three only read the store, through a
-read-only connection, so they work while the daemon or another scan writes it.
+hashing what changed in a process pool.
+
+The other three ask the daemon on its socket when one answers (its index is warm and it knows
+its roots), and otherwise read the store of the default state directory themselves; with
+``--state DIR`` they read that store, with ``--socket PATH`` they need the daemon there. A store
+is read through a read-only connection, so they work while the daemon or a scan writes it.
+Both ways give the same result (:mod:`isccd.pipeline.answers`), printed the same way
+(:mod:`isccd.cli.answers`). A daemon's error reply (a path outside its roots) is the answer:
+the store is not read instead.
 
 Every command prints readable text on a terminal and JSON with ``--json`` or when piped.
 """
@@ -12,30 +19,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shlex
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
+from isccd.cli.answers import format_dupes, format_file, format_similar
+from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
 from isccd.cli.output import Progress, print_json, wants_json
-from isccd.dirs import default_state_dir
-from isccd.errors import StoreError
+from isccd.client import Client
+from isccd.dirs import default_socket_path, default_state_dir
+from isccd.errors import DaemonUnavailableError, ProtocolError, StoreError, StoreLockedError
 from isccd.hashing import CodeOptions, compute_record, current_versions
-from isccd.pipeline import (
-    DupGroup,
-    FileView,
-    Indexer,
-    Peer,
-    Pipeline,
-    PipelineOptions,
-    PoolHasher,
-    ScanStats,
-    dupes,
-    get,
-    similar,
+from isccd.pipeline import Indexer, Pipeline, PipelineOptions, PoolHasher, ScanStats, answers
+from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
+from isccd.protocol.requests import (
+    DUPES_LIMIT,
+    DUPES_LIMIT_MAX,
+    MAX_DISTANCE,
+    SIMILAR_LIMIT,
+    SIMILAR_LIMIT_MAX,
 )
 from isccd.store import StoredFile, open_store, state_url
 from isccd.watch.scan import ScanOptions, compile_ignore
+
+T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -50,6 +59,20 @@ exit status: 0 when every file was indexed; 1 when some could not be (unreadable
 read, parts of the tree that could not be listed: each is in the summary), or the store could
 not be used; 2 for invalid arguments.
 """
+
+_READ_SOURCE = (
+    " The answer comes from the daemon, asked on its socket (--socket PATH, or the default "
+    "one), which answers from its in-memory index about paths inside its roots; with --state "
+    "DIR, from the index in DIR, read directly; and when no daemon answers on the default "
+    "socket, from the index in the default state directory, read directly. It has the same "
+    "form either way."
+)
+
+_READ_EPILOG = (
+    "exit status: 0 success; 1 when the daemon refuses the request (e.g. a path outside its "
+    "roots), the file is not in the index, no daemon answers on the --socket given, or the "
+    "index cannot be read; 2 for invalid arguments."
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,37 +111,64 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     scan.set_defaults(handler=run_scan)
 
+    reader = argparse.ArgumentParser(add_help=False)
+    where = reader.add_mutually_exclusive_group()
+    where.add_argument(
+        "--state",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="read the index in DIR directly instead of asking the daemon",
+    )
+    add_socket_option(where)
+    reader.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+
     dup = subparsers.add_parser(
         "dupes",
-        parents=[common],
+        parents=[reader],
         help="list duplicate files, the most wasted space first",
         description="List groups of exact duplicates (same bytes; hardlinks are one file), "
-        "and with --near also groups of near duplicates, the most wasted bytes first.",
+        "and with --near also groups of near duplicates, the most wasted bytes first."
+        + _READ_SOURCE,
+        epilog=_READ_EPILOG,
     )
     dup.add_argument("--near", action="store_true", help="include near-duplicate groups")
+    dup.add_argument(
+        "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
+        help=f"most groups listed (default {DUPES_LIMIT}, at most {DUPES_LIMIT_MAX:,})",
+    )  # fmt: skip
     dup.set_defaults(handler=run_dupes)
 
     sim = subparsers.add_parser(
         "similar",
-        parents=[common],
         help="list files similar to a file",
-        description="List indexed files whose units are within reach of PATH's (PATH is coded "
-        "on the fly if it is not indexed).",
+        parents=[reader],
+        description="List the indexed files related to PATH, nearest first: its other names "
+        "(hardlinks), its exact copies, and the files with a unit within reach of PATH's. A "
+        "file that is not indexed is coded on the fly and not stored (by the daemon, only "
+        "inside its roots and outside its ignore patterns)." + _READ_SOURCE,
+        epilog=_READ_EPILOG,
     )
-    sim.add_argument("path", metavar="PATH")
+    sim.add_argument("path", metavar="PATH", help="a file (indexed or not)")
     sim.add_argument(
-        "--max-distance", type=int, metavar="N", default=None,
+        "--max-distance", type=_limit(MAX_DISTANCE, 0), metavar="N", default=None,
         help="Hamming distance in bits of 64 (default: each unit type's threshold)",
+    )  # fmt: skip
+    sim.add_argument(
+        "--limit", type=_limit(SIMILAR_LIMIT_MAX), metavar="N", default=SIMILAR_LIMIT,
+        help=f"most files listed (default {SIMILAR_LIMIT}, at most {SIMILAR_LIMIT_MAX:,})",
     )  # fmt: skip
     sim.set_defaults(handler=run_similar)
 
     show = subparsers.add_parser(
         "get",
-        parents=[common],
         help="show what the index knows about a file",
-        description="Show a file's record, units, hardlinks and duplicates from the index.",
+        parents=[reader],
+        description="Show a file's record, units, hardlinks and duplicates from the index "
+        "(a removed file's last record while its tombstone is kept)." + _READ_SOURCE,
+        epilog=_READ_EPILOG,
     )
-    show.add_argument("path", metavar="PATH")
+    show.add_argument("path", metavar="PATH", help="a file, or the name of a removed one")
     show.set_defaults(handler=run_get)
 
 
@@ -127,6 +177,16 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _limit(maximum: int, minimum: int = 1) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} to {maximum}, got {value}")
+        return value
+
+    return parse
 
 
 def _state(args: argparse.Namespace) -> Path:
@@ -172,6 +232,8 @@ def run_scan(args: argparse.Namespace) -> int:
     pipeline = Pipeline(state_url(_state(args)), options, hasher=hasher)
     try:
         results = asyncio.run(_scan(pipeline, roots, scan_options))
+    except StoreLockedError as exc:
+        return _fail(_locked(exc, roots))
     except StoreError as exc:
         return _fail(str(exc))
     finally:
@@ -202,6 +264,27 @@ async def _scan(pipeline: Pipeline, roots: list[str], options: ScanOptions) -> l
     return results
 
 
+def _locked(exc: StoreLockedError, roots: list[str]) -> str:
+    """Why a scan cannot write the store, and what to do instead: when the writer is the
+    daemon on the default socket, ask it to reconcile the roots it watches."""
+    try:
+        with Client(default_socket_path(), timeout=ANSWER_TIMEOUT) as client:
+            status = client.status()
+    except (DaemonUnavailableError, ProtocolError):
+        status = None
+    if status is None or exc.holder is None or status.pid != exc.holder:
+        return f"{exc}: wait until it is done (a daemon's index is updated with `isccd rescan`)"
+    watched = [r.path for r in status.roots]
+    outside = [r for r in roots if not any(r == w or r.startswith(w + "/") for w in watched)]
+    if outside:
+        return (
+            f"{exc}: it is the daemon, which does not watch {', '.join(outside)}; add "
+            "the folder to its roots (`[watch] roots` in its configuration) and reload it"
+        )
+    command = "isccd rescan --wait" + (f" {shlex.quote(roots[0])}" if len(roots) == 1 else "")
+    return f"{exc}: it is the daemon; ask it to reconcile instead: `{command}`"
+
+
 def _print_scan(stats: ScanStats) -> None:
     print(
         f"{stats.root}: {stats.seen} files, {stats.unchanged} unchanged, {stats.added} added, "
@@ -216,129 +299,115 @@ def _print_scan(stats: ScanStats) -> None:
 # -- read-only commands --------------------------------------------------------------------------
 
 
-def _reader(args: argparse.Namespace) -> Indexer:
-    store = open_store(state_url(_state(args)), readonly=True)
-    return Indexer(store, PipelineOptions(), load=False)
+class _Failed(Exception):
+    """A read-only command cannot answer; the message says why."""
+
+
+def _answer(
+    args: argparse.Namespace, ask: Callable[[Client], T], read: Callable[[Indexer], T]
+) -> T:
+    """Ask the daemon, or read the store (see the module docstring).
+
+    Raises:
+        _Failed: The daemon refused, none answers on an explicit ``--socket``, or the store
+            cannot be read.
+    """
+    unavailable: DaemonUnavailableError | None = None
+    if args.state is None:
+        try:
+            client = connect(args)
+        except DaemonUnavailableError as exc:
+            if args.socket is not None:
+                raise _Failed(str(exc)) from None
+            unavailable = exc
+        except ProtocolError as exc:
+            raise _Failed(f"{exc.message} ({exc.code})") from None
+        else:
+            # A daemon that answered is the source from now on: its refusal, or its loss, is
+            # the outcome. It works on the request (a large `dupes`, a file coded on the fly)
+            # for as long as that takes.
+            try:
+                with client, client.waiting(None):
+                    return ask(client)
+            except DaemonUnavailableError as exc:
+                raise _Failed(str(exc)) from None
+            except ProtocolError as exc:
+                raise _Failed(f"{exc.message} ({exc.code})") from None
+    try:
+        store = open_store(state_url(_state(args)), readonly=True)
+        ix = Indexer(store, PipelineOptions(), load=False)
+        try:
+            return read(ix)
+        finally:
+            ix.close()
+    except ProtocolError as exc:  # the same refusals as the daemon's
+        raise _Failed(f"{exc.message} ({exc.code})") from None
+    except StoreError as exc:
+        # Say why the daemon was not asked either: its socket may just be out of reach.
+        raise _Failed(f"{exc}; {unavailable}" if unavailable else str(exc)) from None
 
 
 def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
+    query = DupesQuery(near=args.near, limit=args.limit)
     try:
-        ix = _reader(args)
-        try:
-            groups = dupes(ix, near=args.near)
-        finally:
-            ix.close()
-    except StoreError as exc:
+        result = _answer(args, lambda c: c.dupes(query), lambda ix: answers.dupes(ix, query))
+    except _Failed as exc:
         return _fail(str(exc))
-    if wants_json(args.json):
-        print_json({"groups": [g.as_dict() for g in groups]}, indent=2)
-    else:
-        _print_groups(groups)
+    _print(args, result, format_dupes)
     return EXIT_OK
-
-
-def _print_groups(groups: list[DupGroup]) -> None:
-    if not groups:
-        print("no duplicates")
-        return
-    for group in groups:
-        print(f"{group.kind}: {len(group.members)} files, {_size(group.wasted)} wasted")
-        for member in group.members:
-            print(f"  {_size(member.size)}  {member.paths[0]}")
-            for other in member.paths[1:]:
-                print(f"        = {other} (hardlink)")
-        for link in group.links:
-            pair = f"#{link.a + 1} ~ #{link.b + 1}"
-            print(f"    near: {pair} by {link.unit.value}, {link.distance} bits")
 
 
 def run_similar(args: argparse.Namespace) -> int:
     """``isccd similar``."""
     path = file_path(args.path)
+    query = SimilarQuery(path=path, max_distance=args.max_distance, limit=args.limit)
+
+    def read(ix: Indexer) -> SimilarResult:
+        stored = ix.store.file_at(path)
+        if stored is None:
+            stored = _coded(path)
+        return answers.similar(ix, stored, query)
+
     try:
-        ix = _reader(args)
-        try:
-            stored = ix.store.file_at(path)
-            if stored is None:
-                if not Path(path).is_file():
-                    return _fail(f"{args.path}: not indexed and not a file")
-                stored = StoredFile(0, "", compute_record(path), time.time())
-            peers = similar(ix, stored, args.max_distance)
-        finally:
-            ix.close()
-    except StoreError as exc:
+        result = _answer(args, lambda c: c.similar(query), read)
+    except _Failed as exc:
         return _fail(str(exc))
-    if wants_json(args.json):
-        print_json(
-            {"path": path, "iscc": stored.record.iscc, "similar": [p.as_dict() for p in peers]},
-            indent=2,
-        )
-    else:
-        _print_peers(peers)
+    _print(args, result, format_similar)
     return EXIT_OK
 
 
-def _print_peers(peers: list[Peer]) -> None:
-    if not peers:
-        print("nothing similar")
-    for peer in peers:
-        how = (
-            peer.kind.value
-            if peer.kind.value != "near"
-            else f"{peer.unit.value} {peer.distance}/{peer.threshold}"
+def _coded(path: str) -> StoredFile:
+    """A file that is not indexed, coded on the fly (as the daemon does)."""
+    record = compute_record(path)
+    if not record.units:
+        reason = record.issues[0].reason if record.issues else "nothing could be computed"
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND, f"{path!r} is not in the index and cannot be coded: {reason}"
         )
-        print(f"{how:>16}  {peer.path}")
+    return answers.unsaved(record)
 
 
 def run_get(args: argparse.Namespace) -> int:
     """``isccd get``."""
     path = file_path(args.path)
+
+    def read(ix: Indexer) -> FileInfo:
+        info = answers.get(ix, path)
+        if info is None:
+            raise ProtocolError(ErrorCode.NOT_FOUND, f"{path!r} is not in the index")
+        return info
+
     try:
-        ix = _reader(args)
-        try:
-            view = get(ix, path)
-        finally:
-            ix.close()
-    except StoreError as exc:
+        info = _answer(args, lambda c: c.get(path), read)
+    except _Failed as exc:
         return _fail(str(exc))
-    if view is None:
-        return _fail(f"{args.path}: not in the index")
-    if wants_json(args.json):
-        print_json(view.as_dict(), indent=2)
-    else:
-        _print_view(view)
+    _print(args, info, format_file)
     return EXIT_OK
 
 
-def _print_view(view: FileView) -> None:
-    data: dict[str, Any] = view.as_dict()
-    state = "removed" if view.file.removed_at is not None else "indexed"
-    print(f"{data['path']} ({state})")
-    for key in ("iscc", "mediatype", "mode", "filesize", "datahash"):
-        if data.get(key) is not None:
-            print(f"  {key}: {data[key]}")
-    for unit in data["units"]:
-        print(f"  {unit['type']}: {unit['iscc']}")
-    for issue in data["issues"]:
-        print(f"  {issue['kind']} ({issue['stage']}): {issue['reason']}")
-    for link in view.links:
-        print(f"  hardlink: {link}")
-    for peer in view.duplicates:
-        how = (
-            peer.kind.value
-            if peer.kind.value != "near"
-            else f"near by {peer.unit.value}, {peer.distance}/{peer.threshold} bits"
-        )
-        print(f"  {how}: {peer.path}")
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
+def _print(args: argparse.Namespace, result: T, text: Callable[[T], str]) -> None:
+    if wants_json(args.json):
+        print_json(to_wire(result), indent=2)
+    else:
+        sys.stdout.write(text(result))

@@ -1,10 +1,9 @@
 """Commands that talk to the running daemon through its socket: ``status``, ``subscribe``,
 ``rescan``; and ``run``, the daemon itself.
 
-Every one takes ``--socket PATH`` (default: the socket the daemon uses by default, see
-:func:`isccd.dirs.default_socket_path`). When no daemon answers they say so on stderr and exit
-with status 1. Results are readable text on a terminal and JSON with ``--json`` or when stdout
-is not a terminal.
+Every one takes ``--socket PATH`` (:mod:`isccd.cli.connect`; default: the socket the daemon
+uses by default). When no daemon answers they say so on stderr and exit with status 1. Results
+are readable text on a terminal and JSON with ``--json`` or when stdout is not a terminal.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from isccd.cli.connect import add_socket_option, fail, socket_path
 from isccd.cli.output import print_json, wants_json
 from isccd.client import Client
-from isccd.dirs import default_socket_path
 from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import DaemonStatus, event_to_wire, to_wire
@@ -42,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "queue, the last event's sequence number, and the connected clients.",
         epilog=_NO_DAEMON,
     )
-    _add_socket(status)
+    add_socket_option(status)
     status.add_argument("--json", action="store_true", help="print JSON (default when piped)")
     status.set_defaults(handler=run_status)
 
@@ -59,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "no daemon answers, the daemon closed the connection, or the subscriber lagged (it "
         "read too slowly; resume with --since N).",
     )
-    _add_socket(subscribe)
+    add_socket_option(subscribe)
     subscribe.add_argument(
         "--since", type=int, metavar="N", help="replay the events after sequence number N first"
     )
@@ -90,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "is reported as scan.progress and scan.done events.",
         epilog=_NO_DAEMON,
     )
-    _add_socket(rescan)
+    add_socket_option(rescan)
     rescan.add_argument("path", nargs="?", metavar="PATH", help="a root or a directory in one")
     rescan.add_argument(
         "--wait",
@@ -104,39 +103,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _register_run(subparsers)
 
 
-def _add_socket(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--socket",
-        type=Path,
-        metavar="PATH",
-        help="the daemon's socket (default: $RUNTIME_DIRECTORY/isccd.sock, /run/isccd/isccd.sock "
-        "as root, $XDG_RUNTIME_DIR/isccd/isccd.sock otherwise)",
-    )
-
-
-def _socket(args: argparse.Namespace) -> Path:
-    path: Path | None = args.socket
-    return path if path is not None else default_socket_path()
-
-
-def _fail(exc: DaemonUnavailableError | ProtocolError) -> int:
-    if isinstance(exc, ProtocolError):
-        print(f"isccd: {exc.message} ({exc.code})", file=sys.stderr)
-    else:
-        print(f"isccd: {exc}", file=sys.stderr)
-    return EXIT_FAILURE
-
-
 # -- status -----------------------------------------------------------------------------------
 
 
 def run_status(args: argparse.Namespace) -> int:
     """``isccd status``."""
     try:
-        with Client(_socket(args)) as client:
+        with Client(socket_path(args)) as client:
             status = client.status()
     except (DaemonUnavailableError, ProtocolError) as exc:
-        return _fail(exc)
+        return fail(exc)
     if wants_json(args.json):
         print_json(to_wire(status))
     else:
@@ -212,7 +188,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
     status = EXIT_FAILURE
     try:
         with _sigterm_stops():
-            client = Client(_socket(args))
+            client = Client(socket_path(args))
             result = client.subscribe(args.since, types=args.types, roots=roots)
             if not result.complete:
                 print(
@@ -222,7 +198,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
                 )
             status = _stream(client, as_json, sys.stdout)
     except (DaemonUnavailableError, ProtocolError) as exc:
-        status = _fail(exc)
+        status = fail(exc)
     except (KeyboardInterrupt, _Stop):
         status = EXIT_OK
     except BrokenPipeError:
@@ -298,11 +274,11 @@ def run_rescan(args: argparse.Namespace) -> int:
     """``isccd rescan``."""
     path = os.path.realpath(args.path) if args.path else None
     try:
-        with Client(_socket(args)) as client:
+        with Client(socket_path(args)) as client:
             result = client.rescan(path)
             seq = client.sync(path) if args.wait else None
     except (DaemonUnavailableError, ProtocolError) as exc:
-        return _fail(exc)
+        return fail(exc)
     if wants_json(args.json):
         print_json({**to_wire(result), **({"seq": seq} if seq is not None else {})})
     else:
@@ -343,7 +319,7 @@ def _register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         help="where the store lives (default: $STATE_DIRECTORY, /var/lib/isccd as root, "
         "$XDG_STATE_HOME/isccd otherwise)",
     )
-    _add_socket(run)
+    add_socket_option(run)
     run.add_argument("--config", type=Path, metavar="FILE", help="a TOML configuration file")
     run.set_defaults(handler=run_daemon)
 

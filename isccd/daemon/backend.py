@@ -1,11 +1,13 @@
 """The daemon's side of the socket server: :class:`isccd.server.Backend` over the pipeline.
 
 Queries run as jobs on the store's owner thread (so they see every committed change) and are
-translated into the wire types of :mod:`isccd.protocol`. ``rescan`` starts reconciles; ``sync``
-is the barrier: what waits to settle is released, the roots are reconciled from the disk (which
-catches changes whose events are still on their way), and the work queued before the request is
-awaited; the reply carries the last sequence number, at or after every event those changes
-caused.
+answered by :mod:`isccd.pipeline.answers`, as the command line reading a store directly
+answers them. ``similar`` on a file inside the roots that is not indexed yet (and not ignored)
+codes it on the fly in the worker pool, without storing it; the server has already refused any
+path outside the roots. ``rescan`` starts reconciles; ``sync`` is the barrier: what waits to
+settle is released, the roots are reconciled from the disk (which catches changes whose events
+are still on their way), and the work queued before the request is awaited; the reply carries
+the last sequence number, at or after every event those changes caused.
 """
 
 from __future__ import annotations
@@ -17,58 +19,20 @@ from isccd.daemon.feed import Feed
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
 from isccd.errors import ProtocolError
-from isccd.iscc import IsccError, iscc_decode, iscc_decompose
-from isccd.iscc.constants import MT, ST_CC
-from isccd.model import Event, FileRecord, Unit, UnitType
-from isccd.pipeline import Pipeline
-from isccd.pipeline import queries as q
+from isccd.model import Event
+from isccd.pipeline import Pipeline, answers
 from isccd.protocol import (
     DaemonStatus,
     DupesQuery,
     DupesResult,
-    DupGroup,
-    DupKind,
-    DupMember,
     ErrorCode,
     FileInfo,
     RescanResult,
-    SimilarMatch,
     SimilarQuery,
     SimilarResult,
 )
 from isccd.server import LogBounds
 from isccd.store import StoredFile
-
-_CONTENT = {
-    ST_CC.TEXT: UnitType.TEXT,
-    ST_CC.IMAGE: UnitType.IMAGE,
-    ST_CC.AUDIO: UnitType.AUDIO,
-    ST_CC.VIDEO: UnitType.VIDEO,
-    ST_CC.MIXED: UnitType.MIXED,
-}
-_MAIN = {MT.META: UnitType.META, MT.DATA: UnitType.DATA, MT.INSTANCE: UnitType.INSTANCE}
-
-
-def units_of_code(code: str) -> tuple[Unit, ...]:
-    """The comparable units of an ISCC-CODE or of a single unit.
-
-    Raises:
-        ProtocolError: ``invalid_argument`` when the code cannot be decoded.
-    """
-    try:
-        parts = iscc_decompose(code)
-        units = []
-        for part in parts:
-            maintype, subtype, _, _, body = iscc_decode(part)
-            unit_type = _CONTENT.get(ST_CC(subtype)) if maintype == MT.CONTENT else None
-            unit_type = unit_type or _MAIN.get(MT(maintype))
-            if unit_type is not None:
-                units.append(Unit(unit_type, f"ISCC:{part}", body, ""))
-    except (IsccError, ValueError, TypeError) as exc:
-        raise ProtocolError(ErrorCode.INVALID_ARGUMENT, f"cannot decode {code!r}: {exc}") from None
-    if not units:
-        raise ProtocolError(ErrorCode.INVALID_ARGUMENT, f"{code!r} has no comparable unit")
-    return tuple(units)
 
 
 def _under(path: str, top: str) -> bool:
@@ -114,40 +78,38 @@ class DaemonBackend:
 
     async def get(self, path: str) -> FileInfo | None:
         """What the index knows about ``path`` (tombstones included)."""
-        view = await self._pipeline.get(path)
-        if view is None:
-            return None
-        stored = view.file
-        return FileInfo.from_record(
-            stored.record, stored.root, indexed=stored.indexed_at, removed=stored.removed_at
-        )
+        return await self._pipeline.call(lambda ix: answers.get(ix, path))
 
     async def similar(self, query: SimilarQuery) -> SimilarResult:
-        """Files near an indexed file or a code."""
+        """Files near a file or a code (see the module docstring for a file not indexed)."""
         if query.path is not None:
             path = query.path
             stored = await self._pipeline.call(lambda ix: ix.store.file_at(path))
-            if stored is None:
-                raise ProtocolError(ErrorCode.NOT_FOUND, f"{path!r} is not in the index")
+            subject = stored if stored is not None else await self._code(path)
         else:
-            record = FileRecord(path="", stat=None, units=units_of_code(query.code or ""))
-            stored = StoredFile(0, "", record, 0.0)
-        peers = await self._pipeline.similar(stored, query.max_distance)
-        matches = tuple(
-            SimilarMatch(p.path, p.root, p.unit, p.distance, p.threshold, p.code or p.iscc or "")
-            for p in peers[: query.limit]
-        )
-        return SimilarResult(matches, truncated=len(peers) > query.limit)
+            subject = answers.subject_of_code(query.code or "")
+        return await self._pipeline.call(lambda ix: answers.similar(ix, subject, query))
+
+    async def _code(self, path: str) -> StoredFile:
+        """A file inside the roots that is not indexed, coded on the fly."""
+        roots = self._roots_for(path)
+        if not roots:  # the root was removed by a reload since the path was resolved
+            raise ProtocolError(ErrorCode.OUTSIDE_ROOTS, f"{path!r} is not inside a watched root")
+        if self._feed.ignores(roots[0], path):
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND, f"{path!r} is not in the index: an ignore pattern excludes it"
+            )
+        record = await self._pipeline.code(path)
+        if not record.units:
+            reason = record.issues[0].reason if record.issues else "nothing could be computed"
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND, f"{path!r} is not in the index and cannot be coded: {reason}"
+            )
+        return answers.unsaved(record)
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, largest wasted bytes first."""
-        groups = await self._pipeline.dupes(query.near)
-        if query.root is not None:
-            top = query.root
-            groups = [g for g in groups if any(_under(p, top) for m in g.members for p in m.paths)]
-        thresholds = self._pipeline.options.thresholds
-        out = tuple(_group(g, thresholds.of) for g in groups[: query.limit])
-        return DupesResult(out, truncated=len(groups) > query.limit)
+        return await self._pipeline.call(lambda ix: answers.dupes(ix, query))
 
     async def rescan(self, path: str | None) -> RescanResult:
         """Start reconciles of the root holding ``path``, or of every root."""
@@ -183,29 +145,3 @@ class DaemonBackend:
         if path is None:
             return roots
         return [r for r in roots if _under(path, r)][:1]
-
-
-def _group(group: q.DupGroup, threshold_of: Callable[[UnitType], int | None]) -> DupGroup:
-    """A pipeline group as the protocol shows it: one entry per path, with the distance of
-    each member to the first."""
-    if group.kind == "exact" or not group.links:
-        unit, threshold = UnitType.INSTANCE, 0
-        distance_of: dict[int, int] = {}
-    else:
-        counts: dict[UnitType, int] = {}
-        for link in group.links:
-            counts[link.unit] = counts.get(link.unit, 0) + 1
-        unit = max(counts, key=lambda u: counts[u])
-        threshold = threshold_of(unit) or 0
-        distance_of = {}
-        for link in group.links:
-            for member, other in ((link.a, link.b), (link.b, link.a)):
-                if other == 0:
-                    distance_of[member] = min(distance_of.get(member, 64), link.distance)
-    members = tuple(
-        DupMember(path, m.root, m.size, m.iscc, distance_of.get(i, 0) if i else 0)
-        for i, m in enumerate(group.members)
-        for path in m.paths
-    )
-    kind = DupKind.EXACT if group.kind == "exact" else DupKind.NEAR
-    return DupGroup(kind, unit, threshold, group.wasted, members)

@@ -102,6 +102,10 @@ class Feed:
         """
         self._ignore = compile_ignore(patterns)
 
+    def ignores(self, root: str, path: str) -> bool:
+        """Whether the file ``path`` under ``root`` is left out of the index by the patterns."""
+        return self._ignore is not None and self._ignored(root, path, is_dir=False)
+
     def on_change(self, change: Change) -> None:
         """A change seen by the watcher (on the loop)."""
         kept = self._unignored(change)

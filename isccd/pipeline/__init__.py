@@ -10,6 +10,8 @@ index and the events they cause. Shared by ``isccd scan`` and the daemon.
   events in the same transaction.
 - :mod:`.reconcile`: one reconcile, walked in short steps on the owner thread.
 - :mod:`.queries`: ``get``, ``similar``, ``dupes`` for the daemon and for read-only commands.
+- :mod:`.answers`: their answers as the protocol's results, for the daemon and the command
+  line alike.
 - :mod:`.events`: what each event's ``data`` holds.
 """
 

@@ -3,18 +3,17 @@ duplicate groups (``dupes``).
 
 The same functions serve the daemon (on the owner thread, with the live index) and the
 command line reading the store directly (a read-only :class:`~isccd.pipeline.indexer.Indexer`
-that loads the unit types a question needs). Results are frozen dataclasses with an
-``as_dict()`` giving the JSON both paths print.
+that loads the unit types a question needs). Results are frozen dataclasses;
+:mod:`isccd.pipeline.answers` turns them into the protocol's results, which both print.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from isccd.match import NEAR_UNITS, RelationKind, Thresholds, is_exact, relate
-from isccd.model import FileRecord, UnitType
+from isccd.model import Unit, UnitType
 from isccd.pipeline import events as payload
 from isccd.pipeline.indexer import Indexer, side_of
 from isccd.store import StoredFile
@@ -33,7 +32,7 @@ class Peer:
         unit: The unit type compared.
         distance: Hamming distance (0 for hardlink and exact).
         threshold: The threshold applied (0 for hardlink and exact).
-        code: Its unit of that type, for near relations.
+        code: Its unit of that type (the Instance-Code for hardlink and exact).
     """
 
     path: str
@@ -45,54 +44,6 @@ class Peer:
     distance: int
     threshold: int
     code: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            "path": self.path,
-            "root": self.root,
-            "iscc": self.iscc,
-            "size": self.size,
-            "relation": self.kind.value,
-            "unit": self.unit.value,
-            "distance": self.distance,
-            "threshold": self.threshold,
-            "code": self.code,
-        }
-
-
-def record_dict(record: FileRecord) -> dict[str, Any]:
-    """A record as JSON, with field names as the ISCC SDK names them."""
-    st = record.stat
-    return {
-        "path": record.path,
-        "iscc": record.iscc,
-        "name": record.name,
-        "mediatype": record.mediatype,
-        "mode": record.mode.value if record.mode else None,
-        "filesize": payload.size_of(record),
-        "datahash": record.datahash,
-        "characters": record.characters,
-        "width": record.width,
-        "height": record.height,
-        "duration": record.duration,
-        "extractor": record.extractor,
-        "units": [
-            {"type": u.type.value, "iscc": u.iscc, "bits": u.bits, "profile": u.profile}
-            for u in record.units
-        ],
-        "issues": payload.issues(record.issues),
-        "stat": None
-        if st is None
-        else {
-            "dev": st.dev,
-            "ino": st.ino,
-            "size": st.size,
-            "mtime_ns": st.mtime_ns,
-            "ctime_ns": st.ctime_ns,
-            "nlink": st.nlink,
-        },
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,18 +60,6 @@ class FileView:
     links: tuple[str, ...]
     duplicates: tuple[Peer, ...]
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            **record_dict(self.file.record),
-            "root": self.file.root,
-            "state": "live" if self.file.live else "removed",
-            "indexed_at": self.file.indexed_at,
-            "removed_at": self.file.removed_at,
-            "links": list(self.links),
-            "duplicates": [p.as_dict() for p in self.duplicates],
-        }
-
 
 def _peer(stored: StoredFile, kind: RelationKind, unit: UnitType, distance: int,
           threshold: int) -> Peer:  # fmt: skip
@@ -134,7 +73,7 @@ def _peer(stored: StoredFile, kind: RelationKind, unit: UnitType, distance: int,
         unit,
         distance,
         threshold,
-        code.iscc if code is not None and kind is RelationKind.NEAR else None,
+        code.iscc if code is not None else None,
     )
 
 
@@ -230,16 +169,18 @@ class Member:
         root: The root of the first path.
         size: Its size in bytes.
         iscc: Its ISCC-CODE.
+        units: Its units.
     """
 
     paths: tuple[str, ...]
     root: str
     size: int | None
     iscc: str | None
+    units: tuple[Unit, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {"paths": list(self.paths), "root": self.root, "size": self.size, "iscc": self.iscc}
+    def unit(self, unit_type: UnitType) -> Unit | None:
+        """Its unit of ``unit_type``, if it has one."""
+        return next((u for u in self.units if u.type is unit_type), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,18 +217,6 @@ class DupGroup:
     wasted: int
     links: tuple[NearLink, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            "kind": self.kind,
-            "wasted": self.wasted,
-            "members": [m.as_dict() for m in self.members],
-            "links": [
-                {"a": k.a, "b": k.b, "unit": k.unit.value, "distance": k.distance}
-                for k in self.links
-            ],
-        }
-
 
 def _members(files: Sequence[StoredFile]) -> list[tuple[Member, list[int]]]:
     """Files grouped by identity: each member and the file ids it stands for."""
@@ -300,10 +229,9 @@ def _members(files: Sequence[StoredFile]) -> list[tuple[Member, list[int]]]:
         group.sort(key=lambda s: s.path)
         first = group[0]
         size = payload.size_of(first.record)
-        members.append(
-            (Member(tuple(s.path for s in group), first.root, size, first.record.iscc),
-             [s.id for s in group])
-        )  # fmt: skip
+        paths = tuple(s.path for s in group)
+        member = Member(paths, first.root, size, first.record.iscc, first.record.units)
+        members.append((member, [s.id for s in group]))
     members.sort(key=lambda m: (-(m[0].size or 0), m[0].paths))
     return members
 

@@ -337,6 +337,18 @@ class Pipeline:
 
     # -- questions -----------------------------------------------------------------------------
 
+    async def code(self, path: str) -> FileRecord:
+        """Hash ``path`` once and store nothing (``similar`` on a file not indexed yet).
+
+        Returns:
+            Its record; one that could not be computed carries the reason in its issues.
+        """
+        hasher = self._need_hasher()
+        try:
+            return await hasher(path, None)
+        except Exception as exc:  # a crashed worker is a per-file error, as in _hash
+            return failed_record(path, exc)
+
     async def get(self, path: str) -> queries.FileView | None:
         """What the index knows about ``path``."""
         return await self.call(lambda ix: queries.get(ix, path))

@@ -22,6 +22,17 @@ class DupKind(enum.StrEnum):
     """Units of one type within that type's Hamming-distance threshold."""
 
 
+class Relation(enum.StrEnum):
+    """How a file found by ``similar`` (or listed by ``get``) relates to the one asked about."""
+
+    HARDLINK = "hardlink"
+    """The same file under another name (same device and inode)."""
+    EXACT = "exact"
+    """Another file with the same bytes (equal datahash and size)."""
+    NEAR = "near"
+    """Another file with a unit within that unit type's threshold."""
+
+
 @dataclass(frozen=True, slots=True)
 class HelloResult:
     """``hello``: what the server speaks.
@@ -179,6 +190,30 @@ class UnitInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class SimilarMatch:
+    """One file found by ``similar``.
+
+    Attributes:
+        path: The file.
+        root: Its root.
+        unit: The unit type compared (``instance`` for hardlinks and exact duplicates).
+        distance: Hamming distance between the units (0 for hardlinks and exact duplicates).
+        threshold: The largest distance the query accepted for this unit type (0 for
+            hardlinks and exact duplicates).
+        iscc: The matching file's unit of that type.
+        relation: Hardlink, exact or near.
+    """
+
+    path: str
+    root: str
+    unit: UnitType
+    distance: int
+    threshold: int
+    iscc: str
+    relation: Relation = Relation.NEAR
+
+
+@dataclass(frozen=True, slots=True)
 class FileInfo:
     """``get``: what the index knows about one file.
 
@@ -196,6 +231,9 @@ class FileInfo:
         issues: What could not be computed, and why.
         indexed: Unix time the record was stored.
         removed: Unix time the file was found gone (a tombstone), else ``None``.
+        links: The file's other names (hardlinks).
+        duplicates: Its exact duplicates and the near duplicates the index recorded for it,
+            as ``similar`` lists them (exact first, then nearest first).
     """
 
     path: str
@@ -211,6 +249,8 @@ class FileInfo:
     issues: tuple[FileIssue, ...] = ()
     indexed: float | None = None
     removed: float | None = None
+    links: tuple[str, ...] = ()
+    duplicates: tuple[SimilarMatch, ...] = ()
 
     @classmethod
     def from_record(
@@ -220,6 +260,8 @@ class FileInfo:
         *,
         indexed: float | None = None,
         removed: float | None = None,
+        links: tuple[str, ...] = (),
+        duplicates: tuple[SimilarMatch, ...] = (),
     ) -> FileInfo:
         """The wire view of a stored record."""
         stat = record.stat
@@ -235,30 +277,12 @@ class FileInfo:
             name=record.name,
             units=tuple(UnitInfo(u.type, u.iscc, u.bits, u.profile) for u in record.units),
             issues=record.issues,
-            indexed=indexed,
-            removed=removed,
+            # Floats whatever the store returned, so that the JSON is the same as read back.
+            indexed=None if indexed is None else float(indexed),
+            removed=None if removed is None else float(removed),
+            links=links,
+            duplicates=duplicates,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class SimilarMatch:
-    """One file found by ``similar``.
-
-    Attributes:
-        path: The file.
-        root: Its root.
-        unit: The unit type compared.
-        distance: Hamming distance between the units.
-        threshold: The largest distance the query accepted for this unit type.
-        iscc: The matching file's unit.
-    """
-
-    path: str
-    root: str
-    unit: UnitType
-    distance: int
-    threshold: int
-    iscc: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,21 +295,44 @@ class SimilarResult:
 
 @dataclass(frozen=True, slots=True)
 class DupMember:
-    """One file of a duplicate group.
+    """One file of a duplicate group (its hardlinks are the same member).
 
     Attributes:
-        path: The file.
+        path: The file (the first of its names).
         root: Its root.
         size: Bytes.
-        iscc: The unit the group is made of, for this file.
-        distance: Hamming distance to the group's first member (0 for exact groups).
+        iscc: This file's unit of the group's type.
+        distance: Hamming distance between that unit and the first member's (0 for exact
+            groups); ``None`` when one of them has no unit of that type (the member is joined to
+            the group by another unit type: see the group's ``pairs``).
+        links: The file's other names (hardlinks).
     """
 
     path: str
     root: str
     size: int | None
     iscc: str | None
-    distance: int = 0
+    distance: int | None = 0
+    links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DupPair:
+    """A near relation between two members of a group.
+
+    Attributes:
+        a: Index of one member in ``members``.
+        b: Index of the other (greater than ``a``).
+        unit: The unit type by which they are near.
+        distance: Hamming distance between their units.
+        threshold: The largest distance accepted for that unit type and length.
+    """
+
+    a: int
+    b: int
+    unit: UnitType
+    distance: int
+    threshold: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,10 +341,13 @@ class DupGroup:
 
     Attributes:
         kind: Exact or near.
-        unit: The unit type compared (``instance`` for exact groups).
-        threshold: The Hamming-distance threshold (0 for exact groups).
-        wasted_bytes: Bytes that all members but the largest take.
-        members: The files, the reference member first.
+        unit: The unit type compared (``instance`` for exact groups; for near groups the type
+            most of its pairs are near by).
+        threshold: The Hamming-distance threshold of that unit type (0 for exact groups).
+        wasted_bytes: Bytes that keeping only one member would free (exact: the size times the
+            extra copies; near: all members but the largest).
+        members: The files, largest first; the reference member first.
+        pairs: For near groups, the near relations that connect the members.
     """
 
     kind: DupKind
@@ -305,6 +355,7 @@ class DupGroup:
     threshold: int
     wasted_bytes: int
     members: tuple[DupMember, ...]
+    pairs: tuple[DupPair, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from isccd.errors import StoreCorruptError, StoreError, StoreFullError
+from isccd.errors import StoreCorruptError, StoreError, StoreFullError, StoreLockedError
 from isccd.model import (
     Event,
     EventType,
@@ -146,12 +146,13 @@ class SqliteStore:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
             os.close(fd)
-            raise StoreError(
+            holder = int(text) if text.isdigit() else None
+            raise StoreLockedError(
                 f"the index database {self._path} is being written by another isccd process"
-                f"{f' (pid {holder})' if holder else ''}; if it is the daemon, ask it "
-                "(`isccd rescan`) instead"
+                f"{f' (pid {holder})' if holder else ''}; one process at a time may write it",
+                holder,
             ) from None
         except OSError:
             os.close(fd)

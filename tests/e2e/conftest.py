@@ -151,6 +151,13 @@ class Daemon:
 @pytest.fixture
 def make_daemon() -> Iterator[Callable[..., Daemon]]:
     """Build daemons (not started) in a short temporary directory; all are killed at the end."""
+    with daemons() as make:
+        yield make
+
+
+@contextlib.contextmanager
+def daemons() -> Iterator[Callable[..., Daemon]]:
+    """What :func:`make_daemon` gives, for fixtures of a wider scope (one daemon per module)."""
     base = Path(tempfile.mkdtemp(prefix="isccd-e2e-", dir="/tmp"))
     made: list[Daemon] = []
 
@@ -164,10 +171,12 @@ def make_daemon() -> Iterator[Callable[..., Daemon]]:
         made.append(daemon)
         return daemon
 
-    yield make
-    for daemon in made:
-        daemon.kill()
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        yield make
+    finally:
+        for daemon in made:
+            daemon.kill()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 async def next_event(

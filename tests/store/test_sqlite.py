@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from isccd.errors import StoreCorruptError, StoreError, StoreFullError
+from isccd.errors import StoreCorruptError, StoreError, StoreFullError, StoreLockedError
 from isccd.model import EventType
 from isccd.store import DB_NAME, SqliteOptions, SqliteStore, open_store, state_url
 from isccd.store.memory import MemoryStore
@@ -165,9 +165,10 @@ def test_one_process_writes_and_a_second_writer_is_told_why_not(tmp_path: Path) 
     first = open_store(state_url(tmp_path))
     try:
         with pytest.raises(
-            StoreError, match=rf"written by another isccd process \(pid {os.getpid()}\)"
-        ):
+            StoreLockedError, match=rf"written by another isccd process \(pid {os.getpid()}\)"
+        ) as info:
             open_store(state_url(tmp_path))
+        assert info.value.holder == os.getpid()
         reader = open_store(state_url(tmp_path), readonly=True)  # readers are not limited
         reader.close()
     finally:

@@ -1,0 +1,80 @@
+"""The readable text of the index's answers: ``get``, ``similar`` and ``dupes``.
+
+The same results come from the daemon or from a store read directly
+(:mod:`isccd.pipeline.answers`); these functions print either, and ``--json`` prints their
+protocol form (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+from isccd.protocol import DupesResult, DupKind, FileInfo, Relation, SimilarMatch, SimilarResult
+
+
+def format_file(info: FileInfo) -> str:
+    """``get``: the record, its units and issues, its other names and its duplicates."""
+    lines = [f"{info.path} ({'removed' if info.removed is not None else 'indexed'})"]
+    fields = {
+        "iscc": info.iscc,
+        "mediatype": info.mediatype,
+        "mode": info.mode.value if info.mode else None,
+        "size": None if info.size is None else f"{info.size:,} bytes",
+        "datahash": info.datahash,
+    }
+    lines += [f"  {key}: {value}" for key, value in fields.items() if value is not None]
+    lines += [f"  {unit.type.value}: {unit.iscc}" for unit in info.units]
+    lines += [f"  {i.kind.value} ({i.stage}): {i.reason}" for i in info.issues]
+    lines += [f"  hardlink: {link}" for link in info.links]
+    lines += [f"  {_relation(m)}: {m.path}" for m in info.duplicates]
+    return "\n".join(lines) + "\n"
+
+
+def format_similar(result: SimilarResult) -> str:
+    """``similar``: one line per match, how it relates and its path."""
+    if not result.matches:
+        return "nothing similar\n"
+    lines = [f"{_relation(m):>24}  {m.path}" for m in result.matches]
+    if result.truncated:
+        lines.append("(more not shown: raise --limit)")
+    return "\n".join(lines) + "\n"
+
+
+def format_dupes(result: DupesResult) -> str:
+    """``dupes``: each group with its wasted bytes, members and what joins them."""
+    if not result.groups:
+        return "no duplicates\n"
+    lines = []
+    for group in result.groups:
+        kind = "exact" if group.kind is DupKind.EXACT else f"near by {group.unit.value}"
+        wasted = _size(group.wasted_bytes)
+        lines.append(f"{kind}: {len(group.members)} files, {wasted} wasted")
+        for i, member in enumerate(group.members):
+            apart = ""
+            if group.kind is DupKind.NEAR and i and member.distance is not None:
+                apart = f"  (distance {member.distance})"
+            lines.append(f"  {_size(member.size):>10}  {member.path}{apart}")
+            lines += [f"{'':>14}= {link} (hardlink)" for link in member.links]
+        for pair in group.pairs:
+            lines.append(
+                f"    near: #{pair.a + 1} ~ #{pair.b + 1} by {pair.unit.value}, "
+                f"{pair.distance}/{pair.threshold} bits"
+            )
+    if result.truncated:
+        lines.append("(more groups not shown: raise --limit)")
+    return "\n".join(lines) + "\n"
+
+
+def _relation(match: SimilarMatch) -> str:
+    if match.relation is not Relation.NEAR:
+        return match.relation.value
+    return f"near by {match.unit.value}, {match.distance}/{match.threshold} bits"
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"

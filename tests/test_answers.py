@@ -1,0 +1,172 @@
+"""The index's answers in the protocol's terms (:mod:`isccd.pipeline.answers`), which the daemon
+and the command line both give: codes given to ``similar`` become units; files, matches and
+duplicate groups carry their hardlinks, relations, units and distances.
+
+Files are hashed by the pipeline tests' :class:`~tests.test_pipeline.FamilyHasher`, whose
+Data-Codes are designed (``"A:3"`` is 3 bits from ``"A:0"``, far from any ``"B:..."``), so the
+expected distances follow from the contents; the default Data-Code threshold is 8 bits.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import iscc_core
+import pytest
+
+from isccd.errors import ProtocolError
+from isccd.model import UnitType
+from isccd.pipeline import Indexer, answers
+from isccd.protocol import (
+    DupesQuery,
+    DupKind,
+    DupMember,
+    DupPair,
+    FileInfo,
+    Relation,
+    SimilarMatch,
+    SimilarQuery,
+    SimilarResult,
+)
+from tests.test_pipeline import Harness
+
+
+def test_an_iscc_code_becomes_its_units() -> None:
+    meta = iscc_core.gen_meta_code_v0("Title")["iscc"]
+    text = iscc_core.gen_text_code_v0("Hello world, some text")["iscc"]
+    data = iscc_core.gen_data_code_v0(io.BytesIO(b"\x00" * 2048))["iscc"]
+    instance = iscc_core.gen_instance_code_v0(io.BytesIO(b"\x00" * 2048))["iscc"]
+    code = iscc_core.gen_iscc_code_v0([meta, text, data, instance])["iscc"]
+    units = answers.units_of_code(code)
+    expected = ["ISCC:" + u for u in iscc_core.iscc_decompose(code)]
+    assert [u.iscc for u in units] == expected
+    assert [u.type for u in units] == [
+        UnitType.META,
+        UnitType.TEXT,
+        UnitType.DATA,
+        UnitType.INSTANCE,
+    ]
+    assert units[1].digest == iscc_core.iscc_decode(text)[4]
+    (single,) = answers.units_of_code(text)
+    assert single.type is UnitType.TEXT
+
+
+@pytest.mark.parametrize("code", ["", "ISCC:NOTACODE", "hello"])
+def test_an_undecodable_code_is_an_invalid_argument(code: str) -> None:
+    with pytest.raises(ProtocolError) as info:
+        answers.units_of_code(code)
+    assert info.value.code == "invalid_argument"
+
+
+@pytest.fixture(scope="module")
+def h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    """x and x-copy: the same bytes, x-link a hardlink of x; a ~ b ~ c a chain of near
+    duplicates by Data-Code (a-b 3 bits, b-c 6 bits, a-c 9 bits: beyond the threshold)."""
+    harness = Harness(tmp_path_factory.mktemp("answers"))
+    harness.write("x", "B:0")
+    harness.write("x-copy", "B:0")
+    (harness.root / "x-link").hardlink_to(harness.root / "x")
+    for name, text in (("a", "A:0"), ("b", "A:3"), ("c", "A:9")):
+        harness.write(name, text)
+    harness.scan()
+    yield harness
+    harness.close()
+
+
+def unit_of(h: Harness, name: str, unit_type: UnitType) -> str:
+    info: FileInfo = h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p(name))))
+    return next(u.iscc for u in info.units if u.type is unit_type)
+
+
+def instance_of(h: Harness, name: str) -> str:
+    return unit_of(h, name, UnitType.INSTANCE)
+
+
+def data_of(h: Harness, name: str) -> str:
+    return unit_of(h, name, UnitType.DATA)
+
+
+def test_groups_have_one_member_per_file_with_its_unit_and_distance_to_the_first(
+    h: Harness,
+) -> None:
+    result = h.run(h.pipeline.call(lambda ix: answers.dupes(ix, DupesQuery(near=True))))
+    near, exact = result.groups  # 6 bytes wasted, then 3
+    assert not result.truncated
+    assert (exact.kind, exact.unit, exact.threshold, exact.wasted_bytes) == (
+        DupKind.EXACT,
+        UnitType.INSTANCE,
+        0,
+        3,
+    )
+    assert exact.members == (
+        DupMember(h.p("x"), str(h.root), 3, instance_of(h, "x"), 0, (h.p("x-link"),)),
+        DupMember(h.p("x-copy"), str(h.root), 3, instance_of(h, "x-copy"), 0),
+    )
+    assert exact.pairs == ()
+    assert (near.kind, near.unit, near.threshold, near.wasted_bytes) == (
+        DupKind.NEAR,
+        UnitType.DATA,
+        8,
+        6,
+    )
+    # Each member's distance is to the first member, even where no pair joins them (c).
+    assert [(m.path, m.iscc, m.distance) for m in near.members] == [
+        (h.p(name), data_of(h, name), distance) for name, distance in (("a", 0), ("b", 3), ("c", 9))
+    ]
+    assert sorted(near.pairs, key=lambda p: p.a) == [
+        DupPair(0, 1, UnitType.DATA, 3, 8),
+        DupPair(1, 2, UnitType.DATA, 6, 8),
+    ]
+
+
+def test_groups_are_limited_and_chosen_by_any_name_of_a_member(h: Harness) -> None:
+    first = h.run(h.pipeline.call(lambda ix: answers.dupes(ix, DupesQuery(near=True, limit=1))))
+    assert len(first.groups) == 1 and first.groups[0].kind is DupKind.NEAR and first.truncated
+    query = DupesQuery(near=True, root=h.p("x-link"))
+    [group] = h.run(h.pipeline.call(lambda ix: answers.dupes(ix, query))).groups
+    assert group.kind is DupKind.EXACT
+
+
+def test_a_file_lists_its_links_exact_copies_and_recorded_near_duplicates(h: Harness) -> None:
+    x = h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p("x"))))
+    assert x.links == (h.p("x-link"),)
+    assert x.duplicates == (
+        SimilarMatch(
+            h.p("x-copy"), str(h.root), UnitType.INSTANCE, 0, 0, instance_of(h, "x-copy"),
+            Relation.EXACT,
+        ),
+    )  # fmt: skip
+    b = h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p("b"))))
+    assert [(m.path, m.relation, m.unit, m.distance, m.threshold) for m in b.duplicates] == [
+        (h.p("a"), Relation.NEAR, UnitType.DATA, 3, 8),
+        (h.p("c"), Relation.NEAR, UnitType.DATA, 6, 8),
+    ]
+    assert h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p("nothing")))) is None
+
+
+def test_similar_to_a_stored_file_and_to_one_coded_on_the_fly(h: Harness, tmp_path: Path) -> None:
+    def similar(subject_path: str, query: SimilarQuery) -> list[tuple[str, Relation, int]]:
+        def ask(ix: Indexer) -> SimilarResult:
+            stored = ix.store.file_at(subject_path)
+            assert stored is not None
+            return answers.similar(ix, stored, query)
+
+        result = h.run(h.pipeline.call(ask))
+        return [(m.path.rsplit("/", 1)[-1], m.relation, m.distance) for m in result.matches]
+
+    assert sorted(similar(h.p("x"), SimilarQuery(path=h.p("x")))) == [
+        ("x-copy", Relation.EXACT, 0),
+        ("x-link", Relation.HARDLINK, 0),
+    ]
+    # A file that is not stored: "A:4" is 1 bit from A:3, 4 from A:0 and 5 from A:9.
+    outside = tmp_path / "outside"
+    outside.write_text("A:4")
+    subject = answers.unsaved(h.run(h.hasher(str(outside), None)))
+    result = h.run(
+        h.pipeline.call(lambda ix: answers.similar(ix, subject, SimilarQuery(code="-", limit=2)))
+    )
+    assert [(m.path, m.distance) for m in result.matches] == [(h.p("b"), 1), (h.p("a"), 4)]
+    assert result.truncated
+    assert all(m.relation is Relation.NEAR and m.threshold == 8 for m in result.matches)
