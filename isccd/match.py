@@ -7,6 +7,11 @@ Three relations, in this order of precedence:
 - **exact**: different identities with equal Instance datahash and size: the same bytes twice.
 - **near**: neither of the above, and a unit type's codes are within that type's threshold.
 
+Files smaller than the policy's ``min_size`` (by default: empty files) take part in neither
+exact nor near relations: every empty file has the same bytes as every other, and a tree of
+source code holds hundreds of them, none worth reporting. They are still coded and indexed, and
+their hardlinks are still recognized.
+
 Thresholds are Hamming distances for 64-bit units (:class:`Thresholds`). Units are compared over
 their common length (``iscc_nph_compare`` in the reference does the same); for a longer common
 length ``b`` the threshold scales linearly to ``t * b // 64``, and the first 64 bits must also be
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from isccd.model import UnitType
 
@@ -37,8 +42,9 @@ NEAR_UNITS: tuple[UnitType, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """Near-duplicate thresholds: the largest Hamming distance, in bits of a 64-bit unit, at
-    which two units of a type count as near duplicates; ``None`` switches the type off.
+    """The duplicate policy: per unit type the largest Hamming distance, in bits of a 64-bit
+    unit, at which two units of that type count as near duplicates (``None`` switches the type
+    off); and the smallest file that is reported at all (``min_size``).
 
     Defaults: text 15, image 12, audio 4 are the ISCC project's published F1-optimal values for
     64-bit Content-Codes. Data 8 comes from isccd's own measurement of edited files
@@ -49,6 +55,9 @@ class Thresholds:
     files, about 140 at 1,000,000 (lower it to 6, or use 128-bit units, for indexes that large).
     Video 12 follows the Image-Code, whose frame features it aggregates (no published
     measurement). Meta is off: file names alone make too many false alarms.
+
+    ``min_size`` 1 leaves out empty files only, as duplicate finders do by default (rdfind's
+    ``-minsize 1``); 0 reports them too.
     """
 
     text: int | None = 15
@@ -57,12 +66,15 @@ class Thresholds:
     video: int | None = 12
     data: int | None = 8
     meta: int | None = None
+    min_size: int = 1
 
     def __post_init__(self) -> None:
-        for field in fields(self):
-            value = getattr(self, field.name)
+        for unit_type in NEAR_UNITS:
+            value = self.of(unit_type)
             if value is not None and not 0 <= value <= 64:
-                raise ValueError(f"threshold {field.name}={value} is outside 0..64 bits")
+                raise ValueError(f"threshold {unit_type.value}={value} is outside 0..64 bits")
+        if self.min_size < 0:
+            raise ValueError(f"min_size={self.min_size} is negative")
 
     def of(self, unit_type: UnitType) -> int | None:
         """The 64-bit threshold of a unit type, or ``None`` when it is not compared."""
@@ -78,9 +90,14 @@ class Thresholds:
         value = self.of(unit_type)
         return None if value is None else value * bits // 64
 
+    def admits(self, size: int | None) -> bool:
+        """Whether a file of ``size`` bytes can be a duplicate: at least ``min_size``. A file
+        of unknown size (a code asked about without its file) can."""
+        return size is None or size >= self.min_size
+
     def as_dict(self) -> dict[str, int | None]:
         """``{unit type: threshold}`` for reports."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {t.value: self.of(t) for t in NEAR_UNITS}
 
 
 class RelationKind(enum.StrEnum):
@@ -145,14 +162,18 @@ def is_hardlink(a: Side, b: Side) -> bool:
     return a.identity is not None and a.identity == b.identity
 
 
-def is_exact(a: Side, b: Side) -> bool:
-    """The same bytes in two different files."""
-    return (
-        not is_hardlink(a, b)
-        and a.datahash is not None
-        and a.datahash == b.datahash
-        and a.size == b.size
-    )
+def admitted(a: Side, b: Side, thresholds: Thresholds) -> bool:
+    """Whether both files are large enough to be duplicates (:attr:`Thresholds.min_size`)."""
+    return thresholds.admits(a.size) and thresholds.admits(b.size)
+
+
+def is_exact(a: Side, b: Side, thresholds: Thresholds) -> bool:
+    """The same bytes in two different files, both large enough to be reported."""
+    return not is_hardlink(a, b) and admitted(a, b, thresholds) and _same_bytes(a, b)
+
+
+def _same_bytes(a: Side, b: Side) -> bool:
+    return a.datahash is not None and a.datahash == b.datahash and a.size == b.size
 
 
 def near_unit(
@@ -192,12 +213,16 @@ def _enabled(subject: Side, thresholds: Thresholds) -> _Enabled:
     return found
 
 
-def _relate(subject: Side, other: Side, enabled: _Enabled) -> list[Relation]:
+def _relate(
+    subject: Side, other: Side, enabled: _Enabled, thresholds: Thresholds
+) -> list[Relation]:
     if subject.file_id == other.file_id:
         return []
     if is_hardlink(subject, other):
         return [Relation(RelationKind.HARDLINK, other.file_id, UnitType.INSTANCE, 0, 0, 0)]
-    if is_exact(subject, other):
+    if not admitted(subject, other, thresholds):
+        return []
+    if _same_bytes(subject, other):
         bits = 8 * len(bytes.fromhex(subject.datahash or "")[2:])
         return [Relation(RelationKind.EXACT, other.file_id, UnitType.INSTANCE, 0, 0, bits)]
     found = []
@@ -216,8 +241,9 @@ def _relate(subject: Side, other: Side, enabled: _Enabled) -> list[Relation]:
 
 def relate(subject: Side, other: Side, thresholds: Thresholds) -> list[Relation]:
     """Every relation between two files: one hardlink or exact relation, or the unit types
-    by which they are near duplicates (in :data:`NEAR_UNITS` order)."""
-    return _relate(subject, other, _enabled(subject, thresholds))
+    by which they are near duplicates (in :data:`NEAR_UNITS` order); none but a hardlink when
+    either is smaller than ``thresholds.min_size``."""
+    return _relate(subject, other, _enabled(subject, thresholds), thresholds)
 
 
 def relate_all(
@@ -231,7 +257,7 @@ def relate_all(
     enabled = _enabled(subject, thresholds)
     found: list[Relation] = []
     for other in others:
-        found.extend(_relate(subject, other, enabled))
+        found.extend(_relate(subject, other, enabled, thresholds))
     if limit is None:
         return found
     kept: list[Relation] = []

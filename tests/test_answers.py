@@ -12,15 +12,18 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import iscc_core
 import pytest
 
 from isccd.errors import ProtocolError
+from isccd.match import Thresholds
 from isccd.model import UnitType
-from isccd.pipeline import Indexer, answers
+from isccd.pipeline import Indexer, PipelineOptions, answers
 from isccd.protocol import (
     DupesQuery,
+    DupesResult,
     DupKind,
     DupMember,
     DupPair,
@@ -30,6 +33,7 @@ from isccd.protocol import (
     SimilarQuery,
     SimilarResult,
 )
+from isccd.store import open_store, state_url
 from tests.test_pipeline import Harness
 
 
@@ -170,3 +174,32 @@ def test_similar_to_a_stored_file_and_to_one_coded_on_the_fly(h: Harness, tmp_pa
     assert [(m.path, m.distance) for m in result.matches] == [(h.p("b"), 1), (h.p("a"), 4)]
     assert result.truncated
     assert all(m.relation is Relation.NEAR and m.threshold == 8 for m in result.matches)
+
+
+def test_a_reader_given_a_stricter_policy_reports_only_what_it_admits(h: Harness) -> None:
+    # A command reading the store with its own configuration: stored relations are shown only
+    # where its policy reports them.
+    def read(thresholds: Thresholds) -> tuple[DupesResult, Any, Any, SimilarResult]:
+        store = open_store(state_url(h.state), readonly=True)
+        ix = Indexer(store, PipelineOptions(thresholds=thresholds), load=False)
+        try:
+            x = store.file_at(h.p("x"))
+            assert x is not None
+            return (
+                answers.dupes(ix, DupesQuery(near=True)),
+                answers.get(ix, h.p("b")),
+                answers.get(ix, h.p("x")),
+                answers.similar(ix, x, SimilarQuery(path=h.p("x"))),
+            )
+        finally:
+            ix.close()
+
+    dupes, b, _, _ = read(Thresholds(data=4))  # b-c are 6 bits apart
+    [near] = [g for g in dupes.groups if g.kind is DupKind.NEAR]
+    assert [m.path for m in near.members] == [h.p("a"), h.p("b")]
+    assert near.pairs == (DupPair(0, 1, UnitType.DATA, 3, 4),)
+    assert [(m.path, m.distance, m.threshold) for m in b.duplicates] == [(h.p("a"), 3, 4)]
+    dupes, b, x, similar = read(Thresholds(min_size=4))  # every file here has 3 bytes
+    assert dupes.groups == () and b.duplicates == () and x.duplicates == ()
+    assert x.links == (h.p("x-link"),)
+    assert [(m.path, m.relation) for m in similar.matches] == [(h.p("x-link"), Relation.HARDLINK)]

@@ -113,3 +113,36 @@ def test_relate_all_keeps_the_closest_near_relations_per_unit() -> None:
     assert near == [(5, 0), (10, 0), (1, 1)]
     assert [r.other for r in found if r.kind is RelationKind.EXACT] == [99]
     assert len(relate_all(me, others, Thresholds())) == 10
+
+
+EMPTY = "1e20" + "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"  # BLAKE3 of b""
+
+
+def test_files_below_min_size_are_never_duplicates_but_hardlinks_stay_hardlinks() -> None:
+    # Every empty file has the same bytes and the same units as every other.
+    a = side(1, datahash=EMPTY, size=0, data=ZERO8, text=ZERO8)
+    b = side(2, datahash=EMPTY, size=0, data=ZERO8, text=ZERO8)
+    assert relate(a, b, Thresholds()) == []
+    link = side(3, ino=1, datahash=EMPTY, size=0, data=ZERO8)
+    assert [r.kind for r in relate(a, link, Thresholds())] == [RelationKind.HARDLINK]
+    assert [r.kind for r in relate(a, b, Thresholds(min_size=0))] == [RelationKind.EXACT]
+    # One byte is enough by default; below min_size neither exact nor near is reported.
+    one, copy = side(1, datahash="1e2001", size=1), side(2, datahash="1e2001", size=1)
+    assert [r.kind for r in relate(one, copy, Thresholds())] == [RelationKind.EXACT]
+    small = side(1, datahash="1e2001", size=99, data=ZERO8)
+    large = side(2, datahash="1e2002", size=100, data=flip(ZERO8, 0))
+    larger = side(3, datahash="1e2003", size=5000, data=flip(ZERO8, 1))
+    policy = Thresholds(min_size=100)
+    assert relate(small, large, policy) == [] and relate(large, small, policy) == []
+    assert relate(small, side(4, datahash="1e2001", size=99), policy) == []
+    assert [r.kind for r in relate(large, larger, policy)] == [RelationKind.NEAR]
+    assert [r.other for r in relate_all(large, [small, larger], policy)] == [3]
+
+
+def test_min_size_admits_unknown_sizes_and_is_never_negative() -> None:
+    # A code asked about without its file has no size: it is compared.
+    assert Thresholds(min_size=10**9).admits(None)
+    assert not Thresholds().admits(0) and Thresholds().admits(1)
+    with pytest.raises(ValueError, match="negative"):
+        Thresholds(min_size=-1)
+    assert "min_size" not in Thresholds().as_dict()

@@ -277,6 +277,93 @@ def test_new_thresholds_are_applied_to_stored_relations(h: Harness) -> None:
     assert [(e.type.value, e.data["distance"]) for e in events] == [("dup.near", 3)]
 
 
+#: Makes a FamilyHasher file of over 100 bytes without changing its family or variant.
+PAD = ":" + "x" * 100
+
+
+def test_empty_files_are_indexed_but_never_duplicates(h: Harness) -> None:
+    h.write("pkg/__init__.py", "")
+    h.write("other/__init__.py", "")
+    h.write("one", "A")  # one byte: reported by default
+    h.write("same", "A")
+    events = h.scan()
+    assert Counter(t for t, _ in kinds(events)) == {"file.added": 4, "dup.exact": 1, "scan.done": 1}
+    [dup] = [e for e in events if e.type is EventType.DUP_EXACT]
+    assert {dup.path.rsplit("/", 1)[-1], *others(dup)} == {"one", "same"}
+    [group] = h.run(h.pipeline.dupes(near=True))
+    assert sorted(m.paths[0] for m in group.members) == [h.p("one"), h.p("same")]
+    view = h.run(h.pipeline.get(h.p("pkg/__init__.py")))
+    assert view.file.live and view.file.record.units and view.duplicates == ()
+    assert h.run(h.pipeline.similar(view.file)) == []
+    # Its other names are still known, and never hashed again.
+    (h.root / "pkg" / "link.py").hardlink_to(h.root / "pkg" / "__init__.py")
+    assert kinds(h.scan()) == [("file.added", "link.py"), ("scan.done", "")]
+    peers = h.run(h.pipeline.similar(view.file))
+    assert [(p.path, p.kind.value) for p in peers] == [(h.p("pkg/link.py"), "hardlink")]
+
+
+def test_files_below_min_size_are_not_reported(tmp_path: Path) -> None:
+    h = Harness(tmp_path, options=PipelineOptions(thresholds=Thresholds(min_size=100)))
+    try:
+        for name, text in (("a", "A:0"), ("copy", "A:0"), ("near", "A:3")):
+            h.write(name, text)
+        for name, text in (("big", "B:0"), ("big_copy", "B:0"), ("big_near", "B:3")):
+            h.write(name, text + PAD)
+        events = h.scan()
+        reported = [e for e in events if e.type in (EventType.DUP_EXACT, EventType.DUP_NEAR)]
+        assert {e.type for e in reported} == {EventType.DUP_EXACT, EventType.DUP_NEAR}
+        for event in reported:
+            assert {event.path.rsplit("/", 1)[-1], *others(event)} <= {
+                "big",
+                "big_copy",
+                "big_near",
+            }
+        groups = h.run(h.pipeline.dupes(near=True))
+        assert sorted(g.kind for g in groups) == ["exact", "near"]
+        assert all(m.size and m.size > 100 for g in groups for m in g.members)
+        assert h.run(h.pipeline.get(h.p("copy"))).duplicates == ()
+    finally:
+        h.close()
+
+
+def _pairs(events: list[Event]) -> set[tuple[str, str]]:
+    """Each pair of files an event reports on, by name, in sorted order."""
+    return {
+        tuple(sorted((e.path.rsplit("/", 1)[-1], other)))  # type: ignore[misc]
+        for e in events
+        for other in others(e)
+    }
+
+
+def test_a_new_min_size_resolves_and_finds_duplicates_once_per_group(h: Harness) -> None:
+    for name in ("a", "b", "c"):
+        h.write(name, "A:0")  # three copies of 3 bytes
+    h.write("near", "A:3")  # near all three
+    h.write("big", "B:0" + PAD)
+    h.write("big_copy", "B:0" + PAD)
+    h.scan()
+    before = h.run(h.pipeline.dupes(near=True))
+
+    events = h.run(h.pipeline.set_thresholds(Thresholds(min_size=100)))
+    assert {(e.type.value, e.data["reason"]) for e in events} == {("dup.resolved", "threshold")}
+    # The group of copies ends in one event, by one of them, naming the other two.
+    [exact] = [e for e in events if e.data["kind"] == "exact"]
+    assert exact.data["count"] == 2
+    assert {exact.path.rsplit("/", 1)[-1], *others(exact)} == {"a", "b", "c"}
+    near = [e for e in events if e.data["kind"] == "near"]
+    assert _pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
+    [group] = h.run(h.pipeline.dupes(near=True))
+    assert sorted(m.paths[0] for m in group.members) == [h.p("big"), h.p("big_copy")]
+
+    events = h.run(h.pipeline.set_thresholds(Thresholds()))
+    [exact] = [e for e in events if e.type is EventType.DUP_EXACT]
+    assert {exact.path.rsplit("/", 1)[-1], *others(exact)} == {"a", "b", "c"}
+    near = [e for e in events if e.type is EventType.DUP_NEAR]
+    assert len(events) == 1 + len(near)
+    assert _pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
+    assert h.run(h.pipeline.dupes(near=True)) == before
+
+
 def test_touching_a_file_updates_its_validators_silently(h: Harness) -> None:
     path = h.write("a", "A:0")
     h.scan()

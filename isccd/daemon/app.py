@@ -13,11 +13,12 @@ hourly; a heartbeat keeps systemd's watchdog quiet while work moves. Before each
 reconcile the tools' versions are asked again (as on a reload).
 
 SIGHUP re-reads the configuration: a valid one is applied as a whole (roots added and removed,
-thresholds re-evaluated, settling, scanning and worker options replaced), an invalid one is
-logged and the running configuration kept; ``RELOADING=1`` and ``READY=1`` frame it. What
-cannot change without a restart (the store and the socket) is reported and kept. The versions
-of the tools units depend on are asked again: when one changed (fpcalc installed or upgraded),
-every root is reconciled, which computes again just the units that depend on it.
+the stored relations re-evaluated under new thresholds or ``min_size``, settling, scanning and
+worker options replaced), an invalid one is logged and the running configuration kept;
+``RELOADING=1`` and ``READY=1`` frame it. What cannot change without a restart (the store and
+the socket) is reported and kept. The versions of the tools units depend on are asked again:
+when one changed (fpcalc installed or upgraded), every root is reconciled, which computes again
+just the units that depend on it.
 
 SIGTERM or SIGINT: ``STOPPING=1``; watching stops and no new work is taken; files being hashed
 get ``shutdown_timeout`` seconds to finish and be committed, the rest is abandoned (the next

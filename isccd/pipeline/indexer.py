@@ -248,14 +248,19 @@ class Indexer:
         are read from the store; longer units are confirmed on their full digests.
         """
         me = side_of(file_id, record)
+        thresholds = self.options.thresholds
         sides: dict[int, Side] = {}
         if record.stat is not None:
             for stored in self.store.files_by_identity(*record.stat.identity):
                 sides[stored.id] = side_of(stored.id, stored.record)
+        if not thresholds.admits(me.size):
+            # Too small to be anyone's duplicate: only its other names count. Not looking up
+            # its copies keeps a tree of a thousand empty files linear, not quadratic.
+            sides.pop(file_id, None)
+            return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
         if record.datahash:
             for stored in self.store.files_by_datahash(record.datahash):
                 sides[stored.id] = side_of(stored.id, stored.record)
-        thresholds = self.options.thresholds
         digests: dict[int, dict[UnitType, bytes]] = {}
         for unit in record.units:
             radius = thresholds.of(unit.type)
@@ -275,14 +280,16 @@ class Indexer:
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
-        """Live files holding the same bytes as this one, other than itself and its hardlinks."""
-        if not record.datahash:
+        """Live files holding the same bytes as this one, other than itself and its hardlinks,
+        when the policy reports them."""
+        thresholds = self.options.thresholds
+        if not record.datahash or not thresholds.admits(payload.size_of(record)):
             return []
         me = side_of(file_id, record)
         return [
             s.id
             for s in self.store.files_by_datahash(record.datahash)
-            if s.id != file_id and is_exact(me, side_of(s.id, s.record))
+            if s.id != file_id and is_exact(me, side_of(s.id, s.record), thresholds)
         ]
 
     # -- applying ------------------------------------------------------------------------------
@@ -471,8 +478,10 @@ class Indexer:
     # -- thresholds ----------------------------------------------------------------------------
 
     def set_thresholds(self, thresholds: Thresholds) -> list[int]:
-        """Switch to new thresholds; return the ids of the files whose near relations must be
-        re-evaluated (with :meth:`reevaluate`, in chunks)."""
+        """Switch to a new duplicate policy; return the ids of the files whose relations must
+        be re-evaluated (with :meth:`reevaluate` and the old policy, in chunks): those with a
+        unit whose threshold changed, and those whose size lies between the old and the new
+        ``min_size``."""
         old = self.options.thresholds
         self.options = replace(self.options, thresholds=thresholds)
         affected = {t for t in NEAR_UNITS if old.of(t) != thresholds.of(t)}
@@ -484,25 +493,61 @@ class Indexer:
         for pair in self.store.near_pairs():
             if pair.unit in affected:
                 ids.update((pair.a, pair.b))
+        if old.min_size != thresholds.min_size:
+            low, high = sorted((old.min_size, thresholds.min_size))
+            ids.update(self.store.ids_by_size(low, high))
         return sorted(ids)
 
-    def reevaluate(self, file_ids: Sequence[int]) -> list[Event]:
-        """Recompute the near relations of these files under the current thresholds, logging
-        what began (``dup.near``) and ended (``dup.resolved``, reason ``threshold``)."""
+    def reevaluate(
+        self, file_ids: Sequence[int], previous: Thresholds | None = None
+    ) -> list[Event]:
+        """Recompute the relations of these files under the current policy, logging what began
+        (``dup.exact``, ``dup.near``) and ended (``dup.resolved``, reason ``threshold``).
+
+        Args:
+            file_ids: The files, as :meth:`set_thresholds` named them.
+            previous: The policy their relations were decided under (the current one when
+                ``None``). Exact relations are not stored: they follow from ``min_size``, so a
+                file that crossed it gains or loses all its copies at once, and the copy with
+                the lowest id announces it for the whole group.
+
+        Returns:
+            The events logged.
+        """
         mark = len(self._pending)
+        current = self.options.thresholds
+        previous = previous or current
+        groups: dict[str, list[Side]] = {}  # datahash -> the live files holding those bytes
+
+        def copies(stored: StoredFile, policy: Thresholds) -> list[int]:
+            """Exact copies of a file under a policy, reading each group of copies once."""
+            datahash = stored.record.datahash
+            if not datahash:
+                return []
+            if datahash not in groups:
+                found = self.store.files_by_datahash(datahash)
+                groups[datahash] = [side_of(s.id, s.record) for s in found]
+            me = side_of(stored.id, stored.record)
+            return [o.file_id for o in groups[datahash] if is_exact(me, o, policy)]
+
         for stored in self.store.files_by_id(list(file_ids)):
             if not stored.live:
                 continue
             relations = self.relations(stored.id, stored.record)
             exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
-            old_near = self.store.near_of(stored.id)
+            old_exact = exact
+            size = payload.size_of(stored.record)
+            if previous.admits(size) != current.admits(size):
+                group = exact if current.admits(size) else copies(stored, previous)
+                if all(other > stored.id for other in group):
+                    old_exact = group if previous.admits(size) else []
             announce(
                 self,
                 stored.root,
                 stored,
                 relations,
-                old_exact=exact,
-                old_near=old_near,
+                old_exact=old_exact,
+                old_near=self.store.near_of(stored.id),
                 reason="threshold",
             )
         return self._pending[mark:]

@@ -15,7 +15,8 @@ class PipelineOptions:
     """How records become index entries and events.
 
     Attributes:
-        thresholds: Near-duplicate thresholds per unit type.
+        thresholds: The duplicate policy: near-duplicate thresholds per unit type, and the
+            smallest file reported (``min_size``).
         max_near: Near relations kept per file and unit type (closest first), so that a
             pathological cluster (thousands of blank images sharing one Image-Code) stays
             bounded.

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from isccd.match import NEAR_UNITS, RelationKind, Thresholds, is_exact, relate
-from isccd.model import Unit, UnitType
+from isccd.match import NEAR_UNITS, RelationKind, Thresholds, is_exact, near_unit, relate
+from isccd.model import FileRecord, Unit, UnitType
 from isccd.pipeline import events as payload
 from isccd.pipeline.indexer import Indexer, side_of
-from isccd.store import StoredFile
+from isccd.store import NearPair, StoredFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,23 +91,37 @@ def get(ix: Indexer, path: str) -> FileView | None:
             s.path for s in store.files_by_identity(*record.stat.identity) if s.id != stored.id
         ]
     peers: list[Peer] = []
+    policy = ix.options.thresholds
     me = side_of(stored.id, record)
-    if record.datahash:
+    if record.datahash and policy.admits(me.size):
         for other in store.files_by_datahash(record.datahash):
-            if other.id != stored.id and is_exact(me, side_of(other.id, other.record)):
+            if other.id != stored.id and is_exact(me, side_of(other.id, other.record), policy):
                 peers.append(_peer(other, RelationKind.EXACT, UnitType.INSTANCE, 0, 0))
     pairs = store.near_of(stored.id)
     others = {s.id: s for s in store.files_by_id(sorted({p.other(stored.id) for p in pairs}))}
     for pair in pairs:
         peer = others.get(pair.other(stored.id))
-        if peer is None:
-            continue
-        mine, theirs = record.unit(pair.unit), peer.record.unit(pair.unit)
-        bits = min(mine.bits, theirs.bits) if mine and theirs else 64
-        threshold = ix.options.thresholds.scaled(pair.unit, bits)
-        peers.append(_peer(peer, RelationKind.NEAR, pair.unit, pair.distance, threshold or 0))
+        near = _holds(pair, record, peer.record, policy) if peer is not None else None
+        if peer is not None and near is not None:
+            distance, threshold = near
+            peers.append(_peer(peer, RelationKind.NEAR, pair.unit, distance, threshold))
     peers.sort(key=lambda p: (p.kind is not RelationKind.EXACT, p.distance, p.path))
     return FileView(stored, tuple(links), tuple(peers))
+
+
+def _holds(
+    pair: NearPair, a: FileRecord, b: FileRecord, policy: Thresholds
+) -> tuple[int, int] | None:
+    """``(distance, threshold)`` when a stored near relation holds under ``policy``, else
+    ``None``. The daemon re-evaluates its relations when its policy changes; a command reading
+    the store may have been given a stricter one, and sees only what that policy reports."""
+    mine, theirs = a.unit(pair.unit), b.unit(pair.unit)
+    if mine is None or theirs is None:
+        return None
+    if not (policy.admits(payload.size_of(a)) and policy.admits(payload.size_of(b))):
+        return None
+    near = near_unit(pair.unit, mine.digest, theirs.digest, policy)
+    return None if near is None else near[:2]
 
 
 def similar(
@@ -135,7 +149,7 @@ def similar(
     for unit_type in NEAR_UNITS:
         radius = ix.options.thresholds.of(unit_type) if max_distance is None else max_distance
         radii[unit_type.value] = radius if unit_type in wanted else None
-    thresholds = Thresholds(**radii)
+    thresholds = Thresholds(**radii, min_size=ix.options.thresholds.min_size)
     candidate_ids: set[int] = set()
     for unit in record.units:
         radius = thresholds.of(unit.type)
@@ -245,9 +259,11 @@ def dupes(ix: Indexer, near: bool = False) -> list[DupGroup]:
             relations) besides the exact ones.
     """
     store = ix.store
+    policy = ix.options.thresholds
     groups: list[DupGroup] = []
     for datahash in store.exact_datahashes():
-        members = [m for m, _ in _members(store.files_by_datahash(datahash))]
+        files = store.files_by_datahash(datahash)
+        members = [m for m, _ in _members(files) if policy.admits(m.size)]
         if len(members) > 1:
             size = members[0].size or 0
             groups.append(DupGroup("exact", tuple(members), size * (len(members) - 1)))
@@ -258,6 +274,7 @@ def dupes(ix: Indexer, near: bool = False) -> list[DupGroup]:
 
 
 def _near_groups(ix: Indexer) -> list[DupGroup]:
+    """Connected components of the stored near relations that hold under the policy."""
     parent: dict[int, int] = {}
 
     def find(x: int) -> int:
@@ -268,28 +285,33 @@ def _near_groups(ix: Indexer) -> list[DupGroup]:
         return x
 
     pairs = list(ix.store.near_pairs())
+    files = {s.id: s for s in ix.store.files_by_id(sorted({i for p in pairs for i in (p.a, p.b)}))}
+    policy = ix.options.thresholds
+    held: list[NearPair] = []
     for pair in pairs:
-        parent[find(pair.a)] = find(pair.b)
+        a, b = files.get(pair.a), files.get(pair.b)
+        if a is None or b is None or not (a.live and b.live):
+            continue
+        if _holds(pair, a.record, b.record, policy) is not None:
+            held.append(pair)
+            parent[find(pair.a)] = find(pair.b)
     components: dict[int, list[int]] = {}
     for file_id in parent:
         components.setdefault(find(file_id), []).append(file_id)
+    by_component: dict[int, list[NearPair]] = {}
+    for pair in held:
+        by_component.setdefault(find(pair.a), []).append(pair)
     groups = []
-    by_component_pairs: dict[int, list[tuple[int, int, UnitType, int]]] = {}
-    for pair in pairs:
-        by_component_pairs.setdefault(find(pair.a), []).append(
-            (pair.a, pair.b, pair.unit, pair.distance)
-        )
     for root_id, ids in components.items():
-        files = [s for s in ix.store.files_by_id(sorted(ids)) if s.live]
-        members = _members(files)
+        members = _members([files[i] for i in sorted(ids)])
         if len(members) < 2:
             continue
         slot = {file_id: i for i, (_, ids_) in enumerate(members) for file_id in ids_}
         links = sorted(
             {
-                NearLink(min(slot[a], slot[b]), max(slot[a], slot[b]), unit, distance)
-                for a, b, unit, distance in by_component_pairs.get(root_id, [])
-                if a in slot and b in slot and slot[a] != slot[b]
+                NearLink(min(slot[p.a], slot[p.b]), max(slot[p.a], slot[p.b]), p.unit, p.distance)
+                for p in by_component.get(root_id, [])
+                if slot[p.a] != slot[p.b]
             },
             key=lambda k: (k.a, k.b, k.unit.value),
         )

@@ -116,8 +116,13 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group.exceptions[0]
 
 
-def _reevaluate(file_ids: Sequence[int], ix: Indexer) -> list[Event]:
-    return ix.reevaluate(file_ids)
+def _reevaluate(file_ids: Sequence[int], previous: Thresholds, ix: Indexer) -> list[Event]:
+    return ix.reevaluate(file_ids, previous)
+
+
+def _switch(thresholds: Thresholds, ix: Indexer) -> tuple[Thresholds, list[int]]:
+    previous = ix.options.thresholds
+    return previous, ix.set_thresholds(thresholds)
 
 
 class Pipeline:
@@ -323,12 +328,13 @@ class Pipeline:
         return await self.call(lambda ix: ix.move_path(src, root, dst))
 
     async def set_thresholds(self, thresholds: Thresholds, chunk: int = 256) -> list[Event]:
-        """Apply new thresholds and re-evaluate the near relations they affect."""
-        ids = await self.call(lambda ix: ix.set_thresholds(thresholds))
+        """Apply a new duplicate policy (thresholds and ``min_size``) and re-evaluate the
+        relations it affects."""
+        previous, ids = await self.call(functools.partial(_switch, thresholds))
         events: list[Event] = []
         for start in range(0, len(ids), chunk):
             part = ids[start : start + chunk]
-            events += await self.call(functools.partial(_reevaluate, part))
+            events += await self.call(functools.partial(_reevaluate, part, previous))
         return events
 
     async def purge(self) -> tuple[int, int]:

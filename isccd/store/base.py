@@ -228,6 +228,11 @@ class Store(Transactional, Protocol):
         """Datahashes shared by live files of more than one identity (exact duplicates)."""
         ...
 
+    def ids_by_size(self, at_least: int, below: int) -> list[int]:
+        """Ids of the live files of at least ``at_least`` and fewer than ``below`` bytes (the
+        size read, else the validators'), in order."""
+        ...
+
     def count_files(self) -> tuple[int, int]:
         """``(live files, tombstones)``."""
         ...

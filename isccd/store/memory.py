@@ -184,11 +184,8 @@ class MemoryStore:
             stored = self._files.get(file_id)
             if stored is not None and stored.live:
                 record = stored.record
-                size = record.filesize if record.filesize is not None else None
-                if size is None and record.stat is not None:
-                    size = record.stat.size
                 identity = record.stat.identity if record.stat else None
-                found[file_id] = FileKey(identity, record.datahash, size)
+                found[file_id] = FileKey(identity, record.datahash, _size(record))
         return found
 
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
@@ -263,6 +260,15 @@ class MemoryStore:
             identities = {s.identity for i in ids if (s := self._files[i].record.stat)}
             if len(identities) > 1:
                 found.append(datahash)
+        return sorted(found)
+
+    def ids_by_size(self, at_least: int, below: int) -> list[int]:
+        """Live files by size."""
+        found = []
+        for file_id in self._by_path.values():
+            size = _size(self._files[file_id].record)
+            if size is not None and at_least <= size < below:
+                found.append(file_id)
         return sorted(found)
 
     def count_files(self) -> tuple[int, int]:
@@ -415,3 +421,10 @@ def _sort_key(path: str) -> tuple[bytes, bytes]:
     # The order of the SQLite backend: by directory, then name, as bytes.
     directory, name = split_path(path)
     return (os.fsencode(directory), os.fsencode(name))
+
+
+def _size(record: FileRecord) -> int | None:
+    """The size read, else the validators' (as the SQLite backend's ``coalesce``)."""
+    if record.filesize is not None:
+        return record.filesize
+    return record.stat.size if record.stat is not None else None

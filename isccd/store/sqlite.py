@@ -545,6 +545,16 @@ class SqliteStore:
         )
         return [bytes(row[0]).hex() for row in rows]
 
+    def ids_by_size(self, at_least: int, below: int) -> list[int]:
+        """Live files by size (a full scan: asked only when the policy's ``min_size``
+        changes)."""
+        rows = self._exec(
+            "SELECT id FROM files WHERE removed_at IS NULL "
+            "AND coalesce(filesize, size) >= ? AND coalesce(filesize, size) < ? ORDER BY id",
+            (at_least, below),
+        )
+        return [int(row[0]) for row in rows]
+
     def count_files(self) -> tuple[int, int]:
         """``(live, tombstones)``."""
         live, dead = self._exec(

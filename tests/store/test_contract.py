@@ -104,6 +104,22 @@ def test_identity_and_datahash_lookups(store: Store) -> None:
     assert [f.id for f in store.files_by_id([other, a, 999])] == [other, a]
 
 
+def test_live_files_by_size(store: Store) -> None:
+    store.begin()
+    ids = [
+        store.add_file(ROOT, make_record(f"/data/{size}", ino=size + 1, size=size), 1.0)
+        for size in (0, 1, 99, 100, 5000)
+    ]
+    unread = replace(make_record("/data/unread", ino=9, size=50), filesize=None)
+    ids.append(store.add_file(ROOT, unread, 1.0))  # the validators' size counts then
+    store.remove_file(ids[2], 2.0)
+    store.commit()
+    assert store.ids_by_size(0, 1) == [ids[0]]
+    assert store.ids_by_size(1, 100) == [ids[1], ids[5]]  # 99 is a tombstone
+    assert store.ids_by_size(100, 10**9) == [ids[3], ids[4]]
+    assert store.ids_by_size(5, 5) == []
+
+
 def test_a_move_keeps_the_id_and_units_and_refreshes_validators(store: Store) -> None:
     store.begin()
     file_id = store.add_file(ROOT, make_record("/data/a", data=b"\x05" * 8), 1.0)
