@@ -234,8 +234,9 @@ Threshold = Annotated[Annotated[int, Field(ge=0, le=64)] | None, BeforeValidator
 
 
 class MatchSettings(_Section):
-    """``[match]``: near-duplicate thresholds in Hamming bits over 64-bit units; ``"off"``
-    switches a unit type off."""
+    """``[match]``: which files are reported as duplicates: near-duplicate thresholds in
+    Hamming bits over 64-bit units (``"off"`` switches a unit type off), and the smallest file
+    reported at all."""
 
     data: Threshold = 8
     """Data-Code (raw bytes): isccd's own measurement of edited files."""
@@ -249,6 +250,10 @@ class MatchSettings(_Section):
     """Content-Code Video (follows the Image-Code, whose frame features it aggregates)."""
     meta: Threshold = None
     """Meta-Code (names and descriptions): off, file names alone make too many false alarms."""
+    min_size: int = Field(default=1, ge=0)
+    """Files smaller than this many bytes are never reported as exact or near duplicates
+    (they are still coded and indexed). 1 leaves out empty files, every one of which has the
+    same bytes as every other; 0 reports them too."""
 
 
 class ServerSettings(_Section):

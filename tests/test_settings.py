@@ -54,6 +54,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("match", "audio"): ("2", 2),
     ("match", "video"): ("5", 5),
     ("match", "meta"): ("20", 20),
+    ("match", "min_size"): ("4096", 4096),
     ("server", "socket"): ("/tmp/i.sock", Path("/tmp/i.sock")),
     ("server", "socket_mode"): ("0600", 0o600),
     ("server", "socket_group"): ("isccd", "isccd"),
@@ -159,6 +160,7 @@ def test_settings_are_frozen() -> None:
         ("[code]\nwide = true\n", {}, r"code\.wide: .*needs bits of 128 or more"),
         ("[code]\nmax_image_pixels = 0\n", {}, r"code\.max_image_pixels: .*greater than"),
         ("[code]\nffmpeg = 'bin/ffmpeg'\n", {}, r"code\.ffmpeg: 'bin/ffmpeg' is neither"),
+        ("[match]\nmin_size = -1\n", {}, r"match\.min_size: .*greater than or equal to 0"),
     ],
 )
 def test_invalid_settings_name_the_key_and_the_problem(

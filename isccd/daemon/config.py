@@ -142,6 +142,7 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
                 video=match.video,
                 data=match.data,
                 meta=match.meta,
+                min_size=match.min_size,
             ),
             tombstone_retention=settings.store.tombstone_days * DAY,
             event_retention=settings.store.event_days * DAY,

@@ -49,11 +49,16 @@ def test_default_places_follow_systemd_and_xdg(tmp_path: Path) -> None:
 
 def test_settings_reach_the_components(tmp_path: Path) -> None:
     settings = load_settings(
-        env={"ISCCD_MATCH__IMAGE": "off", "ISCCD_HASHING__WORKERS": "3"},
+        env={
+            "ISCCD_MATCH__IMAGE": "off",
+            "ISCCD_MATCH__MIN_SIZE": "4096",
+            "ISCCD_HASHING__WORKERS": "3",
+        },
         overrides={"watch": {"roots": [tmp_path], "settle": 1.5, "force_polling": True}},
     )
     config = build_config(settings, env={})
     assert config.pipeline.thresholds.image is None
+    assert config.pipeline.thresholds.min_size == 4096
     assert config.workers.workers == 3
     assert config.debounce.settle == 1.5
     assert config.watcher.force_polling

@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from isccd.client import Client
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import EventType
+from isccd.protocol import DupesQuery
 
 from .conftest import Daemon, next_event, of_type
 
@@ -88,6 +90,58 @@ def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_
         fresh = compute_record(str(draft), CodeOptions(bits=128))
         assert [(u.iscc, u.bits) for u in recoded.units] == [(u.iscc, 128) for u in fresh.units]
         assert recoded.iscc == fresh.iscc
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert daemon.stop() == 0
+
+
+def test_reload_applies_min_size_to_the_stored_files(make_daemon: Callable[..., Daemon]) -> None:
+    daemon = make_daemon()
+    root = daemon.root
+    for name in ("a.cfg", "b.cfg"):
+        (root / name).write_text("x=1\n")  # 4 bytes, the same in both
+    for package in ("one", "two"):
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("")
+    config = daemon.base / "isccd.toml"
+    _config(config, [root])
+    daemon.start("--config", str(config), watch=False)
+
+    def groups() -> list[list[str]]:
+        with Client(daemon.socket) as client:
+            found = client.dupes(DupesQuery(near=True)).groups
+        return [sorted(Path(m.path).name for m in g.members) for g in found]
+
+    async def reload(extra: str) -> None:
+        _config(config, [root], extra)
+        daemon.signal(signal.SIGHUP)
+        await asyncio.to_thread(daemon.wait_notice, "RELOADING")
+        await asyncio.to_thread(daemon.wait_notice, "READY")
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await control.sync()
+        # Empty files are indexed, never duplicates; four bytes are enough.
+        assert await asyncio.to_thread(groups) == [["a.cfg", "b.cfg"]]
+        assert (await control.get(str(root / "one" / "__init__.py"))).duplicates == ()
+        await watcher.subscribe()
+
+        await reload("[match]\nmin_size = 5\n")
+        resolved = await next_event(watcher, of_type(EventType.DUP_RESOLVED))
+        assert (resolved.data["kind"], resolved.data["reason"]) == ("exact", "threshold")
+        assert {
+            Path(resolved.path).name,
+            *(Path(o["path"]).name for o in resolved.data["others"]),
+        } == {"a.cfg", "b.cfg"}
+        assert await asyncio.to_thread(groups) == []
+
+        await reload("[match]\nmin_size = 0\n")
+        found = [await next_event(watcher, of_type(EventType.DUP_EXACT)) for _ in range(2)]
+        assert sorted(e.data["size"] for e in found) == [0, 4]
+        assert sorted(await asyncio.to_thread(groups)) == [["__init__.py"] * 2, ["a.cfg", "b.cfg"]]
         await control.close()
         await watcher.close()
 
