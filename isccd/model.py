@@ -72,6 +72,11 @@ CONTENT_UNIT_OF_MODE: Mapping[Mode, UnitType] = {
     Mode.VIDEO: UnitType.VIDEO,
 }
 
+#: Lengths a file's units may have, in bits: multiples of 32 from 64 to 256 (ISO 24138; a unit
+#: of 32 bits cannot be part of an ISCC-CODE). The settings, ``isccd code`` and ``isccd scan``
+#: accept these.
+UNIT_BITS: tuple[int, ...] = tuple(range(64, 257, 32))
+
 
 class IssueKind(enum.StrEnum):
     """How a unit or stage that did not produce a result ended."""

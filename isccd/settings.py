@@ -42,7 +42,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from isccd import dirs
 from isccd.errors import ConfigError
+from isccd.model import UNIT_BITS
 
 ENV_PREFIX = "ISCCD_"
 ENV_NESTED_DELIMITER = "__"
@@ -159,11 +161,6 @@ class HashingSettings(_Section):
     """Seconds in-flight files may finish at shutdown before they are abandoned."""
     file_timeout: float = Field(default=1800.0, gt=0)
     """Seconds one file may take before its worker is replaced and the file recorded as failed."""
-
-
-#: Legal lengths of an ISCC unit: multiples of 32 from 64 to 256 bits (ISO 24138; a unit of 32
-#: bits cannot be part of an ISCC-CODE).
-UNIT_BITS = tuple(range(64, 257, 32))
 
 
 def _tool(value: str) -> str:
@@ -314,6 +311,16 @@ class Settings(BaseSettings):
     match: MatchSettings = MatchSettings()
     server: ServerSettings = ServerSettings()
     log: LogSettings = LogSettings()
+
+
+def config_file(given: Path | None, env: Mapping[str, str] | None = None) -> Path | None:
+    """The configuration file to read: the one given (:func:`load_settings` refuses it when it
+    is missing), else the default one (:func:`isccd.dirs.default_config_path`) when it exists,
+    else none."""
+    if given is not None:
+        return given
+    default = dirs.default_config_path(env)
+    return default if default.is_file() else None
 
 
 def load_settings(

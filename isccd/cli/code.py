@@ -23,7 +23,7 @@ from isccd.cli.output import Progress, dumps, wants_json
 from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT, ToolOptions
 from isccd.hashing import CodeOptions, compute_record
-from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind
+from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -41,8 +41,6 @@ exit status: 0 when every file was coded (skips, such as a media type without a 
 are not failures); 1 when any file failed or a PATH does not exist (each failure is in the
 output with its reason); 2 for invalid arguments.
 """
-
-_BITS = (64, 96, 128, 160, 192, 224, 256)
 
 #: A worker's start (imports, JIT kernels, document extractor) costs about a second, as much as
 #: coding a few dozen typical files (bench/code.py): fewer files are coded in this process.
@@ -72,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="files coded in parallel (default: the number of CPUs)",
     )
     parser.add_argument(
-        "--bits", type=int, choices=_BITS, default=64, help="bits per unit (default: 64)"
+        "--bits", type=int, choices=UNIT_BITS, default=64, help="bits per unit (default: 64)"
     )
     parser.add_argument(
         "--wide", action="store_true", help="WIDE ISCC-CODE for Data+Instance-only files"

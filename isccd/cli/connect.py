@@ -39,8 +39,8 @@ def socket_path(args: argparse.Namespace) -> Path:
     return path if path is not None else default_socket_path()
 
 
-def connect(args: argparse.Namespace) -> Client:
-    """A connection to the daemon on the socket, once it has answered ``hello``.
+def connect(socket: Path) -> Client:
+    """A connection to the daemon on ``socket``, once it has answered ``hello``.
 
     Connecting fails at once when nobody listens (no socket, or a stale socket file); the
     handshake gives a stopped daemon :data:`ANSWER_TIMEOUT` seconds. Later replies are awaited
@@ -50,7 +50,7 @@ def connect(args: argparse.Namespace) -> Client:
         DaemonUnavailableError: No daemon answers on the socket.
         ProtocolError: The daemon refused the handshake (e.g. another protocol version).
     """
-    client = Client(socket_path(args), timeout=ANSWER_TIMEOUT)
+    client = Client(socket, timeout=ANSWER_TIMEOUT)
     try:
         client.hello()
     except BaseException:

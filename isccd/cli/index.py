@@ -11,6 +11,11 @@ Both ways give the same result (:mod:`isccd.pipeline.answers`), printed the same
 (:mod:`isccd.cli.answers`). A daemon's error reply (a path outside its roots) is the answer:
 the store is not read instead.
 
+All four read the daemon's configuration (``--config FILE``, default: the daemon's default file
+when it exists; ``ISCCD_*`` variables; :mod:`isccd.cli.configured`): its state directory, store
+and socket, its duplicate policy, and for ``scan`` how files are coded and which are ignored.
+An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``.
+
 Every command prints readable text on a terminal and JSON with ``--json`` or when piped.
 """
 
@@ -21,18 +26,25 @@ import asyncio
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from isccd.cli.answers import format_dupes, format_file, format_similar
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
 from isccd.cli.output import Progress, print_json, wants_json
 from isccd.client import Client
-from isccd.dirs import default_socket_path, default_state_dir
-from isccd.errors import DaemonUnavailableError, ProtocolError, StoreError, StoreLockedError
-from isccd.hashing import CodeOptions, compute_record, current_versions
-from isccd.pipeline import Indexer, Pipeline, PipelineOptions, PoolHasher, ScanStats, answers
+from isccd.dirs import default_socket_path
+from isccd.errors import (
+    ConfigError,
+    DaemonUnavailableError,
+    ProtocolError,
+    StoreError,
+    StoreLockedError,
+)
+from isccd.hashing import CodeOptions, compute_record
+from isccd.model import UNIT_BITS
+from isccd.pipeline import Indexer, Pipeline, PoolHasher, ScanStats, answers
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
     DUPES_LIMIT,
@@ -41,23 +53,33 @@ from isccd.protocol.requests import (
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
 )
-from isccd.store import StoredFile, open_store, state_url
+from isccd.store import StoredFile, open_store
 from isccd.watch.scan import ScanOptions, compile_ignore
+
+if TYPE_CHECKING:
+    from isccd.cli.configured import IndexConfig
 
 T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+#: Invalid configuration (EX_CONFIG), as ``isccd run`` exits.
+EXIT_CONFIG = 78
 
 _SCAN_EPILOG = """\
 Only files whose size, times or inode changed since the last scan are read; renamed files keep
-their codes; files gone from disk are kept as tombstones for 30 days. Symbolic links are not
-followed (--follow-symlinks to follow them); FIFOs, sockets and devices are skipped.
+their codes; files gone from disk are kept as tombstones (30 days by default). Symbolic links
+are not followed (--follow-symlinks to follow them); FIFOs, sockets and devices are skipped.
+
+The daemon's configuration applies (--config FILE, ISCCD_* variables): the state directory, how
+files are coded ([code]: bits, WIDE, Meta-Code, tools), what is ignored ([watch] ignore and
+follow_symlinks), which files are duplicates ([match]) and the hashing workers; the options
+here win over it, and --ignore adds to its patterns.
 
 exit status: 0 when every file was indexed; 1 when some could not be (unreadable, changing while
 read, parts of the tree that could not be listed: each is in the summary), or the store could
-not be used; 2 for invalid arguments.
+not be used; 2 for invalid arguments; 78 for an invalid configuration.
 """
 
 _READ_SOURCE = (
@@ -65,13 +87,15 @@ _READ_SOURCE = (
     "one), which answers from its in-memory index about paths inside its roots; with --state "
     "DIR, from the index in DIR, read directly; and when no daemon answers on the default "
     "socket, from the index in the default state directory, read directly. It has the same "
-    "form either way."
+    "form either way. The daemon's configuration (--config FILE, ISCCD_* variables) names its "
+    "socket and state directory, and which files are duplicates ([match]) when the index is "
+    "read directly."
 )
 
 _READ_EPILOG = (
     "exit status: 0 success; 1 when the daemon refuses the request (e.g. a path outside its "
     "roots), the file is not in the index, no daemon answers on the --socket given, or the "
-    "index cannot be read; 2 for invalid arguments."
+    "index cannot be read; 2 for invalid arguments; 78 for an invalid configuration."
 )
 
 
@@ -86,6 +110,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="state directory holding the index (default: the daemon's)",
     )
     common.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    add_config_option(common)
 
     scan = subparsers.add_parser(
         "scan",
@@ -98,17 +123,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     scan.add_argument("roots", nargs="+", metavar="ROOT", help="a folder to index")
     scan.add_argument(
-        "-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1,
-        help="files hashed in parallel (default: the number of CPUs)",
+        "-j", "--jobs", type=_positive_int, default=None,
+        help="files hashed in parallel (default: [hashing] workers, else the number of CPUs)",
     )  # fmt: skip
     scan.add_argument(
         "--ignore", action="append", default=[], metavar="PATTERN",
-        help="gitignore-style pattern relative to each root (repeatable)",
+        help="gitignore-style pattern relative to each root, besides [watch] ignore "
+        "(repeatable)",
     )  # fmt: skip
-    scan.add_argument("--follow-symlinks", action="store_true", help="follow symbolic links")
     scan.add_argument(
-        "--bits", type=int, choices=(64, 128, 256), default=64, help="bits per unit (default 64)"
-    )
+        "--follow-symlinks", action=argparse.BooleanOptionalAction, default=None,
+        help="follow symbolic links to directories (default: [watch] follow_symlinks, off)",
+    )  # fmt: skip
+    scan.add_argument(
+        "--bits", type=int, choices=UNIT_BITS, default=None,
+        help="bits per unit (default: [code] bits, 64)",
+    )  # fmt: skip
     scan.set_defaults(handler=run_scan)
 
     reader = argparse.ArgumentParser(add_help=False)
@@ -122,6 +152,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_socket_option(where)
     reader.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    add_config_option(reader)
 
     dup = subparsers.add_parser(
         "dupes",
@@ -189,9 +220,31 @@ def _limit(maximum: int, minimum: int = 1) -> Callable[[str], int]:
     return parse
 
 
-def _state(args: argparse.Namespace) -> Path:
-    state: Path | None = args.state
-    return state if state is not None else default_state_dir()
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` (as ``isccd run`` takes it)."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the daemon's TOML configuration (default: $CONFIGURATION_DIRECTORY/isccd.toml, "
+        "/etc/isccd/isccd.toml as root, ~/.config/isccd/isccd.toml otherwise, when it exists)",
+    )
+
+
+def _configure(
+    args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]] | None = None
+) -> IndexConfig:
+    """The command's configuration, loaded once (see :mod:`isccd.cli.configured`).
+
+    Raises:
+        ConfigError: The file cannot be read, or a setting is invalid.
+    """
+    # Loading settings imports pydantic and the daemon's option mapping, about 150 ms that the
+    # commands without configuration (`isccd code` run file by file) do not pay at every start.
+    from isccd.cli.configured import load_index_config  # noqa: PLC0415
+
+    socket: Path | None = getattr(args, "socket", None)
+    return load_index_config(args.config, state=args.state, socket=socket, overrides=overrides)
 
 
 def _fail(message: str, status: int = EXIT_FAILURE) -> int:
@@ -219,21 +272,27 @@ def run_scan(args: argparse.Namespace) -> int:
         if not Path(real).is_dir():
             return _fail(f"{root}: not a directory", EXIT_USAGE)
         roots.append(real)
-    scan_options = ScanOptions(follow_symlinks=args.follow_symlinks, ignore=tuple(args.ignore))
     try:
-        compile_ignore(scan_options.ignore)
+        compile_ignore(args.ignore)
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
-    code_options = CodeOptions(bits=args.bits)
-    options = PipelineOptions(
-        versions=current_versions(code_options), hash_concurrency=2 * args.jobs + 2
-    )
-    hasher = PoolHasher(code_options, workers=args.jobs)
-    pipeline = Pipeline(state_url(_state(args)), options, hasher=hasher)
+    overrides: dict[str, dict[str, object]] = {}
+    if args.bits is not None:
+        overrides["code"] = {"bits": args.bits}
+    if args.follow_symlinks is not None:
+        overrides["watch"] = {"follow_symlinks": args.follow_symlinks}
+    try:
+        config = _configure(args, overrides)
+        scan_options = config.scan_options(roots, args.ignore)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_CONFIG)
+    jobs: int = args.jobs or config.workers
+    hasher = PoolHasher(config.code, workers=jobs)
+    pipeline = Pipeline(config.store_url, config.scanning(jobs), hasher=hasher)
     try:
         results = asyncio.run(_scan(pipeline, roots, scan_options))
     except StoreLockedError as exc:
-        return _fail(_locked(exc, roots))
+        return _fail(_locked(exc, roots, config.socket))
     except StoreError as exc:
         return _fail(str(exc))
     finally:
@@ -264,11 +323,11 @@ async def _scan(pipeline: Pipeline, roots: list[str], options: ScanOptions) -> l
     return results
 
 
-def _locked(exc: StoreLockedError, roots: list[str]) -> str:
+def _locked(exc: StoreLockedError, roots: list[str], socket: Path) -> str:
     """Why a scan cannot write the store, and what to do instead: when the writer is the
-    daemon on the default socket, ask it to reconcile the roots it watches."""
+    daemon on its socket, ask it to reconcile the roots it watches."""
     try:
-        with Client(default_socket_path(), timeout=ANSWER_TIMEOUT) as client:
+        with Client(socket, timeout=ANSWER_TIMEOUT) as client:
             status = client.status()
     except (DaemonUnavailableError, ProtocolError):
         status = None
@@ -281,7 +340,10 @@ def _locked(exc: StoreLockedError, roots: list[str]) -> str:
             f"{exc}: it is the daemon, which does not watch {', '.join(outside)}; add "
             "the folder to its roots (`[watch] roots` in its configuration) and reload it"
         )
-    command = "isccd rescan --wait" + (f" {shlex.quote(roots[0])}" if len(roots) == 1 else "")
+    command = "isccd rescan --wait"
+    if socket != default_socket_path():
+        command += f" --socket {shlex.quote(str(socket))}"
+    command += f" {shlex.quote(roots[0])}" if len(roots) == 1 else ""
     return f"{exc}: it is the daemon; ask it to reconcile instead: `{command}`"
 
 
@@ -300,22 +362,36 @@ def _print_scan(stats: ScanStats) -> None:
 
 
 class _Failed(Exception):
-    """A read-only command cannot answer; the message says why."""
+    """A read-only command cannot answer; the message says why.
+
+    Attributes:
+        status: The exit status.
+    """
+
+    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _answer(
-    args: argparse.Namespace, ask: Callable[[Client], T], read: Callable[[Indexer], T]
+    args: argparse.Namespace,
+    ask: Callable[[Client], T],
+    read: Callable[[Indexer, IndexConfig], T],
 ) -> T:
     """Ask the daemon, or read the store (see the module docstring).
 
     Raises:
-        _Failed: The daemon refused, none answers on an explicit ``--socket``, or the store
-            cannot be read.
+        _Failed: The configuration is invalid, the daemon refused, none answers on an explicit
+            ``--socket``, or the store cannot be read.
     """
+    try:
+        config = _configure(args)
+    except ConfigError as exc:
+        raise _Failed(str(exc), EXIT_CONFIG) from None
     unavailable: DaemonUnavailableError | None = None
     if args.state is None:
         try:
-            client = connect(args)
+            client = connect(config.socket)
         except DaemonUnavailableError as exc:
             if args.socket is not None:
                 raise _Failed(str(exc)) from None
@@ -334,10 +410,10 @@ def _answer(
             except ProtocolError as exc:
                 raise _Failed(f"{exc.message} ({exc.code})") from None
     try:
-        store = open_store(state_url(_state(args)), readonly=True)
-        ix = Indexer(store, PipelineOptions(), load=False)
+        store = open_store(config.store_url, readonly=True)
+        ix = Indexer(store, config.reading(), load=False)
         try:
-            return read(ix)
+            return read(ix, config)
         finally:
             ix.close()
     except ProtocolError as exc:  # the same refusals as the daemon's
@@ -351,9 +427,9 @@ def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
     query = DupesQuery(near=args.near, limit=args.limit)
     try:
-        result = _answer(args, lambda c: c.dupes(query), lambda ix: answers.dupes(ix, query))
+        result = _answer(args, lambda c: c.dupes(query), lambda ix, _: answers.dupes(ix, query))
     except _Failed as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), exc.status)
     _print(args, result, format_dupes)
     return EXIT_OK
 
@@ -363,23 +439,24 @@ def run_similar(args: argparse.Namespace) -> int:
     path = file_path(args.path)
     query = SimilarQuery(path=path, max_distance=args.max_distance, limit=args.limit)
 
-    def read(ix: Indexer) -> SimilarResult:
+    def read(ix: Indexer, config: IndexConfig) -> SimilarResult:
         stored = ix.store.file_at(path)
         if stored is None:
-            stored = _coded(path)
+            stored = _coded(path, config.code)
         return answers.similar(ix, stored, query)
 
     try:
         result = _answer(args, lambda c: c.similar(query), read)
     except _Failed as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), exc.status)
     _print(args, result, format_similar)
     return EXIT_OK
 
 
-def _coded(path: str) -> StoredFile:
-    """A file that is not indexed, coded on the fly (as the daemon does)."""
-    record = compute_record(path)
+def _coded(path: str, options: CodeOptions) -> StoredFile:
+    """A file that is not indexed, coded on the fly as the index's files were (and as the
+    daemon does)."""
+    record = compute_record(path, options)
     if not record.units:
         reason = record.issues[0].reason if record.issues else "nothing could be computed"
         raise ProtocolError(
@@ -392,7 +469,7 @@ def run_get(args: argparse.Namespace) -> int:
     """``isccd get``."""
     path = file_path(args.path)
 
-    def read(ix: Indexer) -> FileInfo:
+    def read(ix: Indexer, _: IndexConfig) -> FileInfo:
         info = answers.get(ix, path)
         if info is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"{path!r} is not in the index")
@@ -401,7 +478,7 @@ def run_get(args: argparse.Namespace) -> int:
     try:
         info = _answer(args, lambda c: c.get(path), read)
     except _Failed as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), exc.status)
     _print(args, info, format_file)
     return EXIT_OK
 

@@ -17,13 +17,12 @@ from typing import Any
 
 import structlog
 
-from isccd import dirs
 from isccd.daemon.app import Daemon
 from isccd.daemon.config import DaemonConfig, build_config
 from isccd.daemon.workers import WorkersUnavailableError
 from isccd.errors import ConfigError, SocketSetupError, StoreError
 from isccd.logconf import configure_logging
-from isccd.settings import load_settings
+from isccd.settings import config_file, load_settings
 
 __all__ = ["EXIT_CONFIG", "EXIT_STORE", "Daemon", "DaemonConfig", "build_config", "main"]
 
@@ -54,10 +53,7 @@ def main(
         store cannot be opened, 1 when the socket cannot be created or no hashing worker can
         start.
     """
-    path = config
-    if path is None:
-        default = dirs.default_config_path(env)
-        path = default if default.is_file() else None
+    path = config_file(config, env)
     try:
         settings = load_settings(path, overrides=overrides, env=env)
         configure_logging(settings.log.level, settings.log.format, env=env)

@@ -1,11 +1,13 @@
 """From the settings to the option objects of every component, checked against the machine.
 
-:func:`build_config` is the one place that knows both the settings model and the components'
-option dataclasses. It resolves what the settings leave to defaults (state directory, socket,
-worker count) and checks what only the machine can tell (do the roots exist, are they
-directories, do they overlap once symbolic links are resolved), so that a configuration is
-either accepted whole or refused with one clear :class:`~isccd.errors.ConfigError`: at start
-(exit 78) and on reload (the old configuration stays).
+:func:`build_config`, with the functions it shares with the one-shot commands
+(:mod:`isccd.daemon.options`), is the only code that knows both the settings model and the
+components' option dataclasses. It resolves what the settings leave to defaults (state
+directory, socket, worker count) and checks what only the machine can tell (do the roots exist,
+are they directories, do they overlap once symbolic links are resolved), so that a
+configuration is either accepted whole or refused with one clear
+:class:`~isccd.errors.ConfigError`: at start (exit 78) and on reload (the old configuration
+stays).
 """
 
 from __future__ import annotations
@@ -15,18 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from isccd import dirs
+from isccd.daemon import options
 from isccd.daemon.workers import WorkerOptions
 from isccd.errors import ConfigError
-from isccd.extract.tools import ToolOptions
-from isccd.hashing import CodeOptions, current_versions
+from isccd.hashing import current_versions
 from isccd.logconf import Format
-from isccd.match import Thresholds
-from isccd.pipeline.options import DAY, PipelineOptions
+from isccd.pipeline.options import PipelineOptions
 from isccd.server import ServerOptions
-from isccd.settings import CodeSettings, Settings
-from isccd.store import state_url
-from isccd.watch.scan import ScanOptions, compile_ignore
+from isccd.settings import Settings
+from isccd.watch.scan import ScanOptions
 from isccd.watch.watcher import WatcherOptions
 
 
@@ -105,17 +104,9 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
     env = os.environ if env is None else env
     roots = _check_roots(settings.watch.roots)
     watch = settings.watch
-    try:
-        compile_ignore(watch.ignore)
-    except ValueError as exc:
-        raise ConfigError(f"invalid configuration: watch.ignore: {exc}") from None
-    state_dir = settings.store.state_dir or dirs.default_state_dir(env)
-    socket = settings.server.socket or dirs.default_socket_path(env)
-    cache_dir = (
-        Path(env["NUMBA_CACHE_DIR"]) if env.get("NUMBA_CACHE_DIR") else dirs.default_cache_dir(env)
-    )
-    match = settings.match
-    code = _code_options(settings.code)
+    state_dir = options.state_dir(settings, env)
+    scan = options.scan_options(settings, roots, env, state=state_dir)
+    code = options.code_options(settings.code)
     if code.tools.timeout > settings.hashing.file_timeout:
         raise ConfigError(
             f"invalid configuration: code.tool_timeout: {code.tools.timeout:g} s is longer "
@@ -125,38 +116,25 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
     workers = settings.hashing.workers or _cpu_count()
     return DaemonConfig(
         roots=roots,
-        store_url=settings.store.url or state_url(state_dir),
+        store_url=options.store_url(settings, env),
         state_dir=state_dir,
         server=ServerOptions(
-            socket_path=socket,
+            socket_path=options.socket_path(settings, env),
             socket_mode=settings.server.socket_mode,
             socket_group=settings.server.socket_group,
             subscriber_queue=settings.server.subscriber_queue,
             max_clients=settings.server.max_clients,
         ),
-        pipeline=PipelineOptions(
-            thresholds=Thresholds(
-                text=match.text,
-                image=match.image,
-                audio=match.audio,
-                video=match.video,
-                data=match.data,
-                meta=match.meta,
-                min_size=match.min_size,
-            ),
-            tombstone_retention=settings.store.tombstone_days * DAY,
-            event_retention=settings.store.event_days * DAY,
+        pipeline=options.pipeline_options(
+            settings,
+            code,
             versions=current_versions(code),
-            wide=code.wide,
             hash_concurrency=max(32, workers * 16),
         ),
         workers=WorkerOptions(
             workers=workers, file_timeout=settings.hashing.file_timeout, code=code
         ),
-        scan=ScanOptions(
-            follow_symlinks=watch.follow_symlinks,
-            ignore=watch.ignore + _own_dirs(roots, (state_dir, socket.parent, cache_dir)),
-        ),
+        scan=scan,
         watcher=WatcherOptions(
             force_polling=watch.force_polling, follow_symlinks=watch.follow_symlinks
         ),
@@ -168,51 +146,11 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
     )
 
 
-def _code_options(code: CodeSettings) -> CodeOptions:
-    """The hashing options the ``[code]`` settings ask for (the rest keep their defaults)."""
-    return CodeOptions(
-        bits=code.bits,
-        wide=code.wide,
-        meta=code.meta,
-        extract_meta=code.extract_meta,
-        max_image_pixels=code.max_image_pixels,
-        max_text_chars=code.max_text_chars,
-        video_fps=code.video_fps,
-        tools=ToolOptions(
-            fpcalc=code.fpcalc,
-            ffmpeg=code.ffmpeg,
-            ffprobe=code.ffprobe,
-            timeout=code.tool_timeout,
-        ),
-    )
-
-
 def _cpu_count() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
-
-
-def _own_dirs(roots: tuple[str, ...], own: tuple[Path, ...]) -> tuple[str, ...]:
-    """Ignore patterns for isccd's own directories inside a root: the store changes with every
-    commit, and indexing it would feed on itself.
-
-    Raises:
-        ConfigError: A root is one of isccd's own directories.
-    """
-    patterns: list[str] = []
-    for directory in own:
-        real = os.path.realpath(directory)
-        for root in roots:
-            if real == root:
-                raise ConfigError(
-                    f"invalid configuration: watch.roots: {root!r} holds isccd's own files "
-                    f"({real}); watch the folders with your files instead"
-                )
-            if real.startswith(root.rstrip("/") + "/"):
-                patterns.append("/" + os.path.relpath(real, root) + "/")
-    return tuple(dict.fromkeys(patterns))
 
 
 def _check_roots(configured: tuple[Path, ...]) -> tuple[str, ...]:

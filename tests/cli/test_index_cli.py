@@ -46,7 +46,12 @@ def prose(seed: int, words: int = 600) -> str:
 
 @pytest.fixture
 def library(tmp_path: Path) -> Path:
-    root = tmp_path / "library"
+    return make_library(tmp_path / "library")
+
+
+def make_library(root: Path) -> Path:
+    """Two exact pairs (two 200,000-byte files, two texts), a draft near the text, and an
+    unrelated text."""
     (root / "docs").mkdir(parents=True)
     (root / "docs" / "report.txt").write_text(prose(1))
     (root / "backup_report.txt").write_text(prose(1))  # an exact copy

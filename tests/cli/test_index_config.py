@@ -1,0 +1,162 @@
+"""The index commands read the daemon's configuration: ``--config FILE`` (or the default file),
+``ISCCD_*`` variables, flags winning over both; an invalid configuration is one line and exit
+status 78, as for ``isccd run``.
+
+Expected outcomes follow from the library's construction (tests.cli.test_index_cli): two exact
+pairs (two 200,000-byte files, two texts of about 4 KB) and a draft whose Text-Code is 1 bit
+from the text's.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import iscc_core
+import pytest
+
+from tests.cli.test_index_cli import make_library, run
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    return make_library(tmp_path / "library")
+
+
+@pytest.fixture(autouse=True)
+def no_daemon_and_no_default_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No configuration file in the default place, and no daemon on the default socket, unless
+    a test puts them there; no ``ISCCD_*`` variable of the machine's."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    monkeypatch.setenv("CONFIGURATION_DIRECTORY", str(etc))
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(tmp_path / "run"))
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "default-state"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    for name in [n for n in os.environ if n.startswith("ISCCD_")]:
+        monkeypatch.delenv(name)
+    return etc
+
+
+def _names(group: dict[str, Any]) -> list[str]:
+    return sorted(m["path"].rsplit("/", 1)[-1] for m in group["members"])
+
+
+def _scan(library: Path, state: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> Any:
+    status, report, err = run(["scan", "--state", str(state), *extra, str(library)], capsys)
+    assert status == 0, err
+    return report["roots"][0]
+
+
+def test_a_config_file_changes_what_dupes_reads_from_a_store(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    _scan(library, state, capsys)
+    _, default, _ = run(["dupes", "--state", str(state), "--near"], capsys)
+    assert sorted(g["kind"] for g in default["groups"]) == ["exact", "exact", "near"]
+
+    config = tmp_path / "isccd.toml"
+    config.write_text("[match]\ntext = 0\nmin_size = 100000\n", encoding="utf-8")
+    status, custom, err = run(
+        ["dupes", "--state", str(state), "--near", "--config", str(config)], capsys
+    )
+    assert status == 0, err
+    # The texts are smaller than min_size, and the draft is 1 bit from the text: beyond 0.
+    [group] = custom["groups"]
+    assert _names(group) == ["big.bin", "big_copy.bin"]
+    status, info, _ = run(
+        ["get", "--state", str(state), "--config", str(config), str(library / "other.txt")],
+        capsys,
+    )
+    assert status == 0 and info["path"] == str(library / "other.txt")
+    status, info, _ = run(
+        ["get", "--state", str(state), "--config", str(config), str(library / "docs/report.txt")],
+        capsys,
+    )
+    assert status == 0 and info["duplicates"] == []
+    status, found, _ = run(
+        ["similar", "--state", str(state), "--config", str(config), str(library / "big.bin")],
+        capsys,
+    )
+    assert [m["path"] for m in found["matches"]] == [str(library / "big_copy.bin")]
+
+
+def test_the_environment_and_the_default_file_are_read_too(
+    library: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_daemon_and_no_default_config: Path,
+) -> None:
+    # The state directory comes from the default configuration file; no daemon answers on the
+    # configured socket, so the store there is read.
+    state = tmp_path / "configured-state"
+    (no_daemon_and_no_default_config / "isccd.toml").write_text(
+        f'[store]\nstate_dir = "{state}"\n[server]\nsocket = "{tmp_path / "none.sock"}"\n',
+        encoding="utf-8",
+    )
+    status, _, err = run(["scan", str(library)], capsys)
+    assert status == 0, err
+    assert (state / "isccd.db").is_file()
+    _, found, _ = run(["dupes"], capsys)
+    assert len(found["groups"]) == 2
+    monkeypatch.setenv("ISCCD_MATCH__MIN_SIZE", "100000")
+    _, found, _ = run(["dupes"], capsys)
+    assert [_names(g) for g in found["groups"]] == [["big.bin", "big_copy.bin"]]
+
+
+def test_an_invalid_configuration_is_one_line_and_exit_78(
+    library: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = str(tmp_path / "state")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[match]\nmin_size = -1\n", encoding="utf-8")
+    target = str(library / "other.txt")
+    for command in (
+        ["scan", "--state", state, str(library)],
+        ["dupes", "--state", state],
+        ["get", "--state", state, target],
+        ["similar", "--state", state, target],
+    ):
+        status, out, err = run([*command, "--config", str(bad)], capsys)
+        assert status == 78, command
+        assert (
+            err.startswith("isccd: invalid configuration: match.min_size") and err.count("\n") == 1
+        )
+        assert out == ""
+    # An explicit file that is missing is an error, not the defaults.
+    status, _, err = run(["dupes", "--state", state, "--config", str(tmp_path / "no.toml")], capsys)
+    assert status == 78 and "no.toml: cannot read" in err
+    monkeypatch.setenv("ISCCD_CODE__BITS", "100")
+    status, _, err = run(["scan", "--state", state, str(library)], capsys)
+    assert status == 78 and "ISCCD_CODE__BITS" in err
+
+
+def test_scan_codes_and_ignores_as_configured_and_flags_win(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "isccd.toml"
+    config.write_text('[watch]\nignore = ["*.bin"]\n[code]\nbits = 128\n', encoding="utf-8")
+    state = tmp_path / "state"
+    root = _scan(library, state, capsys, "--config", str(config), "--ignore", "other.txt")
+    assert (root["seen"], root["added"]) == (3, 3)  # two .bin files and other.txt ignored
+    _, info, _ = run(["get", "--state", str(state), str(library / "docs/report.txt")], capsys)
+    assert {u["bits"] for u in info["units"]} == {128}
+    [data] = [u["iscc"] for u in info["units"] if u["type"] == "data"]
+    content = (library / "docs/report.txt").read_bytes()
+    assert data == iscc_core.gen_data_code_v0(io.BytesIO(content), bits=128)["iscc"]
+
+    # Every legal unit length, as `isccd code` and the daemon take them; a flag beats the file.
+    other = tmp_path / "other-state"
+    _scan(library, other, capsys, "--config", str(config), "--bits", "96")
+    _, info, _ = run(["get", "--state", str(other), str(library / "docs/report.txt")], capsys)
+    assert {u["bits"] for u in info["units"]} == {96}
+    with pytest.raises(SystemExit) as refused:
+        run(["scan", "--state", str(other), "--bits", "100", str(library)], capsys)
+    assert refused.value.code == 2 and "invalid choice: 100" in capsys.readouterr().err
