@@ -7,6 +7,7 @@ protocol form (docs/protocol.md).
 
 from __future__ import annotations
 
+from isccd.cli.output import format_size
 from isccd.protocol import DupesResult, DupKind, FileInfo, Relation, SimilarMatch, SimilarResult
 
 
@@ -70,11 +71,4 @@ def _relation(match: SimilarMatch) -> str:
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024:
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    return "?" if n is None else format_size(n)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TextIO
 
-from isccd.cli.output import Progress, dumps, wants_json
+from isccd.cli.output import Progress, dumps, format_size, wants_json
 from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT, ToolOptions
 from isccd.hashing import CodeOptions, compute_record
@@ -282,13 +282,4 @@ def _summary(obj: dict[str, Any]) -> str:
 
 
 def _size(n: int | None) -> str | None:
-    if n is None:
-        return None
-    if n < 1000:
-        return f"{n} B"
-    size, unit = float(n) / 1000, "KB"
-    for bigger in ("MB", "GB", "TB"):
-        if size < 1000:
-            break
-        size, unit = size / 1000, bigger
-    return f"{size:.1f} {unit}"
+    return None if n is None else format_size(n)

@@ -14,6 +14,18 @@ from collections.abc import Callable
 from typing import IO, Any, TextIO
 
 
+def format_size(n: int) -> str:
+    """A byte count for people, in binary units as ``du -h`` and ``ls -h`` count: ``"13.9 KiB"``."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1024:.1f} TiB"
+
+
 def wants_json(flag: bool, stream: TextIO | None = None) -> bool:
     """True when output should be JSON: asked for, or not going to a terminal."""
     stream = stream if stream is not None else sys.stdout

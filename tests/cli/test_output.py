@@ -1,0 +1,51 @@
+"""Output helpers shared by the commands."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from isccd.cli.output import Progress, format_size
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KiB"),
+        (14_234, "13.9 KiB"),
+        (1024**2 - 1, "1024.0 KiB"),
+        (1024**2, "1.0 MiB"),
+        (3 * 1024**3, "3.0 GiB"),
+        (5 * 1024**4, "5.0 TiB"),
+        (2048 * 1024**4, "2048.0 TiB"),
+    ],
+)
+def test_sizes_are_given_in_binary_units(n: int, text: str) -> None:
+    assert format_size(n) == text
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_on_a_terminal_at_most_once_per_interval_and_erases_itself() -> None:
+    now = [0.0]
+    stream = _Terminal()
+    with Progress("hashing", total=4, stream=stream, interval=1.0, clock=lambda: now[0]) as bar:
+        now[0] = 2.0
+        bar.advance()
+        bar.advance()  # same instant: not drawn again
+        assert stream.getvalue().count("\r") == 1
+        assert "hashing: 1/4 (25%)" in stream.getvalue()
+    assert stream.getvalue().endswith("\r")
+
+
+def test_progress_is_silent_off_a_terminal() -> None:
+    stream = io.StringIO()
+    with Progress("hashing", stream=stream, interval=0.0) as bar:
+        bar.advance(10)
+    assert stream.getvalue() == ""
