@@ -132,7 +132,7 @@ class Harness:
             sleep=sleep,
             sqlite=sqlite,
         )
-        self.pipeline.open()
+        self.adopted = self.pipeline.open()
 
     def write(self, name: str, text: str) -> Path:
         path = self.root / name
@@ -564,6 +564,11 @@ def test_incremental_updates_converge_to_a_fresh_scan(
             if i % scan_every == 0:
                 live.scan()
         live.scan()
+        # The per-root counters the store keeps agree with its files, after every change.
+        counted = Counter(
+            f.root for f in live.run(live.pipeline.call(lambda ix: ix.store.files_under("/")))
+        )
+        assert live.run(live.pipeline.call(lambda ix: ix.store.live_by_root())) == counted
     finally:
         live.close()
     fresh = Harness(tmp, state="fresh")

@@ -45,6 +45,7 @@ from isccd.errors import (
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import UNIT_BITS
 from isccd.pipeline import Indexer, Pipeline, PoolHasher, ScanStats, answers
+from isccd.pipeline.policy import Adopted
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
     DUPES_LIMIT,
@@ -76,6 +77,10 @@ The daemon's configuration applies (--config FILE, ISCCD_* variables): the state
 files are coded ([code]: bits, WIDE, Meta-Code, tools), what is ignored ([watch] ignore and
 follow_symlinks), which files are duplicates ([match]) and the hashing workers; the options
 here win over it, and --ignore adds to its patterns.
+
+When [match] is not the policy the index's duplicates were decided under, the stored files it
+affects are re-evaluated first, as the daemon does at a reload (dup.near, dup.exact and
+dup.resolved events in the index's log).
 
 exit status: 0 when every file was indexed; 1 when some could not be (unreadable, changing while
 read, parts of the tree that could not be listed: each is in the summary), or the store could
@@ -290,7 +295,7 @@ def run_scan(args: argparse.Namespace) -> int:
     hasher = PoolHasher(config.code, workers=jobs)
     pipeline = Pipeline(config.store_url, config.scanning(jobs), hasher=hasher)
     try:
-        results = asyncio.run(_scan(pipeline, roots, scan_options))
+        adopted, results = asyncio.run(_scan(pipeline, roots, scan_options))
     except StoreLockedError as exc:
         return _fail(_locked(exc, roots, config.socket))
     except StoreError as exc:
@@ -301,14 +306,17 @@ def run_scan(args: argparse.Namespace) -> int:
     if wants_json(args.json):
         print_json({"roots": [s.as_dict() for s in results]}, indent=2)
     else:
+        _print_adopted(adopted)
         for stats in results:
             _print_scan(stats)
     incomplete = any(s.errors or s.unstable or s.issues for s in results)
     return EXIT_FAILURE if incomplete else EXIT_OK
 
 
-async def _scan(pipeline: Pipeline, roots: list[str], options: ScanOptions) -> list[ScanStats]:
-    await asyncio.to_thread(pipeline.open)
+async def _scan(
+    pipeline: Pipeline, roots: list[str], options: ScanOptions
+) -> tuple[Adopted, list[ScanStats]]:
+    adopted = await asyncio.to_thread(pipeline.open)
     results = []
     for root in roots:
         with Progress(f"scanning {root}") as progress:
@@ -320,7 +328,7 @@ async def _scan(pipeline: Pipeline, roots: list[str], options: ScanOptions) -> l
 
             results.append(await pipeline.reconcile(root, scan=options, progress=show))
     await pipeline.purge()
-    return results
+    return adopted, results
 
 
 def _locked(exc: StoreLockedError, roots: list[str], socket: Path) -> str:
@@ -345,6 +353,14 @@ def _locked(exc: StoreLockedError, roots: list[str], socket: Path) -> str:
         command += f" --socket {shlex.quote(str(socket))}"
     command += f" {shlex.quote(roots[0])}" if len(roots) == 1 else ""
     return f"{exc}: it is the daemon; ask it to reconcile instead: `{command}`"
+
+
+def _print_adopted(adopted: Adopted) -> None:
+    if adopted.previous is not None:
+        print(
+            f"duplicate policy changed since the index was written: {adopted.files} files "
+            f"re-evaluated, {len(adopted.events)} events"
+        )
 
 
 def _print_scan(stats: ScanStats) -> None:

@@ -4,7 +4,9 @@ Start-up, in this order: open the store (checked, migrated, index loaded) while 
 workers warm up; bind the socket; start watching every root; tell systemd ``READY=1``; then
 reconcile every root with the disk (``scan.progress`` / ``scan.done`` events, ``isccd status``,
 and the systemd status line show how far it got). Changes seen while the reconcile runs are
-processed alongside it.
+processed alongside it. When the duplicate policy (``[match]``) is not the one the stored
+relations were decided under (it was edited while the daemon was stopped, or a scan ran under
+another), they are re-evaluated alongside too, as a reload does.
 
 Running: settled watcher changes go through the work queue to the pipeline; reconciles run at
 start, every ``reconcile_interval``, after lost events and on request; polled roots and
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -52,7 +55,7 @@ from isccd.errors import ConfigError
 from isccd.hashing import current_versions
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
-from isccd.pipeline import Pipeline
+from isccd.pipeline import Pipeline, policy
 from isccd.protocol import DaemonStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
@@ -171,7 +174,8 @@ class Daemon:
         workers = asyncio.create_task(self._pool.start(), name="workers")
         workers.add_done_callback(self._workers_started)
         try:
-            await asyncio.to_thread(self._pipeline.open)
+            # The duplicate policy is adopted once serving (see _adopt_policy).
+            await asyncio.to_thread(functools.partial(self._pipeline.open, adopt=False))
         except BaseException:
             await self._pool.close(grace=0)
             workers.cancel()
@@ -218,9 +222,28 @@ class Daemon:
             roots=list(self.config.roots),
             seconds=round(time.time() - self._started, 3),
         )
+        self._tasks.append(asyncio.create_task(self._adopt_policy(), name="policy"))
         for root in self.config.roots:
             self._scans.request(root, "startup")
         await self._stop.wait()
+
+    async def _adopt_policy(self) -> None:
+        """Re-evaluate the stored relations when the duplicate policy changed while the daemon
+        was not running, as a reload does, while serving (it may take a while)."""
+        log = structlog.get_logger()
+        try:
+            adopted = await self._pipeline.adopt()  # the policy in force when it runs
+        except Exception:  # the store failed (disk full): the next start or reload finishes it
+            log.exception("thresholds_reevaluation_failed")
+            return
+        if adopted.previous is not None:
+            log.info(
+                "thresholds_changed",
+                at="startup",
+                previous=policy.encode(adopted.previous),
+                files=adopted.files,
+                events=len(adopted.events),
+            )
 
     def _request_stop(self, signal_name: str) -> None:
         structlog.get_logger().info("daemon_stopping", signal=signal_name)
@@ -386,11 +409,12 @@ class Daemon:
         new = dataclasses.replace(
             new, store_url=old.store_url, state_dir=old.state_dir, server=old.server
         )
+        options = new.pipeline
+        # First: the start's re-evaluation, if it has not begun yet, then adopts these.
+        self._pipeline.options = options
         if new.pipeline.thresholds != old.pipeline.thresholds:
             events = await self._pipeline.set_thresholds(new.pipeline.thresholds)
             log.info("thresholds_changed", events=len(events))
-        options = new.pipeline
-        self._pipeline.options = options
         await self._pipeline.call(lambda ix: setattr(ix, "options", options))
         changed = _changed_versions(old.pipeline.versions, options.versions)
         if new.workers != old.workers:
@@ -469,9 +493,9 @@ class Daemon:
         self._pipeline.submit(lambda ix: ix.emit(type, root, path, data))
 
     async def status(self) -> DaemonStatus:
-        """What ``isccd status`` shows."""
+        """What ``isccd status`` shows; the counts are the index's at the time of the reply."""
         live, last = await self._pipeline.call(
-            lambda ix: (ix.store.count_files()[0], ix.store.last_seq())
+            lambda ix: (ix.store.live_by_root(), ix.store.last_seq())
         )
         watch = {s.root: s for s in (self._watcher.status() if self._watcher else [])}
         roots = []
@@ -495,7 +519,7 @@ class Daemon:
                 RootStatus(
                     path=root,
                     watch_mode=ws.mode.value if ws else "stopped",
-                    files=self._scans.files_seen(root) or 0,
+                    files=live.get(root, 0),
                     scan=self._scans.progress(root),
                     note="; ".join(notes) or None,
                 )
@@ -507,7 +531,7 @@ class Daemon:
             started=self._started,
             roots=tuple(roots),
             queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
-            files_indexed=live,
+            files_indexed=sum(live.values()),
             last_seq=last,
         )
 

@@ -43,7 +43,6 @@ class _Root:
     queued: _Request | None = None
     task: asyncio.Task[None] | None = None
     last_report: float = 0.0
-    files: int | None = None
     unavailable: str | None = None
 
 
@@ -118,11 +117,6 @@ class Scans:
             started=state.started,
         )
 
-    def files_seen(self, root: str) -> int | None:
-        """Files the last complete reconcile of ``root`` found, if one completed."""
-        state = self._roots.get(root)
-        return None if state is None else state.files
-
     def unavailable(self, root: str) -> str | None:
         """Why the last complete reconcile found ``root`` unavailable (missing, or an empty
         mount point on another device), if it did; the index kept its files."""
@@ -177,7 +171,6 @@ class Scans:
                 result = await self._pipeline.reconcile(
                     root, scan=self.scan_options, progress=lambda s: self._progress(root, state, s)
                 )
-                state.files = result.seen
                 state.unavailable = _unavailable(root, result)
                 if state.unavailable is not None:
                     log.warning("root_unavailable", root=root, error=state.unavailable)

@@ -2,9 +2,10 @@
 index and the events they cause. Shared by ``isccd scan`` and the daemon.
 
 - :class:`Pipeline` (:mod:`.runner`): the asyncio facade. ``open()``, then ``reconcile(root)``,
-  ``process_path``, ``remove_path``, ``move_path``, ``set_thresholds``, ``purge``, the questions
-  ``get``/``similar``/``dupes`` and the event log (``events_since``, ``last_seq``,
-  ``first_seq``); ``on_commit`` receives every committed batch of events in order.
+  ``process_path``, ``remove_path``, ``move_path``, ``set_thresholds`` and ``adopt``, ``purge``,
+  the questions ``get``/``similar``/``dupes`` and the event log (``events_since``,
+  ``last_seq``, ``first_seq``); ``on_commit`` receives every committed batch of events in
+  order.
 - :class:`Indexer` (:mod:`.indexer`): the synchronous core on the store's owner thread: applies
   records, renames, hardlinks and removals, keeps relations and the index consistent, logs
   events in the same transaction.
@@ -13,6 +14,9 @@ index and the events they cause. Shared by ``isccd scan`` and the daemon.
 - :mod:`.answers`: their answers as the protocol's results, for the daemon and the command
   line alike.
 - :mod:`.events`: what each event's ``data`` holds.
+- :mod:`.policy`: the duplicate policy the stored relations were decided under, and the
+  re-evaluation that switches them to another (at a reload, or when a pipeline opens the store
+  under another policy).
 """
 
 from __future__ import annotations

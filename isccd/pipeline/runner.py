@@ -18,6 +18,7 @@ import concurrent.futures
 import functools
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -26,7 +27,7 @@ from typing import Protocol, TypeVar
 from isccd.hashing import CodeOptions, compute_record
 from isccd.match import Thresholds
 from isccd.model import Event, FileIssue, FileRecord, IssueCode, IssueKind, UnitType
-from isccd.pipeline import queries
+from isccd.pipeline import policy, queries
 from isccd.pipeline.indexer import Indexer, is_unstable
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats, plan_path
@@ -116,15 +117,6 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group.exceptions[0]
 
 
-def _reevaluate(file_ids: Sequence[int], previous: Thresholds, ix: Indexer) -> list[Event]:
-    return ix.reevaluate(file_ids, previous)
-
-
-def _switch(thresholds: Thresholds, ix: Indexer) -> tuple[Thresholds, list[int]]:
-    previous = ix.options.thresholds
-    return previous, ix.set_thresholds(thresholds)
-
-
 class Pipeline:
     """Scans, hashing results and watcher changes applied to the store and index.
 
@@ -160,6 +152,7 @@ class Pipeline:
         self.options = options or PipelineOptions()
         self._hasher = hasher
         self._sleep = sleep
+        self._adopting = threading.Lock()
 
         def build() -> Indexer:
             store = open_store(store_url, sqlite=sqlite)
@@ -171,13 +164,29 @@ class Pipeline:
 
         self._owner: StoreOwner[Indexer] = StoreOwner(build, name="isccd-store", options=owner)
 
-    def open(self) -> None:
-        """Open the store and load the index (blocking).
+    def open(self, *, adopt: bool = True) -> policy.Adopted:
+        """Open the store and load the index (blocking), and bring the stored relations under
+        this pipeline's duplicate policy (:mod:`isccd.pipeline.policy`).
+
+        Args:
+            adopt: Re-evaluate them now. Otherwise the store's policy stays in force until
+                :meth:`adopt` is awaited (the daemon, which serves meanwhile).
+
+        Returns:
+            What adopting the policy took: nothing when the store's policy is this one.
 
         Raises:
             StoreError: The store cannot be opened, is corrupt, or the disk is full.
         """
         self._owner.start()
+        try:
+            if adopt:
+                return self._adopt(None)
+            self._owner.call(functools.partial(policy.keep, fallback=self.options.thresholds))
+        except BaseException:
+            self._owner.close()
+            raise
+        return policy.Adopted()
 
     def close(self) -> None:
         """Commit what is queued and close the store; idempotent."""
@@ -329,13 +338,52 @@ class Pipeline:
 
     async def set_thresholds(self, thresholds: Thresholds, chunk: int = 256) -> list[Event]:
         """Apply a new duplicate policy (thresholds and ``min_size``) and re-evaluate the
-        relations it affects."""
-        previous, ids = await self.call(functools.partial(_switch, thresholds))
+        relations it affects (:meth:`adopt`).
+
+        Returns:
+            The events logged.
+        """
+        return list((await self.adopt(thresholds, chunk)).events)
+
+    async def adopt(self, thresholds: Thresholds | None = None, chunk: int = 256) -> policy.Adopted:
+        """Bring the stored relations under a duplicate policy (this pipeline's by default):
+        finish a switch the store records as under way, then re-evaluate the files the change
+        from the store's policy affects, ``chunk`` files per transaction. Other work goes on
+        between the chunks; one switch runs at a time.
+
+        Returns:
+            The policy left, the files re-evaluated and the events logged.
+        """
+        return await asyncio.to_thread(self._adopt, thresholds, chunk)
+
+    def _adopt(self, thresholds: Thresholds | None, chunk: int = 256) -> policy.Adopted:
+        """Finish a switch the store records as under way, then switch to ``thresholds`` (by
+        default :attr:`options`', read once the previous switch is done) if the store's policy
+        is another one; chunk by chunk (blocking)."""
+        with self._adopting:
+            target = self.options.thresholds if thresholds is None else thresholds
+            return self._switch(target, chunk)
+
+    def _switch(self, thresholds: Thresholds, chunk: int) -> policy.Adopted:
+        call = self._owner.call
+        found = call(policy.recorded)
+        if found is None:
+            call(lambda ix: policy.record(ix, policy.Recorded(thresholds)))
+            return policy.Adopted()
+        steps = [] if found.target is None else [(found.decided, found.target, found.done)]
+        if found.effective != thresholds:
+            steps.append((found.effective, thresholds, 0))
         events: list[Event] = []
-        for start in range(0, len(ids), chunk):
-            part = ids[start : start + chunk]
-            events += await self.call(functools.partial(_reevaluate, part, previous))
-        return events
+        files = 0
+        for previous, target, done in steps:
+            switch = call(
+                functools.partial(policy.begin, previous=previous, target=target, done=done)
+            )
+            for start in range(0, len(switch.ids), chunk):
+                part = switch.ids[start : start + chunk]
+                events += call(functools.partial(policy.step, switch=switch, part=part))
+            files += len(switch.ids)
+        return policy.Adopted(found.decided, files, events) if steps else policy.Adopted()
 
     async def purge(self) -> tuple[int, int]:
         """Forget tombstones and events past their retention."""

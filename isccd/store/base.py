@@ -1,7 +1,9 @@
 """The store's backend interface: what the index keeps on disk, independent of the database.
 
 A backend remembers files (by path, with their identity, validators and ISCC units), tombstones
-of removed files, near-duplicate relations between files, and the event log. It makes no
+of removed files, near-duplicate relations between files, the event log, and a few named
+properties of the index as a whole (the duplicate policy its relations were decided under). It
+makes no
 decisions: the pipeline decides what changed and what to announce, and hands the backend the
 rows and events to write.
 
@@ -237,6 +239,12 @@ class Store(Transactional, Protocol):
         """``(live files, tombstones)``."""
         ...
 
+    def live_by_root(self) -> dict[str, int]:
+        """Live files per root, for the roots that hold any; the daemon's ``status`` asks it
+        often, so a backend answers it without reading the files (SQLite: counters kept in
+        the transactions that change them)."""
+        ...
+
     def root_device(self, root: str) -> int | None:
         """The ``st_dev`` recorded for a root directory (:meth:`set_root_device`), if any."""
         ...
@@ -288,6 +296,15 @@ class Store(Transactional, Protocol):
     def near_pairs(self) -> Iterator[NearPair]:
         """Every stored relation."""
         ...
+
+    # -- properties --------------------------------------------------------------------------
+
+    def get_property(self, name: str) -> str | None:
+        """The value recorded under ``name``, if any."""
+        ...
+
+    def set_property(self, name: str, value: str) -> None:
+        """Record ``value`` under ``name`` in the current transaction, replacing any."""
 
     # -- events ------------------------------------------------------------------------------
 

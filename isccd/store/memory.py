@@ -8,6 +8,7 @@ SQLite.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -40,6 +41,7 @@ class MemoryStore:
         self._near_of: dict[int, set[_Key]] = {}
         self._events: list[Event] = []
         self._root_devs: dict[str, int] = {}
+        self._properties: dict[str, str] = {}
         self._next_id = 1
         self._next_seq = 1
         self._undo: list[Callable[[], None]] | None = None
@@ -276,6 +278,10 @@ class MemoryStore:
         live = len(self._by_path)
         return live, len(self._files) - live
 
+    def live_by_root(self) -> dict[str, int]:
+        """Live files per root (counted: this backend serves tests)."""
+        return dict(Counter(self._files[i].root for i in self._by_path.values()))
+
     def root_device(self, root: str) -> int | None:
         """The recorded ``st_dev`` of a root."""
         return self._root_devs.get(root)
@@ -377,6 +383,17 @@ class MemoryStore:
         """All relations."""
         for key in sorted(self._near):
             yield NearPair(*key, self._near[key])
+
+    # -- properties ----------------------------------------------------------------------------
+
+    def get_property(self, name: str) -> str | None:
+        """The value recorded under ``name``."""
+        return self._properties.get(name)
+
+    def set_property(self, name: str, value: str) -> None:
+        """Record a value in the current transaction."""
+        self._check()
+        self._set(self._properties, name, value)
 
     # -- events --------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ bump, so a crash leaves the database at a whole version. A migration, once relea
 changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
 database created at every older version).
 
-Layout (version 3):
+Layout (version 5):
 
 - ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
   ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
@@ -19,12 +19,16 @@ Layout (version 3):
 - ``roots.dev``: the ``st_dev`` of the root directory when it was last reconciled, so that a
   root that is suddenly on another device (an unmounted disk's empty mount point) is told apart
   from a root whose files were deleted.
+- ``roots.live``: how many live files the root holds, kept by triggers on ``files`` in the
+  transaction that changes them, so that ``isccd status`` counts per root without a scan.
 - ``units``: one row per ISCC unit of a file, with its profile.
 - ``skips``: one row per unit a file lacks because a component is missing, with the profile it
   was attempted with (``... fpcalc/missing ...``): when that profile is outdated, the unit is
   computed.
 - ``near``: near-duplicate relations, one row per pair of files and unit type.
 - ``events``: the event log; ``seq`` is ``AUTOINCREMENT`` so it only ever grows.
+- ``properties``: named values about the index as a whole (the duplicate policy its relations
+  were decided under), each a text the layer above interprets.
 """
 
 from __future__ import annotations
@@ -153,6 +157,41 @@ MIGRATIONS: tuple[Migration, ...] = (
                   AND json_extract(i.value, '$.code') = 'tool_missing'
                   AND json_extract(i.value, '$.stage')
                       IN ('meta', 'text', 'image', 'audio', 'video')""",
+        ),
+    ),
+    Migration(
+        4,
+        "named values about the index as a whole: the duplicate policy its relations were "
+        "decided under (none recorded: the next writer's)",
+        (
+            """CREATE TABLE properties (
+                name TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            ) WITHOUT ROWID""",
+        ),
+    ),
+    Migration(
+        5,
+        "live files per root, counted once and kept by triggers",
+        (
+            "ALTER TABLE roots ADD COLUMN live INTEGER NOT NULL DEFAULT 0",
+            """UPDATE roots SET live = (
+                SELECT count(*) FROM files f WHERE f.root_id = roots.id AND f.removed_at IS NULL
+            )""",
+            """CREATE TRIGGER files_live_insert AFTER INSERT ON files
+                WHEN new.removed_at IS NULL
+                BEGIN UPDATE roots SET live = live + 1 WHERE id = new.root_id; END""",
+            """CREATE TRIGGER files_live_delete AFTER DELETE ON files
+                WHEN old.removed_at IS NULL
+                BEGIN UPDATE roots SET live = live - 1 WHERE id = old.root_id; END""",
+            # A rename to another root, a removal (a tombstone), or a record stored again.
+            """CREATE TRIGGER files_live_update AFTER UPDATE OF root_id, removed_at ON files
+                BEGIN
+                    UPDATE roots SET live = live - 1
+                        WHERE id = old.root_id AND old.removed_at IS NULL;
+                    UPDATE roots SET live = live + 1
+                        WHERE id = new.root_id AND new.removed_at IS NULL;
+                END""",
         ),
     ),
 )

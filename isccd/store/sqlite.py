@@ -563,6 +563,11 @@ class SqliteStore:
         ).fetchone()
         return int(live), int(dead)
 
+    def live_by_root(self) -> dict[str, int]:
+        """Live files per root, from the counters the schema's triggers keep."""
+        rows = self._exec("SELECT path, live FROM roots WHERE live > 0 ORDER BY path")
+        return {from_fs(path): int(live) for path, live in rows}
+
     def root_device(self, root: str) -> int | None:
         """The recorded ``st_dev`` of a root."""
         row = self._exec("SELECT dev FROM roots WHERE path = ?", (to_fs(root),)).fetchone()
@@ -714,6 +719,21 @@ class SqliteStore:
         rows = self._exec("SELECT a, b, unit, distance FROM near ORDER BY a, b, unit").fetchall()
         for a, b, unit, distance in rows:
             yield NearPair(a, b, UnitType(unit), distance)
+
+    # -- properties ----------------------------------------------------------------------------
+
+    def get_property(self, name: str) -> str | None:
+        """The value recorded under ``name``."""
+        row = self._exec("SELECT value FROM properties WHERE name = ?", (name,)).fetchone()
+        return str(row[0]) if row is not None else None
+
+    def set_property(self, name: str, value: str) -> None:
+        """Record a value in the current transaction."""
+        self._exec(
+            "INSERT INTO properties (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (name, value),
+        )
 
     # -- events --------------------------------------------------------------------------------
 

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import iscc_core
 import pytest
 
-from tests.cli.test_index_cli import make_library, run
+from isccd.cli.main import main
+from isccd.model import Event, EventType
+from isccd.pipeline import policy
+from isccd.store import open_store, state_url
+from tests.cli.test_index_cli import Terminal, make_library, run
 
 
 @pytest.fixture
@@ -160,3 +165,77 @@ def test_scan_codes_and_ignores_as_configured_and_flags_win(
     with pytest.raises(SystemExit) as refused:
         run(["scan", "--state", str(other), "--bits", "100", str(library)], capsys)
     assert refused.value.code == 2 and "invalid choice: 100" in capsys.readouterr().err
+
+
+def _log_after(state: Path, seq: int) -> tuple[list[Event], str | None]:
+    """The events after ``seq`` in the index's log, and its recorded duplicate policy."""
+    store = open_store(state_url(state), readonly=True)
+    try:
+        return store.events_since(seq, limit=100_000), store.get_property(policy.PROPERTY)
+    finally:
+        store.close()
+
+
+def _dup_events(events: list[Event]) -> list[Event]:
+    return [e for e in events if e.type.value.startswith("dup.")]
+
+
+def test_a_scan_under_another_policy_re_evaluates_the_index_once(
+    library: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = tmp_path / "state"
+    _scan(library, state, capsys)
+    logged, recorded = _log_after(state, 0)
+    last = logged[-1].seq
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[match]\ntext = 0\ndata = 0\nmin_size = 100000\n", encoding="utf-8")
+
+    # Readers filter by their own policy, and never write.
+    for command in (
+        ["dupes", "--near"],
+        ["get", str(library / "docs/report.txt")],
+        ["similar", str(library / "docs/draft.txt")],
+    ):
+        status, _, err = run([*command, "--state", str(state), "--config", str(strict)], capsys)
+        assert status == 0, err
+    assert _log_after(state, last) == ([], recorded)
+
+    # The texts are below min_size now, and the draft beyond 0 bits from the report: what ended
+    # is logged by the scan's open, before the scan itself.
+    screen, captured = Terminal(), sys.stdout
+    monkeypatch.setattr(sys, "stdout", screen)
+    assert main(["scan", "--state", str(state), "--config", str(strict), str(library)]) == 0
+    monkeypatch.setattr(sys, "stdout", captured)
+    assert "duplicate policy changed since the index was written" in screen.getvalue()
+    events, _ = _log_after(state, last)
+    resolved = _dup_events(events)
+    assert {(e.type, e.data["reason"]) for e in resolved} == {(EventType.DUP_RESOLVED, "threshold")}
+    assert resolved == events[: len(resolved)]
+    [exact] = [e for e in resolved if e.data["kind"] == "exact"]
+    assert _names_of(exact) == {"report.txt", "backup_report.txt"}
+    near = [e for e in resolved if e.data["kind"] == "near"]
+    texts = {"report.txt", "backup_report.txt", "draft.txt", "other.txt"}
+    assert near and all(_names_of(e) <= texts and len(_names_of(e)) > 1 for e in near)
+    assert any("draft.txt" in _names_of(e) for e in near)
+
+    # The same policy again: nothing is re-evaluated.
+    last = events[-1].seq
+    _scan(library, state, capsys, "--config", str(strict))
+    events, _ = _log_after(state, last)
+    assert [e.type for e in events] == [EventType.SCAN_DONE]
+
+    # Back to the defaults: the relations are found again.
+    _scan(library, state, capsys)
+    events, _ = _log_after(state, events[-1].seq)
+    found = _dup_events(events)
+    assert {e.type for e in found} == {EventType.DUP_EXACT, EventType.DUP_NEAR}
+    [exact] = [e for e in found if e.type is EventType.DUP_EXACT]
+    assert _names_of(exact) == {"report.txt", "backup_report.txt"}
+
+
+def _names_of(event: Event) -> set[str]:
+    """The file an event is about and the others it names."""
+    return {Path(event.path).name, *(Path(o["path"]).name for o in event.data["others"])}

@@ -193,3 +193,17 @@ async def next_event(
 def of_type(kind: EventType, path: Path | str | None = None) -> Callable[[Event], bool]:
     """An event matcher by type and, optionally, path."""
     return lambda e: e.type is kind and (path is None or e.path == str(path))
+
+
+async def events_until(daemon: Daemon, since: int, last: int) -> list[Event]:
+    """What a subscriber resuming after ``since`` receives, up to the event ``last``."""
+    client = await daemon.client()
+    await client.subscribe(since=since)
+    events: list[Event] = []
+    async with asyncio.timeout(30):
+        async for event in client.events():
+            events.append(event)
+            if event.seq >= last:
+                break
+    await client.close()
+    return events

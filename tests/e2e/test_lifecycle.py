@@ -13,10 +13,10 @@ from pathlib import Path
 
 from isccd.client import Client
 from isccd.hashing import CodeOptions, compute_record
-from isccd.model import EventType
+from isccd.model import Event, EventType
 from isccd.protocol import DupesQuery
 
-from .conftest import Daemon, next_event, of_type
+from .conftest import Daemon, events_until, next_event, of_type
 
 
 def _config(path: Path, roots: list[Path], extra: str = "") -> None:
@@ -212,3 +212,45 @@ def test_a_store_that_cannot_be_opened_exits_74(tmp_path: Path) -> None:
     assert result.returncode == 74
     assert "store_unavailable" in result.stderr
     assert "isccd.db" in result.stderr
+
+
+def test_a_policy_changed_while_stopped_is_applied_at_the_next_start_once(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    root = daemon.root
+    words = [f"word{i % 97}x{i % 13}" for i in range(2000)]
+    (root / "draft.txt").write_text(" ".join(words))
+    words[500:503] = ["three", "new", "words"]
+    (root / "final.txt").write_text(" ".join(words))
+    for name in ("a.cfg", "b.cfg"):
+        (root / name).write_text("x=1\n")  # 4 bytes, the same in both
+    config = daemon.base / "isccd.toml"
+    _config(config, [root])
+
+    async def run_until_synced(since: int) -> tuple[int, list[Event]]:
+        """Sync, then read the log from ``since`` as a subscriber resuming there."""
+        control = await daemon.client()
+        last = await control.sync()
+        await control.close()
+        events = await events_until(daemon, since, last)
+        return last, [e for e in events if e.type.value.startswith("dup.")]
+
+    daemon.start("--config", str(config), watch=False)
+    seen, found = asyncio.run(run_until_synced(0))
+    assert {e.type for e in found} == {EventType.DUP_EXACT, EventType.DUP_NEAR}
+    assert daemon.stop() == 0
+
+    _config(config, [root], "[match]\ntext = 0\ndata = 0\nmin_size = 5\n")
+    daemon.start("--config", str(config), watch=False)
+    seen, found = asyncio.run(run_until_synced(seen))
+    assert {(e.type, e.data["reason"]) for e in found} == {(EventType.DUP_RESOLVED, "threshold")}
+    assert {e.data["kind"] for e in found} == {"exact", "near"}
+    assert daemon.stop() == 0
+    changed = [line for line in daemon.log_lines() if line.get("event") == "thresholds_changed"]
+    assert [(line["at"], line["events"]) for line in changed] == [("startup", len(found))]
+
+    daemon.start("--config", str(config), watch=False)  # the same policy: nothing to do
+    _, found = asyncio.run(run_until_synced(seen))
+    assert found == []
+    assert daemon.stop() == 0

@@ -8,20 +8,7 @@ from collections.abc import Callable
 
 from isccd.model import Event, EventType
 
-from .conftest import Daemon
-
-
-async def _events_until(daemon: Daemon, since: int, last: int) -> list[Event]:
-    client = await daemon.client()
-    await client.subscribe(since=since)
-    events: list[Event] = []
-    async with asyncio.timeout(30):
-        async for event in client.events():
-            events.append(event)
-            if event.seq >= last:
-                break
-    await client.close()
-    return events
+from .conftest import Daemon, events_until
 
 
 def test_events_missed_while_stopped_are_replayed_exactly(
@@ -52,8 +39,8 @@ def test_events_missed_while_stopped_are_replayed_exactly(
         client = await daemon.client()
         last = await client.sync()
         await client.close()
-        first = await _events_until(daemon, seen, last)
-        again = await _events_until(daemon, seen, last)
+        first = await events_until(daemon, seen, last)
+        again = await events_until(daemon, seen, last)
         return first, again
 
     replayed, again = asyncio.run(after())

@@ -232,3 +232,50 @@ def test_ignored_paths_and_the_store_inside_a_root_are_not_indexed(
     assert daemon.stop() == 0
     hashed = [line["path"] for line in daemon.log_lines() if line.get("event") == "file_processed"]
     assert hashed == [str(daemon.root / "film.mkv")]
+
+
+def test_status_counts_each_roots_files_as_they_are_indexed(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    first, second = daemon.root, daemon.base / "second"
+    second.mkdir()
+    (first / "one.txt").write_text(_text(50, 1))
+    daemon.start("--watch", str(second))
+
+    def on_disk() -> dict[str, int]:
+        return {str(r): sum(1 for p in r.rglob("*") if p.is_file()) for r in (first, second)}
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await control.sync()
+        await watcher.subscribe()
+        shutil.copyfile(first / "one.txt", first / "two.txt")
+        (first / "three.txt").write_text(_text(50, 3))
+        (second / "four.txt").write_text(_text(50, 4))
+        added: set[str] = set()
+        while len(added) < 3:
+            event = await next_event(watcher, of_type(EventType.FILE_ADDED))
+            added.add(Path(event.path).name)
+        # Right after the watcher's changes, with no reconcile since the first sync.
+        status = await control.status()
+        assert (
+            {r.path: r.files for r in status.roots} == on_disk() == {str(first): 3, str(second): 1}
+        )
+        assert status.files_indexed == 4
+        (first / "one.txt").unlink()
+        await next_event(watcher, of_type(EventType.FILE_REMOVED, first / "one.txt"))
+        status = await control.status()
+        assert (
+            {r.path: r.files for r in status.roots} == on_disk() == {str(first): 2, str(second): 1}
+        )
+        await control.sync()
+        status = await control.status()
+        assert {r.path: r.files for r in status.roots} == on_disk()
+        assert sum(r.files for r in status.roots) == status.files_indexed == 3
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert daemon.stop() == 0
