@@ -106,6 +106,8 @@ class IssueCode(enum.StrEnum):
     """Over a configured limit (e.g. a decompression bomb); refused, not decoded."""
     TOOL_MISSING = "tool_missing"
     """An external tool or optional extractor is not installed."""
+    DISABLED = "disabled"
+    """Turned off by the configuration (e.g. the Meta-Code with ``[code] meta = false``)."""
     TOOL_FAILED = "tool_failed"
     """An external tool or extractor failed or timed out."""
     INVALID = "invalid"
@@ -147,10 +149,11 @@ class FileIssue:
         kind: Error or deliberate skip.
         reason: A sentence a user can act on.
         code: The cause, for programs (e.g. retry on ``UNSTABLE``); ``None`` if unclassified.
-        profile: For a unit not computed because a component is missing (``TOOL_MISSING``):
-            the profile it was attempted with, naming the component as ``name/missing``
-            (e.g. ``"iscc/1.5.0 bits/64 fpcalc/missing isccd-extract/1"``). Like a unit's
-            profile, once it is outdated (the component is installed) the unit is computed.
+        profile: For a unit not computed because a component is missing (``TOOL_MISSING``)
+            or turned off (``DISABLED``): the profile it was attempted with, naming the
+            component as ``name/missing`` (e.g. ``"iscc/1.5.0 bits/64 fpcalc/missing
+            isccd-extract/1"``) or ``meta/off``. Like a unit's profile, once it is outdated (the
+            component is installed, the unit turned on) the unit is computed.
     """
 
     stage: str

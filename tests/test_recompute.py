@@ -15,8 +15,8 @@ from pathlib import Path
 
 import iscc_core
 
-from isccd.hashing import compute_record, current_versions
-from isccd.model import EventType, FileRecord, UnitType
+from isccd.hashing import CodeOptions, compute_record, current_versions
+from isccd.model import EventType, FileRecord, IssueCode, UnitType
 from isccd.pipeline import PipelineOptions
 from isccd.store import DB_NAME
 from tests.extract.media import HAVE_FFMPEG, HAVE_FPCALC, make_audio, make_video, scene
@@ -139,3 +139,97 @@ def test_nothing_is_computed_again_while_the_versions_are_current(tmp_path: Path
         assert calls == Counter()
     finally:
         h.close()
+
+
+def test_turning_the_meta_code_off_and_on_again_computes_it_alone(tmp_path: Path) -> None:
+    """The ``[code]`` meta settings change between runs: only the Meta-Codes are computed (or
+    dropped) again, the ISCC-CODEs composed again, and the files end as a fresh run makes them."""
+    root = tmp_path / "root"
+    root.mkdir()
+    scene().save(root / "picture.png")
+    (root / "notes.txt").write_text("Words whose Meta-Code comes and goes. " * 30)
+    (root / "blob.bin").write_bytes(bytes(range(256)) * 16)  # no Meta-Code in any case
+    described = {"picture.png", "notes.txt"}
+
+    def scan(options: CodeOptions, calls: Calls) -> dict[str, FileRecord]:
+        async def hasher(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+            calls[(Path(path).name, units)] += 1
+            return await asyncio.to_thread(compute_record, path, options, units)
+
+        h = Harness(
+            tmp_path, hasher=hasher, options=PipelineOptions(versions=current_versions(options))
+        )
+        try:
+            h.scan()
+            stored = h.run(h.pipeline.call(lambda ix: ix.store.files_under("/")))
+        finally:
+            h.close()
+        return {Path(f.path).name: f.record for f in stored}
+
+    def fresh(options: CodeOptions) -> dict[str, str | None]:
+        return {p.name: compute_record(str(p), options).iscc for p in root.iterdir()}
+
+    calls: Calls = Counter()
+    on = scan(CodeOptions(), calls)
+    assert all(units is None for _, units in calls)  # every file computed whole, once
+
+    for options in (CodeOptions(meta=False), CodeOptions(extract_meta=False), CodeOptions()):
+        calls.clear()
+        now = scan(options, calls)
+        only_meta = frozenset({UnitType.META})
+        assert calls == Counter({(name, only_meta): 1 for name in described}), options
+        assert {name: r.iscc for name, r in now.items()} == fresh(options)
+        for name, record in now.items():
+            for kept in (UnitType.DATA, UnitType.INSTANCE, UnitType.IMAGE, UnitType.TEXT):
+                assert record.unit(kept) == on[name].unit(kept)
+            meta = record.unit(UnitType.META)
+            assert (meta is None) == (not options.meta or name not in described)
+            skips = [i.code for i in record.issues if i.stage == "meta"]
+            assert skips == ([IssueCode.DISABLED] if not options.meta and name in described else [])
+    # On again as at first: the codes are the first run's.
+    assert {name: (r.iscc, r.units) for name, r in now.items()} == {
+        name: (r.iscc, r.units) for name, r in on.items()
+    }
+
+
+def test_a_changed_wide_option_composes_the_iscc_codes_again_without_reading(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "blob.bin").write_bytes(bytes(range(256)) * 16)  # Data and Instance only
+    (root / "notes.txt").write_text("Words with a Meta- and a Text-Code. " * 30)
+
+    def scan(wide: bool, calls: Calls) -> tuple[dict[str, FileRecord], list[EventType]]:
+        options = CodeOptions(bits=128, wide=wide)
+
+        async def hasher(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+            calls[(Path(path).name, units)] += 1
+            return await asyncio.to_thread(compute_record, path, options, units)
+
+        pipeline = PipelineOptions(versions=current_versions(options), wide=wide)
+        h = Harness(tmp_path, hasher=hasher, options=pipeline)
+        try:
+            opened = list(h.committed)  # what opening the store did, before any scan
+            h.scan()
+            stored = h.run(h.pipeline.call(lambda ix: ix.store.files_under("/")))
+        finally:
+            h.close()
+        changed = [Path(e.path).name for e in opened if e.type is EventType.FILE_CHANGED]
+        return {Path(f.path).name: f.record for f in stored}, changed
+
+    def fresh(wide: bool) -> dict[str, str | None]:
+        options = CodeOptions(bits=128, wide=wide)
+        return {p.name: compute_record(str(p), options).iscc for p in root.iterdir()}
+
+    calls: Calls = Counter()
+    narrow, _ = scan(False, calls)
+    assert {name: r.iscc for name, r in narrow.items()} == fresh(False)
+    for wide in (True, False):
+        calls.clear()
+        now, changed = scan(wide, calls)
+        assert calls == Counter()  # composed from the stored units: no file was read
+        assert changed == ["blob.bin"]  # the only one whose ISCC-CODE WIDE changes
+        assert {name: r.iscc for name, r in now.items()} == fresh(wide)
+        assert now["notes.txt"] == narrow["notes.txt"]
+    assert fresh(True)["blob.bin"] != fresh(False)["blob.bin"]  # the option made a difference

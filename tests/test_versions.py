@@ -147,3 +147,32 @@ def test_a_skip_for_a_missing_tool_is_outdated_once_the_tool_is_there(tmp_path: 
     assert profile_is_stale(meta.profile, installed)
     data = record.unit(UnitType.DATA)
     assert data is not None and not profile_is_stale(data.profile, installed)
+
+
+def test_the_meta_settings_outdate_the_meta_code_alone(tmp_path: Path) -> None:
+    texts = make_texts(tmp_path / "texts")
+    embedded = CodeOptions()
+    name_only = CodeOptions(extract_meta=False)
+    off = CodeOptions(meta=False)
+    record = compute_record(str(texts["utf8.txt"]), embedded)
+    meta = record.unit(UnitType.META)
+    assert meta is not None and "meta/embedded" in meta.profile.split()
+    others = [u.profile for u in record.units if u.type is not UnitType.META]
+    for options in (name_only, off):
+        assert profile_is_stale(meta.profile, current_versions(options))
+        assert not any(profile_is_stale(p, current_versions(options)) for p in others)
+
+    # Turned off, the Meta-Code is a skip whose profile turning it on again outdates.
+    without = compute_record(str(texts["utf8.txt"]), off)
+    assert without.unit(UnitType.META) is None
+    [skip] = [i for i in without.issues if i.stage == "meta"]
+    assert (skip.kind, skip.code) == (IssueKind.SKIPPED, IssueCode.DISABLED)
+    assert skip.profile is not None and "meta/off" in skip.profile.split()
+    assert not profile_is_stale(skip.profile, current_versions(off))
+    assert profile_is_stale(skip.profile, current_versions(embedded))
+    assert profile_is_stale(skip.profile, current_versions(name_only))
+
+    # A file without a Content-Code has no Meta-Code either way: nothing is recorded for it.
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(bytes(range(256)) * 8)
+    assert not [i for i in compute_record(str(blob), off).issues if i.stage == "meta"]

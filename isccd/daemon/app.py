@@ -6,7 +6,8 @@ reconcile every root with the disk (``scan.progress`` / ``scan.done`` events, ``
 and the systemd status line show how far it got). Changes seen while the reconcile runs are
 processed alongside it. When the duplicate policy (``[match]``) is not the one the stored
 relations were decided under (it was edited while the daemon was stopped, or a scan ran under
-another), they are re-evaluated alongside too, as a reload does.
+another), they are re-evaluated alongside too, as a reload does; so are the stored ISCC-CODEs
+composed again when ``[code] wide`` changed.
 
 Running: settled watcher changes go through the work queue to the pipeline; reconciles run at
 start, every ``reconcile_interval``, after lost events and on request; polled roots and
@@ -15,8 +16,10 @@ hourly; a heartbeat keeps systemd's watchdog quiet while work moves. Before each
 reconcile the tools' versions are asked again (as on a reload).
 
 SIGHUP re-reads the configuration: a valid one is applied as a whole (roots added and removed,
-the stored relations re-evaluated under new thresholds or ``min_size``, settling, scanning and
-worker options replaced), an invalid one is logged and the running configuration kept;
+the stored relations re-evaluated under new thresholds or ``min_size``, the ISCC-CODEs composed
+again under a new ``wide``, settling, scanning and worker options replaced; a changed ``[code]``
+setting that outdates units, such as ``bits`` or ``meta``, has them computed again by a
+reconcile), an invalid one is logged and the running configuration kept;
 ``RELOADING=1`` and ``READY=1`` frame it. What cannot change without a restart (the store and
 the socket) is reported and kept. The versions of the tools units depend on are asked again:
 when one changed (fpcalc installed or upgraded), every root is reconciled, which computes again
@@ -222,28 +225,43 @@ class Daemon:
             roots=list(self.config.roots),
             seconds=round(time.time() - self._started, 3),
         )
-        self._tasks.append(asyncio.create_task(self._adopt_policy(), name="policy"))
+        self._tasks.append(asyncio.create_task(self._adopt_stored(), name="adopt"))
         for root in self.config.roots:
             self._scans.request(root, "startup")
         await self._stop.wait()
 
-    async def _adopt_policy(self) -> None:
-        """Re-evaluate the stored relations when the duplicate policy changed while the daemon
-        was not running, as a reload does, while serving (it may take a while)."""
+    async def _adopt_stored(self) -> None:
+        """Bring what is stored under the configuration it starts with, as a reload does,
+        while serving (it may take a while): the relations under a duplicate policy changed
+        while the daemon was not running, and the ISCC-CODEs under ``[code] wide``."""
         log = structlog.get_logger()
         try:
             adopted = await self._pipeline.adopt()  # the policy in force when it runs
         except Exception:  # the store failed (disk full): the next start or reload finishes it
             log.exception("thresholds_reevaluation_failed")
+        else:
+            if adopted.previous is not None:
+                log.info(
+                    "thresholds_changed",
+                    at="startup",
+                    previous=policy.encode(adopted.previous),
+                    files=adopted.files,
+                    events=len(adopted.events),
+                )
+        await self._recompose("startup")
+
+    async def _recompose(self, at: str) -> None:
+        """Compose the stored ISCC-CODEs again when ``[code] wide`` changed since they were
+        composed (nothing is read from disk, but every file is visited)."""
+        log = structlog.get_logger()
+        try:
+            events = await self._pipeline.recompose()  # the option in force when it runs
+        except Exception:  # the store failed (disk full): the next start or reload does it
+            log.exception("iscc_code_composition_failed")
             return
-        if adopted.previous is not None:
-            log.info(
-                "thresholds_changed",
-                at="startup",
-                previous=policy.encode(adopted.previous),
-                files=adopted.files,
-                events=len(adopted.events),
-            )
+        if events:
+            log.info("iscc_codes_composed", at=at, wide=self._pipeline.options.wide,
+                     changed=len(events))  # fmt: skip
 
     def _request_stop(self, signal_name: str) -> None:
         structlog.get_logger().info("daemon_stopping", signal=signal_name)
@@ -417,6 +435,8 @@ class Daemon:
             log.info("thresholds_changed", events=len(events))
         await self._pipeline.call(lambda ix: setattr(ix, "options", options))
         changed = _changed_versions(old.pipeline.versions, options.versions)
+        if options.wide != old.pipeline.wide:
+            await self._recompose("reload")
         if new.workers != old.workers:
             await self._replace_workers(new)
         self._scans.scan_options = new.scan

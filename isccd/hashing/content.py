@@ -20,7 +20,7 @@ from isccd.extract.text import extract_text, extract_text_metadata, metadata_sou
 from isccd.extract.tools import MISSING, ToolInput, ToolOptions, tool_input
 from isccd.extract.video import extract_video
 from isccd.hashing.issues import issue_from_exception
-from isccd.hashing.options import EXTRACTION_REVISION, Run
+from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, Run
 from isccd.iscc import (
     IsccError,
     gen_audio_code_v0,
@@ -240,7 +240,8 @@ def meta_unit(
         reason = f"embedded ISCC metadata ignored: {exc}"
         run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, IssueCode.INVALID))
         result = gen_meta_code_v0(name, found.description, None, bits=options.bits)
-    profile = run.profile(described.source, EXTRACTION_REVISION)
+    source = f"{META_SOURCE}/{options.meta_source}"
+    profile = run.profile(described.source, source, EXTRACTION_REVISION)
     fields: dict[str, str] = {
         key: str(result[key]) for key in ("name", "description", "metahash") if key in result
     }

@@ -23,6 +23,11 @@ ALGORITHM = "iscc/1.5.0"
 #: Raise it when a change alters what an extractor produces, so stored units are recomputed.
 EXTRACTION_REVISION = "isccd-extract/1"
 
+#: The profile component saying where a Meta-Code's name and description come from: the file's
+#: ``embedded`` metadata (falling back to its name), its ``name`` only, or nowhere (``off``: no
+#: Meta-Code; a skip records it). Changing ``meta`` or ``extract_meta`` outdates the Meta-Codes.
+META_SOURCE = "meta"
+
 _T = TypeVar("_T")
 
 
@@ -55,6 +60,13 @@ class CodeOptions:
     read_size: int = 2 * 1024 * 1024
     noatime: bool = True
     tools: ToolOptions = field(default_factory=ToolOptions)
+
+    @property
+    def meta_source(self) -> str:
+        """Where the Meta-Code's fields come from: ``embedded``, ``name`` or ``off``."""
+        if not self.meta:
+            return "off"
+        return "embedded" if self.extract_meta else "name"
 
 
 class Run:

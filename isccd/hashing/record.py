@@ -15,15 +15,18 @@ from isccd.extract.mediatype import mediatype_guess, mediatype_to_mode
 from isccd.extract.source import SourceFile, open_source
 from isccd.hashing.content import Content, content_unit, make_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
-from isccd.hashing.options import CodeOptions, Run
+from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions, Run
 from isccd.iscc import (
     SumHasher,
     gen_iscc_code_v0,
 )
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
+    FileIssue,
     FileRecord,
     FileStat,
+    IssueCode,
+    IssueKind,
     Unit,
     UnitType,
 )
@@ -90,8 +93,14 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         content = run.guarded(stage, lambda: content_unit(src, mediatype, mode, run))
 
     meta: tuple[Unit, dict[str, str]] | None = None
-    if mode is not None and run.options.meta and UnitType.META in wanted:
-        meta = run.guarded("meta", lambda: meta_unit(src, mediatype, mode, content, run))
+    if mode is not None and UnitType.META in wanted:
+        if run.options.meta:
+            meta = run.guarded("meta", lambda: meta_unit(src, mediatype, mode, content, run))
+        else:
+            # Recorded with its profile, so that turning the Meta-Code on again outdates it.
+            off = run.profile(f"{META_SOURCE}/off", EXTRACTION_REVISION)
+            reason = "the Meta-Code is turned off"
+            run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, IssueCode.DISABLED, off))
 
     units = [meta[0]] if meta else []
     if content:

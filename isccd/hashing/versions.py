@@ -3,8 +3,10 @@
 A unit's profile (:attr:`isccd.model.Unit.profile`) is a space-separated list of
 ``name/version`` components: the ISCC algorithms, the bit length, isccd's extraction revision,
 and the libraries and tools the unit depends on (``pillow/11.0.0``, ``fpcalc/1.5.1``,
-``fps/5``). A unit not computed because a component is missing records the profile it was
-attempted with, the component as ``name/missing`` (:attr:`isccd.model.FileIssue.profile`).
+``fps/5``), and for the Meta-Code where its fields come from (``meta/embedded``, ``meta/name``).
+A unit not computed because a component is missing records the profile it was attempted with,
+the component as ``name/missing`` (:attr:`isccd.model.FileIssue.profile`); a Meta-Code turned
+off records ``meta/off``.
 
 :func:`current_versions` says what each component is now; a stored unit (or skip) whose profile
 names a component at another version is outdated, and only that unit of that file is computed
@@ -23,7 +25,7 @@ from collections.abc import Mapping
 
 from isccd.extract import audio, image, probe, text, video
 from isccd.extract.tools import installed_version
-from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
+from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, META_SOURCE, CodeOptions
 
 #: Components named by :data:`ALGORITHM` and :data:`EXTRACTION_REVISION`, and the bit length.
 ISCC = ALGORITHM.partition("/")[0]
@@ -51,6 +53,7 @@ def current_versions(options: CodeOptions | None = None) -> Mapping[str, str]:
         ISCC: ALGORITHM.partition("/")[2],
         BITS: str(options.bits),
         EXTRACTION: EXTRACTION_REVISION.partition("/")[2],
+        META_SOURCE: options.meta_source,
         **image.component_versions(),
         **text.component_versions(),
         audio.COMPONENT: installed_version(tools.fpcalc),

@@ -14,6 +14,8 @@ index and the events they cause. Shared by ``isccd scan`` and the daemon.
 - :mod:`.answers`: their answers as the protocol's results, for the daemon and the command
   line alike.
 - :mod:`.events`: what each event's ``data`` holds.
+- :mod:`.composition`: whether the stored ISCC-CODEs are WIDE, and composing them again when
+  that option changed.
 - :mod:`.policy`: the duplicate policy the stored relations were decided under, and the
   re-evaluation that switches them to another (at a reload, or when a pipeline opens the store
   under another policy).

@@ -498,6 +498,21 @@ class Indexer:
             ids.update(self.store.ids_by_size(low, high))
         return sorted(ids)
 
+    def recompose(self, file_ids: Sequence[int], wide: bool) -> list[Event]:
+        """Compose the ISCC-CODEs of these files again from their stored units, WIDE or not
+        (see :mod:`isccd.pipeline.composition`); a file whose ISCC-CODE changes is
+        ``file.changed``.
+
+        Returns:
+            The events logged.
+        """
+        mark = len(self._pending)
+        for stored in self.store.files_by_id(file_ids):
+            iscc = _compose(stored.record.units, wide)
+            if stored.live and iscc is not None and iscc != stored.record.iscc:
+                self._update(stored.root, stored, replace(stored.record, iscc=iscc))
+        return self._pending[mark:]
+
     def reevaluate(
         self, file_ids: Sequence[int], previous: Thresholds | None = None
     ) -> list[Event]:

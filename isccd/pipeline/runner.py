@@ -27,7 +27,7 @@ from typing import Protocol, TypeVar
 from isccd.hashing import CodeOptions, compute_record
 from isccd.match import Thresholds
 from isccd.model import Event, FileIssue, FileRecord, IssueCode, IssueKind, UnitType
-from isccd.pipeline import policy, queries
+from isccd.pipeline import composition, policy, queries
 from isccd.pipeline.indexer import Indexer, is_unstable
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats, plan_path
@@ -153,6 +153,7 @@ class Pipeline:
         self._hasher = hasher
         self._sleep = sleep
         self._adopting = threading.Lock()
+        self._composing = threading.Lock()
 
         def build() -> Indexer:
             store = open_store(store_url, sqlite=sqlite)
@@ -166,11 +167,13 @@ class Pipeline:
 
     def open(self, *, adopt: bool = True) -> policy.Adopted:
         """Open the store and load the index (blocking), and bring the stored relations under
-        this pipeline's duplicate policy (:mod:`isccd.pipeline.policy`).
+        this pipeline's duplicate policy (:mod:`isccd.pipeline.policy`) and the stored
+        ISCC-CODEs under its composition (:mod:`isccd.pipeline.composition`).
 
         Args:
-            adopt: Re-evaluate them now. Otherwise the store's policy stays in force until
-                :meth:`adopt` is awaited (the daemon, which serves meanwhile).
+            adopt: Do both now. Otherwise the store's policy stays in force until :meth:`adopt`
+                is awaited, and the codes are composed again by :meth:`recompose` (the daemon,
+                which serves meanwhile).
 
         Returns:
             What adopting the policy took: nothing when the store's policy is this one.
@@ -181,7 +184,9 @@ class Pipeline:
         self._owner.start()
         try:
             if adopt:
-                return self._adopt(None)
+                adopted = self._adopt(None)
+                self._recompose()
+                return adopted
             self._owner.call(functools.partial(policy.keep, fallback=self.options.thresholds))
         except BaseException:
             self._owner.close()
@@ -384,6 +389,30 @@ class Pipeline:
                 events += call(functools.partial(policy.step, switch=switch, part=part))
             files += len(switch.ids)
         return policy.Adopted(found.decided, files, events) if steps else policy.Adopted()
+
+    async def recompose(self, chunk: int = 1024) -> list[Event]:
+        """Compose the stored ISCC-CODEs again when they were composed with another ``wide``
+        option than :attr:`options`' (:mod:`isccd.pipeline.composition`), ``chunk`` files per
+        transaction; other work goes on between the chunks.
+
+        Returns:
+            The events logged (``file.changed`` for each ISCC-CODE that changed).
+        """
+        return await asyncio.to_thread(self._recompose, chunk)
+
+    def _recompose(self, chunk: int = 1024) -> list[Event]:
+        with self._composing:
+            call = self._owner.call
+            wide = self.options.wide
+            ids = call(functools.partial(composition.outdated, wide=wide))
+            if ids is None:
+                return []
+            events: list[Event] = []
+            for start in range(0, len(ids), chunk):
+                part = ids[start : start + chunk]
+                events += call(functools.partial(composition.step, part=part, wide=wide))
+            call(functools.partial(composition.record, wide=wide))
+            return events
 
     async def purge(self) -> tuple[int, int]:
         """Forget tombstones and events past their retention."""

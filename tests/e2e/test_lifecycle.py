@@ -13,7 +13,7 @@ from pathlib import Path
 
 from isccd.client import Client
 from isccd.hashing import CodeOptions, compute_record
-from isccd.model import Event, EventType
+from isccd.model import Event, EventType, IssueCode, UnitType
 from isccd.protocol import DupesQuery
 
 from .conftest import Daemon, events_until, next_event, of_type
@@ -90,6 +90,50 @@ def test_reload_adds_and_removes_roots_and_keeps_the_old_config_when_the_new_is_
         fresh = compute_record(str(draft), CodeOptions(bits=128))
         assert [(u.iscc, u.bits) for u in recoded.units] == [(u.iscc, 128) for u in fresh.units]
         assert recoded.iscc == fresh.iscc
+        await control.close()
+        await watcher.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert daemon.stop() == 0
+
+
+def test_reload_of_the_code_options_recodes_only_what_they_affect(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    notes, blob = daemon.root / "notes.txt", daemon.root / "blob.bin"
+    notes.write_text("Words with a Meta-Code that comes and goes. " * 30)
+    blob.write_bytes(bytes(range(256)) * 16)  # Data- and Instance-Code only
+    config = daemon.base / "isccd.toml"
+    _config(config, [daemon.root], "[code]\nbits = 128\n")
+    daemon.start("--config", str(config), watch=False)
+
+    async def scenario() -> None:
+        control = await daemon.client()
+        watcher = await daemon.client()
+        await control.sync()
+        assert UnitType.META in {u.type for u in (await control.get(str(notes))).units}
+        await watcher.subscribe()
+
+        # The Meta-Code turned off: a reconcile computes it (away) alone, in the one file with it.
+        _config(config, [daemon.root], "[code]\nbits = 128\nmeta = false\n")
+        daemon.signal(signal.SIGHUP)
+        done = await next_event(watcher, lambda e: e.type is EventType.SCAN_DONE)
+        assert (done.data["queued"], done.data["hashed"]) == (1, 1)
+        off = CodeOptions(bits=128, meta=False)
+        stored = await control.get(str(notes))
+        assert UnitType.META not in {u.type for u in stored.units}
+        assert [i.code for i in stored.issues if i.stage == "meta"] == [IssueCode.DISABLED]
+        assert stored.iscc == compute_record(str(notes), off).iscc
+
+        # WIDE: the ISCC-CODE of the file of Data and Instance only is composed again, unread.
+        _config(config, [daemon.root], "[code]\nbits = 128\nmeta = false\nwide = true\n")
+        daemon.signal(signal.SIGHUP)
+        changed = await next_event(watcher, of_type(EventType.FILE_CHANGED, blob))
+        wide = compute_record(str(blob), CodeOptions(bits=128, meta=False, wide=True)).iscc
+        assert changed.data["iscc"] == wide != compute_record(str(blob), off).iscc
+        assert (await control.get(str(blob))).iscc == wide
+        await asyncio.to_thread(daemon.wait_notice, "READY")
         await control.close()
         await watcher.close()
 

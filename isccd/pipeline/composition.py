@@ -1,0 +1,70 @@
+"""How the stored ISCC-CODEs were composed, and composing them again after a change.
+
+An ISCC-CODE is composed from a file's units; whether one of only Data- and Instance-Code of 128
+bits or more is WIDE is an option (``[code] wide``), not a property of any unit, so a change of
+it outdates no unit profile. The store records the option its ISCC-CODEs were composed with
+(property :data:`PROPERTY`); a pipeline opened with another one composes every live file's
+ISCC-CODE again from the stored units (nothing is read from disk) and logs ``file.changed`` for
+each one that changes, chunk by chunk. The record is written once all are done, so that an
+interrupted switch is simply run again (composing again is idempotent). A store that records
+nothing (a new one) takes the pipeline's option.
+
+The functions taking an :class:`Indexer` run on the store's owner thread, each as one job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+from isccd.model import Event
+from isccd.pipeline.indexer import Indexer
+
+_log = logging.getLogger("isccd.pipeline")
+
+#: The store property holding the record: ``{"wide": <bool>}``.
+PROPERTY = "iscc_code_composition"
+
+_ALL_SIZES = (0, (1 << 63) - 1)  # every size SQLite can hold
+
+
+def _encode(wide: bool) -> str:
+    return json.dumps({"wide": wide}, sort_keys=True, separators=(",", ":"))
+
+
+def recorded(ix: Indexer) -> bool | None:
+    """The ``wide`` option the stored ISCC-CODEs were composed with; ``None`` when the store
+    records none (or one this isccd cannot read: the codes are then composed again)."""
+    text = ix.store.get_property(PROPERTY)
+    if text is None:
+        return None
+    try:
+        found = json.loads(text)["wide"]
+    except (ValueError, KeyError, TypeError):
+        found = None
+    if not isinstance(found, bool):
+        _log.warning("unreadable ISCC-CODE composition in the store", extra={"found": text})
+        return None
+    return found
+
+
+def record(ix: Indexer, wide: bool) -> None:
+    """Record ``wide`` as the option the stored ISCC-CODEs follow."""
+    ix.store.set_property(PROPERTY, _encode(wide))
+
+
+def outdated(ix: Indexer, wide: bool) -> Sequence[int] | None:
+    """The live files to compose again under ``wide``, or ``None`` when the stored codes follow
+    it already (a store that records no option takes this one)."""
+    if ix.store.get_property(PROPERTY) is None:
+        record(ix, wide)
+        return None
+    if recorded(ix) == wide:
+        return None
+    return ix.store.ids_by_size(*_ALL_SIZES)
+
+
+def step(ix: Indexer, part: Sequence[int], wide: bool) -> list[Event]:
+    """Compose the ISCC-CODEs of a chunk of files again, in one transaction."""
+    return ix.recompose(part, wide)
