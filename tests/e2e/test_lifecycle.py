@@ -213,14 +213,21 @@ def test_sigterm_stops_in_order(make_daemon: Callable[..., Daemon]) -> None:
     assert events[-1] == "daemon_stopped"
 
 
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _run(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "isccd", "run", *args],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=cwd,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "CONFIGURATION_DIRECTORY": str(cwd)},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(cwd),
+            "CONFIGURATION_DIRECTORY": str(cwd),
+            **(env or {}),
+        },
         check=False,
     )
 
@@ -256,6 +263,31 @@ def test_a_store_that_cannot_be_opened_exits_74(tmp_path: Path) -> None:
     assert result.returncode == 74
     assert "store_unavailable" in result.stderr
     assert "isccd.db" in result.stderr
+
+
+def test_hashing_workers_that_cannot_start_stop_the_daemon_with_a_message(
+    tmp_path: Path,
+) -> None:
+    # The fork server the workers are forked from dies as it starts (as when it cannot import
+    # isccd): every worker start fails, and the daemon gives up after its attempts.
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if sys.argv[:1] == ['-c']:  # the fork server; the daemon runs as python -m isccd\n"
+        "    os._exit(3)\n"
+    )
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("never hashed")
+    state = tmp_path / "state"
+    args = ("--watch", str(root), "--state", str(state), "--socket", str(tmp_path / "sock"))
+    result = _run(*args, cwd=tmp_path, env={"PYTHONPATH": str(hooks)})
+    assert result.returncode == 1
+    assert "workers_unavailable" in result.stderr
+    assert result.stderr.count("the hashing workers cannot start") == 1  # said once, at exit
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "sock").exists()  # nothing left behind for a client to connect to
 
 
 def test_a_policy_changed_while_stopped_is_applied_at_the_next_start_once(
