@@ -20,8 +20,9 @@ from pathlib import Path
 
 from isccd.errors import StoreError
 from isccd.store.base import FileKey, NearPair, StaleUnits, Store, StoredFile
+from isccd.store.database import SqliteOptions
 from isccd.store.memory import MemoryStore
-from isccd.store.sqlite import SqliteOptions, SqliteStore
+from isccd.store.sqlite import SqliteStore
 
 __all__ = [
     "DB_NAME",

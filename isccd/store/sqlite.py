@@ -1,29 +1,15 @@
-"""The SQLite backend: one database file in WAL mode in the state directory.
-
-Opened for writing, the database is checked (``PRAGMA quick_check``) and migrated to the current
-schema (:mod:`isccd.store.schema`). Opened read-only (``isccd dupes`` next to a running daemon),
-it reads a consistent snapshot while another process writes: WAL lets readers and the one writer
-proceed together, and a busy timeout covers checkpoints.
-
-Only one process writes a database at a time (an advisory lock next to it); readers are not
-limited. Every SQLite failure leaves this module as a :class:`~isccd.errors.StoreError` whose
-message names the database and says what to do; corruption and a full disk get their own
-subclasses.
+"""The SQLite backend of the store: files, their units, relations, properties and events in one
+database file in WAL mode in the state directory (:mod:`isccd.store.database` opens it, checks
+and migrates it, and runs its transactions).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import sqlite3
-import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-from isccd.errors import StoreCorruptError, StoreError, StoreFullError, StoreLockedError
 from isccd.model import (
     Event,
     EventType,
@@ -40,6 +26,7 @@ from isccd.store.base import (
     skipped_units,
     split_path,
 )
+from isccd.store.database import Database, SqliteOptions
 from isccd.store.rows import (
     FILE_COLUMNS,
     FILE_FROM,
@@ -49,316 +36,19 @@ from isccd.store.rows import (
     sort_units,
     to_fs,
 )
-from isccd.store.schema import LATEST, MIGRATIONS
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
-# Primary SQLite result codes (https://sqlite.org/rescode.html).
-_BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
+__all__ = ["SqliteOptions", "SqliteStore"]
 
 #: Bound parameters per ``IN (...)`` list (SQLite allows 32766; smaller keeps statements cached).
 _IN_CHUNK = 500
 
 
-@dataclass(frozen=True, slots=True)
-class SqliteOptions:
-    """Tuning of the SQLite backend.
-
-    Attributes:
-        busy_timeout: Seconds to wait for a lock held by another process before failing.
-        cache_kib: Page cache per connection, in KiB.
-        max_size: Refuse to grow the database beyond this many bytes (a full-disk error is
-            raised instead); ``None`` for no limit other than the disk.
-        quick_check: Run ``PRAGMA quick_check`` when opening for writing.
-    """
-
-    busy_timeout: float = 5.0
-    cache_kib: int = 8192
-    max_size: int | None = None
-    quick_check: bool = True
-
-
-class SqliteStore:
+class SqliteStore(Database):
     """A :class:`isccd.store.base.Store` in one SQLite database file.
 
-    Not thread-safe: use it from the thread that opened it (the store owner thread, or a
-    command's main thread for read-only use).
+    Opening it is :class:`~isccd.store.database.Database`'s (and raises what it raises). Not
+    thread-safe: use it from the thread that opened it.
     """
-
-    def __init__(
-        self, path: str | Path, *, readonly: bool = False, options: SqliteOptions | None = None
-    ) -> None:
-        """Open (and for writing create, check and migrate) the database at ``path``.
-
-        Raises:
-            StoreError: It cannot be opened, is locked, or was written by a newer isccd.
-            StoreCorruptError: It is not an isccd database or fails its integrity check.
-        """
-        self._path = str(path)
-        self._readonly = readonly
-        self._options = options or SqliteOptions()
-        self._roots: dict[bytes, int] = {}
-        self._dirs: dict[bytes, int] = {}
-        self._profiles: dict[str, int] = {}
-        self._profile_names: dict[int, str] = {}
-        self._conn: sqlite3.Connection | None = None
-        self._lock_fd: int | None = None
-        try:
-            if not readonly:
-                self._lock_fd = self._take_writer_lock()
-            self._conn = self._connect()
-            if readonly:
-                self._check_version_readable()
-            else:
-                self._prepare_writer()
-        except sqlite3.Error as exc:
-            self.close()
-            raise self._error(exc, "open") from exc
-        except StoreError:
-            self.close()
-            raise
-
-    # -- opening -------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        """``sqlite://`` + the percent-encoded database path."""
-        return "sqlite://" + urllib.parse.quote(os.fsencode(self._path))
-
-    @property
-    def readonly(self) -> bool:
-        """True when opened for reading only."""
-        return self._readonly
-
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._path
-
-    def _take_writer_lock(self) -> int:
-        """One writing process per database: a second one (``isccd scan`` next to the daemon)
-        would change the store behind the first one's in-memory index. The kernel drops the
-        lock when the process ends, however it ends."""
-        Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        lock_path = self._path + ".lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            os.close(fd)
-            holder = int(text) if text.isdigit() else None
-            raise StoreLockedError(
-                f"the index database {self._path} is being written by another isccd process"
-                f"{f' (pid {holder})' if holder else ''}; one process at a time may write it",
-                holder,
-            ) from None
-        except OSError:
-            os.close(fd)
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return fd
-
-    def _connect(self) -> sqlite3.Connection:
-        timeout = self._options.busy_timeout
-        if self._readonly:
-            if not Path(self._path).is_file():
-                raise StoreError(
-                    f"no index at {self._path}: run `isccd scan` or start the daemon first"
-                )
-            uri = "file:" + urllib.parse.quote(self._path) + "?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
-        else:
-            Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            conn = sqlite3.connect(self._path, timeout=timeout, isolation_level=None)
-        conn.execute(f"PRAGMA cache_size = -{int(self._options.cache_kib)}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        return conn
-
-    def _prepare_writer(self) -> None:
-        conn = self._db
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise StoreError(f"{self._path}: cannot switch the database to WAL mode (got {mode})")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        if self._options.max_size is not None:
-            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-            conn.execute(f"PRAGMA max_page_count = {max(1, self._options.max_size // page_size)}")
-        if self._options.quick_check:
-            problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
-            if problems != ["ok"]:
-                raise StoreCorruptError(
-                    f"the index database {self._path} is damaged ({'; '.join(problems)}); "
-                    "move it away and isccd will rebuild the index with a full scan"
-                )
-        self._migrate()
-
-    def _version(self) -> int:
-        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > LATEST:
-            raise StoreError(
-                f"the index database {self._path} has schema version {version}, newer than "
-                f"this isccd knows ({LATEST}): upgrade isccd, or move the database away"
-            )
-        return version
-
-    def _check_version_readable(self) -> None:
-        version = self._version()
-        if version != LATEST:
-            raise StoreError(
-                f"the index database {self._path} has schema version {version}; this isccd "
-                f"reads version {LATEST}: run `isccd scan` or restart the daemon to upgrade it"
-            )
-
-    def _migrate(self, target: int = LATEST) -> None:
-        version = self._version()
-        if version == 0 and self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-            raise StoreCorruptError(
-                f"{self._path} holds tables but no isccd schema version: it is not an isccd "
-                "index; move it away or choose another state directory"
-            )
-        for migration in MIGRATIONS:
-            if version < migration.version <= target:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    for statement in migration.statements:
-                        self._db.execute(statement)
-                    self._db.execute(f"PRAGMA user_version = {migration.version}")
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                version = migration.version
-
-    @property
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError(f"the index database {self._path} is closed")
-        return self._conn
-
-    def close(self) -> None:
-        """Close the connection; idempotent. An open transaction is rolled back."""
-        conn, self._conn = self._conn, None
-        lock, self._lock_fd = self._lock_fd, None
-        try:
-            if conn is not None:
-                conn.close()
-        except sqlite3.Error as exc:  # closing is best effort; report, never hide
-            raise self._error(exc, "close") from exc
-        finally:
-            if lock is not None:
-                os.close(lock)  # releases the writer lock
-
-    def integrity_check(self) -> list[str]:
-        """``PRAGMA integrity_check``: ``["ok"]`` or the problems found."""
-        return [row[0] for row in self._guarded(self._db.execute, "PRAGMA integrity_check")]
-
-    # -- errors --------------------------------------------------------------------------------
-
-    def _error(self, exc: sqlite3.Error, doing: str) -> StoreError:
-        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-        where = f"the index database {self._path}"
-        if code in (_CORRUPT, _NOTADB) or "not a database" in str(exc):
-            return StoreCorruptError(
-                f"{where} is unreadable ({exc}); move it away and isccd will rebuild the index "
-                "with a full scan"
-            )
-        if code == _FULL:
-            limit = self._options.max_size
-            cap = f" or its configured size limit of {limit} bytes" if limit else ""
-            return StoreFullError(
-                f"{where} cannot grow: the disk is full{cap} ({exc}); free some space"
-            )
-        if code in (_BUSY, _LOCKED):
-            return StoreError(
-                f"{where} is locked by another process ({exc}) while trying to {doing}; "
-                "is another `isccd scan` or the daemon writing it?"
-            )
-        if code in (_READONLY, _CANTOPEN):
-            return StoreError(f"cannot {doing} {where}: {exc}; check the state directory")
-        return StoreError(f"cannot {doing} {where}: {exc}")
-
-    def _guarded(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return fn(*args, **kwargs)
-        except sqlite3.Error as exc:
-            raise self._error(exc, "use") from exc
-
-    # -- transactions --------------------------------------------------------------------------
-
-    def begin(self) -> None:
-        """Start a write transaction, taking the write lock now."""
-        self._exec("BEGIN IMMEDIATE")
-
-    def commit(self) -> None:
-        """Commit the transaction."""
-        self._exec("COMMIT")
-
-    def rollback(self) -> None:
-        """Roll back the transaction, if one is open."""
-        if self._conn is not None and self._conn.in_transaction:
-            self._exec("ROLLBACK")
-        # Interned ids may point at rows that no longer exist.
-        self._roots.clear()
-        self._dirs.clear()
-        self._profiles.clear()
-
-    def savepoint(self) -> None:
-        """Start a unit of work."""
-        self._exec("SAVEPOINT unit")
-
-    def release(self) -> None:
-        """Keep the unit of work."""
-        self._exec("RELEASE unit")
-
-    def rollback_to(self) -> None:
-        """Undo the unit of work."""
-        self._exec("ROLLBACK TO unit")
-        self._exec("RELEASE unit")
-        self._roots.clear()
-        self._dirs.clear()
-        self._profiles.clear()
-
-    def _exec(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        try:
-            return self._db.execute(sql, params)
-        except sqlite3.Error as exc:
-            raise self._error(exc, "write" if not sql.startswith("SELECT") else "read") from exc
-
-    # -- interning -----------------------------------------------------------------------------
-
-    def _intern(self, table: str, column: str, value: Any, cache: dict[Any, int]) -> int:
-        found = cache.get(value)
-        if found is not None:
-            return found
-        row = self._exec(f"SELECT id FROM {table} WHERE {column} = ?", (value,)).fetchone()  # noqa: S608 -- table and column are constants of this module
-        if row is None:
-            row = self._exec(
-                f"INSERT INTO {table} ({column}) VALUES (?) RETURNING id",  # noqa: S608 -- as above
-                (value,),
-            ).fetchone()
-        if len(cache) > 4096:  # directories are many; keep the cache bounded
-            cache.clear()
-        cache[value] = row[0]
-        return int(row[0])
-
-    def _root_id(self, root: str) -> int:
-        return self._intern("roots", "path", to_fs(root), self._roots)
-
-    def _dir_id(self, directory: str) -> int:
-        return self._intern("dirs", "path", to_fs(directory), self._dirs)
-
-    def _profile_id(self, profile: str) -> int:
-        return self._intern("profiles", "profile", profile, self._profiles)
-
-    def _profile_name(self, profile_id: int) -> str:
-        name = self._profile_names.get(profile_id)
-        if name is None:
-            row = self._exec("SELECT profile FROM profiles WHERE id = ?", (profile_id,)).fetchone()
-            name = self._profile_names[profile_id] = row[0] if row else ""
-        return name
 
     # -- reading files -------------------------------------------------------------------------
 
