@@ -36,7 +36,6 @@ from isccd.match import (
     Relation,
     RelationKind,
     Side,
-    Thresholds,
     is_exact,
     relate_all,
 )
@@ -475,28 +474,7 @@ class Indexer:
     def _paths(self, ids: Sequence[int]) -> list[str]:
         return [s.path for s in self.store.files_by_id(list(ids))]
 
-    # -- thresholds ----------------------------------------------------------------------------
-
-    def set_thresholds(self, thresholds: Thresholds) -> list[int]:
-        """Switch to a new duplicate policy; return the ids of the files whose relations must
-        be re-evaluated (with :meth:`reevaluate` and the old policy, in chunks): those with a
-        unit whose threshold changed, and those whose size lies between the old and the new
-        ``min_size``."""
-        old = self.options.thresholds
-        self.options = replace(self.options, thresholds=thresholds)
-        affected = {t for t in NEAR_UNITS if old.of(t) != thresholds.of(t)}
-        ids: set[int] = set()
-        for unit_type in affected:
-            if thresholds.of(unit_type) is not None:
-                self.ensure_loaded(unit_type)
-                ids.update(int(i) for i in self.index[unit_type].ids())
-        for pair in self.store.near_pairs():
-            if pair.unit in affected:
-                ids.update((pair.a, pair.b))
-        if old.min_size != thresholds.min_size:
-            low, high = sorted((old.min_size, thresholds.min_size))
-            ids.update(self.store.ids_by_size(low, high))
-        return sorted(ids)
+    # -- ISCC-CODEs ---------------------------------------------------------------------------
 
     def recompose(self, file_ids: Sequence[int], wide: bool) -> list[Event]:
         """Compose the ISCC-CODEs of these files again from their stored units, WIDE or not
@@ -511,60 +489,6 @@ class Indexer:
             iscc = _compose(stored.record.units, wide)
             if stored.live and iscc is not None and iscc != stored.record.iscc:
                 self._update(stored.root, stored, replace(stored.record, iscc=iscc))
-        return self._pending[mark:]
-
-    def reevaluate(
-        self, file_ids: Sequence[int], previous: Thresholds | None = None
-    ) -> list[Event]:
-        """Recompute the relations of these files under the current policy, logging what began
-        (``dup.exact``, ``dup.near``) and ended (``dup.resolved``, reason ``threshold``).
-
-        Args:
-            file_ids: The files, as :meth:`set_thresholds` named them.
-            previous: The policy their relations were decided under (the current one when
-                ``None``). Exact relations are not stored: they follow from ``min_size``, so a
-                file that crossed it gains or loses all its copies at once, and the copy with
-                the lowest id announces it for the whole group.
-
-        Returns:
-            The events logged.
-        """
-        mark = len(self._pending)
-        current = self.options.thresholds
-        previous = previous or current
-        groups: dict[str, list[Side]] = {}  # datahash -> the live files holding those bytes
-
-        def copies(stored: StoredFile, policy: Thresholds) -> list[int]:
-            """Exact copies of a file under a policy, reading each group of copies once."""
-            datahash = stored.record.datahash
-            if not datahash:
-                return []
-            if datahash not in groups:
-                found = self.store.files_by_datahash(datahash)
-                groups[datahash] = [side_of(s.id, s.record) for s in found]
-            me = side_of(stored.id, stored.record)
-            return [o.file_id for o in groups[datahash] if is_exact(me, o, policy)]
-
-        for stored in self.store.files_by_id(list(file_ids)):
-            if not stored.live:
-                continue
-            relations = self.relations(stored.id, stored.record)
-            exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
-            old_exact = exact
-            size = payload.size_of(stored.record)
-            if previous.admits(size) != current.admits(size):
-                group = exact if current.admits(size) else copies(stored, previous)
-                if all(other > stored.id for other in group):
-                    old_exact = group if previous.admits(size) else []
-            announce(
-                self,
-                stored.root,
-                stored,
-                relations,
-                old_exact=old_exact,
-                old_near=self.store.near_of(stored.id),
-                reason="threshold",
-            )
         return self._pending[mark:]
 
     # -- retention -----------------------------------------------------------------------------

@@ -28,9 +28,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from isccd.match import Thresholds
+from isccd.match import NEAR_UNITS, RelationKind, Side, Thresholds, is_exact
 from isccd.model import Event
-from isccd.pipeline.indexer import Indexer
+from isccd.pipeline import events as payload
+from isccd.pipeline.announce import announce
+from isccd.pipeline.indexer import Indexer, side_of
+from isccd.store import StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
 
@@ -173,7 +176,7 @@ def begin(ix: Indexer, previous: Thresholds, target: Thresholds, done: int = 0) 
         The switch; its files are re-evaluated with :func:`step`, in id order.
     """
     ix.options = replace(ix.options, thresholds=previous)
-    ids = [i for i in ix.set_thresholds(target) if i > done]
+    ids = [i for i in switch_to(ix, target) if i > done]
     record(ix, Recorded(previous, target, done) if ids else Recorded(target))
     return Switch(previous, target, ids)
 
@@ -185,10 +188,87 @@ def step(ix: Indexer, switch: Switch, part: Sequence[int]) -> list[Event]:
     Returns:
         The events logged.
     """
-    events = ix.reevaluate(part, switch.previous)
+    events = reevaluate(ix, part, switch.previous)
     last = part[-1] if part else 0
     finished = not switch.ids or last >= switch.ids[-1]
     record(
         ix, Recorded(switch.target) if finished else Recorded(switch.previous, switch.target, last)
     )
     return events
+
+
+def switch_to(ix: Indexer, thresholds: Thresholds) -> list[int]:
+    """Switch the indexer to a new duplicate policy; return the ids of the files whose
+    relations must be re-evaluated (with :func:`reevaluate` and the old policy, in chunks):
+    those with a unit whose threshold changed, and those whose size lies between the old and
+    the new ``min_size``."""
+    old = ix.options.thresholds
+    ix.options = replace(ix.options, thresholds=thresholds)
+    changed = {t for t in NEAR_UNITS if old.of(t) != thresholds.of(t)}
+    ids: set[int] = set()
+    for unit_type in changed:
+        if thresholds.of(unit_type) is not None:
+            ix.ensure_loaded(unit_type)
+            ids.update(int(i) for i in ix.index[unit_type].ids())
+    for pair in ix.store.near_pairs():
+        if pair.unit in changed:
+            ids.update((pair.a, pair.b))
+    if old.min_size != thresholds.min_size:
+        low, high = sorted((old.min_size, thresholds.min_size))
+        ids.update(ix.store.ids_by_size(low, high))
+    return sorted(ids)
+
+
+def reevaluate(
+    ix: Indexer, file_ids: Sequence[int], previous: Thresholds | None = None
+) -> list[Event]:
+    """Recompute the relations of these files under the current policy, logging what began
+    (``dup.exact``, ``dup.near``) and ended (``dup.resolved``, reason ``threshold``).
+
+    Args:
+        file_ids: The files, as :func:`switch_to` named them.
+        previous: The policy their relations were decided under (the current one when
+            ``None``). Exact relations are not stored: they follow from ``min_size``, so a
+            file that crossed it gains or loses all its copies at once, and the copy with
+            the lowest id announces it for the whole group.
+
+    Returns:
+        The events logged.
+    """
+    mark = len(ix.pending)
+    current = ix.options.thresholds
+    previous = previous or current
+    groups: dict[str, list[Side]] = {}  # datahash -> the live files holding those bytes
+
+    def copies(stored: StoredFile, policy: Thresholds) -> list[int]:
+        """Exact copies of a file under a policy, reading each group of copies once."""
+        datahash = stored.record.datahash
+        if not datahash:
+            return []
+        if datahash not in groups:
+            found = ix.store.files_by_datahash(datahash)
+            groups[datahash] = [side_of(s.id, s.record) for s in found]
+        me = side_of(stored.id, stored.record)
+        return [o.file_id for o in groups[datahash] if is_exact(me, o, policy)]
+
+    for stored in ix.store.files_by_id(list(file_ids)):
+        if not stored.live:
+            continue
+        relations = ix.relations(stored.id, stored.record)
+        exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
+        old_exact = exact
+        size = payload.size_of(stored.record)
+        if previous.admits(size) != current.admits(size):
+            group = exact if current.admits(size) else copies(stored, previous)
+            if all(other > stored.id for other in group):
+                old_exact = group if previous.admits(size) else []
+        announce(
+            ix,
+            stored.root,
+            stored,
+            relations,
+            old_exact=old_exact,
+            old_near=ix.store.near_of(stored.id),
+            reason="threshold",
+        )
+    return list(ix.pending[mark:])
