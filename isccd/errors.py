@@ -101,6 +101,11 @@ class ToolMissingError(ToolError):
         self.component = component
 
 
+class HashingUnavailableError(IsccdError):
+    """No file can be hashed at all (the hashing workers cannot start). Fatal to a scan; never
+    recorded against a file."""
+
+
 class StoreError(IsccdError):
     """The store cannot be opened or written."""
 

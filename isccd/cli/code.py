@@ -1,25 +1,26 @@
 """``isccd code PATH...``: compute the ISCC of files, as iscc-sdk's ``create`` does.
 
 Each file becomes one JSON object with the ISCC SDK's field names; directories are walked.
-Files are coded in a process pool (``-j``) and printed in a fixed order (the order of the
-arguments, and within a directory by name), whatever order the workers finish in.
+Files are coded in the daemon's worker processes (``-j``, :mod:`isccd.cli.workers`) and printed
+in a fixed order (the order of the arguments, and within a directory by name), whatever order
+the workers finish in. A handful of files is coded in this process instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import stat
 import sys
-from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TextIO
 
+from isccd.cli import workers
 from isccd.cli.output import Progress, dumps, format_size, wants_json
+from isccd.daemon.workers import WorkerOptions
+from isccd.errors import HashingUnavailableError
 from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT, ToolOptions
 from isccd.hashing import CodeOptions, compute_record
@@ -45,6 +46,10 @@ output with its reason); 2 for invalid arguments.
 #: A worker's start (imports, JIT kernels, document extractor) costs about a second, as much as
 #: coding a few dozen typical files (bench/code.py): fewer files are coded in this process.
 _FILES_PER_WORKER = 16
+
+#: Seconds one file may take in a worker before the worker is replaced (the daemon's default),
+#: unless three tool runs (ffprobe, fpcalc or ffmpeg) with their own limit need more.
+_FILE_TIMEOUT = 1800.0
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,7 +88,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="time limit for each run of fpcalc or ffmpeg (default: %(default)g)",
     )
+    parser.add_argument(
+        "--file-timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="time limit for each file coded in a worker process, after which the worker is "
+        "replaced and the file reported failed (default: 1800, or room for three tool runs)",
+    )
     parser.set_defaults(handler=run_code)
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -112,13 +131,19 @@ def run_code(args: argparse.Namespace) -> int:
     )
     tasks = list(walk(args.paths))
     mode = "jsonl" if args.jsonl else "json" if wants_json(args.json) else "text"
+    timeout = args.file_timeout or max(_FILE_TIMEOUT, 3 * options.tools.timeout + 60)
     failed = coded = 0
     with Progress("coding", total=len(tasks)) as progress:
-        for task, record in zip(tasks, _records(tasks, options, args.jobs), strict=True):
-            progress.advance(note=PurePath(task.shown).name)
-            failed += record.failed
-            coded += record.iscc is not None and not record.failed
-            _emit(record_json(record, task.shown, units=args.units), mode, sys.stdout)
+        try:
+            coding = _records(tasks, options, args.jobs, timeout)
+            for task, record in zip(tasks, coding, strict=True):
+                progress.advance(note=PurePath(task.shown).name)
+                failed += record.failed
+                coded += record.iscc is not None and not record.failed
+                _emit(record_json(record, task.shown, units=args.units), mode, sys.stdout)
+        except HashingUnavailableError as exc:
+            print(f"isccd: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
     if mode == "text":
         print(f"{len(tasks)} files: {coded} coded, {failed} failed", file=sys.stderr)
     return EXIT_FAILURE if failed else EXIT_OK
@@ -186,39 +211,26 @@ def _os_issue(exc: OSError) -> FileIssue:
     return FileIssue("read", IssueKind.ERROR, reason, IssueCode.ACCESS)
 
 
-def _records(tasks: list[_Task], options: CodeOptions, jobs: int) -> Iterator[FileRecord]:
-    """Each task's record, in task order, computed in a process pool when it helps."""
+def _records(
+    tasks: list[_Task], options: CodeOptions, jobs: int, file_timeout: float
+) -> Iterator[FileRecord]:
+    """Each task's record, in task order, computed in worker processes when it helps."""
     todo = [t for t in tasks if t.record is None]
     if jobs <= 1 or len(todo) < _FILES_PER_WORKER * 2:
         for task in tasks:
             yield task.record or compute_record(task.path, options)
         return
-    # forkserver: workers start from a clean, preloaded process, safe whatever threads exist.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["isccd.hashing"])
-    workers = max(2, min(jobs, len(todo) // _FILES_PER_WORKER))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        window: deque[tuple[_Task, Future[FileRecord] | None]] = deque()
-        pending = iter(tasks)
-        try:
-            for task in pending:
-                future = None if task.record else pool.submit(compute_record, task.path, options)
-                window.append((task, future))
-                # A bounded look-ahead keeps every worker busy without queueing the whole tree.
-                while len(window) > 4 * jobs:
-                    yield _result(*window.popleft())
-            while window:
-                yield _result(*window.popleft())
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-
-
-def _result(task: _Task, future: Future[FileRecord] | None) -> FileRecord:
-    if future is None:
-        assert task.record is not None
-        return task.record
-    return future.result()
+    pool = WorkerOptions(
+        workers=max(2, min(jobs, len(todo) // _FILES_PER_WORKER)),
+        file_timeout=file_timeout,
+        code=options,
+    )
+    paths = (None if t.record else t.path for t in tasks)
+    # A bounded look-ahead keeps every worker busy without queueing the whole tree.
+    for task, record in zip(tasks, workers.records(paths, pool, ahead=4 * jobs), strict=True):
+        found = task.record or record
+        assert found is not None  # a task without a record was hashed
+        yield found
 
 
 def record_json(record: FileRecord, shown: str, *, units: bool = False) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from isccd.daemon import options
+from isccd.daemon.workers import WorkerOptions
 from isccd.hashing import CodeOptions, current_versions
 from isccd.pipeline import PipelineOptions
 from isccd.settings import Settings, config_file, load_settings
@@ -67,6 +68,13 @@ class IndexConfig:
         """
         scan = options.scan_options(self.settings, roots, self.env, state=self.state_dir)
         return replace(scan, ignore=scan.ignore + tuple(ignore))
+
+    def hashing(self, jobs: int) -> WorkerOptions:
+        """The hashing workers of a scan hashing ``jobs`` files at once, with the daemon's
+        file time limit."""
+        return WorkerOptions(
+            workers=jobs, file_timeout=self.settings.hashing.file_timeout, code=self.code
+        )
 
     @property
     def workers(self) -> int:

@@ -33,18 +33,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from isccd.cli.answers import format_dupes, format_file, format_similar
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
 from isccd.cli.output import Progress, print_json, wants_json
+from isccd.cli.workers import LazyWorkers
 from isccd.client import Client
 from isccd.dirs import default_socket_path
 from isccd.errors import (
     ConfigError,
     DaemonUnavailableError,
+    HashingUnavailableError,
     ProtocolError,
     StoreError,
     StoreLockedError,
 )
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import UNIT_BITS
-from isccd.pipeline import Indexer, Pipeline, PoolHasher, ScanStats, answers
+from isccd.pipeline import Indexer, Pipeline, ScanStats, answers
 from isccd.pipeline.policy import Adopted
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
@@ -292,17 +294,16 @@ def run_scan(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
     jobs: int = args.jobs or config.workers
-    hasher = PoolHasher(config.code, workers=jobs)
+    hasher = LazyWorkers(config.hashing(jobs))
     pipeline = Pipeline(config.store_url, config.scanning(jobs), hasher=hasher)
     try:
-        adopted, results = asyncio.run(_scan(pipeline, roots, scan_options))
+        adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
     except StoreLockedError as exc:
         return _fail(_locked(exc, roots, config.socket))
-    except StoreError as exc:
+    except (StoreError, HashingUnavailableError) as exc:
         return _fail(str(exc))
     finally:
         pipeline.close()
-        hasher.close()
     if wants_json(args.json):
         print_json({"roots": [s.as_dict() for s in results]}, indent=2)
     else:
@@ -314,19 +315,22 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 async def _scan(
-    pipeline: Pipeline, roots: list[str], options: ScanOptions
+    pipeline: Pipeline, hasher: LazyWorkers, roots: list[str], options: ScanOptions
 ) -> tuple[Adopted, list[ScanStats]]:
     adopted = await asyncio.to_thread(pipeline.open)
     results = []
-    for root in roots:
-        with Progress(f"scanning {root}") as progress:
+    try:
+        for root in roots:
+            with Progress(f"scanning {root}") as progress:
 
-            def show(stats: ScanStats, progress: Progress = progress) -> None:
-                progress.total = stats.queued or None
-                progress.done = stats.hashed
-                progress.advance(0, f"{stats.seen} files seen")
+                def show(stats: ScanStats, progress: Progress = progress) -> None:
+                    progress.total = stats.queued or None
+                    progress.done = stats.hashed
+                    progress.advance(0, f"{stats.seen} files seen")
 
-            results.append(await pipeline.reconcile(root, scan=options, progress=show))
+                results.append(await pipeline.reconcile(root, scan=options, progress=show))
+    finally:
+        await hasher.close()
     await pipeline.purge()
     return adopted, results
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 
+from isccd.errors import HashingUnavailableError
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, UnitType
 
@@ -45,7 +46,7 @@ class PoolClosedError(Exception):
     """The pool was closed before the file was hashed; it was abandoned, not failed."""
 
 
-class WorkersUnavailableError(RuntimeError):
+class WorkersUnavailableError(HashingUnavailableError):
     """No hashing worker could be started (each died while starting; see the log)."""
 
 

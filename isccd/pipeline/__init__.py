@@ -27,7 +27,7 @@ from isccd.pipeline.indexer import Indexer, is_unstable
 from isccd.pipeline.options import PipelineOptions, profile_is_stale
 from isccd.pipeline.queries import DupGroup, FileView, Member, Peer, dupes, get, similar
 from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats
-from isccd.pipeline.runner import Hasher, Pipeline, PoolHasher
+from isccd.pipeline.runner import Hasher, Pipeline
 
 __all__ = [
     "DupGroup",
@@ -39,7 +39,6 @@ __all__ = [
     "Peer",
     "Pipeline",
     "PipelineOptions",
-    "PoolHasher",
     "Reconciler",
     "ScanStats",
     "dupes",

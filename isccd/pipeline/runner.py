@@ -1,10 +1,12 @@
 """The pipeline as the daemon and ``isccd scan`` use it: an asyncio facade over the indexer on
-its owner thread, plus hashing in a process pool.
+its owner thread, with hashing delegated.
 
 Threads and processes: the :class:`Pipeline` lives on the event loop; every store and index
 operation is a job on the owner thread (:class:`isccd.store.owner.StoreOwner`) awaited through
-``asyncio.wrap_future``; hashing is delegated to a :data:`Hasher`, by default
-:class:`PoolHasher`, which runs :func:`isccd.hashing.compute_record` in a process pool.
+``asyncio.wrap_future``; hashing is delegated to a :class:`Hasher` (the daemon's and
+``isccd scan``'s run :func:`isccd.hashing.compute_record` in worker processes). A hasher that
+raises for a file fails only that file's record, except
+:class:`~isccd.errors.HashingUnavailableError`, which fails the scan.
 
 Committed events reach the ``on_commit`` callback on the owner thread, batch by batch in
 sequence order; a daemon forwards them to its loop with ``call_soon_threadsafe``. The event lists
@@ -16,15 +18,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-import multiprocessing
-import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol, TypeVar
 
-from isccd.hashing import CodeOptions, compute_record
+from isccd.errors import HashingUnavailableError
 from isccd.match import Thresholds
 from isccd.model import Event, FileIssue, FileRecord, IssueCode, IssueKind, UnitType
 from isccd.pipeline import composition, policy, queries
@@ -44,54 +43,6 @@ class Hasher(Protocol):
     def __call__(self, path: str, units: frozenset[UnitType] | None) -> Awaitable[FileRecord]:
         """Hash one file."""
         ...
-
-
-class PoolHasher:
-    """Runs :func:`isccd.hashing.compute_record` in a process pool.
-
-    The pool uses the ``forkserver`` start method: workers never inherit the parent's threads
-    (the store's owner thread holds a SQLite connection). A worker that dies (a decoder crash,
-    the OOM killer) breaks the pool; it is replaced, and the files in flight are tried once
-    more before being recorded as errors.
-    """
-
-    def __init__(self, options: CodeOptions | None = None, workers: int | None = None) -> None:
-        """Prepare (the pool starts on first use).
-
-        Args:
-            options: How to code files.
-            workers: Processes; the number of CPUs by default.
-        """
-        self._options = options or CodeOptions()
-        self.workers = workers or os.cpu_count() or 1
-        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
-
-    def _get_pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        if self._pool is None:
-            context = multiprocessing.get_context("forkserver")
-            self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
-        return self._pool
-
-    async def __call__(self, path: str, units: frozenset[UnitType] | None) -> FileRecord:
-        """Hash one file in the pool."""
-        loop = asyncio.get_running_loop()
-        for attempt in (1, 2):
-            pool = self._get_pool()
-            try:
-                return await loop.run_in_executor(pool, compute_record, path, self._options, units)
-            except BrokenProcessPool:
-                if self._pool is pool:
-                    self._pool = None
-                    pool.shutdown(wait=False, cancel_futures=True)
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def close(self) -> None:
-        """Stop the workers; idempotent."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def unstable_reason(record: FileRecord) -> str:
@@ -221,6 +172,8 @@ class Pipeline:
         for attempt in range(1, attempts + 1):
             try:
                 record = await hasher(job.path, job.units)
+            except HashingUnavailableError:
+                raise  # nothing can be hashed: the scan fails, no file is recorded as failed
             except Exception as exc:  # a crashed worker is a per-file error, never fatal
                 return failed_record(job.path, exc), attempt
             if not is_unstable(record) or attempt == attempts:
