@@ -49,9 +49,10 @@ def configure_logging(
     Args:
         level: Lowest level written: ``debug``, ``info``, ``warning`` or ``error``.
         fmt: ``json``, ``console``, or ``auto`` (console on a terminal, JSON otherwise).
-        stream: Where lines go (stderr by default).
+        stream: Where lines go; by default whatever ``sys.stderr`` is when a line is written.
         env: Where ``JOURNAL_STREAM`` is read (the process environment by default).
     """
+    handler = _StderrHandler() if stream is None else logging.StreamHandler(stream)
     stream = sys.stderr if stream is None else stream
     env = os.environ if env is None else env
     console = fmt == "console" or (fmt == "auto" and _isatty(stream))
@@ -82,7 +83,6 @@ def configure_logging(
         final.append(renderer)
 
     formatter = structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processors=final)
-    handler = logging.StreamHandler(stream)
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(formatter)
     root = logging.getLogger()
@@ -104,6 +104,22 @@ def configure_logging(
         # Not cached: a reload may replace this configuration while loggers exist.
         cache_logger_on_first_use=False,
     )
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is when a line is written (it may be replaced after
+    logging was configured, e.g. by a caller capturing a command's output)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass  # always sys.stderr
 
 
 def _isatty(stream: TextIO) -> bool:

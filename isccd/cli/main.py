@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from isccd import __version__
+from isccd.logconf import configure_logging
 
 #: Modules that add commands, in the order they appear in ``--help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -46,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``isccd`` command line and return its exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Warnings and errors of the layers below (a hashing worker replaced, a tool that failed)
+    # go to stderr, never into the output; `isccd run` configures its own logging.
+    configure_logging("warning")
     try:
         status: int = args.handler(args)
     except KeyboardInterrupt:
