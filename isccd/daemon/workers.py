@@ -277,7 +277,10 @@ class WorkerPool:
         """Start a worker process in a thread (the fork server may have to start first); it is
         attached to the loop when it exists, whoever waits for it."""
         assert self._loop is not None
-        task = self._loop.create_task(asyncio.to_thread(self._spawn))
+        # Numbered here, on the loop: threads starting workers side by side must not share
+        # a counter (two workers under one number, one of them lost to the pool).
+        self._next_worker += 1
+        task = self._loop.create_task(asyncio.to_thread(self._spawn, self._next_worker))
         self._tasks.add(task)
         task.add_done_callback(self._spawned)
 
@@ -296,20 +299,19 @@ class WorkerPool:
             backoff = _RESPAWN_BACKOFF[min(self._failed_starts, len(_RESPAWN_BACKOFF)) - 1]
             self._loop.call_later(backoff, self._respawn)
 
-    def _spawn(self) -> None:
-        """Start one worker process (blocking) and hand it to the loop."""
+    def _spawn(self, number: int) -> None:
+        """Start worker ``number`` (blocking) and hand it to the loop."""
         assert self._loop is not None
         parent, child = self._context.Pipe(duplex=True)
-        self._next_worker += 1
         process = self._context.Process(
             target=_worker_main,
             args=(child, self._options.code),
-            name=f"isccd-worker-{self._next_worker}",
+            name=f"isccd-worker-{number}",
             daemon=True,
         )
         process.start()
         child.close()
-        self._loop.call_soon_threadsafe(self._attach, _Worker(self._next_worker, process, parent))
+        self._loop.call_soon_threadsafe(self._attach, _Worker(number, process, parent))
 
     def _attach(self, worker: _Worker) -> None:
         assert self._loop is not None

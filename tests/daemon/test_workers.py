@@ -64,6 +64,27 @@ def test_records_equal_in_process_hashing(tmp_path: Path) -> None:
     _run(main)
 
 
+def test_every_worker_started_takes_files(tmp_path: Path) -> None:
+    # Workers start side by side: each must join the pool under its own number.
+    bigs = [str(_sparse(tmp_path / f"big{i}.bin", 8 << 30)) for i in range(3)]
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=3, depth=1))
+        await pool.start()
+        jobs = [asyncio.create_task(pool.compute(path)) for path in bigs]
+        try:
+            await asyncio.wait_for(_until(lambda: len(pool.in_flight()) == 3), 20)
+            assert {path for path, _, _ in pool.in_flight()} == set(bigs)
+            assert len({pid for _, pid, _ in pool.in_flight()}) == 3
+            assert pool.statistics().workers == 3
+        finally:
+            await pool.close(grace=0)
+            for job in jobs:
+                job.cancel()
+
+    _run(main)
+
+
 def test_a_killed_worker_costs_only_its_file(tmp_path: Path) -> None:
     big = str(_sparse(tmp_path / "big.bin", 8 << 30))
     small = tmp_path / "small.txt"
