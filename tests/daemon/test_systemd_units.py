@@ -67,10 +67,13 @@ def test_the_system_unit_is_hardened() -> None:
     assert float(match.group(1)) <= 2.0
 
 
-def test_systemd_verifies_the_system_unit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unit_file", [SYSTEM_UNIT, USER_UNIT], ids=["system", "user"])
+def test_systemd_verifies_the_unit(tmp_path: Path, unit_file: Path) -> None:
     tool = _analyze()
     # The verifier checks that ExecStart= exists; isccd is not installed at /opt/isccd here.
-    text = SYSTEM_UNIT.read_text(encoding="utf-8")
+    # The user unit is verified by the system manager too (a user manager needs a session):
+    # its syntax and directives are checked alike.
+    text = unit_file.read_text(encoding="utf-8")
     unit = tmp_path / "isccd.service"
     unit.write_text(re.sub(r"^ExecStart=.*$", "ExecStart=/bin/true", text, flags=re.M))
     result = subprocess.run(
