@@ -277,10 +277,7 @@ class Database:
         """Roll back the transaction, if one is open."""
         if self._conn is not None and self._conn.in_transaction:
             self._exec("ROLLBACK")
-        # Interned ids may point at rows that no longer exist.
-        self._roots.clear()
-        self._dirs.clear()
-        self._profiles.clear()
+        self._forget_interned()
 
     def savepoint(self) -> None:
         """Start a unit of work."""
@@ -294,9 +291,7 @@ class Database:
         """Undo the unit of work."""
         self._exec("ROLLBACK TO unit")
         self._exec("RELEASE unit")
-        self._roots.clear()
-        self._dirs.clear()
-        self._profiles.clear()
+        self._forget_interned()
 
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         try:
@@ -320,6 +315,14 @@ class Database:
             cache.clear()
         cache[value] = row[0]
         return int(row[0])
+
+    def _forget_interned(self) -> None:
+        """Forget every interned id, both ways: after a rollback or a purge they may name rows
+        that no longer exist, and SQLite gives their ids to the next rows inserted."""
+        self._roots.clear()
+        self._dirs.clear()
+        self._profiles.clear()
+        self._profile_names.clear()
 
     def _root_id(self, root: str) -> int:
         return self._intern("roots", "path", to_fs(root), self._roots)

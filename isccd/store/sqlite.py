@@ -372,8 +372,7 @@ class SqliteStore(Database):
         if count:
             self._exec("DELETE FROM dirs WHERE id NOT IN (SELECT dir_id FROM files)")
             self._exec("DELETE FROM roots WHERE id NOT IN (SELECT root_id FROM files)")
-            self._dirs.clear()
-            self._roots.clear()
+            self._forget_interned()
         return count
 
     # -- near relations ------------------------------------------------------------------------

@@ -232,6 +232,19 @@ def test_a_rolled_back_unit_of_work_leaves_no_trace(store: Store) -> None:
     assert store.events_since(0)[0].seq == first.seq
 
 
+def test_a_profile_read_back_after_a_rollback_is_the_one_stored(store: Store) -> None:
+    # A rolled-back profile's row id is taken again by the next new profile: what was read
+    # under the old id must not be taken for the new one.
+    store.begin()
+    store.savepoint()
+    store.add_file(ROOT, make_record("/data/a", ino=1, data=b"\x01" * 8, profile="p/1"), 1.0)
+    assert [u.profile for u in store.file_at("/data/a").record.units] == ["p/1"]  # type: ignore[union-attr]
+    store.rollback_to()
+    store.add_file(ROOT, make_record("/data/b", ino=2, data=b"\x02" * 8, profile="p/2"), 1.0)
+    store.commit()
+    assert [u.profile for u in store.file_at("/data/b").record.units] == ["p/2"]  # type: ignore[union-attr]
+
+
 def test_rollback_undoes_the_whole_transaction(store: Store) -> None:
     store.begin()
     store.add_file(ROOT, make_record("/data/a"), 1.0)
