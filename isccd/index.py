@@ -195,18 +195,9 @@ class UnitIndex:
         """Start indexing a unit type (empty); return its index."""
         return self._by_type.setdefault(unit_type, HammingIndex())
 
-    @property
-    def unit_types(self) -> frozenset[UnitType]:
-        """The indexed unit types."""
-        return frozenset(self._by_type)
-
     def __getitem__(self, unit_type: UnitType) -> HammingIndex:
         """The index of one unit type."""
         return self._by_type[unit_type]
-
-    def __contains__(self, unit_type: object) -> bool:
-        """Whether a unit type is indexed."""
-        return unit_type in self._by_type
 
     def add(self, file_id: int, digests: Mapping[UnitType, bytes]) -> None:
         """Index (or re-index) a file's units; types missing from ``digests`` are removed."""

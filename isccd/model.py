@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,6 +137,21 @@ class Unit:
     def bits(self) -> int:
         """Length of the unit's body in bits."""
         return len(self.digest) * 8
+
+
+#: Units in the order of an ISCC-CODE: Meta, Content, Data, Instance.
+UNIT_ORDER: dict[UnitType, int] = {
+    t: i
+    for i, t in enumerate(
+        (UnitType.META, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO,
+         UnitType.MIXED, UnitType.DATA, UnitType.INSTANCE)
+    )
+}  # fmt: skip
+
+
+def sort_units(units: Iterable[Unit]) -> tuple[Unit, ...]:
+    """Units in ISCC-CODE order."""
+    return tuple(sorted(units, key=lambda u: UNIT_ORDER[u.type]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,18 +17,20 @@ PACKAGE = Path(__file__).resolve().parents[1] / "isccd"
 ALLOWED: dict[str, set[str]] = {
     "__init__": set(),
     "__main__": {"cli"},
+    "fspath": set(),
     "model": set(),
     "errors": set(),
     "iscc": set(),
     "extract": {"model", "errors"},
     "hashing": {"extract", "iscc", "model", "errors"},
-    "store": {"model", "errors"},
+    "store": {"model", "errors", "fspath"},
     "index": {"model", "errors"},
     "match": {"model", "errors", "iscc"},
     # iscc: recomposing the ISCC-CODE when only some units were recomputed (profile change).
     # protocol: the answers to get, similar and dupes are the protocol's results, shared by the
     # daemon and the command line (pipeline.answers).
     "pipeline": {
+        "fspath",
         "model",
         "errors",
         "iscc",
@@ -40,14 +42,15 @@ ALLOWED: dict[str, set[str]] = {
         "protocol",
     },
     "protocol": {"model", "errors"},
-    "watch": {"model", "errors"},
-    "server": {"protocol", "model", "errors"},
+    "watch": {"model", "errors", "fspath"},
+    "server": {"protocol", "model", "errors", "fspath"},
     "client": {"protocol", "model", "errors"},
     "sdnotify": set(),
     "dirs": set(),
     "logconf": set(),
     "settings": {"model", "errors", "dirs"},
     "daemon": {
+        "fspath",
         "model",
         "errors",
         "iscc",
@@ -66,6 +69,7 @@ ALLOWED: dict[str, set[str]] = {
         "dirs",
     },
     "cli": {
+        "fspath",
         "model",
         "errors",
         "iscc",

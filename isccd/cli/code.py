@@ -47,10 +47,6 @@ output with its reason); 2 for invalid arguments.
 #: coding a few dozen typical files (bench/code.py): fewer files are coded in this process.
 _FILES_PER_WORKER = 16
 
-#: Seconds one file may take in a worker before the worker is replaced (the daemon's default),
-#: unless three tool runs (ffprobe, fpcalc or ffmpeg) with their own limit need more.
-_FILE_TIMEOUT = 1800.0
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``code`` to the ``isccd`` parser."""
@@ -131,7 +127,10 @@ def run_code(args: argparse.Namespace) -> int:
     )
     tasks = list(walk(args.paths))
     mode = "jsonl" if args.jsonl else "json" if wants_json(args.json) else "text"
-    timeout = args.file_timeout or max(_FILE_TIMEOUT, 3 * options.tools.timeout + 60)
+    # The workers' default limit, unless three tool runs (ffprobe, fpcalc or ffmpeg), each with
+    # its own limit, need more.
+    default = max(WorkerOptions().file_timeout, 3 * options.tools.timeout + 60)
+    timeout = args.file_timeout or default
     failed = coded = 0
     with Progress("coding", total=len(tasks)) as progress:
         try:

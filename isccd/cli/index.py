@@ -44,6 +44,7 @@ from isccd.errors import (
     StoreError,
     StoreLockedError,
 )
+from isccd.fspath import is_under
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import UNIT_BITS
 from isccd.pipeline import Indexer, Pipeline, ScanStats, answers
@@ -346,7 +347,7 @@ def _locked(exc: StoreLockedError, roots: list[str], socket: Path) -> str:
     if status is None or exc.holder is None or status.pid != exc.holder:
         return f"{exc}: wait until it is done (a daemon's index is updated with `isccd rescan`)"
     watched = [r.path for r in status.roots]
-    outside = [r for r in roots if not any(r == w or r.startswith(w + "/") for w in watched)]
+    outside = [r for r in roots if not any(is_under(r, w) for w in watched)]
     if outside:
         return (
             f"{exc}: it is the daemon, which does not watch {', '.join(outside)}; add "

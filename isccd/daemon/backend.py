@@ -19,6 +19,7 @@ from isccd.daemon.feed import Feed
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
 from isccd.errors import ProtocolError
+from isccd.fspath import is_under
 from isccd.model import Event
 from isccd.pipeline import Pipeline, answers
 from isccd.protocol import (
@@ -33,10 +34,6 @@ from isccd.protocol import (
 )
 from isccd.server import LogBounds
 from isccd.store import StoredFile
-
-
-def _under(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 class DaemonBackend:
@@ -144,4 +141,4 @@ class DaemonBackend:
         roots = list(self._roots())
         if path is None:
             return roots
-        return [r for r in roots if _under(path, r)][:1]
+        return [r for r in roots if is_under(path, r)][:1]

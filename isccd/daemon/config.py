@@ -20,6 +20,7 @@ from pathlib import Path
 from isccd.daemon import options
 from isccd.daemon.workers import WorkerOptions
 from isccd.errors import ConfigError
+from isccd.fspath import is_under
 from isccd.hashing import current_versions
 from isccd.logconf import Format
 from isccd.pipeline.options import PipelineOptions
@@ -188,4 +189,4 @@ def _check_roots(configured: tuple[Path, ...]) -> tuple[str, ...]:
 
 
 def _overlap(a: str, b: str) -> bool:
-    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+    return is_under(a, b) or is_under(b, a)

@@ -23,6 +23,7 @@ import structlog
 from isccd.daemon.config import DebounceOptions
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
+from isccd.fspath import is_below
 from isccd.model import EventType
 from isccd.watch.debounce import (
     Action,
@@ -134,7 +135,7 @@ class Feed:
 
     def _ignored(self, root: str, path: str, is_dir: bool) -> bool:
         assert self._ignore is not None
-        if not path.startswith(root.rstrip("/") + "/"):
+        if not is_below(path, root):
             return False
         rel = path[len(root.rstrip("/")) + 1 :]
         return bool(self._ignore.match_file(rel + "/" if is_dir else rel))

@@ -16,6 +16,7 @@ from pathlib import Path
 from isccd import dirs
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
+from isccd.fspath import is_below
 from isccd.hashing import CodeOptions
 from isccd.match import Thresholds
 from isccd.pipeline.options import DAY, PipelineOptions
@@ -142,6 +143,6 @@ def _own_dirs(roots: Sequence[str], own: Sequence[Path]) -> tuple[str, ...]:
                     f"invalid configuration: watch.roots: {root!r} holds isccd's own files "
                     f"({real}); watch the folders with your files instead"
                 )
-            if real.startswith(root.rstrip("/") + "/"):
+            if is_below(real, root):
                 patterns.append("/" + os.path.relpath(real, root) + "/")
     return tuple(dict.fromkeys(patterns))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
-from isccd.hashing.record import ALL_UNITS, compute_record
+from isccd.hashing.record import ALL_UNITS, compose_iscc, compute_record
 from isccd.hashing.versions import current_versions
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "ALL_UNITS",
     "EXTRACTION_REVISION",
     "CodeOptions",
+    "compose_iscc",
     "compute_record",
     "current_versions",
     "issue_from_exception",

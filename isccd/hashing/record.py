@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import PurePath
 
 from isccd.errors import (
@@ -113,7 +113,7 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         stat=FileStat.from_os(src.stat),
         mediatype=mediatype,
         mode=mode,
-        iscc=_compose(units, run.options.wide),
+        iscc=compose_iscc(units, run.options.wide),
         name=fields.get("name"),
         units=tuple(units),
         datahash=summed[1] if summed else None,
@@ -145,11 +145,13 @@ def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     )
 
 
-def _compose(units: list[Unit], wide: bool) -> str | None:
-    """The ISCC-CODE of the units, when Data and Instance are among them.
+def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
+    """The ISCC-CODE of a file's units, when Data and Instance are among them (else ``None``).
 
     As in the SDK, ``wide`` only has an effect on Data + Instance of at least 128 bits.
     """
     if not {UnitType.DATA, UnitType.INSTANCE} <= {u.type for u in units}:
         return None
-    return gen_iscc_code_v0([u.iscc for u in units], wide=wide)["iscc"]
+    return gen_iscc_code_v0([u.iscc for u in units if u.type is not UnitType.MIXED], wide=wide)[
+        "iscc"
+    ]

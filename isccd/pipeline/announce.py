@@ -44,8 +44,9 @@ def announce(
             if (other, unit) not in old or old[(other, unit)].distance != r.distance
         ]
     )
-    ended_exact = [i for i in before_exact if i not in set(exact)]
-    began_exact = [i for i in exact if i not in set(before_exact)]
+    exact_now, exact_before = set(exact), set(before_exact)
+    ended_exact = [i for i in before_exact if i not in exact_now]
+    began_exact = [i for i in exact if i not in exact_before]
     ended: dict[UnitType, list[int]] = {}
     for other, unit in old:
         if (other, unit) not in near:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from isccd.errors import ProtocolError
+from isccd.fspath import is_under
 from isccd.iscc import IsccError, iscc_decode, iscc_decompose
 from isccd.iscc.constants import MT, ST_CC
 from isccd.match import NEAR_UNITS, Thresholds, hamming
@@ -111,14 +112,10 @@ def dupes(ix: Indexer, query: DupesQuery) -> DupesResult:
     groups = q.dupes(ix, query.near)
     if query.root is not None:
         top = query.root
-        groups = [g for g in groups if any(_under(p, top) for m in g.members for p in m.paths)]
+        groups = [g for g in groups if any(is_under(p, top) for m in g.members for p in m.paths)]
     thresholds = ix.options.thresholds
     out = tuple(_group(g, thresholds) for g in groups[: query.limit])
     return DupesResult(out, truncated=len(groups) > query.limit)
-
-
-def _under(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 def _match(peer: q.Peer) -> SimilarMatch:

@@ -18,7 +18,6 @@ import json
 import logging
 from collections.abc import Sequence
 
-from isccd.model import Event
 from isccd.pipeline.indexer import Indexer
 
 _log = logging.getLogger("isccd.pipeline")
@@ -29,16 +28,9 @@ PROPERTY = "iscc_code_composition"
 _ALL_SIZES = (0, (1 << 63) - 1)  # every size SQLite can hold
 
 
-def _encode(wide: bool) -> str:
-    return json.dumps({"wide": wide}, sort_keys=True, separators=(",", ":"))
-
-
-def recorded(ix: Indexer) -> bool | None:
-    """The ``wide`` option the stored ISCC-CODEs were composed with; ``None`` when the store
-    records none (or one this isccd cannot read: the codes are then composed again)."""
-    text = ix.store.get_property(PROPERTY)
-    if text is None:
-        return None
+def _decode(text: str) -> bool | None:
+    """The recorded ``wide`` option; ``None`` for a record this isccd cannot read (the codes
+    are then composed again)."""
     try:
         found = json.loads(text)["wide"]
     except (ValueError, KeyError, TypeError):
@@ -51,20 +43,17 @@ def recorded(ix: Indexer) -> bool | None:
 
 def record(ix: Indexer, wide: bool) -> None:
     """Record ``wide`` as the option the stored ISCC-CODEs follow."""
-    ix.store.set_property(PROPERTY, _encode(wide))
+    ix.store.set_property(PROPERTY, json.dumps({"wide": wide}))
 
 
 def outdated(ix: Indexer, wide: bool) -> Sequence[int] | None:
-    """The live files to compose again under ``wide``, or ``None`` when the stored codes follow
-    it already (a store that records no option takes this one)."""
-    if ix.store.get_property(PROPERTY) is None:
+    """The live files to compose again under ``wide`` (each chunk with
+    :meth:`Indexer.recompose`), or ``None`` when the stored codes follow it already (a store
+    that records no option takes this one)."""
+    text = ix.store.get_property(PROPERTY)
+    if text is None:
         record(ix, wide)
         return None
-    if recorded(ix) == wide:
+    if _decode(text) == wide:
         return None
     return ix.store.ids_by_size(*_ALL_SIZES)
-
-
-def step(ix: Indexer, part: Sequence[int], wide: bool) -> list[Event]:
-    """Compose the ISCC-CODEs of a chunk of files again, in one transaction."""
-    return ix.recompose(part, wide)

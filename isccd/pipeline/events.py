@@ -78,8 +78,3 @@ def issues(items: Sequence[FileIssue]) -> list[dict[str, Any]]:
         }
         for i in items
     ]
-
-
-def others(items: Sequence[dict[str, Any]], limit: int) -> dict[str, Any]:
-    """``others`` (at most ``limit``) and ``count``."""
-    return {"others": list(items[:limit]), "count": len(items)}

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from isccd.hashing import compose_iscc
 from isccd.index import UnitIndex, code64
-from isccd.iscc import gen_iscc_code_v0
 from isccd.match import (
     NEAR_UNITS,
     Relation,
@@ -47,8 +47,8 @@ from isccd.model import (
     FileStat,
     IssueCode,
     IssueKind,
-    Unit,
     UnitType,
+    sort_units,
 )
 from isccd.pipeline import events as payload
 from isccd.pipeline.announce import announce
@@ -148,14 +148,6 @@ class Indexer:
             index.add_many([fid for fid, _ in chunk], [code64(d) for _, d in chunk])
         self._loaded.add(unit_type)
 
-    def reload(self) -> None:
-        """Rebuild the whole index from the store."""
-        loaded = set(self._loaded)
-        self.index = UnitIndex(())
-        self._loaded.clear()
-        for unit_type in loaded:
-            self.ensure_loaded(unit_type)
-
     def _index_put(self, file_id: int, record: FileRecord | None) -> None:
         before = {t: self.index[t].get(file_id) for t in self._loaded}
         self._undo.append((file_id, before))
@@ -221,10 +213,6 @@ class Indexer:
         self.store.close()
 
     # -- events --------------------------------------------------------------------------------
-
-    def now(self) -> float:
-        """The clock's current time."""
-        return self._clock()
 
     @property
     def pending(self) -> Sequence[Event]:
@@ -403,13 +391,13 @@ class Indexer:
         ):
             return []  # it changed since the scan: a full rehash is due, not a partial one
         kept = [u for u in existing.record.units if u.type not in units]
-        merged = sorted([*kept, *record.units], key=lambda u: _ORDER[u.type])
+        merged = sort_units([*kept, *record.units])
         stale_issues = {t.value for t in units}
         issues = tuple(i for i in existing.record.issues if i.stage not in stale_issues)
         new = replace(
             existing.record,
             units=tuple(merged),
-            iscc=_compose(merged, self.options.wide) or existing.record.iscc,
+            iscc=compose_iscc(merged, self.options.wide) or existing.record.iscc,
             issues=issues + record.issues,
             extractor=record.extractor or existing.record.extractor,
             **_learned(record),
@@ -486,7 +474,7 @@ class Indexer:
         """
         mark = len(self._pending)
         for stored in self.store.files_by_id(file_ids):
-            iscc = _compose(stored.record.units, wide)
+            iscc = compose_iscc(stored.record.units, wide)
             if stored.live and iscc is not None and iscc != stored.record.iscc:
                 self._update(stored.root, stored, replace(stored.record, iscc=iscc))
         return self._pending[mark:]
@@ -501,12 +489,6 @@ class Indexer:
         return files, events
 
 
-_ORDER = {t: i for i, t in enumerate(
-    (UnitType.META, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO,
-     UnitType.MIXED, UnitType.DATA, UnitType.INSTANCE)
-)}  # fmt: skip
-
-
 def _learned(record: FileRecord) -> dict[str, Any]:
     """What a partial record learned along with its units: the Meta-Code's inputs when it has
     one, and what the content extraction measured."""
@@ -517,15 +499,6 @@ def _learned(record: FileRecord) -> dict[str, Any]:
         if getattr(record, name) is not None:
             fields[name] = getattr(record, name)
     return fields
-
-
-def _compose(units: Sequence[Unit], wide: bool) -> str | None:
-    """The ISCC-CODE of the units (as :mod:`isccd.hashing` composes it)."""
-    if not {UnitType.DATA, UnitType.INSTANCE} <= {u.type for u in units}:
-        return None
-    return gen_iscc_code_v0([u.iscc for u in units if u.type is not UnitType.MIXED], wide=wide)[
-        "iscc"
-    ]
 
 
 def _exists(path: str) -> bool:

@@ -363,7 +363,7 @@ class Pipeline:
             events: list[Event] = []
             for start in range(0, len(ids), chunk):
                 part = ids[start : start + chunk]
-                events += call(functools.partial(composition.step, part=part, wide=wide))
+                events += call(functools.partial(Indexer.recompose, file_ids=part, wide=wide))
             call(functools.partial(composition.record, wide=wide))
             return events
 

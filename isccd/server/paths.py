@@ -26,6 +26,7 @@ import stat
 from collections.abc import Callable, Sequence
 
 from isccd.errors import ProtocolError
+from isccd.fspath import is_under
 from isccd.protocol import ErrorCode, normalize_path
 
 #: Symbolic links followed before giving up (Linux's own limit, MAXSYMLINKS, is 40).
@@ -41,9 +42,9 @@ class _Where(enum.Enum):
 def _where(path: str, roots: Sequence[str]) -> _Where:
     ancestor = False
     for root in roots:
-        if root in (path, "/") or path.startswith(root + "/"):
+        if is_under(path, root):
             return _Where.INSIDE
-        if path == "/" or root.startswith(path + "/"):
+        if is_under(root, path):
             ancestor = True
     return _Where.ANCESTOR if ancestor else _Where.OUTSIDE
 

@@ -341,8 +341,3 @@ def split_path(path: str) -> tuple[str, str]:
 def join_path(directory: str, name: str) -> str:
     """The inverse of :func:`split_path`."""
     return f"/{name}" if directory == "/" else f"{directory}/{name}"
-
-
-def is_under(path: str, top: str) -> bool:
-    """True when ``path`` is ``top`` or inside it."""
-    return top in (path, "/") or path.startswith(top + "/")

@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import Any
 
 from isccd.errors import StoreError
+from isccd.fspath import is_under
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
 from isccd.store.base import (
     FileKey,
     NearPair,
     StaleUnits,
     StoredFile,
-    is_under,
     skipped_units,
     split_path,
 )

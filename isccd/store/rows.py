@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from isccd.model import FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Mode, Unit, UnitType
+from isccd.model import FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Mode, Unit
 from isccd.store.base import StoredFile, join_path
 
 #: The columns :func:`file_from_row` reads, in its order.
@@ -24,15 +24,6 @@ FILE_COLUMNS = (
 )
 FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
 
-#: Units in the order of an ISCC-CODE: Meta, Content, Data, Instance.
-UNIT_ORDER = {
-    t: i
-    for i, t in enumerate(
-        (UnitType.META, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO,
-         UnitType.MIXED, UnitType.DATA, UnitType.INSTANCE)
-    )
-}  # fmt: skip
-
 
 def to_fs(path: str) -> bytes:
     """A path as the bytes the file system uses."""
@@ -42,11 +33,6 @@ def to_fs(path: str) -> bytes:
 def from_fs(blob: bytes) -> str:
     """The inverse of :func:`to_fs`."""
     return os.fsdecode(blob)
-
-
-def sort_units(units: Iterable[Unit]) -> tuple[Unit, ...]:
-    """Units in ISCC-CODE order."""
-    return tuple(sorted(units, key=lambda u: UNIT_ORDER[u.type]))
 
 
 def record_columns(record: FileRecord) -> tuple[Any, ...]:

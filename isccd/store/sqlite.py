@@ -17,6 +17,7 @@ from isccd.model import (
     FileStat,
     Unit,
     UnitType,
+    sort_units,
 )
 from isccd.store.base import (
     FileKey,
@@ -33,7 +34,6 @@ from isccd.store.rows import (
     file_from_row,
     from_fs,
     record_columns,
-    sort_units,
     to_fs,
 )
 

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from isccd.fspath import is_under
+
 #: Filesystem types whose changes may not pass through this kernel.
 REMOTE_TYPES = frozenset(
     {
@@ -79,16 +81,12 @@ def parse_mountinfo(text: str) -> list[Mount]:
     return mounts
 
 
-def _contains(parent: str, path: str) -> bool:
-    return parent in {path, "/"} or path.startswith(parent.rstrip("/") + "/")
-
-
 def mount_of(path: str, mounts: list[Mount]) -> Mount | None:
     """The mount a resolved absolute path lives on: the deepest mount point above it (the
     latest mounted when several share one)."""
     best: Mount | None = None
     for mount in mounts:
-        if _contains(mount.mount_point, path) and (
+        if is_under(path, mount.mount_point) and (
             best is None or len(mount.mount_point) >= len(best.mount_point)
         ):
             best = mount
@@ -99,7 +97,7 @@ def mounts_below(path: str, mounts: list[Mount]) -> list[Mount]:
     """Mounts strictly below a resolved absolute path, the latest for each mount point."""
     latest: dict[str, Mount] = {}
     for mount in mounts:
-        if mount.mount_point != path and _contains(path, mount.mount_point):
+        if mount.mount_point != path and is_under(mount.mount_point, path):
             latest[mount.mount_point] = mount
     return list(latest.values())
 

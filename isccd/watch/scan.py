@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pathspec
 
+from isccd.fspath import is_under
 from isccd.model import FileStat
 
 #: Stored validators of the files directly in a directory: name -> validators.
@@ -178,7 +179,7 @@ class Walker:
         """
         self.root = root
         self.start = start or root
-        if not _is_under(self.start, root):
+        if not is_under(self.start, root):
             raise ValueError(f"{self.start!r} is not inside the root {root!r}")
         self._lookup = lookup
         self._options = options or ScanOptions()
@@ -328,7 +329,7 @@ class Walker:
 
     def is_known(self, path: str) -> bool:
         """True unless ``path`` is at or below something the walk could not see."""
-        return not any(_is_under(path, top) for top in self.unknown)
+        return not any(is_under(path, top) for top in self.unknown)
 
     def vanished_dirs(self, stored_dirs: Sequence[str]) -> list[str]:
         """Of the directories the store holds files in (at or below the start), those the walk
@@ -337,9 +338,5 @@ class Walker:
         return [
             d
             for d in stored_dirs
-            if _is_under(d, self.start) and d not in self.visited and self.is_known(d)
+            if is_under(d, self.start) and d not in self.visited and self.is_known(d)
         ]
-
-
-def _is_under(path: str, top: str) -> bool:
-    return top in (path, "/") or path.startswith(top + "/")

@@ -43,6 +43,7 @@ from watchdog.observers.inotify_c import (
     WatchDescriptor,
 )
 
+from isccd.fspath import is_below
 from isccd.watch import mounts
 from isccd.watch.debounce import Change, Recrawl, RecrawlReason
 from isccd.watch.handler import EVENT_FILTER, LoopHandler
@@ -360,7 +361,7 @@ class Watcher:
             new = _outermost(failed - {root}, already=state.polled)
             if not new:
                 return
-            state.polled = {p for p in state.polled if not any(_below(p, n) for n in new)}
+            state.polled = {p for p in state.polled if not any(is_below(p, n) for n in new)}
             state.polled.update(new)
             limit, fix = self._limit("watches", 524_288)
             degradation = Degradation(
@@ -431,10 +432,6 @@ class Watcher:
             state.overflows,
             hint,
         )
-
-
-def _below(path: str, parent: str) -> bool:
-    return path.startswith(parent.rstrip("/") + "/")
 
 
 def _outermost(paths: set[str], already: set[str]) -> set[str]:
