@@ -346,7 +346,7 @@ def bench_idle(files: int) -> None:
         daemon.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    probe = "import isccd.daemon, pathlib; print(pathlib.Path('/proc/self/statm').read_text())"
+    probe = "import isccd.daemon.run, pathlib; print(pathlib.Path('/proc/self/statm').read_text())"
     out = subprocess.run([PY, "-c", probe], capture_output=True, text=True, check=True).stdout
     pages = int(out.split()[1])
     rss = pages * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -381,7 +381,7 @@ def bench_restart(files: int, rounds: int) -> None:
         for _ in range(rounds):
             out = subprocess.run([PY, "-c", _OPEN, url], capture_output=True, text=True, check=True)
             opened.append(float(out.stdout))
-        command = [PY, "-c", "import isccd.daemon"]
+        command = [PY, "-c", "import isccd.daemon.run"]
         imports = statistics.median(_timed(lambda: subprocess.run(command, check=True), rounds))
         print(
             f"   exec to READY=1: median {statistics.median(times):.2f} s "

@@ -326,7 +326,7 @@ def _register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 def run_daemon(args: argparse.Namespace) -> int:
     """``isccd run``."""
-    from isccd import daemon  # noqa: PLC0415 - the other commands need none of the daemon
+    from isccd.daemon.run import main  # noqa: PLC0415 - the other commands need none of it
 
     overrides: dict[str, dict[str, object]] = {}
     if args.watch:
@@ -335,4 +335,4 @@ def run_daemon(args: argparse.Namespace) -> int:
         overrides["store"] = {"state_dir": args.state.absolute()}
     if args.socket:
         overrides["server"] = {"socket": args.socket.absolute()}
-    return daemon.main(args.config, overrides)
+    return main(args.config, overrides)

@@ -196,7 +196,7 @@ class Daemon:
         if task.cancelled() or task.exception() is None:
             return
         # Without workers nothing can be hashed: stop, and say why (systemd restarts it).
-        # The error itself is the exit's last line (isccd.daemon.main).
+        # The error itself is the exit's last line (isccd.daemon.run.main).
         self._failure = task.exception()
         structlog.get_logger().warning("daemon_stopping", reason="workers_unavailable")
         self._stop.set()

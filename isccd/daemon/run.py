@@ -1,0 +1,71 @@
+"""``isccd run``: the daemon in the foreground, and the exit statuses it ends with."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from isccd.daemon.app import Daemon
+from isccd.daemon.config import build_config
+from isccd.daemon.workers import WorkersUnavailableError
+from isccd.errors import ConfigError, SocketSetupError, StoreError
+from isccd.logconf import configure_logging
+from isccd.settings import config_file, load_settings
+
+__all__ = ["EXIT_CONFIG", "EXIT_STORE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+#: The store cannot be opened (corrupt, unreadable, disk full): an administrator must act, so
+#: the systemd unit does not restart on it (``RestartPreventExitStatus=``).
+EXIT_STORE = 74
+#: Invalid configuration (EX_CONFIG).
+EXIT_CONFIG = 78
+
+
+def main(
+    config: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Run the daemon in the foreground until SIGTERM or SIGINT.
+
+    Args:
+        config: A TOML file; ``None`` reads the default one if it exists
+            (:func:`isccd.dirs.default_config_path`).
+        overrides: Values from the command line, by section.
+        env: The environment (the process environment by default).
+
+    Returns:
+        The exit status: 0 after an orderly stop, 78 for an invalid configuration, 74 when the
+        store cannot be opened, 1 when the socket cannot be created or no hashing worker can
+        start.
+    """
+    path = config_file(config, env)
+    try:
+        settings = load_settings(path, overrides=overrides, env=env)
+        configure_logging(settings.log.level, settings.log.format, env=env)
+        daemon = Daemon(build_config(settings, env), config_path=path, overrides=overrides, env=env)
+    except ConfigError as exc:
+        print(f"isccd: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    failure: tuple[str, int, Exception] | None = None
+    try:
+        asyncio.run(daemon.run())
+    except StoreError as exc:
+        failure = ("store_unavailable", EXIT_STORE, exc)
+    except SocketSetupError as exc:
+        failure = ("socket_unavailable", EXIT_FAILURE, exc)
+    except WorkersUnavailableError as exc:
+        failure = ("workers_unavailable", EXIT_FAILURE, exc)
+    if failure is None:
+        return EXIT_OK
+    # Expected failures with a message that says it all: no traceback.
+    event, status, error = failure
+    structlog.get_logger().error(event, error=str(error))
+    return status
