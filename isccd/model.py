@@ -54,15 +54,6 @@ class UnitType(enum.StrEnum):
     INSTANCE = "instance"
     """Instance-Code: BLAKE3 checksum of the raw bytes."""
 
-    @property
-    def is_content(self) -> bool:
-        """True for the Content-Code subtypes."""
-        return self in _CONTENT_TYPES
-
-
-_CONTENT_TYPES = frozenset(
-    {UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO, UnitType.VIDEO, UnitType.MIXED}
-)
 
 #: The Content-Code unit each processing mode produces.
 CONTENT_UNIT_OF_MODE: Mapping[Mode, UnitType] = {

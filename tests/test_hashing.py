@@ -33,6 +33,7 @@ from tests.extract.media import (
     make_pdf,
     make_texts,
     make_video,
+    needs_ffmpeg,
     png_bomb,
     scene,
 )
@@ -354,3 +355,25 @@ def test_records_travel_through_a_process_pool(corpus: dict[str, Path]) -> None:
     local = [compute_record(p) for p in paths]
     assert [r.units for r in remote] == [r.units for r in local]
     assert [r.iscc for r in remote] == [r.iscc for r in local]
+
+
+@needs_ffmpeg
+def test_metadata_read_with_the_content_is_not_read_again_when_the_content_code_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from isccd.hashing import content
+
+    tone = make_audio(tmp_path / "audio")["tone.wav"]
+    probed: list[str] = []
+    real = content.probe_media
+
+    def counting(*args: object, **kwargs: object) -> object:
+        probed.append("ffprobe")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(content, "probe_media", counting)
+    without_fpcalc = CodeOptions(tools=ToolOptions(fpcalc=str(tmp_path / "not-installed")))
+    record = compute_record(str(tone), without_fpcalc)
+    assert record.unit(UnitType.AUDIO) is None  # the Content-Code failed
+    assert record.unit(UnitType.META) is not None
+    assert probed == ["ffprobe"]  # its tags were read once, with the content

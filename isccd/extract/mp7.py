@@ -44,22 +44,15 @@ class Signature:
     Attributes:
         width: Frame width the signature was computed at.
         height: Frame height.
-        time_unit: Ticks per second of ``times``.
-        times: Media time of each frame, in ``time_unit`` ticks.
-        confidences: Confidence of each frame's signature, 0..255.
-        frames: One row of 380 ternary values (0..2) per frame, as uint8.
+        times: Media time of each frame, in the signature's time-unit ticks.
+        frames: One row of 380 ternary values (0..2) per frame, as uint8: the input of
+            ``gen_video_code_v0``.
     """
 
     width: int
     height: int
-    time_unit: int
     times: tuple[int, ...]
-    confidences: tuple[int, ...]
     frames: npt.NDArray[np.uint8]
-
-    def frame_tuples(self) -> list[tuple[int, ...]]:
-        """The frame signatures as tuples of ints, the input of ``gen_video_code_v0``."""
-        return [tuple(row) for row in self.frames.tolist()]
 
 
 def _ternary_table() -> npt.NDArray[np.uint8]:
@@ -98,7 +91,6 @@ def read_signature(data: bytes) -> Signature:
     height = field(81, 16) + 1
     pos = _HEADER_BITS
     n_frames = field(pos, 32)
-    time_unit = field(pos + 32, 16)
     pos += 32 + 16 + 1 + 32 + 32
     n_segments = field(pos, 32)
     pos += 32 + n_segments * _SEGMENT_BITS + 1
@@ -110,15 +102,14 @@ def read_signature(data: bytes) -> Signature:
 
     if n_frames == 0:
         empty = np.zeros((0, FRAME_SIZE), dtype=np.uint8)
-        return Signature(width, height, time_unit, (), (), empty)
+        return Signature(width, height, (), empty)
     frames = bits[pos:end].reshape(n_frames, _FRAME_BITS)
     times = _pack_rows(frames[:, 1:33])
-    confidences = _pack_rows(frames[:, 33:41])
     sig_bytes = np.packbits(frames[:, 81:], axis=1)
     if int(sig_bytes.max()) >= 243:
         raise ValueError("MPEG-7 signature corrupt: a frame byte is out of the ternary range")
     values = _TERNARY[sig_bytes].reshape(n_frames, FRAME_SIZE)
-    return Signature(width, height, time_unit, times, confidences, values)
+    return Signature(width, height, times, values)
 
 
 def _pack_rows(rows: npt.NDArray[np.uint8]) -> tuple[int, ...]:

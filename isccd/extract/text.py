@@ -232,8 +232,7 @@ def _extract_pdf(
     meta, problem = Metadata(), None
     if read_meta:
         try:
-            with tool_input(src.fd, src.path, temp_dir) as inp:
-                meta = pick(DOCUMENT_META_FIELDS, _tika_metadata(inp.path))
+            meta = extract_text_metadata(src, "application/pdf", temp_dir=temp_dir)
         except (ToolMissingError, ExtractionError) as exc:
             problem = f"PDF metadata not read: {exc}"
     # The text is pdfium's alone; the metadata read by Tika is the Meta-Code's concern.

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from isccd.errors import ExtractionError, NoContentError, ToolError
 from isccd.extract.mp7 import read_signature
 from isccd.extract.tools import ToolInput, ToolOptions, require_tool, run_tool, tool_version
@@ -31,13 +34,13 @@ class VideoContent:
     """ffmpeg's view of a video file.
 
     Attributes:
-        frames: The frame signatures, 380 ternary values each, in order.
+        frames: The frame signatures, one row of 380 ternary values per frame, in order.
         width: Frame width the signature saw.
         height: Frame height.
         extractor: ``ffmpeg/<version>`` and the frame rate (the Video-Code depends on both).
     """
 
-    frames: list[tuple[int, ...]]
+    frames: npt.NDArray[np.uint8]
     width: int
     height: int
     extractor: str
@@ -84,7 +87,7 @@ def extract_video(inp: ToolInput, tools: ToolOptions, *, fps: int = DEFAULT_FPS)
     if not signature.times:
         raise NoContentError("no video frames")
     return VideoContent(
-        signature.frame_tuples(),
+        signature.frames,
         signature.width,
         signature.height,
         f"{COMPONENT}/{tool_version(exe)} {FPS_COMPONENT}/{fps}",

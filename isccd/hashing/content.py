@@ -30,9 +30,8 @@ from isccd.iscc import (
     gen_video_code_v0,
     iscc_decode,
     text_clean,
-    text_remove_newlines,
-    text_trim,
 )
+from isccd.iscc.meta import meta_name
 from isccd.model import (
     FileIssue,
     IssueCode,
@@ -41,9 +40,6 @@ from isccd.model import (
     Unit,
     UnitType,
 )
-
-#: The SDK's ``meta_trim_name``: bytes of the name the Meta-Code uses.
-_META_TRIM_NAME = 128
 
 #: The SDK's audio and video tag mappings (taglib and ffmpeg names), for the Meta-Code fields.
 AUDIO_META_FIELDS = (
@@ -138,15 +134,17 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
             read_meta=options.extract_meta,
             temp_dir=options.tools.temp_dir,
         )
+        problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
+        # Kept for the Meta-Code even when the document turns out to hold no text.
+        run.described = Described(extracted.meta, metadata_source(mediatype), problem)
         text = text_clean(extracted.text)
         if not text:
             raise NoContentError("no text found")
         result = gen_text_code_v0(text, bits=options.bits)
-        problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
         profile = run.profile(extracted.profile, EXTRACTION_REVISION)
         return Content(
             make_unit(UnitType.TEXT, result["iscc"], profile),
-            Described(extracted.meta, metadata_source(mediatype), problem),
+            run.described,
             extracted.extractor,
             characters=result["characters"],
         )
@@ -159,6 +157,7 @@ def _media_content(src: SourceFile, mode: Mode, run: Run) -> Content:
     tools = options.tools
     with tool_input(src.fd, src.path, tools.temp_dir) as inp:
         info, described = _probe(inp, tools, mode)
+        run.described = described  # for the Meta-Code, should the Content-Code fail
         if mode is Mode.AUDIO:
             audio = extract_audio(inp, tools)
             code = gen_audio_code_v0(list(audio.fingerprint), bits=options.bits)["iscc"]
@@ -220,6 +219,8 @@ def meta_unit(
         described = Described()
     elif content is not None:
         described = content.described
+    elif run.described is not None:
+        described = run.described  # read before the Content-Code failed
     else:
         described = _describe(src, mediatype, mode, run)
     if described.problem is not None:
@@ -228,9 +229,9 @@ def meta_unit(
         run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, issue.code))
     found = described.meta
     name = found.name or ""
-    if not _meta_name(name):
+    if not meta_name(name):
         name = name_from_filename(src.path)
-        if not _meta_name(name):
+        if not meta_name(name):
             raise NoContentError("no name in the metadata or the file name")
     try:
         result = gen_meta_code_v0(name, found.description, found.meta, bits=options.bits)
@@ -248,11 +249,6 @@ def meta_unit(
     return make_unit(UnitType.META, result["iscc"], profile), fields
 
 
-def _meta_name(name: str) -> str:
-    """The name as the Meta-Code will use it (empty means there is none)."""
-    return text_trim(text_remove_newlines(text_clean(name)), _META_TRIM_NAME)
-
-
 def _require_raster(mediatype: str) -> None:
     if mediatype in _NOT_RASTERIZED:
         raise ToolMissingError(f"{mediatype} images are not rasterized by isccd")
@@ -260,4 +256,4 @@ def _require_raster(mediatype: str) -> None:
 
 def make_unit(unit_type: UnitType, code: str, profile: str) -> Unit:
     body = iscc_decode(code)[4]
-    return Unit(unit_type, code if code.startswith("ISCC:") else f"ISCC:{code}", body, profile)
+    return Unit(unit_type, code, body, profile)

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from isccd.errors import ToolMissingError
 from isccd.extract.image import DEFAULT_MAX_PIXELS
@@ -15,6 +15,9 @@ from isccd.extract.tools import MISSING, ToolOptions
 from isccd.extract.video import DEFAULT_FPS
 from isccd.hashing.issues import issue_from_exception
 from isccd.model import FileIssue, UnitType
+
+if TYPE_CHECKING:
+    from isccd.hashing.content import Described
 
 #: The algorithms every unit is computed with (conformant to iscc-core 1.5.0).
 ALGORITHM = "iscc/1.5.0"
@@ -72,11 +75,13 @@ class CodeOptions:
 class Run:
     """Collects the results of one file's stages."""
 
-    def __init__(self, path: str, options: CodeOptions) -> None:
-        self.path = path
+    def __init__(self, options: CodeOptions) -> None:
         self.options = options
         self.issues: list[FileIssue] = []
         self.timings: list[tuple[str, float]] = []
+        #: The embedded metadata read along with the content, kept for the Meta-Code even when
+        #: the Content-Code then fails (so that it is not read twice).
+        self.described: Described | None = None
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

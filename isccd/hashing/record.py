@@ -53,7 +53,7 @@ def compute_record(
     """
     options = options or CodeOptions()
     wanted = ALL_UNITS if units is None else frozenset(units)
-    run = Run(path, options)
+    run = Run(options)
     try:
         src = open_source(path, noatime=options.noatime)
     except FileError as exc:

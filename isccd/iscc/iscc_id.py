@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 
-from isccd.iscc.codec import decode_header, encode_component, iscc_clean
+from isccd.iscc.codec import _require_int, decode_header, encode_component, iscc_clean
 from isccd.iscc.constants import MT, ST_ID, ST_ID_REALM, VS
 from isccd.iscc.decompose import iscc_decompose
 from isccd.iscc.exceptions import IsccError
@@ -34,12 +34,6 @@ __all__ = [
 
 _MAX_TIMESTAMP = 1 << 52
 _MAX_HUB_ID = 1 << 12
-
-
-def _require_int(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    return value
 
 
 def gen_iscc_id(timestamp: int | None = None, hub_id: int = 0, realm_id: int = 0) -> dict[str, str]:

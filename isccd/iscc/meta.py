@@ -26,6 +26,7 @@ from isccd.iscc._bits import require_unit_bits
 from isccd.iscc.codec import MT, ST, VS, encode_component
 from isccd.iscc.dataurl import decode_data_url, encode_data_url
 from isccd.iscc.exceptions import IsccError
+from isccd.iscc.instance import MULTIHASH_BLAKE3
 from isccd.iscc.jcs import canonicalize
 from isccd.iscc.simhash import alg_simhash
 from isccd.iscc.textnorm import (
@@ -45,6 +46,7 @@ __all__ = [
     "MetaCode",
     "gen_meta_code",
     "gen_meta_code_v0",
+    "meta_name",
     "soft_hash_meta_v0",
 ]
 
@@ -58,9 +60,6 @@ META_TRIM_META = 128_000
 META_NGRAM_SIZE_TEXT = 3
 #: n-gram width over metadata bytes.
 META_NGRAM_SIZE_BYTES = 4
-
-#: Multihash prefix of a 32-byte BLAKE3 digest (code 0x1e, length 0x20).
-_BLAKE3_MULTIHASH_PREFIX = "1e20"
 
 
 class MetaCode(TypedDict):
@@ -120,7 +119,13 @@ def soft_hash_meta_v0(name: str, extra: str | bytes | None = None) -> bytes:
 
 
 def _multihash(data: bytes) -> str:
-    return _BLAKE3_MULTIHASH_PREFIX + blake3(data).hexdigest()
+    return MULTIHASH_BLAKE3.hex() + blake3(data).hexdigest()
+
+
+def meta_name(name: str) -> str:
+    """The name as the Meta-Code uses it: cleaned, on one line, trimmed to
+    :data:`META_TRIM_NAME` UTF-8 bytes (empty when nothing is left)."""
+    return text_trim(text_remove_newlines(text_clean(name)), META_TRIM_NAME)
 
 
 def gen_meta_code_v0(
@@ -155,7 +160,7 @@ def gen_meta_code_v0(
             dict, a ``str`` or None or holds a non-JSON type, or ``bits`` is not an int.
     """
     bits = require_unit_bits(bits)
-    name = text_trim(text_remove_newlines(text_clean("" if name is None else name)), META_TRIM_NAME)
+    name = meta_name("" if name is None else name)
     if not name:
         raise IsccError("the Meta-Code needs a name that is not empty after cleaning")
     description = text_trim(

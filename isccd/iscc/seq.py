@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from isccd.iscc.codec import decode_header, encode_header, iscc_clean
-from isccd.iscc.constants import MT, SEQ_MAINTYPES
+from isccd.iscc.codec import _mt_name, decode_header, encode_header, iscc_clean
+from isccd.iscc.constants import SEQ_MAINTYPES
 from isccd.iscc.exceptions import IsccError
 from isccd.iscc.multibase import decode_base32, encode_base32
 
@@ -47,8 +47,9 @@ def read_unit(data: bytes, offset: int = 0) -> int:
     if not window.startswith(header):
         raise IsccError(f"non-canonical ISCC-HEADER at offset {offset}")
     if mt not in SEQ_MAINTYPES:
-        name = MT(mt).name if mt < len(MT) else str(mt)
-        raise IsccError(f"MainType {name} is not permitted in an ISCC-SEQ (offset {offset})")
+        raise IsccError(
+            f"MainType {_mt_name(mt)} is not permitted in an ISCC-SEQ (offset {offset})"
+        )
     if ln > 7:
         raise IsccError(f"unsupported Length field {ln} at offset {offset}")
     end = offset + len(header) + 4 * (ln + 1)
