@@ -156,7 +156,7 @@ class HashingSettings(_Section):
     workers: int = Field(default=0, ge=0, le=256)
     """Worker processes; 0 means one per available CPU."""
     max_in_flight: int = Field(default=0, ge=0, le=100_000)
-    """Files handed to the workers at once; 0 means four per worker."""
+    """Files handed to the workers at once, or waiting for one; 0 means two per worker."""
     shutdown_timeout: float = Field(default=10.0, ge=0, le=600)
     """Seconds in-flight files may finish at shutdown before they are abandoned."""
     file_timeout: float = Field(default=1800.0, gt=0)

@@ -72,14 +72,12 @@ class IndexConfig:
     def hashing(self, jobs: int) -> WorkerOptions:
         """The hashing workers of a scan hashing ``jobs`` files at once, with the daemon's
         file time limit."""
-        return WorkerOptions(
-            workers=jobs, file_timeout=self.settings.hashing.file_timeout, code=self.code
-        )
+        return options.worker_options(self.settings, self.code, workers=jobs)
 
     @property
     def workers(self) -> int:
         """Files hashed at once: ``[hashing] workers``, or one per CPU."""
-        return self.settings.hashing.workers or os.cpu_count() or 1
+        return options.worker_options(self.settings, self.code).workers
 
 
 def load_index_config(

@@ -114,7 +114,7 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
             f"than hashing.file_timeout ({settings.hashing.file_timeout:g} s), which stops the "
             "file first; raise hashing.file_timeout too"
         )
-    workers = settings.hashing.workers or _cpu_count()
+    workers = options.worker_options(settings, code)
     return DaemonConfig(
         roots=roots,
         store_url=options.store_url(settings, env),
@@ -130,11 +130,9 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
             settings,
             code,
             versions=current_versions(code),
-            hash_concurrency=max(32, workers * 16),
+            hash_concurrency=max(32, workers.workers * 16),
         ),
-        workers=WorkerOptions(
-            workers=workers, file_timeout=settings.hashing.file_timeout, code=code
-        ),
+        workers=workers,
         scan=scan,
         watcher=WatcherOptions(
             force_polling=watch.force_polling, follow_symlinks=watch.follow_symlinks
@@ -145,13 +143,6 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
         log_format=settings.log.format,
         shutdown_timeout=settings.hashing.shutdown_timeout,
     )
-
-
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def _check_roots(configured: tuple[Path, ...]) -> tuple[str, ...]:

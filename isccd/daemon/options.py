@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from isccd import dirs
+from isccd.daemon.workers import WorkerOptions
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
 from isccd.fspath import is_below
@@ -82,6 +83,27 @@ def pipeline_options(
         wide=code.wide,
         hash_concurrency=hash_concurrency,
     )
+
+
+def worker_options(
+    settings: Settings, code: CodeOptions, workers: int | None = None
+) -> WorkerOptions:
+    """The hashing workers the ``[hashing]`` settings ask for: ``workers`` processes (by
+    default the configured number, or one per CPU this process may run on)."""
+    hashing = settings.hashing
+    return WorkerOptions(
+        workers=workers or hashing.workers or _cpu_count(),
+        max_in_flight=hashing.max_in_flight,
+        file_timeout=hashing.file_timeout,
+        code=code,
+    )
+
+
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def state_dir(settings: Settings, env: Mapping[str, str]) -> Path:

@@ -57,6 +57,8 @@ class WorkerOptions:
     Attributes:
         workers: Worker processes.
         depth: Files handed to one worker at once (2 hides the hand-over latency).
+        max_in_flight: Files the pool takes at once, handed out or waiting for a worker;
+            0 for ``workers * depth``. Callers beyond it wait in :meth:`WorkerPool.compute`.
         file_timeout: Seconds one file may take before its worker is replaced.
         code: How files are coded.
         start_method: ``forkserver`` (default), ``spawn`` or ``fork``.
@@ -64,6 +66,7 @@ class WorkerOptions:
 
     workers: int = 1
     depth: int = 2
+    max_in_flight: int = 0
     file_timeout: float = 1800.0
     code: CodeOptions = field(default_factory=CodeOptions)
     start_method: str = "forkserver"
@@ -165,7 +168,7 @@ class WorkerPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._workers: dict[int, _Worker] = {}
         self._waiting: deque[_Job] = deque()
-        self._slots = asyncio.Semaphore(options.workers * options.depth)
+        self._slots = asyncio.Semaphore(options.max_in_flight or options.workers * options.depth)
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_job = 0
         self._next_worker = 0
@@ -199,7 +202,7 @@ class WorkerPool:
     async def compute(self, path: str, units: Collection[UnitType] | None = None) -> FileRecord:
         """Hash one file in a worker.
 
-        Waits while ``workers * depth`` files are already in flight. Problems with the file
+        Waits while ``max_in_flight`` files are already in flight. Problems with the file
         are in the record's issues; a worker crash or timeout is an ``internal`` issue.
 
         Raises:

@@ -53,6 +53,7 @@ def test_settings_reach_the_components(tmp_path: Path) -> None:
             "ISCCD_MATCH__IMAGE": "off",
             "ISCCD_MATCH__MIN_SIZE": "4096",
             "ISCCD_HASHING__WORKERS": "3",
+            "ISCCD_HASHING__MAX_IN_FLIGHT": "7",
         },
         overrides={"watch": {"roots": [tmp_path], "settle": 1.5, "force_polling": True}},
     )
@@ -60,6 +61,7 @@ def test_settings_reach_the_components(tmp_path: Path) -> None:
     assert config.pipeline.thresholds.image is None
     assert config.pipeline.thresholds.min_size == 4096
     assert config.workers.workers == 3
+    assert config.workers.max_in_flight == 7
     assert config.debounce.settle == 1.5
     assert config.watcher.force_polling
     assert config.roots == (str(tmp_path.resolve()),)

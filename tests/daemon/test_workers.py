@@ -85,6 +85,28 @@ def test_every_worker_started_takes_files(tmp_path: Path) -> None:
     _run(main)
 
 
+def test_max_in_flight_bounds_the_files_taken_at_once(tmp_path: Path) -> None:
+    bigs = [str(_sparse(tmp_path / f"big{i}.bin", 8 << 30)) for i in range(2)]
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=2, depth=1, max_in_flight=1))
+        await pool.start()
+        jobs = [asyncio.create_task(pool.compute(path)) for path in bigs]
+        try:
+            await asyncio.wait_for(_until(lambda: len(pool.in_flight()) == 1), 20)
+            # The second file waits for the first, though the second worker is free once it
+            # has warmed up (well within this time; unbounded, it would take the file).
+            await asyncio.sleep(2.0)
+            assert len(pool.in_flight()) == 1
+            assert pool.statistics().waiting == 0
+        finally:
+            await pool.close(grace=0)
+            for job in jobs:
+                job.cancel()
+
+    _run(main)
+
+
 def test_a_killed_worker_costs_only_its_file(tmp_path: Path) -> None:
     big = str(_sparse(tmp_path / "big.bin", 8 << 30))
     small = tmp_path / "small.txt"
