@@ -4,3 +4,12 @@ Each command group lives in its own module with a ``register(subparsers)`` funct
 modules import their heavy dependencies (numba, Pillow, the store) inside the handler, so that
 ``isccd --help`` stays instant.
 """
+
+#: Exit statuses of the commands (``isccd run`` ends with the daemon's, see
+#: :mod:`isccd.daemon.run`).
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+#: Invalid configuration (EX_CONFIG), as ``isccd run`` exits.
+EXIT_CONFIG = 78
+EXIT_INTERRUPTED = 130

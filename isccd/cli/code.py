@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TextIO
 
-from isccd.cli import workers
+from isccd.cli import EXIT_FAILURE, EXIT_OK, workers
 from isccd.cli.output import Progress, dumps, format_size, wants_json
 from isccd.daemon.workers import WorkerOptions
 from isccd.errors import HashingUnavailableError
@@ -25,9 +25,6 @@ from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT, ToolOptions
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
 
 _EPILOG = """\
 output: with --json, or when stdout is not a terminal, one JSON object per file (pretty-printed;

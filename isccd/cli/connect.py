@@ -12,11 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from isccd.cli import EXIT_FAILURE
 from isccd.client import Client
 from isccd.dirs import default_socket_path
 from isccd.errors import DaemonUnavailableError, ProtocolError
-
-EXIT_FAILURE = 1
 
 #: Seconds a daemon has to answer ``hello`` before it counts as not answering.
 ANSWER_TIMEOUT = 10.0

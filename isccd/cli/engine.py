@@ -13,14 +13,12 @@ import sys
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from isccd.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.output import print_json, wants_json
 
 if TYPE_CHECKING:
     from isccd.iscc.conformance import ConformanceReport
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 #: The conformance vectors shipped with the package.
 CONFORMANCE_DATA = "conformance-1.5.0.json"

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.answers import format_dupes, format_file, format_similar
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
 from isccd.cli.output import Progress, print_json, wants_json
@@ -65,11 +66,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-#: Invalid configuration (EX_CONFIG), as ``isccd run`` exits.
-EXIT_CONFIG = 78
 
 _SCAN_EPILOG = """\
 Only files whose size, times or inode changed since the last scan are read; renamed files keep

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from isccd import __version__
+from isccd.cli import EXIT_INTERRUPTED, EXIT_OK
 from isccd.logconf import configure_logging
 
 #: Modules that add commands, in the order they appear in ``--help``.
@@ -21,12 +22,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "isccd.cli.index",
     "isccd.cli.service",
 )
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_CONFIG = 78
-EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,15 +19,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from isccd.cli import EXIT_FAILURE, EXIT_OK
 from isccd.cli.connect import add_socket_option, fail, socket_path
 from isccd.cli.output import print_json, wants_json
 from isccd.client import Client
 from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import DaemonStatus, event_to_wire, to_wire
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
 
 _NO_DAEMON = "exit status: 0 success; 1 when no daemon answers on the socket or it refuses."
 

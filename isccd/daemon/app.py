@@ -403,7 +403,9 @@ class Daemon:
         applied = False
         try:
             path, overrides = self._config_path, self._overrides
-            settings = await asyncio.to_thread(load_settings, path, overrides=overrides)
+            settings = await asyncio.to_thread(
+                load_settings, path, overrides=overrides, env=self._env
+            )
             new = await asyncio.to_thread(build_config, settings, self._env)
         except ConfigError as exc:
             refused: ConfigError | None = exc
@@ -421,7 +423,7 @@ class Daemon:
     async def _apply(self, new: DaemonConfig) -> None:
         old = self.config
         log = structlog.get_logger()
-        configure_logging(new.log_level, new.log_format)
+        configure_logging(new.log_level, new.log_format, env=self._env)
         for name in ("store_url", "state_dir", "server"):
             if getattr(new, name) != getattr(old, name):
                 log.warning("restart_required", setting=name, kept=str(getattr(old, name)))

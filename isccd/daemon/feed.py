@@ -23,7 +23,6 @@ import structlog
 from isccd.daemon.config import DebounceOptions
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
-from isccd.fspath import is_below
 from isccd.model import EventType
 from isccd.watch.debounce import (
     Action,
@@ -35,7 +34,7 @@ from isccd.watch.debounce import (
     Recrawl,
     RecrawlReason,
 )
-from isccd.watch.scan import compile_ignore
+from isccd.watch.scan import compile_ignore, is_ignored
 from isccd.watch.watcher import Degradation
 
 #: Emits a daemon-level event: (type, root, path, data).
@@ -76,11 +75,6 @@ class Feed:
         self._tasks: set[asyncio.Future[int]] = set()
         self._idle = asyncio.Event()  # nothing released waits to enter the queue
         self._idle.set()
-
-    @property
-    def options(self) -> DebounceOptions:
-        """The settling options in force."""
-        return self._options
 
     def reconfigure(self, options: DebounceOptions) -> None:
         """New settling options: what is pending is released now, the rest settles anew."""
@@ -134,11 +128,7 @@ class Feed:
         return change
 
     def _ignored(self, root: str, path: str, is_dir: bool) -> bool:
-        assert self._ignore is not None
-        if not is_below(path, root):
-            return False
-        rel = path[len(root.rstrip("/")) + 1 :]
-        return bool(self._ignore.match_file(rel + "/" if is_dir else rel))
+        return is_ignored(self._ignore, root, path, is_dir)
 
     def on_recrawl(self, recrawl: Recrawl) -> None:
         """The watcher lost events of a root: reconcile it, and say so."""

@@ -97,10 +97,6 @@ class Scans:
             state.queued.futures.append(future)
         return future
 
-    def busy(self) -> bool:
-        """True while any reconcile runs or waits."""
-        return any(s.running is not None for s in self._roots.values())
-
     def progress(self, root: str) -> ScanProgress | None:
         """The reconcile of ``root`` under way, for ``status``."""
         state = self._roots.get(root)

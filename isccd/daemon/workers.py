@@ -292,15 +292,28 @@ class WorkerPool:
         if task.cancelled() or task.exception() is None:
             return
         # The process could not even be started (no memory, no fork server).
-        self._failed_starts += 1
-        structlog.get_logger().error("worker_start_failed", how=str(task.exception()))
-        if not self._ready.is_set() and self._failed_starts >= _START_ATTEMPTS:
-            if self._start_failed is not None and not self._start_failed.done():
-                self._start_failed.set_result(str(task.exception()))
+        how = str(task.exception())
+        structlog.get_logger().error("worker_start_failed", how=how)
+        if self._start_failed_again(how):
             return
         if self._loop is not None and not self._closing:
-            backoff = _RESPAWN_BACKOFF[min(self._failed_starts, len(_RESPAWN_BACKOFF)) - 1]
-            self._loop.call_later(backoff, self._respawn)
+            self._loop.call_later(self._backoff(), self._respawn)
+
+    def _start_failed_again(self, how: str) -> bool:
+        """Count a worker that died while starting; True when :meth:`start` gives up (no
+        worker ever started, and this was the last attempt)."""
+        self._failed_starts += 1
+        if self._ready.is_set() or self._failed_starts < _START_ATTEMPTS:
+            return False
+        if self._start_failed is not None and not self._start_failed.done():
+            self._start_failed.set_result(how)
+        return True
+
+    def _backoff(self) -> float:
+        """Seconds before the next worker start: none unless starts have been failing."""
+        if not self._failed_starts:
+            return 0.0
+        return _RESPAWN_BACKOFF[min(self._failed_starts, len(_RESPAWN_BACKOFF)) - 1]
 
     def _spawn(self, number: int) -> None:
         """Start worker ``number`` (blocking) and hand it to the loop."""
@@ -402,12 +415,8 @@ class WorkerPool:
         how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
         log = structlog.get_logger()
         if not worker.ready:
-            self._failed_starts += 1
             log.error("worker_start_failed", worker=worker.number, how=how)
-            failed = self._start_failed
-            if not self._ready.is_set() and self._failed_starts >= _START_ATTEMPTS:
-                if failed is not None and not failed.done():
-                    failed.set_result(how)
+            if self._start_failed_again(how):
                 self._detach(worker)
                 self._cleanup(worker)
                 return
@@ -436,10 +445,7 @@ class WorkerPool:
             self._waiting.appendleft(job)
         if self._closing:
             return
-        backoff = 0.0
-        if self._failed_starts:
-            backoff = _RESPAWN_BACKOFF[min(self._failed_starts, len(_RESPAWN_BACKOFF)) - 1]
-        self._loop.call_later(backoff, self._respawn)
+        self._loop.call_later(self._backoff(), self._respawn)
         self._dispatch()
 
     def _respawn(self) -> None:

@@ -108,15 +108,10 @@ class WorkQueue:
         self._finished: set[int] = set()
         self._barriers: list[tuple[int, asyncio.Future[None]]] = []
         self._closing = False
-        self._done = 0
 
     def depth(self) -> int:
         """Entries waiting or being applied."""
         return len(self._queue) + len(self._in_flight)
-
-    def statistics(self) -> dict[str, int]:
-        """Figures for status and logs."""
-        return {"queued": len(self._queue), "applying": len(self._in_flight), "done": self._done}
 
     async def put(self, action: Dirty | Moved) -> None:
         """Queue an action; waits while the queue is full."""
@@ -241,7 +236,6 @@ class WorkQueue:
             finally:
                 async with self._changed:
                     del self._in_flight[entry.ticket]
-                    self._done += 1
                     self._finish(entry.ticket)
                     self._changed.notify_all()
 

@@ -91,10 +91,6 @@ class RecrawlReason(enum.StrEnum):
     """More paths were waiting to settle than allowed: they were dropped for a reconcile."""
     WATCH_LIMIT = "watch_limit"
     """A directory could not be watched (``fs.inotify.max_user_watches``)."""
-    PERIODIC = "periodic"
-    """The periodic safety reconcile."""
-    REQUESTED = "requested"
-    """A client asked for it (``rescan``)."""
 
 
 @dataclass(frozen=True, slots=True)

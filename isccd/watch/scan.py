@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pathspec
 
-from isccd.fspath import is_under
+from isccd.fspath import is_below, is_under
 from isccd.model import FileStat
 
 #: Stored validators of the files directly in a directory: name -> validators.
@@ -146,6 +146,15 @@ def compile_ignore(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
         raise ValueError(f"invalid ignore pattern: {exc}") from exc
 
 
+def is_ignored(spec: pathspec.GitIgnoreSpec | None, root: str, path: str, is_dir: bool) -> bool:
+    """Whether ``path`` below ``root`` is left out by the patterns (a directory matches
+    patterns ending in ``/``); the root itself and paths outside it never are."""
+    if spec is None or not is_below(path, root):
+        return False
+    rel = path[len(root.rstrip("/")) + 1 :]
+    return bool(spec.match_file(rel + "/" if is_dir else rel))
+
+
 def _message(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
@@ -190,10 +199,7 @@ class Walker:
         self.files_seen = 0
 
     def _ignored(self, path: str, is_dir: bool) -> bool:
-        if self._ignore is None or path == self.root:
-            return False
-        rel = path[len(self.root) :].lstrip("/")
-        return self._ignore.match_file(rel + "/" if is_dir else rel)
+        return is_ignored(self._ignore, self.root, path, is_dir)
 
     def __iter__(self) -> Iterator[DirScan]:
         """Scan directory after directory, depth first."""
