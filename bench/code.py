@@ -141,7 +141,7 @@ def main() -> None:
             lambda: subprocess.run(
                 [*CLI, "-j", str(args.jobs), str(work / "mixed")],
                 stdout=subprocess.DEVNULL,
-                check=False,
+                check=True,  # every file of the folder codes: a failure is a broken run
             ),
         )
         sdk = sdk_rounds(paths, args.rounds, work)

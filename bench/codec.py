@@ -87,6 +87,7 @@ def main() -> None:
     for impls in CASES.values():
         results = {name: func() for name, func in impls.items()}
         assert results["isccd"] == results["iscc-core"], results
+        assert results.get("iscc-lib", results["iscc-core"]) == results["iscc-core"], results
     print(f"{'operation':<28}{'isccd µs':>10}{'iscc-core µs':>14}{'iscc-lib µs':>13}  ratios")
     for operation, impls in CASES.items():
         us = {name: per_call_us(func, args.calls, args.rounds) for name, func in impls.items()}

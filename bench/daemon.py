@@ -5,9 +5,9 @@
    file is hashed, 250 ms by default) is part of it by design and reported apart. Anchors, in
    this process: ``compute_record`` of the same file, and raw BLAKE3 of its bytes.
 2. **Events per second to 10 subscribers**: ten subscriber processes; (a) live, while files are
-   created as fast as the disk takes them (bounded by how fast the daemon indexes; anchor: the
-   daemon's own commit rate of those events); (b) replaying the log from the start, all ten at
-   once (what the server and broker sustain).
+   created as fast as the disk takes them (bounded by how fast the daemon indexes them);
+   (b) replaying the log from the start, all ten at once (what the server and broker sustain,
+   the anchor of (a)).
 3. **Idle RSS with 100,000 indexed files**: a real tree of 100,000 files whose records are
    already stored (so the startup reconcile is stat-only), after the reconcile, at rest: the main
    process and each worker (RSS and PSS). Anchor: an interpreter that imported the daemon.

@@ -156,9 +156,14 @@ def make_mixed(top: Path, count: int) -> None:
 
 
 def isccd(*args: str) -> float:
+    """Seconds one ``isccd`` command took; a command that broke (not 0, nor 1 for files it
+    could not code) stops the benchmark instead of giving a figure."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "isccd", *args], check=False, capture_output=True)
-    return time.perf_counter() - start
+    done = subprocess.run([sys.executable, "-m", "isccd", *args], check=False, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"isccd {args[0]} failed ({done.returncode}): {done.stderr.decode()}")
+    return elapsed
 
 
 def bench_scan(count: int, jobs: int, sample: int) -> None:

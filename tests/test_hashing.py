@@ -14,6 +14,7 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import iscc_core
 import pytest
@@ -319,15 +320,28 @@ def test_sparse_10_gib_file_in_bounded_memory(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (HAVE_FFMPEG and HAVE_FPCALC), reason="ffmpeg or fpcalc missing")
-def test_tools_leave_no_temporary_files(corpus: dict[str, Path], tmp_path: Path) -> None:
+def test_tools_leave_no_temporary_files(
+    corpus: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from isccd.extract import tools
+
     temp = tmp_path / "tmp"
     temp.mkdir()
+    made: list[Path] = []
+    real = tools.tempfile.mkdtemp
+
+    def recording(*args: Any, **kwargs: Any) -> str:
+        made.append(Path(real(*args, **kwargs)))
+        return str(made[-1])
+
+    monkeypatch.setattr(tools.tempfile, "mkdtemp", recording)
     options = CodeOptions(tools=ToolOptions(temp_dir=str(temp), timeout=60))
     fake = tmp_path / "fake.mp4"
     fake.write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(5000))
     for path in (corpus["tone.mp3"], corpus["bars.mp4"], corpus["letter.docx"], fake):
         if path.exists():
             _codes(path, options)
+    assert made and all(d.parent == temp for d in made)  # the tools worked where they were told
     assert list(temp.iterdir()) == []
 
 

@@ -44,11 +44,6 @@ def prose(seed: int, words: int = 600) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
-@pytest.fixture
-def library(tmp_path: Path) -> Path:
-    return make_library(tmp_path / "library")
-
-
 def make_library(root: Path) -> Path:
     """Two exact pairs (two 200,000-byte files, two texts), a draft near the text, and an
     unrelated text."""

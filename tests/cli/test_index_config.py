@@ -22,12 +22,7 @@ from isccd.cli.main import main
 from isccd.model import Event, EventType
 from isccd.pipeline import policy
 from isccd.store import open_store, state_url
-from tests.cli.test_index_cli import Terminal, make_library, run
-
-
-@pytest.fixture
-def library(tmp_path: Path) -> Path:
-    return make_library(tmp_path / "library")
+from tests.cli.test_index_cli import Terminal, run
 
 
 @pytest.fixture(autouse=True)

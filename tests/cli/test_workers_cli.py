@@ -40,18 +40,6 @@ def _isccd(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
-def _dies_at_start(tmp_path: Path) -> dict[str, str]:
-    """An environment in which the fork server the workers come from dies as it starts."""
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(
-        "import os, sys\n"
-        "if sys.argv[:1] == ['-c']:  # the fork server; isccd runs as python -m isccd\n"
-        "    os._exit(3)\n"
-    )
-    return {"PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])}
-
-
 def test_code_gives_up_a_file_over_the_time_limit_and_codes_the_rest(tmp_path: Path) -> None:
     small = _tree(tmp_path / "root", 40)
     result = _isccd("code", "--jsonl", "-j", "2", "--file-timeout", "0.5", str(tmp_path / "root"))
@@ -84,10 +72,12 @@ def test_scan_gives_up_a_file_over_the_time_limit_and_indexes_the_rest(tmp_path:
         assert stored[name].iscc == compute_record(str(path)).iscc
 
 
-def test_workers_that_cannot_start_fail_the_command_and_record_nothing(tmp_path: Path) -> None:
+def test_workers_that_cannot_start_fail_the_command_and_record_nothing(
+    tmp_path: Path, fork_server_dies: dict[str, str]
+) -> None:
     _tree(tmp_path / "root", 40)
     root = str(tmp_path / "root")
-    env = _dies_at_start(tmp_path)
+    env = fork_server_dies
 
     code = _isccd("code", "--jsonl", "-j", "2", root, env=env)
     assert code.returncode == 1

@@ -14,27 +14,14 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from isccd.model import Event, EventType
+from tests.namespaces import unshare_tool
 
 from .conftest import Daemon, next_event, of_type
 
 
-def _unshare() -> str:
-    tool = shutil.which("unshare")
-    if tool is None:
-        pytest.skip("unshare (util-linux) is not installed")
-    probe = subprocess.run(
-        [tool, "--user", "--map-root-user", "true"], capture_output=True, check=False
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"user namespaces are not available: {probe.stderr.decode().strip()}")
-    return tool
-
-
 def test_unwatchable_subtrees_are_polled_and_reported(make_daemon: Callable[..., Daemon]) -> None:
-    unshare = _unshare()
+    unshare = unshare_tool()
     daemon = make_daemon(ISCCD_WATCH__POLL_INTERVAL="0.5", ISCCD_WATCH__RECONCILE_INTERVAL="2")
     for i in range(8):
         (daemon.root / f"d{i}" / "inner").mkdir(parents=True)

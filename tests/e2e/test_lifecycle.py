@@ -266,23 +266,15 @@ def test_a_store_that_cannot_be_opened_exits_74(tmp_path: Path) -> None:
 
 
 def test_hashing_workers_that_cannot_start_stop_the_daemon_with_a_message(
-    tmp_path: Path,
+    tmp_path: Path, fork_server_dies: dict[str, str]
 ) -> None:
-    # The fork server the workers are forked from dies as it starts (as when it cannot import
-    # isccd): every worker start fails, and the daemon gives up after its attempts.
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(
-        "import os, sys\n"
-        "if sys.argv[:1] == ['-c']:  # the fork server; the daemon runs as python -m isccd\n"
-        "    os._exit(3)\n"
-    )
+    # Every worker start fails, and the daemon gives up after its attempts.
     root = tmp_path / "root"
     root.mkdir()
     (root / "a.txt").write_text("never hashed")
     state = tmp_path / "state"
     args = ("--watch", str(root), "--state", str(state), "--socket", str(tmp_path / "sock"))
-    result = _run(*args, cwd=tmp_path, env={"PYTHONPATH": str(hooks)})
+    result = _run(*args, cwd=tmp_path, env=fork_server_dies)
     assert result.returncode == 1
     assert "workers_unavailable" in result.stderr
     assert result.stderr.count("the hashing workers cannot start") == 1  # said once, at exit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import iscc_core
@@ -37,7 +38,8 @@ def test_features_are_fpcalcs_and_codes_the_references(audio: dict[str, Path], n
         max_output=1 << 24,
     )
     fingerprint, duration = parse_fpcalc(direct.stdout)
-    assert content.fingerprint == fingerprint  # type: ignore[attr-defined]
+    # fpcalc's own JSON, read without isccd's parser.
+    assert list(content.fingerprint) == json.loads(direct.stdout)["fingerprint"]  # type: ignore[attr-defined]
     assert len(fingerprint) > 20
     assert duration is not None and 7.5 < duration < 8.5
     for bits in (64, 256):

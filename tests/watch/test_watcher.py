@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,7 @@ import pytest
 
 from isccd.watch.debounce import Change, ChangeKind, Recrawl, RecrawlReason
 from isccd.watch.watcher import Degradation, Watcher, WatcherOptions, WatchMode
+from tests.namespaces import unshare_tool
 
 Notice = Change | Recrawl | Degradation
 
@@ -254,14 +254,7 @@ _LIMITED = textwrap.dedent(
 
 
 def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, object]:
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        pytest.skip("unshare (util-linux) is not installed")
-    probe = subprocess.run(
-        [unshare, "--user", "--map-root-user", "true"], capture_output=True, check=False
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"user namespaces are not available: {probe.stderr.decode().strip()}")
+    unshare = unshare_tool()
     limits = [str(watches), str(instances)]
     result = subprocess.run(
         [unshare, "--user", "--map-root-user", sys.executable, "-c", _LIMITED, str(root), *limits],
