@@ -18,7 +18,7 @@ from pathlib import Path, PurePath
 from typing import Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK, workers
-from isccd.cli.output import Progress, dumps, format_size, wants_json
+from isccd.cli.output import Progress, format_size, print_json, wants_json
 from isccd.daemon.workers import WorkerOptions
 from isccd.errors import HashingUnavailableError
 from isccd.extract.source import file_kind
@@ -161,17 +161,20 @@ def walk(paths: Iterable[str]) -> Iterator[_Task]:
             yield _Task(arg, arg, _failed(arg, _os_issue(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            yield from _walk_dir(arg, seen)
+            yield from _walk_dir(arg, seen, st)
         else:
             # An explicit argument is coded whatever it is, so a FIFO or device is reported as
             # an error by compute_record (which never opens it).
             yield _Task(arg, str(given.resolve()) if given.is_symlink() else arg)
 
 
-def _walk_dir(top: str, seen: set[tuple[int, int]]) -> Iterator[_Task]:
-    """Depth first, each directory's entries in name order (subdirectories where they sort)."""
+def _walk_dir(
+    top: str, seen: set[tuple[int, int]], st: os.stat_result | None = None
+) -> Iterator[_Task]:
+    """Depth first, each directory's entries in name order (subdirectories where they sort).
+    ``st`` is the directory's stat when the caller has it."""
     try:
-        st = Path(top).stat()
+        st = st or Path(top).stat()
         if (st.st_dev, st.st_ino) in seen:
             return
         seen.add((st.st_dev, st.st_ino))
@@ -182,12 +185,13 @@ def _walk_dir(top: str, seen: set[tuple[int, int]]) -> Iterator[_Task]:
         return
     for entry in entries:
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            entry_st = entry.stat(follow_symlinks=False)
         except OSError as exc:
             yield _Task(entry.path, entry.path, _failed(entry.path, _os_issue(exc)))
             continue
+        mode = entry_st.st_mode
         if stat.S_ISDIR(mode):
-            yield from _walk_dir(entry.path, seen)
+            yield from _walk_dir(entry.path, seen, entry_st)
         elif stat.S_ISREG(mode):
             yield _Task(entry.path, entry.path)
         else:
@@ -262,13 +266,11 @@ def record_json(record: FileRecord, shown: str, *, units: bool = False) -> dict[
 
 
 def _emit(obj: dict[str, Any], mode: str, stream: TextIO) -> None:
-    if mode == "jsonl":
-        stream.write(dumps(obj) + "\n")
-    elif mode == "json":
-        stream.write(dumps(obj, indent=2) + "\n")
-    else:
+    if mode == "text":
         stream.write(_summary(obj) + "\n")
-    stream.flush()
+        stream.flush()
+        return
+    print_json(obj, stream=stream, indent=2 if mode == "json" else None)
 
 
 def _summary(obj: dict[str, Any]) -> str:

@@ -473,13 +473,7 @@ def run_similar(args: argparse.Namespace) -> int:
 def _coded(path: str, options: CodeOptions) -> StoredFile:
     """A file that is not indexed, coded on the fly as the index's files were (and as the
     daemon does)."""
-    record = compute_record(path, options)
-    if not record.units:
-        reason = record.issues[0].reason if record.issues else "nothing could be computed"
-        raise ProtocolError(
-            ErrorCode.NOT_FOUND, f"{path!r} is not in the index and cannot be coded: {reason}"
-        )
-    return answers.unsaved(record)
+    return answers.coded(path, compute_record(path, options))
 
 
 def run_get(args: argparse.Namespace) -> int:

@@ -96,13 +96,7 @@ class DaemonBackend:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND, f"{path!r} is not in the index: an ignore pattern excludes it"
             )
-        record = await self._pipeline.code(path)
-        if not record.units:
-            reason = record.issues[0].reason if record.issues else "nothing could be computed"
-            raise ProtocolError(
-                ErrorCode.NOT_FOUND, f"{path!r} is not in the index and cannot be coded: {reason}"
-            )
-        return answers.unsaved(record)
+        return answers.coded(path, await self._pipeline.code(path))
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, largest wasted bytes first."""

@@ -72,6 +72,21 @@ def unsaved(record: FileRecord) -> StoredFile:
     return StoredFile(0, "", record, 0.0)
 
 
+def coded(path: str, record: FileRecord) -> StoredFile:
+    """A file that is not indexed, coded on the fly (by the daemon, or by a command reading the
+    store), as a subject for :func:`similar`.
+
+    Raises:
+        ProtocolError: ``not_found`` when no unit could be computed, with the reason.
+    """
+    if not record.units:
+        reason = record.issues[0].reason if record.issues else "nothing could be computed"
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND, f"{path!r} is not in the index and cannot be coded: {reason}"
+        )
+    return unsaved(record)
+
+
 def subject_of_code(code: str) -> StoredFile:
     """An ISCC-CODE or unit as a subject for :func:`similar`.
 

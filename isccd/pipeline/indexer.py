@@ -36,6 +36,7 @@ from isccd.match import (
     Relation,
     RelationKind,
     Side,
+    Thresholds,
     is_exact,
     relate_all,
 )
@@ -88,6 +89,21 @@ def _same_content(a: FileRecord, b: FileRecord) -> bool:
         and a.iscc == b.iscc
         and {(u.type, u.digest) for u in a.units} == {(u.type, u.digest) for u in b.units}
     )
+
+
+def exact_copies(
+    store: Store, file_id: int, record: FileRecord, thresholds: Thresholds
+) -> list[StoredFile]:
+    """Live files holding the same bytes as this one, other than itself and its hardlinks,
+    when the policy reports them."""
+    if not record.datahash or not thresholds.admits(payload.size_of(record)):
+        return []
+    me = side_of(file_id, record)
+    return [
+        s
+        for s in store.files_by_datahash(record.datahash)
+        if s.id != file_id and is_exact(me, side_of(s.id, s.record), thresholds)
+    ]
 
 
 def on_disk(path: str, identity: tuple[int, int]) -> bool:
@@ -267,17 +283,7 @@ class Indexer:
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
-        """Live files holding the same bytes as this one, other than itself and its hardlinks,
-        when the policy reports them."""
-        thresholds = self.options.thresholds
-        if not record.datahash or not thresholds.admits(payload.size_of(record)):
-            return []
-        me = side_of(file_id, record)
-        return [
-            s.id
-            for s in self.store.files_by_datahash(record.datahash)
-            if s.id != file_id and is_exact(me, side_of(s.id, s.record), thresholds)
-        ]
+        return [s.id for s in exact_copies(self.store, file_id, record, self.options.thresholds)]
 
     # -- applying ------------------------------------------------------------------------------
 
@@ -402,7 +408,11 @@ class Indexer:
             extractor=record.extractor or existing.record.extractor,
             **_learned(record),
         )
-        return self.apply_record(root, new)
+        if issue_codes(new) & _GONE:
+            return self.apply_record(root, new)
+        mark = len(self._pending)
+        self._update(root, existing, new)  # the file is known: no need to look it up again
+        return self._pending[mark:]
 
     def remove_path(self, path: str) -> list[Event]:
         """Tombstone the live file at ``path``, or every live file below it (a directory)."""

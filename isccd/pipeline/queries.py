@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from isccd.match import NEAR_UNITS, RelationKind, Thresholds, is_exact, near_unit, relate
+from isccd.match import NEAR_UNITS, RelationKind, Thresholds, near_unit, relate
 from isccd.model import FileRecord, Unit, UnitType
 from isccd.pipeline import events as payload
-from isccd.pipeline.indexer import Indexer, side_of
+from isccd.pipeline.indexer import Indexer, exact_copies, side_of
 from isccd.store import NearPair, StoredFile
 
 
@@ -90,13 +90,11 @@ def get(ix: Indexer, path: str) -> FileView | None:
         links = [
             s.path for s in store.files_by_identity(*record.stat.identity) if s.id != stored.id
         ]
-    peers: list[Peer] = []
     policy = ix.options.thresholds
-    me = side_of(stored.id, record)
-    if record.datahash and policy.admits(me.size):
-        for other in store.files_by_datahash(record.datahash):
-            if other.id != stored.id and is_exact(me, side_of(other.id, other.record), policy):
-                peers.append(_peer(other, RelationKind.EXACT, UnitType.INSTANCE, 0, 0))
+    peers = [
+        _peer(other, RelationKind.EXACT, UnitType.INSTANCE, 0, 0)
+        for other in exact_copies(store, stored.id, record, policy)
+    ]
     pairs = store.near_of(stored.id)
     others = {s.id: s for s in store.files_by_id(sorted({p.other(stored.id) for p in pairs}))}
     for pair in pairs:

@@ -43,6 +43,13 @@ __all__ = ["SqliteOptions", "SqliteStore"]
 _IN_CHUNK = 500
 
 
+def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
+    """``ids`` in chunks for ``IN (...)`` lists: each chunk and its ``?,?,...`` placeholders."""
+    for start in range(0, len(ids), _IN_CHUNK):
+        chunk = list(ids[start : start + _IN_CHUNK])
+        yield chunk, ",".join("?" * len(chunk))
+
+
 class SqliteStore(Database):
     """A :class:`isccd.store.base.Store` in one SQLite database file.
 
@@ -62,9 +69,7 @@ class SqliteStore(Database):
 
     def _units_of(self, ids: Sequence[int]) -> dict[int, tuple[Unit, ...]]:
         found: dict[int, list[Unit]] = {}
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = ids[start : start + _IN_CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(ids):
             sql = "SELECT file_id, type, iscc, digest, profile_id FROM units WHERE file_id IN "
             for file_id, type_, iscc, digest, profile_id in self._exec(f"{sql}({marks})", chunk):
                 unit = Unit(UnitType(type_), iscc, bytes(digest), self._profile_name(profile_id))
@@ -82,9 +87,7 @@ class SqliteStore(Database):
     def files_by_id(self, ids: Sequence[int]) -> list[StoredFile]:
         """Files with these ids, in the given order."""
         by_id: dict[int, StoredFile] = {}
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = list(ids[start : start + _IN_CHUNK])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(ids):
             for stored in self._files(f"f.id IN ({marks})", chunk):
                 by_id[stored.id] = stored
         return [by_id[i] for i in ids if i in by_id]
@@ -104,9 +107,7 @@ class SqliteStore(Database):
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """Identity and datahash of the live files among ``ids``."""
         found: dict[int, FileKey] = {}
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = list(ids[start : start + _IN_CHUNK])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(ids):
             sql = "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files WHERE "
             for file_id, dev, ino, datahash, size in self._exec(
                 f"{sql}removed_at IS NULL AND id IN ({marks})", chunk
@@ -121,9 +122,7 @@ class SqliteStore(Database):
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
         """Digests of one unit type of the live files among ``ids``."""
         found: dict[int, bytes] = {}
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = list(ids[start : start + _IN_CHUNK])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(ids):
             sql = "SELECT u.file_id, u.digest FROM units u JOIN files f ON f.id = u.file_id WHERE "
             for file_id, digest in self._exec(
                 f"{sql}u.type = ? AND f.removed_at IS NULL AND u.file_id IN ({marks})",
@@ -195,9 +194,7 @@ class SqliteStore(Database):
         cond, params = self._dir_range(under)
         stale: dict[int, set[UnitType]] = {}
         for table in ("units", "skips"):
-            for start in range(0, len(stale_ids), _IN_CHUNK):
-                chunk = stale_ids[start : start + _IN_CHUNK]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _chunks(stale_ids):
                 rows = self._exec(
                     f"SELECT u.file_id, u.type FROM {table} u JOIN files f ON f.id = u.file_id "  # noqa: S608 -- fixed fragments
                     f"JOIN dirs d ON d.id = f.dir_id WHERE u.profile_id IN ({marks}) "
