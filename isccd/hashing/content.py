@@ -23,12 +23,13 @@ from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, Run
 from isccd.iscc import (
     IsccError,
+    decode_base32,
+    decode_header,
     gen_audio_code_v0,
     gen_image_code_v0,
     gen_meta_code_v0,
     gen_text_code_v0,
     gen_video_code_v0,
-    iscc_decode,
     text_clean,
 )
 from isccd.iscc.meta import meta_name
@@ -255,5 +256,6 @@ def _require_raster(mediatype: str) -> None:
 
 
 def make_unit(unit_type: UnitType, code: str, profile: str) -> Unit:
-    body = iscc_decode(code)[4]
+    """A unit from a canonical ``ISCC:`` code its generator made (no normalizing needed)."""
+    body = decode_header(decode_base32(code.removeprefix("ISCC:")))[4]
     return Unit(unit_type, code, body, profile)

@@ -135,14 +135,11 @@ def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     # A small file needs no large buffer (allocating one costs more than hashing the file).
     bufsize = min(run.options.read_size, max(src.size + 1, 65536))
     src.stream(hasher.push, bufsize=bufsize)
-    result = hasher.result(bits=run.options.bits, wide=False, add_units=True)
-    profile = run.profile()
-    data, instance = result["units"]
-    return (
-        [make_unit(UnitType.DATA, data, profile), make_unit(UnitType.INSTANCE, instance, profile)],
-        result["datahash"],
-        result["filesize"],
-    )
+    # The two units alone: the record composes its ISCC-CODE from all its units.
+    bits, profile = run.options.bits, run.profile()
+    data = make_unit(UnitType.DATA, "ISCC:" + hasher.data.code(bits), profile)
+    instance = make_unit(UnitType.INSTANCE, "ISCC:" + hasher.instance.code(bits), profile)
+    return [data, instance], hasher.instance.multihash(), hasher.filesize
 
 
 def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
