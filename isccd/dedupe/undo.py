@@ -36,6 +36,7 @@ from isccd.dedupe.verify import CHUNK, matches_digest, opened
 from isccd.errors import DedupeError
 from isccd.iscc.instance import InstanceHasherV0
 
+_NOT_STARTED = "interrupted before it changed the file (which has changed since); left as it is"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -163,9 +164,11 @@ def _undo_move(intent: Intent) -> UndoOutcome:
     return UndoOutcome(intent, UndoStatus.UNDONE, f"moved back from {intent.target}")
 
 
-def _undo_replace(intent: Intent, restored: dict[tuple[int, int], str]) -> UndoOutcome:
+def _undo_replace(
+    intent: Intent, restored: dict[tuple[int, int], str], *, interrupted: bool
+) -> UndoOutcome:
     """Undo a link, reflink or remove (``restored``: the copies made so far, by the victim
-    they stand for)."""
+    they stand for; ``interrupted``: the log has no outcome for it)."""
     temp = intent.temp
     if temp is None:
         raise DedupeError(intent.path, "the log does not name its temporary file")
@@ -183,24 +186,42 @@ def _undo_replace(intent: Intent, restored: dict[tuple[int, int], str]) -> UndoO
             return UndoOutcome(intent, UndoStatus.UNDONE, "put back as it was (interrupted)")
         if aside is not None and here is not None and aside.st_ino != here.st_ino:
             unlink_if(dir_fd, temp, aside.st_ino)  # a link or clone never swapped in
-        if _is_logged(here, intent):
-            return UndoOutcome(intent, UndoStatus.NOTHING, "it had not been changed")
-        if intent.action is Action.REFLINK:
-            return UndoOutcome(
-                intent, UndoStatus.NOTHING, "a reflinked file keeps its own attributes and "
-                "gets its own blocks when written: nothing to undo"
-            )  # fmt: skip
-        if intent.action is Action.LINK:
-            with opened(intent.kept_root, intent.kept) as kept:
-                if here is None or (here.st_dev, here.st_ino) != (
-                    kept.stat.st_dev,
-                    kept.stat.st_ino,
-                ):
-                    why = "gone" if here is None else "no longer the link made"
-                    return UndoOutcome(intent, UndoStatus.CANNOT, f"it is {why}; left as it is")
-        elif here is not None:
-            return UndoOutcome(intent, UndoStatus.CANNOT, "a file took its name again")
+        verdict = _verdict(intent, here, interrupted=interrupted)
+        if verdict is not None:
+            return verdict
         return _restore(intent, dir_fd=dir_fd, name=name, temp=temp, here=here, restored=restored)
+
+
+def _is_result(intent: Intent, here: os.stat_result | None) -> bool:
+    """True when the victim's name holds what the link or remove made of it."""
+    if intent.action is Action.REMOVE:
+        return here is None
+    with opened(intent.kept_root, intent.kept) as kept:
+        return here is not None and (here.st_dev, here.st_ino) == (
+            kept.stat.st_dev,
+            kept.stat.st_ino,
+        )
+
+
+def _verdict(
+    intent: Intent, here: os.stat_result | None, *, interrupted: bool
+) -> UndoOutcome | None:
+    """Why the victim is not to be restored, or ``None`` when it is."""
+    if _is_logged(here, intent):
+        return UndoOutcome(intent, UndoStatus.NOTHING, "it had not been changed")
+    if intent.action is Action.REFLINK:
+        return UndoOutcome(
+            intent, UndoStatus.NOTHING, "a reflinked file keeps its own attributes and gets its "
+            "own blocks when written: nothing to undo"
+        )  # fmt: skip
+    if _is_result(intent, here):
+        return None
+    if interrupted:  # it never got as far as changing the file
+        return UndoOutcome(intent, UndoStatus.NOTHING, _NOT_STARTED)
+    if intent.action is Action.REMOVE:
+        return UndoOutcome(intent, UndoStatus.CANNOT, "a file took its name again")
+    why = "gone" if here is None else "no longer the link made"
+    return UndoOutcome(intent, UndoStatus.CANNOT, f"it is {why}; left as it is")
 
 
 def _restore(
@@ -252,7 +273,8 @@ def undo_action(
     try:
         if intent.action is Action.MOVE:
             return _undo_move(intent)
-        return _undo_replace(intent, {} if restored is None else restored)
+        restored = {} if restored is None else restored
+        return _undo_replace(intent, restored, interrupted=logged.outcome is None)
     except DedupeError as exc:
         return UndoOutcome(intent, UndoStatus.CANNOT, exc.reason)
     except OSError as exc:
