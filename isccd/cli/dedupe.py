@@ -297,7 +297,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.script:
         from isccd.dedupe.script import shell_script  # noqa: PLC0415
 
-        sys.stdout.write(shell_script(steps, _summary(action, steps, plan, dry=False)))
+        sys.stdout.write(shell_script(steps, _summary(action, steps, plan, dry=True)))
         return EXIT_OK
     if not args.apply:
         return _print_dry_run(

@@ -133,9 +133,24 @@ def build_plan(
     """A plan keeping in each group the member ``rules`` prefer (see :mod:`isccd.dedupe.keep`).
 
     Members are listed by path, so the plan does not depend on the order they were found in.
+    A file may be in several groups (exact copies are near duplicates of each other too): a
+    file acted on in one group is left out of the later ones, and a file kept in one group is
+    kept in the later ones as well, so no file is both kept and acted on.
     """
     plan = []
+    kept: set[str] = set()
+    acted: set[str] = set()
     for kind, members in groups:
-        ordered = tuple(sorted(members, key=lambda m: m.paths))
-        plan.append(Group(kind, ordered, choose_keep(ordered, rules, keep_in)))
+        ordered = tuple(sorted((m for m in members if m.path not in acted), key=lambda m: m.paths))
+        if len(ordered) < 2:
+            continue
+        already = [i for i, m in enumerate(ordered) if m.path in kept]
+        if already:
+            candidates = [ordered[i] for i in already]
+            keep = already[choose_keep(candidates, rules, keep_in)]
+        else:
+            keep = choose_keep(ordered, rules, keep_in)
+        plan.append(Group(kind, ordered, keep))
+        kept.add(ordered[keep].path)
+        acted.update(m.path for i, m in enumerate(ordered) if i != keep)
     return Plan(tuple(plan))

@@ -100,16 +100,20 @@ def plan_from_document(document: object, name: str = "the plan") -> Plan:
     _validate(document, name)
     assert isinstance(document, dict)
     groups = []
-    seen: dict[str, str] = {}
+    # A file acted on must be in no other group; a kept file may be kept in several.
+    seen: dict[str, tuple[str, bool]] = {}
     for g, group in enumerate(document["groups"]):
         members = []
         for m, data in enumerate(group["members"]):
             where = f"groups[{g}].members[{m}]"
             member = _member(data, name, where)
             for path in member.paths:
-                if path in seen:
-                    raise PlanFileError(name, f"{where}: {path!r} is also in {seen[path]}")
-                seen[path] = where
+                earlier = seen.get(path)
+                if earlier is not None and not (earlier[1] and data["keep"]):
+                    raise PlanFileError(
+                        name, f"{where}: {path!r} is also in {earlier[0]}, and not kept in both"
+                    )
+                seen[path] = (where, data["keep"])
             members.append(member)
         keep = next(i for i, data in enumerate(group["members"]) if data["keep"])
         groups.append(Group(GroupKind(group["kind"]), tuple(members), keep))

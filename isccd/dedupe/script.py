@@ -20,8 +20,8 @@ from isccd.dedupe.plan import Action, GroupKind, Member, Step
 
 _PRELUDE = """\
 #!/bin/sh
-# isccd dedupe: {summary}
-# Review it, then run it with: sh {name}
+# isccd dedupe: SUMMARY
+# Review it, then run it with: sh NAME
 # Before each action both files are checked to be what the plan recorded (regular files
 # reached without symbolic links, same device, inode, size and modification time) and, for
 # exact duplicates, to hold the same bytes (cmp). A file failing a check is skipped and named
@@ -77,7 +77,8 @@ def shell_script(steps: Sequence[Step], summary: str, name: str = "THIS_FILE") -
         summary: One line saying what the script does.
         name: How the script is named in its own header.
     """
-    lines = [_PRELUDE.format(summary=summary.replace("\n", " "), name=name)]
+    header = _PRELUDE.replace("SUMMARY", summary.replace("\n", " "), 1)
+    lines = [header.replace("NAME", name, 1)]
     group = -1
     for number, step in enumerate(steps, 1):
         if step.group != group:
