@@ -2,13 +2,15 @@
 
 For each step: open the victim and the kept file beneath their roots without following links;
 check both are what the plan recorded; for exact groups, compare their bytes and the kept
-file's BLAKE3 with the recorded digest; log the intent (on disk before anything changes); act
-(:mod:`isccd.dedupe.actions`); log the outcome. A file that fails a check is skipped and
+file's BLAKE3 with the recorded digest; log the intent; once the intents of a batch of steps
+are on disk (one fsync), act (:mod:`isccd.dedupe.actions`, which re-checks each file's name
+and inode at the moment of the swap); log the outcome. A file that fails a check is skipped and
 reported, never acted on; a failure of one step never stops the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -54,6 +56,23 @@ def temp_name(action_id: int) -> str:
     return f".isccd-dedupe-{os.getpid()}-{action_id}.tmp"
 
 
+#: Steps checked and logged per sync of the log. The intents of a batch reach the disk in one
+#: fsync before any of its actions (one fsync costs about 10 ms on ext4: one per step made
+#: 10,000 links take two minutes); each action still re-checks its file at the last moment.
+BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """A step checked and logged, its files open, waiting for the log to be synced."""
+
+    step: Step
+    victim: Handle
+    kept: Handle
+    action_id: int
+    temp: str | None
+
+
 class Applier:
     """Carries out steps, logging each in an :class:`ActionLog`."""
 
@@ -66,33 +85,42 @@ class Applier:
 
     def run(self, steps: Iterable[Step]) -> Iterator[Outcome]:
         """Carry out ``steps`` in order, yielding each outcome as it is known."""
+        batch: list[Step] = []
         for step in steps:
-            yield self.apply(step)
+            batch.append(step)
+            if len(batch) == BATCH:
+                yield from self._run_batch(batch)
+                batch = []
+        if batch:
+            yield from self._run_batch(batch)
 
-    def apply(self, step: Step) -> Outcome:
-        """Carry out one step."""
+    def _run_batch(self, steps: list[Step]) -> Iterator[Outcome]:
+        with contextlib.ExitStack() as stack:
+            ready = [self._prepare(step, stack) for step in steps]
+            self.log.sync()
+            for item in ready:
+                yield item if isinstance(item, Outcome) else self._act(item)
+
+    def _prepare(self, step: Step, stack: contextlib.ExitStack) -> Outcome | _Ready:
+        """Open and check a step's files and log its intent (not yet synced)."""
         try:
-            with opened(step.member.root, step.path) as victim:
-                if (victim.stat.st_dev, victim.stat.st_ino) == step.kept.identity:
-                    why = f"{step.path}: already a hard link of the kept file"
-                    return Outcome(step, Status.NOTHING, why)
-                check_recorded(victim.stat, step.member, step.path)
-                with opened(step.kept.root, step.kept.path) as kept:
-                    check_recorded(kept.stat, step.kept, step.kept.path)
-                    return self._act(step, victim, kept)
+            victim = stack.enter_context(opened(step.member.root, step.path))
+            if (victim.stat.st_dev, victim.stat.st_ino) == step.kept.identity:
+                why = f"{step.path}: already a hard link of the kept file"
+                return Outcome(step, Status.NOTHING, why)
+            check_recorded(victim.stat, step.member, step.path)
+            kept = stack.enter_context(opened(step.kept.root, step.kept.path))
+            check_recorded(kept.stat, step.kept, step.kept.path)
+            self._require_reflink(step, victim)
+            digest = None
+            if step.kind is GroupKind.EXACT:
+                digest = same_bytes(victim, kept, step.kept.blake3 or step.member.blake3).hex()
         except StaleFileError as exc:
             self.log.skip(step.path, str(exc))
             return Outcome(step, Status.SKIPPED, str(exc))
         except DedupeError as exc:  # refused before anything was logged
             self.log.skip(step.path, str(exc))
             return Outcome(step, Status.FAILED, str(exc))
-
-    def _act(self, step: Step, victim: Handle, kept: Handle) -> Outcome:
-        if step.action is Action.REFLINK and victim.stat.st_dev in self._no_reflink:
-            raise DedupeError(step.path, self._no_reflink[victim.stat.st_dev])
-        digest = None
-        if step.kind is GroupKind.EXACT:
-            digest = same_bytes(victim, kept, step.kept.blake3 or step.member.blake3).hex()
         action_id = self.log.next_id()
         temp = temp_name(action_id) if step.action is not Action.MOVE else None
         st = victim.stat
@@ -104,8 +132,17 @@ class Applier:
                 self.move_to if step.action is Action.MOVE else None,
             )
         )  # fmt: skip
+        return _Ready(step, victim, kept, action_id, temp)
+
+    def _require_reflink(self, step: Step, victim: Handle) -> None:
+        """Fail a reflink at once on a file system already found unable to."""
+        if step.action is Action.REFLINK and victim.stat.st_dev in self._no_reflink:
+            raise DedupeError(step.path, self._no_reflink[victim.stat.st_dev])
+
+    def _act(self, ready: _Ready) -> Outcome:
+        step, action_id = ready.step, ready.action_id
         try:
-            self._do(step, victim, kept, temp)
+            self._do(step, ready.victim, ready.kept, ready.temp)
         except actions.ReflinkUnsupportedError as exc:
             self._no_reflink[exc.device] = exc.reason
             self.log.outcome(action_id, "failed", str(exc))

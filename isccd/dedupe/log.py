@@ -1,7 +1,7 @@
 """The action log: an append-only JSON Lines file of everything ``--apply`` and ``--undo`` did.
 
-Each action is written twice: an ``intent`` record, flushed to disk (``fsync``) before the
-file is touched, with everything needed to check and revert it, and a ``done`` record once it
+Each action is written twice: an ``intent`` record, on disk (``fsync``) before the file is
+touched, with everything needed to check and revert it, and a ``done`` record once it
 is complete (or ``failed``: nothing was changed). An interrupt at any moment, even SIGKILL,
 leaves each file untouched or fully done, and an intent without its ``done`` says which file
 to look at: :mod:`isccd.dedupe.undo` looks and settles it. Skipped files get a ``skip``
@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +127,13 @@ class ActionLog:
         return self._next - 1
 
     def intent(self, intent: Intent) -> None:
-        """Record an action before doing it, on disk before this returns."""
-        self._write({"op": "intent", **asdict(intent)}, sync=True)
+        """Record an action before doing it; :meth:`sync` before doing it."""
+        record = {"op": "intent"} | {f.name: getattr(intent, f.name) for f in fields(Intent)}
+        self._write(record, sync=False)
+
+    def sync(self) -> None:
+        """Put everything written so far on disk (``fsync``)."""
+        os.fsync(self._fd)
 
     def outcome(self, action_id: int, op: str, reason: str | None = None) -> None:
         """Record how an action ended (``done``, ``failed``, ``undone``, ``not_undone``).

@@ -33,6 +33,18 @@ def plan_schema() -> dict[str, Any]:
     return schema
 
 
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every local ``$ref`` replaced by its definition (the schema has no
+    recursion): validating against it skips resolving ten thousands of references."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inlined(defs[node["$ref"].rpartition("/")[2]], defs)
+        return {k: _inlined(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inlined(v, defs) for v in node]
+    return node
+
+
 def _where(location: Sequence[object]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in location) or "the plan"
 
@@ -40,7 +52,10 @@ def _where(location: Sequence[object]) -> str:
 def _validate(document: object, name: str) -> None:
     import jsonschema  # noqa: PLC0415  (only plan files need it)
 
-    validator = jsonschema.Draft202012Validator(plan_schema())
+    schema = plan_schema()
+    validator = jsonschema.Draft202012Validator(_inlined(schema, schema["$defs"]))
+    if validator.is_valid(document):
+        return
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         where = _where(error.absolute_path).lstrip(".")

@@ -41,8 +41,9 @@ def test_link_replaces_copies_by_hard_links_and_logs_each(tmp_path: Path) -> Non
     assert files[0].stat().st_nlink == 3
     assert sorted(p.name for p in root.rglob("*") if p.is_file()) == ["copy.bin"] * 3
     ops = [(r["op"], r.get("path")) for r in log_records(tmp_path / "log")]
+    # The intents of a batch of steps, then what became of each.
     assert ops[1:] == [
-        ("intent", str(files[1])), ("done", None), ("intent", str(files[2])), ("done", None)
+        ("intent", str(files[1])), ("intent", str(files[2])), ("done", None), ("done", None)
     ]  # fmt: skip
 
 
