@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from isccd.dedupe.apply import Status
+from isccd.dedupe.apply import Outcome, Status
 from isccd.dedupe.plan import Action, GroupKind
 from tests.dedupe.conftest import mounted, plan_of, run_plan, write
 
@@ -268,3 +268,40 @@ def test_reflink_is_refused_clearly_where_the_file_system_cannot(tmp_path: Path,
         assert [f.stat().st_ino for f in files] == inodes
         assert all(f.read_bytes() == DATA for f in files)
         assert not list(root.rglob(".isccd-dedupe-*"))
+
+
+@pytest.mark.parametrize("action", [Action.LINK, Action.REFLINK, Action.REMOVE, Action.MOVE])
+@pytest.mark.parametrize("change", ["replaced", "written"])
+def test_a_file_changed_between_its_checks_and_its_swap_is_left_as_it_is(
+    tmp_path: Path, action: Action, change: str
+) -> None:
+    """The instant between the checks (and the logged intent) and the swap: each action looks
+    again when it swaps, and reverts."""
+    import contextlib
+
+    from isccd.dedupe.apply import Applier
+    from isccd.dedupe.log import ActionLog
+    from isccd.dedupe.plan import steps_of
+
+    root = tmp_path / "root"
+    files = copies(root, 2)
+    plan = plan_of(root, [files])
+    attic = str(tmp_path / "attic")
+    [step], _ = steps_of(plan, action, move_to=attic)
+    with ActionLog(tmp_path / "log") as log, contextlib.ExitStack() as stack:
+        applier = Applier(log, attic)
+        ready = applier._prepare(step, stack)
+        if change == "replaced":
+            _replaced(files[1], files[0])
+        else:
+            with files[1].open("r+b") as f:
+                f.write(b"new")
+        before = _state(files[1])
+        assert not isinstance(ready, Outcome), ready
+        outcome = applier._act(ready)
+    if action is Action.REFLINK and outcome.status is Status.FAILED:
+        pytest.skip("this file system has no reflinks: nothing reaches the swap")
+    assert outcome.status is Status.SKIPPED, outcome
+    assert _state(files[1]) == before
+    assert files[0].read_bytes() == DATA and files[0].stat().st_nlink == 1
+    assert not list(root.rglob(".isccd-dedupe-*"))

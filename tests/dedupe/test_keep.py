@@ -88,3 +88,16 @@ def test_near_groups_give_steps_only_to_a_move_with_near() -> None:
         assert steps == () and len(left) == 2
     steps, _ = steps_of(plan, Action.MOVE, near=True, move_to="/attic")
     assert [(s.path, s.target) for s in steps] == [(A.path, "/attic/r/deep/er/a.jpg")]
+
+
+def test_a_file_in_an_exact_and_a_near_group_is_acted_on_once_and_stays_kept() -> None:
+    """Exact copies are near duplicates too: the later group keeps what the earlier kept and
+    leaves out what the earlier acted on."""
+    a, b = member("/r/a", mtime=1), member("/r/b", mtime=2)
+    draft = member("/r/draft", mtime=0)  # the oldest: the rules alone would keep it
+    plan = build_plan(
+        [(GroupKind.EXACT, [a, b]), (GroupKind.NEAR, [a, b, draft])], [KeepRule(KeepBy.OLDEST)]
+    )
+    exact, near = plan.groups
+    assert exact.kept == a
+    assert near.members == (a, draft) and near.kept == a
