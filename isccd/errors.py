@@ -24,7 +24,11 @@
     |-- ProtocolError             a bad client request: an error reply; the connection carries on
     |-- SocketSetupError          the socket cannot be set up safely (insecure directory, another
     |                             daemon answering): fatal at start-up, clear message
-    `-- DaemonUnavailableError    client side: no daemon answers on the socket
+    |-- DaemonUnavailableError    client side: no daemon answers on the socket
+    `-- DedupeError               ``isccd dedupe``: a step cannot be done; reported, the run
+        |                         carries on with the next
+        |-- StaleFileError        a file is no longer what the plan recorded: skipped untouched
+        `-- PlanFileError         a plan file or action log cannot be read: nothing is touched
 
 The pure algorithms in :mod:`isccd.iscc` raise their own :class:`isccd.iscc.IsccError` (a
 ``ValueError``) and ``TypeError`` for wrong argument types; they know nothing of this tree.
@@ -145,3 +149,26 @@ class SocketSetupError(IsccdError):
 
 class DaemonUnavailableError(IsccdError):
     """No daemon answers on the socket: it is not running, or the socket is not accessible."""
+
+
+class DedupeError(IsccdError):
+    """A dedupe step cannot be done. The file is left as it was and the run carries on.
+
+    Attributes:
+        path: The file concerned.
+        reason: Why, for the user.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class StaleFileError(DedupeError):
+    """A file changed, moved or vanished since the plan was made (or is not what it must be:
+    a symbolic link, another file system): it is skipped, never acted on."""
+
+
+class PlanFileError(DedupeError):
+    """A plan file or an action log is unreadable or invalid; the message says where."""

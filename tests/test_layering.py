@@ -45,6 +45,8 @@ ALLOWED: dict[str, set[str]] = {
     "watch": {"model", "errors", "fspath"},
     "server": {"protocol", "model", "errors", "fspath"},
     "client": {"protocol", "model", "errors"},
+    # iscc: the Instance-Code's BLAKE3, to verify content right before acting on it.
+    "dedupe": {"model", "errors", "fspath", "iscc"},
     "sdnotify": set(),
     "dirs": set(),
     "logconf": set(),
@@ -86,6 +88,7 @@ ALLOWED: dict[str, set[str]] = {
         "watch",
         "pipeline",
         "dirs",
+        "dedupe",
     },
 }
 

@@ -1,0 +1,238 @@
+"""The four actions on one name, each atomic: at every moment the name holds either its own
+file or the finished result, never nothing and never a partial file.
+
+Each takes the name away from the victim with one ``renameat2`` call (``RENAME_EXCHANGE``
+to swap in the link or clone prepared under a temporary name in the same directory, or
+``RENAME_NOREPLACE`` to move it aside), then checks that what it took is the file it
+verified, unmodified. If someone replaced or wrote to the file in the instant between the
+checks and the swap, the swap is reverted and the file left as it was. Only then is the
+victim's old inode let go. An interrupt between the swap and the letting go leaves the
+victim's bytes under the temporary name, which the action log records
+(:mod:`isccd.dedupe.undo` settles it).
+
+The checks of the plan's records and of the content come before (:mod:`isccd.dedupe.verify`);
+the caller logs an intent between the two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from pathlib import Path
+
+from isccd.dedupe.beneath import parent_of
+from isccd.dedupe.syscalls import RENAME_EXCHANGE, RENAME_NOREPLACE, ficlone, renameat2
+from isccd.dedupe.verify import Handle, lstat_at, name_unchanged
+from isccd.errors import DedupeError, StaleFileError
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_NO_REFLINK = (errno.EOPNOTSUPP, errno.ENOTTY, errno.EINVAL, errno.ENOSYS)
+
+
+class ReflinkUnsupportedError(DedupeError):
+    """The file system cannot share blocks between files (``FICLONE`` refused).
+
+    Attributes:
+        device: The file system's device number.
+    """
+
+    def __init__(self, path: str, reason: str, device: int) -> None:
+        super().__init__(path, reason)
+        self.device = device
+
+
+def _rename(src_dir: int, src: str, dst_dir: int, dst: str, *, flags: int, path: str) -> None:
+    try:
+        renameat2(src_dir, src, dst_dir, dst, flags)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.ENOSYS):
+            raise DedupeError(
+                path, "its file system cannot rename atomically without replacing (renameat2): "
+                "nothing was done; use --script to do it with ordinary commands"
+            ) from None  # fmt: skip
+        raise DedupeError(path, f"cannot be renamed: {exc.strerror}") from None
+
+
+def unlink_if(dir_fd: int, name: str, inode: int) -> None:
+    """Remove the temporary ``name`` if it is still the replacement made (inode ``inode``)."""
+    with contextlib.suppress(OSError):
+        if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_ino == inode:
+            os.unlink(name, dir_fd=dir_fd)
+
+
+def _is_victim(victim: Handle, name: str) -> bool:
+    """True when ``name`` (next to the victim) is the victim's inode, unmodified, and nothing
+    wrote to it through another descriptor either."""
+    now = os.stat(name, dir_fd=victim.dir_fd, follow_symlinks=False)
+    by_fd = os.fstat(victim.fd)
+    was = victim.stat
+    same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns)
+    return same == (was.st_dev, was.st_ino, was.st_size, was.st_mtime_ns) and (
+        by_fd.st_size,
+        by_fd.st_mtime_ns,
+    ) == (was.st_size, was.st_mtime_ns)
+
+
+def _swap_in(victim: Handle, temp: str) -> None:
+    """Exchange the victim's name with ``temp`` (the prepared replacement), make sure the
+    victim was what was exchanged, and drop it; on any doubt, exchange back.
+
+    Raises:
+        StaleFileError: The victim changed at the last moment (it is left as it was).
+        DedupeError: The exchange failed (nothing changed).
+    """
+    dir_fd = victim.dir_fd
+    name_unchanged(victim)
+    _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_EXCHANGE, path=victim.path)
+    if not _is_victim(victim, temp):
+        renameat2(dir_fd, temp, dir_fd, victim.name, RENAME_EXCHANGE)
+        raise StaleFileError(victim.path, "changed at the last moment; left as it was")
+    os.unlink(temp, dir_fd=dir_fd)
+
+
+def _require_same(made: os.stat_result, kept: Handle) -> None:
+    """Raise unless the link just made is to the kept file's inode (not to a file that took
+    its name at the last moment)."""
+    if (made.st_dev, made.st_ino) != (kept.stat.st_dev, kept.stat.st_ino):
+        raise StaleFileError(kept.path, "was replaced while being linked to")
+
+
+def link(victim: Handle, kept: Handle, temp: str) -> None:
+    """Replace the victim by a hard link to the kept file.
+
+    Raises:
+        StaleFileError: A file changed at the last moment; nothing was changed.
+        DedupeError: The link could not be made (another file system, too many links, no
+            permission); nothing was changed.
+    """
+    if victim.stat.st_dev != kept.stat.st_dev:
+        raise DedupeError(
+            victim.path, f"is on another file system than the kept file {kept.path}: a hard "
+            "link cannot cross file systems"
+        )  # fmt: skip
+    try:
+        os.link(kept.name, temp, src_dir_fd=kept.dir_fd, dst_dir_fd=victim.dir_fd,
+                follow_symlinks=False)  # fmt: skip
+    except OSError as exc:
+        raise DedupeError(victim.path, f"cannot link to {kept.path}: {exc.strerror}") from None
+    made = lstat_at(victim.dir_fd, temp, victim.path)
+    try:
+        _require_same(made, kept)
+        _swap_in(victim, temp)
+    except BaseException:
+        unlink_if(victim.dir_fd, temp, made.st_ino)
+        raise
+
+
+def _copy_attributes(src: Handle, dst_fd: int) -> None:
+    """Give ``dst_fd`` the owner, permissions, extended attributes (ACLs among them) and times
+    of ``src``.
+
+    Raises:
+        DedupeError: One of them cannot be kept (the file would silently differ).
+    """
+    st = src.stat
+    try:
+        if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+            os.fchown(dst_fd, st.st_uid, st.st_gid)
+        os.fchmod(dst_fd, stat.S_IMODE(st.st_mode))
+        for key in os.listxattr(src.fd):
+            os.setxattr(dst_fd, key, os.getxattr(src.fd, key))
+        os.utime(dst_fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+    except OSError as exc:
+        raise DedupeError(
+            src.path, f"its owner, permissions or attributes cannot be kept: {exc.strerror}"
+        ) from None
+
+
+def reflink(victim: Handle, kept: Handle, temp: str) -> None:
+    """Replace the victim by a clone of the kept file sharing its blocks (``FICLONE``), with
+    the victim's own owner, permissions, attributes and times.
+
+    Raises:
+        ReflinkUnsupportedError: The file system cannot (nothing was changed).
+        StaleFileError: A file changed at the last moment (nothing was changed).
+        DedupeError: Anything else failed (nothing was changed).
+    """
+    dir_fd = victim.dir_fd
+    try:
+        fd = os.open(temp, _CREATE, 0o600, dir_fd=dir_fd)
+    except OSError as exc:
+        raise DedupeError(victim.path, f"cannot create a file beside it: {exc.strerror}") from None
+    try:
+        try:
+            ficlone(fd, kept.fd)
+        except OSError as exc:
+            if exc.errno == errno.EXDEV:
+                raise DedupeError(
+                    victim.path, f"is on another file system than the kept file {kept.path}: "
+                    "a reflink cannot cross file systems"
+                ) from None  # fmt: skip
+            if exc.errno in _NO_REFLINK:
+                raise ReflinkUnsupportedError(
+                    victim.path, "its file system cannot share blocks between files (FICLONE: "
+                    f"{exc.strerror}); reflinks need btrfs, XFS or another file system with "
+                    "them; use --link instead", victim.stat.st_dev
+                ) from None  # fmt: skip
+            raise DedupeError(victim.path, f"cannot be reflinked: {exc.strerror}") from None
+        _copy_attributes(victim, fd)
+        _swap_in(victim, temp)
+    except BaseException:
+        unlink_if(dir_fd, temp, os.fstat(fd).st_ino)
+        raise
+    finally:
+        os.close(fd)
+
+
+def remove(victim: Handle, temp: str) -> None:
+    """Delete the victim: move it aside under ``temp`` atomically, check it is the file
+    verified, then unlink it.
+
+    Raises:
+        StaleFileError: It changed at the last moment (it is left as it was).
+        DedupeError: It could not be removed (nothing was changed).
+    """
+    dir_fd = victim.dir_fd
+    name_unchanged(victim)
+    _rename(dir_fd, victim.name, dir_fd, temp, flags=RENAME_NOREPLACE, path=victim.path)
+    if not _is_victim(victim, temp):
+        _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_NOREPLACE, path=victim.path)
+        raise StaleFileError(victim.path, "changed at the last moment; left as it was")
+    os.unlink(temp, dir_fd=dir_fd)
+
+
+def move(victim: Handle, target_root: str, target: str) -> None:
+    """Move the victim to ``target`` (beneath ``target_root``, folders created as needed),
+    never replacing a file there and never across file systems.
+
+    Raises:
+        StaleFileError: It changed at the last moment (it is moved back).
+        DedupeError: It could not be moved: the target exists, is on another file system, ...
+            (nothing was changed).
+    """
+    name_unchanged(victim)
+    try:
+        Path(target_root).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DedupeError(victim.path, f"{target_root} cannot be made: {exc.strerror}") from None
+    with parent_of(target_root, target, create=True) as (dir_fd, name):
+        if os.fstat(dir_fd).st_dev != victim.stat.st_dev:
+            raise DedupeError(
+                victim.path, f"{target_root} is on another file system: files are only moved "
+                "within one (a rename, never a copy)"
+            )  # fmt: skip
+        try:
+            renameat2(victim.dir_fd, victim.name, dir_fd, name, RENAME_NOREPLACE)
+        except FileExistsError:
+            raise DedupeError(victim.path, f"{target} already exists; nothing replaced") from None
+        except OSError as exc:
+            raise DedupeError(victim.path, f"cannot be moved: {exc.strerror}") from None
+        now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        was = victim.stat
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (was.st_ino, was.st_size, was.st_mtime_ns):
+            _rename(
+                dir_fd, name, victim.dir_fd, victim.name, flags=RENAME_NOREPLACE, path=victim.path
+            )
+            raise StaleFileError(victim.path, "changed at the last moment; left as it was")

@@ -1,0 +1,156 @@
+"""Making a plan from the duplicate groups the index reports.
+
+The index says which files are duplicates; the plan must also say what each file is right
+now, so that the actions can check nothing changed in between. :func:`observe` looks at every
+name once (``lstat``, never following links) and regroups the names by the file they are
+(device and inode): names that became hardlinks of each other since they were indexed are one
+member, and files that are gone, are no longer regular files, or no longer have the size the
+index knows are left out, with the reason. :func:`build_plan` then chooses the member each
+group keeps (pure).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from isccd.dedupe.keep import KeepRule, choose_keep
+from isccd.dedupe.plan import Group, GroupKind, Member, Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One file of a duplicate group, as the index knows it.
+
+    Attributes:
+        paths: Its names.
+        root: Its watched root.
+        size: Its size in bytes, when known.
+        blake3: Hex BLAKE3 of its content (or a prefix), for exact groups.
+    """
+
+    paths: tuple[str, ...]
+    root: str
+    size: int | None
+    blake3: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FoundGroup:
+    """A duplicate group as the index reports it.
+
+    Attributes:
+        kind: Exact or near.
+        members: Its files.
+    """
+
+    kind: GroupKind
+    members: tuple[Found, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    """A file left out of the plan, and why.
+
+    Attributes:
+        path: The file.
+        reason: Why.
+    """
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """Groups of files as they are now.
+
+    Attributes:
+        groups: Each group's kind and its members as observed (at least two).
+        excluded: The files left out.
+    """
+
+    groups: tuple[tuple[GroupKind, tuple[Member, ...]], ...]
+    excluded: tuple[Excluded, ...]
+
+
+def _look(path: str, found: Found) -> os.stat_result | str:
+    """``lstat`` of ``path``, or why it cannot be in a plan."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "gone since it was indexed"
+    except OSError as exc:
+        return f"cannot be looked at: {exc.strerror}"
+    if not stat.S_ISREG(st.st_mode):
+        return "no longer a regular file"
+    if found.size is not None and st.st_size != found.size:
+        return "changed since it was indexed (run `isccd rescan`)"
+    return st
+
+
+def observe(groups: Iterable[FoundGroup]) -> Observed:
+    """Look at every file of ``groups`` now (see the module docstring)."""
+    out: list[tuple[GroupKind, tuple[Member, ...]]] = []
+    excluded: list[Excluded] = []
+    for group in groups:
+        by_file: dict[tuple[int, int], list[tuple[str, Found, os.stat_result]]] = {}
+        for found in group.members:
+            for path in found.paths:
+                seen = _look(path, found)
+                if isinstance(seen, str):
+                    excluded.append(Excluded(path, seen))
+                else:
+                    by_file.setdefault((seen.st_dev, seen.st_ino), []).append((path, found, seen))
+        members = []
+        for names in by_file.values():
+            names.sort(key=lambda n: n[0])
+            path, found, st = names[0]
+            paths = tuple(n[0] for n in names)
+            members.append(
+                Member(
+                    paths,
+                    found.root,
+                    st.st_dev,
+                    st.st_ino,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    found.blake3,
+                )
+            )
+        if len(members) > 1:
+            out.append((group.kind, tuple(members)))
+    return Observed(tuple(out), tuple(excluded))
+
+
+def build_plan(
+    groups: Sequence[tuple[GroupKind, Sequence[Member]]],
+    rules: Sequence[KeepRule],
+    keep_in: Sequence[str] = (),
+) -> Plan:
+    """A plan keeping in each group the member ``rules`` prefer (see :mod:`isccd.dedupe.keep`).
+
+    Members are listed by path, so the plan does not depend on the order they were found in.
+    A file may be in several groups (exact copies are near duplicates of each other too): a
+    file acted on in one group is left out of the later ones, and a file kept in one group is
+    kept in the later ones as well, so no file is both kept and acted on.
+    """
+    plan = []
+    kept: set[str] = set()
+    acted: set[str] = set()
+    for kind, members in groups:
+        ordered = tuple(sorted((m for m in members if m.path not in acted), key=lambda m: m.paths))
+        if len(ordered) < 2:
+            continue
+        already = [i for i, m in enumerate(ordered) if m.path in kept]
+        if already:
+            candidates = [ordered[i] for i in already]
+            keep = already[choose_keep(candidates, rules, keep_in)]
+        else:
+            keep = choose_keep(ordered, rules, keep_in)
+        plan.append(Group(kind, ordered, keep))
+        kept.add(ordered[keep].path)
+        acted.update(m.path for i, m in enumerate(ordered) if i != keep)
+    return Plan(tuple(plan))

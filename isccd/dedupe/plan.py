@@ -1,0 +1,208 @@
+"""The plan of a dedupe run: duplicate groups, the member each keeps, and the steps that follow.
+
+A :class:`Plan` is what the user reviews (a dry run prints it, a plan file stores it) and what
+``--apply`` carries out. Each :class:`Member` records what was observed when the plan was made
+(device, inode, size, modification time and, for exact duplicates, the content's BLAKE3
+digest): immediately before acting on a file, the engine checks that both it and the kept file
+are still exactly that (:mod:`isccd.dedupe.verify`).
+
+Pure: frozen dataclasses and functions over them; nothing here touches the disk.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from isccd.fspath import is_under
+
+#: Version of the plan model and of its file format (docs/schema/plan.schema.json).
+PLAN_VERSION = 1
+
+
+class GroupKind(enum.StrEnum):
+    """What joins a group."""
+
+    EXACT = "exact"
+    """The same bytes (equal Instance-Code and size)."""
+    NEAR = "near"
+    """Similar content (a unit within its threshold): never linked or removed, only moved."""
+
+
+class Action(enum.StrEnum):
+    """What is done to each member that is not kept."""
+
+    LINK = "link"
+    """Replace it by a hard link to the kept file (same file system only)."""
+    REFLINK = "reflink"
+    """Replace it by a copy sharing the kept file's blocks (``FICLONE``; btrfs, XFS)."""
+    REMOVE = "remove"
+    """Delete it (exact duplicates only)."""
+    MOVE = "move"
+    """Move it under a folder, keeping its path (the only action for near duplicates)."""
+
+
+#: Actions that destroy a name's own bytes: only for exact duplicates.
+EXACT_ONLY = frozenset({Action.LINK, Action.REFLINK, Action.REMOVE})
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One file of a group (all its hardlinked names are one member).
+
+    Attributes:
+        paths: Its names, absolute; the first is the one shown.
+        root: The watched root the names are inside; nothing outside it is touched.
+        device: ``st_dev`` when the plan was made.
+        inode: ``st_ino`` when the plan was made.
+        size: Bytes when the plan was made.
+        mtime_ns: Modification time (ns) when the plan was made.
+        blake3: Hex BLAKE3 digest of the content, or a prefix of it (at least 64 bits), for
+            exact groups; ``None`` when unknown (near groups).
+    """
+
+    paths: tuple[str, ...]
+    root: str
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    blake3: str | None = None
+
+    @property
+    def path(self) -> str:
+        """The name shown for the member."""
+        return self.paths[0]
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        """``(device, inode)``: the same file under any of its names."""
+        return (self.device, self.inode)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Duplicates of one another, and the member that stays.
+
+    Attributes:
+        kind: Exact or near.
+        members: The files (at least two).
+        keep: Index in ``members`` of the one kept.
+    """
+
+    kind: GroupKind
+    members: tuple[Member, ...]
+    keep: int
+
+    @property
+    def kept(self) -> Member:
+        """The member that stays."""
+        return self.members[self.keep]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Duplicate groups with their kept members.
+
+    Attributes:
+        groups: The groups, in the order they are acted on.
+        version: The plan format's version.
+    """
+
+    groups: tuple[Group, ...]
+    version: int = PLAN_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One name to act on.
+
+    Attributes:
+        group: Index of its group in the plan.
+        kind: The group's kind (the contents of an exact group are compared first).
+        action: What is done.
+        path: The name acted on.
+        member: The member the name belongs to, as recorded.
+        kept: The kept member of the group, as recorded.
+        target: For a move, where the name goes.
+    """
+
+    group: int
+    kind: GroupKind
+    action: Action
+    path: str
+    member: Member
+    kept: Member
+    target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Untouched:
+    """A member the plan leaves alone, and why (protected by ``--keep-in``, a near member
+    without ``--near``, ...).
+
+    Attributes:
+        group: Index of its group.
+        path: The member's name.
+        reason: Why it is left alone.
+    """
+
+    group: int
+    path: str
+    reason: str
+
+
+def move_target(directory: str, path: str) -> str:
+    """Where ``--move DIR`` puts ``path``: its whole absolute path under ``DIR``, so that files
+    from different folders never collide and the tree can be read back."""
+    return directory.rstrip("/") + "/" + path.lstrip("/")
+
+
+def steps_of(
+    plan: Plan,
+    action: Action,
+    *,
+    near: bool = False,
+    move_to: str | None = None,
+    protected: tuple[str, ...] = (),
+) -> tuple[tuple[Step, ...], tuple[Untouched, ...]]:
+    """The steps carrying out ``action`` on ``plan``, and the members left alone.
+
+    Every name of every member but the kept one is a step, unless the member is the kept
+    file under another name (a hardlink: nothing to do), lies under a ``protected`` folder
+    (``--keep-in``), or belongs to a near group and the action is not a move with ``near``.
+
+    Args:
+        plan: The plan.
+        action: The action.
+        near: Near groups were asked for (``--near``).
+        move_to: The folder of ``Action.MOVE``.
+        protected: Folders whose files are never touched.
+
+    Raises:
+        ValueError: ``action`` is a move without ``move_to``.
+    """
+    if action is Action.MOVE and move_to is None:
+        raise ValueError("a move needs the folder to move to")
+    steps: list[Step] = []
+    left: list[Untouched] = []
+    for index, group in enumerate(plan.groups):
+        kept = group.kept
+        if group.kind is GroupKind.NEAR and not (near and action is Action.MOVE):
+            why = "near duplicates are only ever moved (--near --move DIR)"
+            left += [Untouched(index, m.path, why) for m in group.members]
+            continue
+        for member in group.members:
+            if member is kept:
+                continue
+            if member.identity == kept.identity:
+                left.append(Untouched(index, member.path, "already a hardlink of the kept file"))
+                continue
+            guarded = [p for p in member.paths if any(is_under(p, d) for d in protected)]
+            if guarded:
+                left.append(Untouched(index, member.path, "in a --keep-in folder"))
+                continue
+            for path in member.paths:
+                target = move_target(move_to, path) if move_to is not None else None
+                steps.append(Step(index, group.kind, action, path, member, kept, target))
+    return tuple(steps), tuple(left)

@@ -1,0 +1,201 @@
+"""The plan file: a versioned JSON document (docs/schema/plan.schema.json), read and written.
+
+A plan file is validated against its JSON Schema when it is loaded, then checked for what a
+schema cannot say (paths normalized and inside their roots, no file in two groups); any fault
+is a :class:`~isccd.errors.PlanFileError` naming the place, and nothing is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from isccd.dedupe.plan import PLAN_VERSION, Action, Group, GroupKind, Member, Plan, Step, Untouched
+from isccd.errors import PlanFileError
+from isccd.fspath import is_below
+from isccd.iscc import IsccError, iscc_decode
+from isccd.iscc.constants import MT
+
+#: The ``format`` member of every plan file.
+PLAN_FORMAT = "isccd-dedupe-plan"
+
+
+@cache
+def plan_schema() -> dict[str, Any]:
+    """The plan file's JSON Schema (shipped with the package; docs/schema/ has the same)."""
+    text = resources.files("isccd.dedupe").joinpath("plan.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every local ``$ref`` replaced by its definition (the schema has no
+    recursion): validating against it skips resolving ten thousands of references."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inlined(defs[node["$ref"].rpartition("/")[2]], defs)
+        return {k: _inlined(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inlined(v, defs) for v in node]
+    return node
+
+
+def _where(location: Sequence[object]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in location) or "the plan"
+
+
+def _validate(document: object, name: str) -> None:
+    import jsonschema  # noqa: PLC0415  (only plan files need it)
+
+    schema = plan_schema()
+    validator = jsonschema.Draft202012Validator(_inlined(schema, schema["$defs"]))
+    if validator.is_valid(document):
+        return
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is not None:
+        where = _where(error.absolute_path).lstrip(".")
+        raise PlanFileError(name, f"not a valid plan: {where or 'top level'}: {error.message}")
+
+
+def _digest(member: Mapping[str, Any], name: str, where: str) -> str | None:
+    """The member's BLAKE3 (hex, or a prefix), from whichever form the file gives."""
+    if "blake3" in member:
+        return str(member["blake3"])
+    if "datahash" in member:
+        return str(member["datahash"])[4:]
+    if "instance" in member:
+        try:
+            return blake3_of_instance(member["instance"])
+        except ValueError as exc:
+            raise PlanFileError(name, f"{where}.instance: {exc}") from None
+    return None
+
+
+def blake3_of_instance(code: str) -> str:
+    """The BLAKE3 prefix an Instance-Code carries, in hex.
+
+    Raises:
+        ValueError: ``code`` is not an Instance-Code.
+    """
+    try:
+        maintype, _, _, _, body = iscc_decode(code)
+    except IsccError as exc:
+        raise ValueError(f"cannot decode {code!r}: {exc}") from None
+    if maintype != MT.INSTANCE:
+        raise ValueError(f"{code!r} is not an Instance-Code")
+    return body.hex()
+
+
+def _member(data: Mapping[str, Any], name: str, where: str) -> Member:
+    paths = (data["path"], *data.get("links", ()))
+    root = data["root"]
+    for path in (root, *paths):
+        if os.path.normpath(path) != path:
+            raise PlanFileError(name, f"{where}: {path!r} is not a normalized absolute path")
+    for path in paths:
+        if not is_below(path, root):
+            raise PlanFileError(name, f"{where}: {path!r} is not inside its root {root!r}")
+    return Member(
+        paths, root, data["device"], data["inode"], data["size"], data["mtime_ns"],
+        _digest(data, name, where),
+    )  # fmt: skip
+
+
+def plan_from_document(document: object, name: str = "the plan") -> Plan:
+    """A plan from its JSON form.
+
+    Raises:
+        PlanFileError: The document is not a valid plan; the message says where.
+    """
+    _validate(document, name)
+    assert isinstance(document, dict)
+    groups = []
+    # A file acted on must be in no other group; a kept file may be kept in several.
+    seen: dict[str, tuple[str, bool]] = {}
+    for g, group in enumerate(document["groups"]):
+        members = []
+        for m, data in enumerate(group["members"]):
+            where = f"groups[{g}].members[{m}]"
+            member = _member(data, name, where)
+            for path in member.paths:
+                earlier = seen.get(path)
+                if earlier is not None and not (earlier[1] and data["keep"]):
+                    raise PlanFileError(
+                        name, f"{where}: {path!r} is also in {earlier[0]}, and not kept in both"
+                    )
+                seen[path] = (where, data["keep"])
+            members.append(member)
+        keep = next(i for i, data in enumerate(group["members"]) if data["keep"])
+        groups.append(Group(GroupKind(group["kind"]), tuple(members), keep))
+    return Plan(tuple(groups), document["version"])
+
+
+def load_plan(path: Path) -> Plan:
+    """Read and validate a plan file.
+
+    Raises:
+        PlanFileError: It cannot be read, is not JSON, or is not a valid plan.
+    """
+    try:
+        document = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise PlanFileError(str(path), f"cannot be read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise PlanFileError(str(path), f"is not JSON: {exc}") from None
+    return plan_from_document(document, str(path))
+
+
+def plan_document(
+    plan: Plan,
+    *,
+    action: Action | None = None,
+    steps: Sequence[Step] = (),
+    untouched: Sequence[Untouched] = (),
+    source: str | None = None,
+    created: float | None = None,
+) -> dict[str, Any]:
+    """The JSON form of a plan; with the ``steps`` and ``untouched`` members of a dry run,
+    each member says what would be done to it (``action``) and why not (``note``)."""
+    acting = {(s.group, s.member.path): s.action.value for s in steps}
+    notes = {(u.group, u.path): u.reason for u in untouched}
+    groups = []
+    for g, group in enumerate(plan.groups):
+        members = []
+        for i, member in enumerate(group.members):
+            data: dict[str, Any] = {"path": member.path}
+            if len(member.paths) > 1:
+                data["links"] = list(member.paths[1:])
+            data |= {
+                "root": member.root,
+                "device": member.device,
+                "inode": member.inode,
+                "size": member.size,
+                "mtime_ns": member.mtime_ns,
+            }
+            if member.blake3 is not None:
+                data["blake3"] = member.blake3
+            data["keep"] = i == group.keep
+            if steps or untouched:
+                if i == group.keep:
+                    data["action"] = "keep"
+                else:
+                    data["action"] = acting.get((g, member.path), "leave")
+                note = notes.get((g, member.path))
+                if note is not None:
+                    data["note"] = note
+            members.append(data)
+        groups.append({"kind": group.kind.value, "members": members})
+    document: dict[str, Any] = {"format": PLAN_FORMAT, "version": PLAN_VERSION}
+    if created is not None:
+        document["created"] = created
+    if source is not None:
+        document["source"] = source
+    if action is not None:
+        document["action"] = action.value
+    document["groups"] = groups
+    return document

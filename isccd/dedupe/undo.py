@@ -1,0 +1,303 @@
+"""Undoing what an action log records, and settling actions an interrupt cut short.
+
+Actions are reverted newest first. Each is looked at on disk, never assumed:
+
+- a **move** is moved back, if the file at the target is still the one moved (same device,
+  inode, size and modification time) and nothing took its old name;
+- a **link** or **remove** is restored as an independent copy of the kept file's content, if
+  that content still has the BLAKE3 digest logged for the victim, with the victim's logged
+  permissions, owner (when allowed) and times; the victim's inode itself is gone (its bytes
+  were the kept file's, so nothing of the content is lost);
+- a **reflink** needs nothing: the file has its own attributes, and blocks shared with the kept
+  file are copied by the file system when either is written;
+- an action an interrupt cut short is put back as it was: the temporary name holding the
+  victim or its replacement is renamed back or removed.
+
+What cannot be undone (a moved file changed or gone, a kept file whose content changed, a
+name taken again) is said, and left as it is. Each result is logged, so running undo again
+only retries what is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from isccd.dedupe.actions import unlink_if
+from isccd.dedupe.beneath import parent_of
+from isccd.dedupe.log import ActionLog, Intent, LoggedAction, read_log
+from isccd.dedupe.plan import Action
+from isccd.dedupe.syscalls import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
+from isccd.dedupe.verify import CHUNK, matches_digest, opened
+from isccd.errors import DedupeError
+from isccd.iscc.instance import InstanceHasherV0
+
+_NOT_STARTED = "interrupted before it changed the file (which has changed since); left as it is"
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UndoStatus(enum.StrEnum):
+    """What undo did with one logged action."""
+
+    UNDONE = "undone"
+    """Reverted (or put back as it was, for an action cut short)."""
+    NOTHING = "nothing"
+    """Nothing to undo (a reflink; an action that had not started)."""
+    CANNOT = "cannot"
+    """Cannot be undone; the reason says why. Left as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class UndoOutcome:
+    """What became of one logged action.
+
+    Attributes:
+        intent: The action.
+        status: What undo did.
+        reason: What was done, or why it could not be.
+    """
+
+    intent: Intent
+    status: UndoStatus
+    reason: str
+
+
+def _stat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _is_logged(st: os.stat_result | None, intent: Intent) -> bool:
+    """True when ``st`` is the victim as logged (device, inode, size, modification time)."""
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return False
+    now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return now == (intent.device, intent.inode, intent.size, intent.mtime_ns)
+
+
+def _require_digest(digest: bytes, intent: Intent) -> None:
+    assert intent.blake3 is not None
+    if not matches_digest(digest, intent.blake3):
+        raise DedupeError(intent.path, f"the kept file {intent.kept} no longer holds its content")
+
+
+def _copy_into(intent: Intent, dir_fd: int, temp: str) -> int:
+    """Create ``temp`` holding the kept file's content, checked against the victim's logged
+    digest, with the victim's logged permissions, owner and times; its inode.
+
+    Raises:
+        DedupeError: The kept file cannot be read, or its content is no longer the victim's.
+    """
+    if intent.blake3 is None:
+        raise DedupeError(intent.path, "no digest was logged for it; it cannot be restored")
+    with opened(intent.kept_root, intent.kept) as kept:
+        fd = os.open(temp, _CREATE, 0o600, dir_fd=dir_fd)
+        try:
+            hasher = InstanceHasherV0()
+            offset = 0
+            while chunk := os.pread(kept.fd, CHUNK, offset):
+                hasher.push(chunk)
+                os.write(fd, chunk)
+                offset += len(chunk)
+            _require_digest(hasher.digest(), intent)
+            if (intent.uid, intent.gid) != (os.getuid(), os.getgid()):
+                with contextlib.suppress(PermissionError):  # said in the outcome
+                    os.fchown(fd, intent.uid, intent.gid)
+            os.fchmod(fd, stat.S_IMODE(intent.mode))
+            os.utime(fd, ns=(intent.atime_ns, intent.mtime_ns))
+            os.fsync(fd)
+            return os.fstat(fd).st_ino
+        except BaseException:
+            os.unlink(temp, dir_fd=dir_fd)
+            raise
+        finally:
+            os.close(fd)
+
+
+def _owner_note(intent: Intent, dir_fd: int, name: str) -> str:
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if (st.st_uid, st.st_gid) != (intent.uid, intent.gid):
+        return f" (owned by you: its owner {intent.uid}:{intent.gid} needs root)"
+    return ""
+
+
+def _link_sibling(intent: Intent, sibling: str, dir_fd: int, temp: str) -> bool:
+    """Link ``temp`` to the copy already restored for another name of the same victim, if
+    that copy is still as restored (same size and times, not a link out of the root)."""
+    try:
+        with opened(intent.root, sibling) as copy:
+            st = copy.stat
+            if (st.st_size, st.st_mtime_ns) != (intent.size, intent.mtime_ns):
+                return False
+            os.link(copy.name, temp, src_dir_fd=copy.dir_fd, dst_dir_fd=dir_fd,
+                    follow_symlinks=False)  # fmt: skip
+            return True
+    except (DedupeError, OSError):
+        return False
+
+
+def _undo_move(intent: Intent) -> UndoOutcome:
+    assert intent.target is not None and intent.target_root is not None
+    with parent_of(intent.target_root, intent.target) as (target_dir, target_name):
+        moved = _stat_at(target_dir, target_name)
+        with parent_of(intent.root, intent.path, create=True) as (dir_fd, name):
+            if not _is_logged(moved, intent):
+                if _is_logged(_stat_at(dir_fd, name), intent):
+                    return UndoOutcome(intent, UndoStatus.NOTHING, "it had not been moved")
+                return UndoOutcome(
+                    intent, UndoStatus.CANNOT, f"the moved file is no longer {intent.target} "
+                    "as it was moved"
+                )  # fmt: skip
+            try:
+                renameat2(target_dir, target_name, dir_fd, name, RENAME_NOREPLACE)
+            except FileExistsError:
+                return UndoOutcome(
+                    intent, UndoStatus.CANNOT, f"a file took its name again; the moved one is "
+                    f"left at {intent.target}"
+                )  # fmt: skip
+    return UndoOutcome(intent, UndoStatus.UNDONE, f"moved back from {intent.target}")
+
+
+def _undo_replace(
+    intent: Intent, restored: dict[tuple[int, int], str], *, interrupted: bool
+) -> UndoOutcome:
+    """Undo a link, reflink or remove (``restored``: the copies made so far, by the victim
+    they stand for; ``interrupted``: the log has no outcome for it)."""
+    temp = intent.temp
+    if temp is None:
+        raise DedupeError(intent.path, "the log does not name its temporary file")
+    with parent_of(intent.root, intent.path, create=True) as (dir_fd, name):
+        aside = _stat_at(dir_fd, temp)
+        here = _stat_at(dir_fd, name)
+        if _is_logged(aside, intent):
+            # Cut short after the victim was swapped out: swap (or rename) it back.
+            assert aside is not None
+            if here is None:
+                renameat2(dir_fd, temp, dir_fd, name, RENAME_NOREPLACE)
+            else:
+                renameat2(dir_fd, temp, dir_fd, name, RENAME_EXCHANGE)
+                unlink_if(dir_fd, temp, here.st_ino)
+            return UndoOutcome(intent, UndoStatus.UNDONE, "put back as it was (interrupted)")
+        if aside is not None and here is not None and aside.st_ino != here.st_ino:
+            unlink_if(dir_fd, temp, aside.st_ino)  # a link or clone never swapped in
+        verdict = _verdict(intent, here, interrupted=interrupted)
+        if verdict is not None:
+            return verdict
+        return _restore(intent, dir_fd=dir_fd, name=name, temp=temp, here=here, restored=restored)
+
+
+def _is_result(intent: Intent, here: os.stat_result | None) -> bool:
+    """True when the victim's name holds what the link or remove made of it."""
+    if intent.action is Action.REMOVE:
+        return here is None
+    with opened(intent.kept_root, intent.kept) as kept:
+        return here is not None and (here.st_dev, here.st_ino) == (
+            kept.stat.st_dev,
+            kept.stat.st_ino,
+        )
+
+
+def _verdict(
+    intent: Intent, here: os.stat_result | None, *, interrupted: bool
+) -> UndoOutcome | None:
+    """Why the victim is not to be restored, or ``None`` when it is."""
+    if _is_logged(here, intent):
+        return UndoOutcome(intent, UndoStatus.NOTHING, "it had not been changed")
+    if intent.action is Action.REFLINK:
+        return UndoOutcome(
+            intent, UndoStatus.NOTHING, "a reflinked file keeps its own attributes and gets its "
+            "own blocks when written: nothing to undo"
+        )  # fmt: skip
+    if _is_result(intent, here):
+        return None
+    if interrupted:  # it never got as far as changing the file
+        return UndoOutcome(intent, UndoStatus.NOTHING, _NOT_STARTED)
+    if intent.action is Action.REMOVE:
+        return UndoOutcome(intent, UndoStatus.CANNOT, "a file took its name again")
+    why = "gone" if here is None else "no longer the link made"
+    return UndoOutcome(intent, UndoStatus.CANNOT, f"it is {why}; left as it is")
+
+
+def _restore(
+    intent: Intent,
+    *,
+    dir_fd: int,
+    name: str,
+    temp: str,
+    here: os.stat_result | None,
+    restored: dict[tuple[int, int], str],
+) -> UndoOutcome:
+    """Put an independent copy of the kept content at the victim's name; a victim with
+    several names gets one copy, the other names are linked to it as they were."""
+    with contextlib.suppress(FileNotFoundError):  # a stale temporary of this action
+        os.unlink(temp, dir_fd=dir_fd)
+    sibling = restored.get((intent.device, intent.inode))
+    try:
+        if sibling is None or not _link_sibling(intent, sibling, dir_fd, temp):
+            _copy_into(intent, dir_fd, temp)
+    except DedupeError as exc:
+        return UndoOutcome(intent, UndoStatus.CANNOT, exc.reason)
+    restored.setdefault((intent.device, intent.inode), intent.path)
+    if here is None:
+        renameat2(dir_fd, temp, dir_fd, name, RENAME_NOREPLACE)
+    else:
+        renameat2(dir_fd, temp, dir_fd, name, RENAME_EXCHANGE)
+        # temp now holds the link to the kept file that was there: drop only that.
+        unlink_if(dir_fd, temp, here.st_ino)
+    note = _owner_note(intent, dir_fd, name)
+    return UndoOutcome(
+        intent, UndoStatus.UNDONE, f"restored as a copy of {intent.kept}'s content{note}"
+    )
+
+
+def undo_action(
+    logged: LoggedAction, restored: dict[tuple[int, int], str] | None = None
+) -> UndoOutcome | None:
+    """Undo one logged action (``None`` when there is nothing to look at: it failed, leaving
+    everything as it was, or was undone already).
+
+    Args:
+        logged: The action.
+        restored: Copies restored so far in this undo, by the victim they stand for (device,
+            inode), so that the names of one victim are restored as one file again.
+    """
+    intent = logged.intent
+    if logged.outcome == "failed" or logged.undone == "undone":
+        return None
+    try:
+        if intent.action is Action.MOVE:
+            return _undo_move(intent)
+        restored = {} if restored is None else restored
+        return _undo_replace(intent, restored, interrupted=logged.outcome is None)
+    except DedupeError as exc:
+        return UndoOutcome(intent, UndoStatus.CANNOT, exc.reason)
+    except OSError as exc:
+        return UndoOutcome(intent, UndoStatus.CANNOT, exc.strerror or str(exc))
+
+
+def undo_log(path: Path) -> list[UndoOutcome]:
+    """Undo every action of the log at ``path``, newest first, and log each result there.
+
+    Raises:
+        PlanFileError: The log cannot be read.
+        OSError: It cannot be appended to.
+    """
+    actions = read_log(path)
+    outcomes = []
+    restored: dict[tuple[int, int], str] = {}
+    with ActionLog(path) as log:
+        log.run(None, apply=True)
+        for logged in reversed(actions):
+            outcome = undo_action(logged, restored)
+            if outcome is None:
+                continue
+            outcomes.append(outcome)
+            op = "not_undone" if outcome.status is UndoStatus.CANNOT else "undone"
+            log.outcome(logged.intent.id, op, outcome.reason)
+    return outcomes

@@ -1,0 +1,97 @@
+"""Helpers of the dedupe tests: real files, plans made from them as the command makes them from
+the index, and file systems mounted for the cases that need another one (as root)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from blake3 import blake3
+
+from isccd.dedupe.apply import Outcome, apply_steps
+from isccd.dedupe.build import Found, FoundGroup, build_plan, observe
+from isccd.dedupe.keep import DEFAULT_RULES, KeepRule
+from isccd.dedupe.log import ActionLog
+from isccd.dedupe.plan import Action, GroupKind, Plan, steps_of
+
+
+def write(path: Path, data: bytes, mtime: int | None = None) -> Path:
+    """A file with ``data`` (and, if given, that modification time in seconds)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def plan_of(
+    root: Path,
+    groups: Sequence[Sequence[Path]],
+    kind: GroupKind = GroupKind.EXACT,
+    rules: Sequence[KeepRule] = DEFAULT_RULES,
+    keep_in: Sequence[str] = (),
+) -> Plan:
+    """The plan the command would make from these groups (digests computed here, with the
+    blake3 library, as the index records them)."""
+    found = []
+    for group in groups:
+        members = []
+        for p in group:
+            digest = blake3(p.read_bytes()).hexdigest()[:16] if kind is GroupKind.EXACT else None
+            members.append(Found((str(p),), str(root), p.stat().st_size, digest))
+        found.append(FoundGroup(kind, tuple(members)))
+    observed = observe(found)
+    return build_plan(observed.groups, rules, keep_in)
+
+
+def run_plan(
+    plan: Plan,
+    action: Action,
+    log: Path,
+    *,
+    move_to: Path | None = None,
+    near: bool = False,
+    keep_in: Sequence[str] = (),
+) -> list[Outcome]:
+    """Apply ``plan`` as ``isccd dedupe --apply`` does."""
+    target = str(move_to) if move_to is not None else None
+    steps, _ = steps_of(plan, action, near=near, move_to=target, protected=tuple(keep_in))
+    with ActionLog(log) as action_log:
+        action_log.run(action, apply=True)
+        return apply_steps(steps, action_log, move_to=target)
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system needs root")
+
+
+@contextlib.contextmanager
+def mounted(kind: str, where: Path, work: Path) -> Iterator[Path]:
+    """A file system of ``kind`` (``tmpfs``, ``btrfs``, ``ext4``) mounted at ``where``."""
+    needs_root()
+    where.mkdir(parents=True, exist_ok=True)
+    if kind == "tmpfs":
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(where)], check=True)
+    else:
+        mkfs = shutil.which(f"mkfs.{kind}")
+        if mkfs is None:
+            pytest.skip(f"mkfs.{kind} is not installed (Debian: btrfs-progs, e2fsprogs)")
+        image = work / f"{kind}.img"
+        with image.open("wb") as f:
+            f.truncate(160 * 1024 * 1024)  # btrfs wants at least ~110 MiB
+        subprocess.run([mkfs, "-q", str(image)], check=True, capture_output=True)
+        done = subprocess.run(
+            ["mount", "-o", "loop", str(image), str(where)], check=False, capture_output=True
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot loop-mount a {kind} image: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
