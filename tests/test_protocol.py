@@ -163,7 +163,7 @@ requests = st.one_of(
                 SimilarQuery,
                 path=st.none(),
                 code=st.text(min_size=1, max_size=60),
-                max_distance=st.none() | st.integers(min_value=0, max_value=256),
+                max_distance=st.none() | st.integers(min_value=0, max_value=64),
                 limit=limits,
             ),
         ),
@@ -223,7 +223,7 @@ def _error(line: bytes) -> RequestError:
         (b'{"id": 1, "cmd": "similar", "path": "/a", "code": "X"}', ErrorCode.INVALID_ARGUMENT, 1),
         (b'{"id": 1, "cmd": "similar", "code": "X", "limit": 0}', ErrorCode.INVALID_ARGUMENT, 1),
         (
-            b'{"id": 1, "cmd": "similar", "code": "X", "max_distance": 257}',
+            b'{"id": 1, "cmd": "similar", "code": "X", "max_distance": 65}',
             ErrorCode.INVALID_ARGUMENT,
             1,
         ),

@@ -30,8 +30,10 @@ MAX_PATH_BYTES = 4096
 MAX_ID_CHARS = 256
 #: Most items in a list argument (event types, roots).
 MAX_LIST_ITEMS = 256
-#: Largest Hamming distance a query may ask for (the longest units have 256 bits).
-MAX_DISTANCE = 256
+#: Largest Hamming distance a query may ask for. Distances are counted in bits of a unit's first
+#: 64, as the ``[match]`` thresholds are, and scale with longer units (``d * bits / 64``), so 64
+#: already reaches every unit of every length.
+MAX_DISTANCE = 64
 #: Default and largest number of matches ``similar`` returns.
 SIMILAR_LIMIT = 100
 SIMILAR_LIMIT_MAX = 10_000
@@ -80,7 +82,9 @@ class SimilarQuery:
     Attributes:
         path: An indexed file (exclusive with ``code``); resolved inside the roots.
         code: An ISCC-CODE or ISCC unit (exclusive with ``path``).
-        max_distance: Largest Hamming distance per unit; ``None`` uses the daemon's thresholds.
+        max_distance: Largest Hamming distance per unit, 0 to :data:`MAX_DISTANCE`, in bits of
+            a unit's first 64 (scaled for longer units, as the thresholds are); ``None`` uses
+            the daemon's thresholds.
         limit: Most matches returned.
     """
 
