@@ -81,10 +81,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     rescan = subparsers.add_parser(
         "rescan",
-        help="ask the daemon to reconcile a root with the disk",
-        description="Start a reconcile scan of the root holding PATH, or of every root: files "
-        "changed, added or removed behind the watcher's back are found and indexed. Progress "
-        "is reported as scan.progress and scan.done events.",
+        help="ask the daemon to reconcile a root or a directory with the disk",
+        description="Start a reconcile scan of PATH (a root, or a directory in one: only that "
+        "directory is walked), or of every root: files changed, added or removed behind the "
+        "watcher's back are found and indexed. Progress is reported as scan.progress and "
+        "scan.done events.",
         epilog=_NO_DAEMON,
     )
     add_socket_option(rescan)

@@ -17,7 +17,8 @@ itself. The data adds, per type:
   ``removed``, ``threshold``), ``others``, ``count``.
 - ``file.error``: ``issues`` (``stage``, ``kind``, ``reason``, ``code``).
 - ``file.unstable``: ``attempts``, ``reason``.
-- ``scan.done`` (reconciles of a whole root; subtree walks are not announced): ``start`` (the
+- ``scan.done`` (reconciles of a whole root, or of a directory a client asked for; the
+  watcher's own subtree walks are not announced): ``start`` (the
   directory walked), the counters ``dirs``, ``seen``,
   ``unchanged``, ``queued``, ``hashed``, ``added``, ``changed``, ``moved``, ``removed``,
   ``errors``, ``unstable``, ``duplicates``, and ``seconds``, ``walked`` and ``issues``

@@ -192,7 +192,8 @@ class Pipeline:
     ) -> ScanStats:
         """Bring the store in line with the disk under ``root`` (or its subtree ``start``):
         stat every file, hash only what changed, apply renames without hashing, tombstone
-        what vanished, recompute units whose profile is outdated, and log ``scan.done``.
+        what vanished, recompute units whose profile is outdated, and log ``scan.done`` (for a
+        subtree too, with its ``start``).
 
         Args:
             root: The root (absolute, normalized).
@@ -215,7 +216,11 @@ class Pipeline:
         *,
         collect: bool,
     ) -> tuple[ScanStats, list[Event]]:
-        rec = await self.call(lambda ix: Reconciler(ix, root, scan, start=start, collect=collect))
+        rec = await self.call(
+            lambda ix: Reconciler(
+                ix, root, scan, start=start, collect=collect, announce=not collect
+            )
+        )
         concurrency = max(1, self.options.hash_concurrency)
         queue: asyncio.Queue[HashJob | None] = asyncio.Queue(maxsize=2 * concurrency)
 
