@@ -151,6 +151,7 @@ requests = st.one_of(
             st.none() | st.frozensets(st.sampled_from(EventType), min_size=1),
             st.none() | st.frozensets(normal_paths, min_size=1, max_size=3),
         ),
+        st.none() | st.uuids().map(str),
     ),
     st.builds(UnsubscribeRequest, ids),
     st.builds(GetRequest, ids, paths),
@@ -219,6 +220,12 @@ def _error(line: bytes) -> RequestError:
         (b'{"id": 1, "cmd": "subscribe", "types": ["dup.big"]}', ErrorCode.INVALID_ARGUMENT, 1),
         (b'{"id": 1, "cmd": "subscribe", "types": []}', ErrorCode.INVALID_ARGUMENT, 1),
         (b'{"id": 1, "cmd": "subscribe", "roots": ["x"]}', ErrorCode.INVALID_ARGUMENT, 1),
+        (b'{"id": 1, "cmd": "subscribe", "store": 5}', ErrorCode.INVALID_ARGUMENT, 1),
+        (
+            b'{"id": 1, "cmd": "subscribe", "store": "' + b"u" * 65 + b'"}',
+            ErrorCode.INVALID_ARGUMENT,
+            1,
+        ),
         (b'{"id": 1, "cmd": "similar"}', ErrorCode.INVALID_ARGUMENT, 1),
         (b'{"id": 1, "cmd": "similar", "path": "/a", "code": "X"}', ErrorCode.INVALID_ARGUMENT, 1),
         (b'{"id": 1, "cmd": "similar", "code": "X", "limit": 0}', ErrorCode.INVALID_ARGUMENT, 1),
@@ -383,6 +390,7 @@ results = st.one_of(
         st.tuples(texts, texts),
         st.integers(1, 2**30),
         st.integers(1, 2**30),
+        st.none() | st.uuids().map(str),
     ),
     st.builds(
         DaemonStatus,
@@ -407,7 +415,12 @@ results = st.one_of(
         last_seq=st.integers(0, 2**62),
         server=st.none() | st.builds(ServiceStatistics, *[st.integers(0, 2**30)] * 4),
     ),
-    st.builds(SubscribeResult, *[st.integers(0, 2**62)] * 3, st.booleans()),
+    st.builds(
+        SubscribeResult,
+        *[st.integers(0, 2**62)] * 3,
+        st.booleans(),
+        st.none() | st.uuids().map(str),
+    ),
     st.builds(
         FileInfo,
         path=paths,

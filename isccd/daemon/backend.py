@@ -70,6 +70,10 @@ class DaemonBackend:
         """The watched roots, symbolic links resolved."""
         return self._roots()
 
+    def store_id(self) -> str:
+        """The store's identity."""
+        return self._pipeline.store_id
+
     async def status(self) -> DaemonStatus:
         """The daemon's status."""
         return await self._status()

@@ -28,6 +28,8 @@ RequestId = str | int
 MAX_PATH_BYTES = 4096
 #: Longest string id accepted.
 MAX_ID_CHARS = 256
+#: Longest store identity accepted (a UUID has 36 characters).
+MAX_STORE_ID_CHARS = 64
 #: Most items in a list argument (event types, roots).
 MAX_LIST_ITEMS = 256
 #: Largest Hamming distance a query may ask for. Distances are counted in bits of a unit's first
@@ -127,11 +129,14 @@ class StatusRequest:
 
 @dataclass(frozen=True, slots=True)
 class SubscribeRequest:
-    """``subscribe``: events after ``since`` (``None``: from now on) that pass ``filter``."""
+    """``subscribe``: events after ``since`` (``None``: from now on) that pass ``filter``;
+    ``store``: the identity of the store ``since`` comes from, refused when it is not the
+    daemon's (``store_mismatch``)."""
 
     id: RequestId
     since: int | None = None
     filter: EventFilter = EventFilter()
+    store: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,12 +252,13 @@ def request_to_wire(request: Request) -> dict[str, Any]:
             obj = {"cmd": Command.HELLO, "protocol": protocol, "client": client}
         case StatusRequest():
             obj = {"cmd": Command.STATUS}
-        case SubscribeRequest(since=since, filter=flt):
+        case SubscribeRequest(since=since, filter=flt, store=store):
             obj = {
                 "cmd": Command.SUBSCRIBE,
                 "since": since,
                 "types": None if flt.types is None else sorted(flt.types),
                 "roots": None if flt.roots is None else sorted(flt.roots),
+                "store": store,
             }
         case UnsubscribeRequest():
             obj = {"cmd": Command.UNSUBSCRIBE}
@@ -407,7 +413,8 @@ def _subscribe(request_id: RequestId, args: _Args) -> SubscribeRequest:
     roots: frozenset[str] | None = None
     if root_names is not None:
         roots = frozenset(normalize_path(_check_path(args, "roots", r) or "") for r in root_names)
-    return SubscribeRequest(request_id, since, EventFilter(types, roots))
+    store = args.string("store", max_chars=MAX_STORE_ID_CHARS)
+    return SubscribeRequest(request_id, since, EventFilter(types, roots), store)
 
 
 def _similar(request_id: RequestId, args: _Args) -> SimilarRequest:

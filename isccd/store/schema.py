@@ -6,7 +6,7 @@ bump, so a crash leaves the database at a whole version. A migration, once relea
 changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
 database created at every older version).
 
-Layout (version 5):
+Layout (version 6):
 
 - ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
   ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
@@ -28,7 +28,9 @@ Layout (version 5):
 - ``near``: near-duplicate relations, one row per pair of files and unit type.
 - ``events``: the event log; ``seq`` is ``AUTOINCREMENT`` so it only ever grows.
 - ``properties``: named values about the index as a whole (the duplicate policy its relations
-  were decided under), each a text the layer above interprets.
+  were decided under), each a text the layer above interprets; and ``store_id``, the store's
+  identity: a random UUID (version 4) made when the database is created, or migrated from a
+  version before 6.
 """
 
 from __future__ import annotations
@@ -192,6 +194,21 @@ MIGRATIONS: tuple[Migration, ...] = (
                     UPDATE roots SET live = live + 1
                         WHERE id = new.root_id AND new.removed_at IS NULL;
                 END""",
+        ),
+    ),
+    Migration(
+        6,
+        "the store's identity, a random UUID: a client resuming the event log with a sequence "
+        "number tells this store's log from another's",
+        (
+            # A version 4 UUID from SQLite's random bytes: 8-4-4-4-12 hex digits, the version
+            # nibble 4, the variant's two high bits 10.
+            """INSERT INTO properties (name, value) VALUES ('store_id', lower(
+                hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4'
+                || substr(hex(randomblob(2)), 2) || '-'
+                || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2)
+                || '-' || hex(randomblob(6))
+            ))""",
         ),
     ),
 )

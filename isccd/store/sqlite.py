@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from isccd.errors import StoreCorruptError
 from isccd.model import (
     Event,
     EventType,
@@ -20,6 +21,7 @@ from isccd.model import (
     sort_units,
 )
 from isccd.store.base import (
+    IDENTITY_PROPERTY,
     FileKey,
     NearPair,
     StaleUnits,
@@ -407,6 +409,14 @@ class SqliteStore(Database):
             yield NearPair(a, b, UnitType(unit), distance)
 
     # -- properties ----------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str:
+        """The UUID recorded when the database was created (or migrated to schema 6)."""
+        found = self.get_property(IDENTITY_PROPERTY)
+        if not found:
+            raise StoreCorruptError(f"the index database {self.path} has no identity recorded")
+        return found
 
     def get_property(self, name: str) -> str | None:
         """The value recorded under ``name``."""
