@@ -6,7 +6,8 @@ itself. The data adds, per type:
 - ``file.added`` / ``file.changed``: ``iscc``, ``datahash``, ``size``, ``mediatype``, ``units``
   (unit type -> ISCC unit); ``links`` (other paths of the same file: hardlinks) when there are
   any; ``file.changed`` also ``previous`` (``iscc``, ``datahash``, ``size``).
-- ``file.moved``: ``from``, ``from_root``, ``iscc``.
+- ``file.moved``: ``from``, ``from_root``, ``iscc`` (under the new name: a Meta-Code made from
+  the file name follows it); ``previous`` (``iscc``, ``datahash``, ``size``) when it changed.
 - ``file.removed``: ``iscc``, ``datahash``, ``size``.
 - ``dup.exact``: ``unit`` (``"instance"``), ``distance`` 0, ``threshold`` 0, ``iscc``,
   ``datahash``, ``size``, ``others`` (``path``, ``root``, ``iscc``), ``count``.

@@ -6,14 +6,15 @@ bump, so a crash leaves the database at a whole version. A migration, once relea
 changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
 database created at every older version).
 
-Layout (version 6):
+Layout (version 7):
 
 - ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
   ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
   path order (``dir/`` < ``dir0`` makes a subtree a range).
 - ``files``: one row per file a path held: live rows (``removed_at`` NULL) and tombstones. The
   identity ``(dev, ino)`` and the validators ``size, mtime_ns, ctime_ns`` decide whether a file
-  changed; ``datahash`` (raw multihash bytes) finds exact duplicates; the rest is the record.
+  changed; ``datahash`` (raw multihash bytes) finds exact duplicates; the rest is the record
+  (``named_by_file``: whether the Meta-Code's name is the file name, NULL when not known).
   ``AUTOINCREMENT`` so that ids, which the in-memory index and relations refer to, are never
   reused.
 - ``roots.dev``: the ``st_dev`` of the root directory when it was last reconciled, so that a
@@ -210,6 +211,12 @@ MIGRATIONS: tuple[Migration, ...] = (
                 || '-' || hex(randomblob(6))
             ))""",
         ),
+    ),
+    Migration(
+        7,
+        "whether a file's Meta-Code was made from its file name, so that a rename makes it "
+        "again (NULL for the files stored before: not known)",
+        ("ALTER TABLE files ADD COLUMN named_by_file INTEGER",),
     ),
 )
 

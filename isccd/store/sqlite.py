@@ -299,8 +299,8 @@ class SqliteStore(Database):
         row = self._exec(
             "INSERT INTO files (root_id, dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, "
             "datahash, iscc, mediatype, mode, meta_name, description, metahash, filesize, "
-            "characters, width, height, duration, extractor, issues, indexed_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            "characters, width, height, duration, extractor, issues, named_by_file, indexed_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
             (*values, now),
         ).fetchone()
         file_id = int(row[0])
@@ -315,7 +315,8 @@ class SqliteStore(Database):
             "UPDATE files SET root_id=?, dir_id=?, name=?, dev=?, ino=?, size=?, mtime_ns=?, "
             "ctime_ns=?, nlink=?, datahash=?, iscc=?, mediatype=?, mode=?, meta_name=?, "
             "description=?, metahash=?, filesize=?, characters=?, width=?, height=?, duration=?, "
-            "extractor=?, issues=?, indexed_at=? WHERE id = ? AND removed_at IS NULL",
+            "extractor=?, issues=?, named_by_file=?, indexed_at=? "
+            "WHERE id = ? AND removed_at IS NULL",
             (*values, now, file_id),
         )
         self._write_units(file_id, record.units)
