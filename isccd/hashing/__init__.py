@@ -25,7 +25,7 @@ which versions are current.
 
 from __future__ import annotations
 
-from isccd.hashing.issues import issue_from_exception
+from isccd.hashing.issues import OUT_OF_MEMORY, issue_from_exception, out_of_memory
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
 from isccd.hashing.record import ALL_UNITS, compose_iscc, compute_record
 from isccd.hashing.renamed import renamed_record
@@ -35,10 +35,12 @@ __all__ = [
     "ALGORITHM",
     "ALL_UNITS",
     "EXTRACTION_REVISION",
+    "OUT_OF_MEMORY",
     "CodeOptions",
     "compose_iscc",
     "compute_record",
     "current_versions",
     "issue_from_exception",
+    "out_of_memory",
     "renamed_record",
 ]
