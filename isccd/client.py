@@ -4,7 +4,8 @@
 Both speak :mod:`isccd.protocol`: they send typed requests and return typed results. Replies are
 matched to requests by id; events that arrive while a reply is awaited are kept, in order, for
 :meth:`Client.events`. ``last_seq`` always holds the point to resume a subscription from: the
-``since`` of the subscription, then the ``seq`` of each event received.
+``since`` of the subscription, then the ``seq`` of each event received; ``store`` the identity
+of the store those sequence numbers belong to, to give back with ``since``.
 
 Errors: :class:`~isccd.errors.DaemonUnavailableError` when no daemon answers on the socket or
 the connection is lost; :class:`~isccd.errors.ProtocolError` for an error reply (its ``code``
@@ -97,12 +98,13 @@ def _subscribe_request(
     since: int | None,
     types: Collection[EventType | str] | None,
     roots: Collection[str] | None,
+    store: str | None,
 ) -> SubscribeRequest:
     event_filter = EventFilter(
         types=None if types is None else frozenset(EventType(t) for t in types),
         roots=None if roots is None else frozenset(normalize_path(r) for r in roots),
     )
-    return SubscribeRequest(request_id, since, event_filter)
+    return SubscribeRequest(request_id, since, event_filter, store)
 
 
 class _State:
@@ -112,6 +114,7 @@ class _State:
         self.ids = itertools.count(1)
         self.pending: collections.deque[Event | UnknownEvent] = collections.deque()
         self.last_seq: int | None = None
+        self.store: str | None = None
         self.eof = False
 
     def accept(self, message: Reply | Event | UnknownEvent, request_id: int | None) -> Reply | None:
@@ -159,6 +162,11 @@ class Client:
     def last_seq(self) -> int | None:
         """Where a subscription would resume: the last event's seq, or the subscription's since."""
         return self._state.last_seq
+
+    @property
+    def store(self) -> str | None:
+        """The identity of the store :attr:`last_seq` belongs to (from the subscription)."""
+        return self._state.store
 
     def close(self) -> None:
         """Close the connection. Idempotent."""
@@ -221,6 +229,7 @@ class Client:
         *,
         types: Collection[EventType | str] | None = None,
         roots: Collection[str] | None = None,
+        store: str | None = None,
     ) -> SubscribeResult:
         """Subscribe; then read the events with :meth:`events`.
 
@@ -228,9 +237,13 @@ class Client:
             since: Replay the events after this seq first; ``None``: only new events.
             types: Only these event types.
             roots: Only events of these roots (and daemon-wide ones).
+            store: The identity of the store ``since`` comes from (:attr:`store` of an earlier
+                subscription): refused with ``store_mismatch`` if the daemon's is another.
         """
-        result = self._call(SubscribeResult, lambda i: _subscribe_request(i, since, types, roots))
-        self._state.last_seq = result.since
+        result = self._call(
+            SubscribeResult, lambda i: _subscribe_request(i, since, types, roots, store)
+        )
+        self._state.last_seq, self._state.store = result.since, result.store
         return result
 
     def unsubscribe(self) -> UnsubscribeResult:
@@ -312,6 +325,11 @@ class AsyncClient:
         """Where a subscription would resume (see :attr:`Client.last_seq`)."""
         return self._state.last_seq
 
+    @property
+    def store(self) -> str | None:
+        """The identity of the store :attr:`last_seq` belongs to (see :attr:`Client.store`)."""
+        return self._state.store
+
     async def close(self) -> None:
         """Close the connection. Idempotent."""
         self._writer.close()
@@ -381,11 +399,12 @@ class AsyncClient:
         *,
         types: Collection[EventType | str] | None = None,
         roots: Collection[str] | None = None,
+        store: str | None = None,
     ) -> SubscribeResult:
         """Subscribe; then read the events with :meth:`events` (see :meth:`Client.subscribe`)."""
-        reply = await self.request(_subscribe_request(0, since, types, roots))
+        reply = await self.request(_subscribe_request(0, since, types, roots, store))
         result = _result(SubscribeResult, reply.unwrap())
-        self._state.last_seq = result.since
+        self._state.last_seq, self._state.store = result.since, result.store
         return result
 
     async def unsubscribe(self) -> UnsubscribeResult:

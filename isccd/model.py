@@ -225,6 +225,10 @@ class FileRecord:
         issues: What could not be computed, and why.
         description: The description the Meta-Code was made from, if any.
         metahash: ``"1e20"`` + BLAKE3 hex of the Meta-Code's input (a multihash).
+        named_by_file: Whether the Meta-Code's name is the file's name (the file has no
+            embedded title, or embedded metadata is not read), so that renaming the file
+            changes its Meta-Code; ``None`` when no Meta-Code was made, or for a record stored
+            before isccd kept this.
     """
 
     path: str
@@ -245,6 +249,7 @@ class FileRecord:
     issues: tuple[FileIssue, ...] = ()
     description: str | None = None
     metahash: str | None = None
+    named_by_file: bool | None = None
 
     def unit(self, unit_type: UnitType) -> Unit | None:
         """The unit of the given type, if it was computed."""

@@ -161,6 +161,10 @@ class HashingSettings(_Section):
     """Seconds in-flight files may finish at shutdown before they are abandoned."""
     file_timeout: float = Field(default=1800.0, gt=0)
     """Seconds one file may take before its worker is replaced and the file recorded as failed."""
+    worker_memory: int = Field(default=2048, ge=0, le=1 << 30)
+    """MiB of memory one worker may use (heap and private mappings; the tools it runs each get
+    as much); a file needing more keeps the units that fit, gets a ``too_large`` issue, and its
+    worker is replaced. 0: no limit."""
 
 
 def _tool(value: str) -> str:

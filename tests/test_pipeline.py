@@ -38,6 +38,7 @@ from isccd.model import (
 )
 from isccd.pipeline import Pipeline, PipelineOptions
 from isccd.store import SqliteOptions, open_store, state_url
+from tests.extract.media import XMP_TEMPLATE, scene
 
 PROFILE = "fake/1"
 
@@ -650,3 +651,65 @@ def test_a_file_replaced_by_a_directory_of_files(h: Harness) -> None:
     assert kinds(h.scan()) == [("file.removed", "x"), ("scan.done", "")]
     assert h.run(h.pipeline.get(str(inner))).file.live
     assert h.run(h.pipeline.get(h.p("x"))).file.removed_at is not None
+
+
+def test_a_rename_makes_a_meta_code_from_the_new_file_name_without_reading(
+    tmp_path: Path,
+) -> None:
+    calls: list[tuple[str, frozenset[UnitType] | None]] = []
+
+    async def real(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        calls.append((path, units))
+        return await asyncio.to_thread(compute_record, path, None, units)
+
+    def coded(path: Path) -> tuple[Any, ...]:
+        record = compute_record(str(path))
+        return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
+
+    def stored(h: Harness, path: Path) -> tuple[Any, ...]:
+        record = h.run(h.pipeline.get(str(path))).file.record
+        return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
+
+    options = PipelineOptions(versions={"isccd-extract": "1"})
+    h = Harness(tmp_path, hasher=real, options=options)
+    text = h.write("r9.txt", "Nothing in this text names it. " * 30)
+    legacy = h.write("legacy_one.txt", "Nor does this one name itself anywhere. " * 30)
+    titled = h.root / "titled.jpg"
+    xmp = XMP_TEMPLATE.format(title="Mountain Lake", description="A calm morning").encode()
+    scene().save(titled, quality=90, xmp=xmp)
+    h.scan()
+    old_iscc = compute_record(str(text)).iscc
+    hashed = len(calls)
+    text.rename(h.root / "completely_different_name.txt")
+    titled.rename(h.root / "other.jpg")
+    events = {e.path.rsplit("/", 1)[-1]: e for e in h.scan() if e.type is EventType.FILE_MOVED}
+    assert len(calls) == hashed  # nothing was read
+    new = h.root / "completely_different_name.txt"
+    assert stored(h, new) == coded(new) and stored(h, h.root / "other.jpg") == coded(
+        h.root / "other.jpg"
+    )
+    assert events[new.name].data["iscc"] == coded(new)[1] != old_iscc
+    assert events[new.name].data["previous"]["iscc"] == old_iscc
+    assert "previous" not in events["other.jpg"].data  # an embedded title: same codes
+
+    # Another name of the same file (a hardlink) has its own Meta-Code.
+    (h.root / "alias.txt").hardlink_to(new)
+    h.scan()
+    assert stored(h, h.root / "alias.txt") == coded(h.root / "alias.txt") != coded(new)
+
+    # A record stored before the source of its name was kept: its Meta-Code is read again,
+    # alone, by the reconcile that found the rename.
+    h.close()
+    db = sqlite3.connect(h.state / "isccd.db")
+    db.execute("UPDATE files SET named_by_file = NULL")
+    db.commit()
+    db.close()
+    h = Harness(tmp_path, hasher=real, options=options)
+    try:
+        legacy.rename(h.root / "legacy_two.txt")
+        h.scan()
+        # (The hardlink changed the file's link count, so that scan read it once, for both.)
+        assert calls[hashed + 1 :] == [(str(h.root / "legacy_two.txt"), frozenset({UnitType.META}))]
+        assert stored(h, h.root / "legacy_two.txt") == coded(h.root / "legacy_two.txt")
+    finally:
+        h.close()

@@ -37,6 +37,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("hashing", "max_in_flight"): ("12", 12),
     ("hashing", "shutdown_timeout"): ("2", 2.0),
     ("hashing", "file_timeout"): ("60", 60.0),
+    ("hashing", "worker_memory"): ("512", 512),
     ("code", "bits"): ("128", 128),
     ("code", "wide"): ("true", True),
     ("code", "meta"): ("false", False),

@@ -50,8 +50,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "moved, removed, scans, watch problems): one readable line each on a terminal, one "
         "JSON object per line with --json or when piped. With --since N the events after "
         "sequence number N are replayed first, so a script that stopped can resume without "
-        "missing or repeating anything. On exit the last sequence number is printed on "
-        "stderr as 'isccd: last seq N'.",
+        "missing or repeating anything; give --store ID too, and a daemon whose store was "
+        "replaced since (another event log) refuses instead of replaying the wrong events. On "
+        "exit the last sequence number and the store's identity are printed on stderr as "
+        "'isccd: last seq N store ID'.",
         epilog="exit status: 0 when stopped by SIGINT, SIGTERM or a closed output pipe; 1 when "
         "no daemon answers, the daemon closed the connection, or the subscriber lagged (it "
         "read too slowly; resume with --since N).",
@@ -59,6 +61,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_socket_option(subscribe)
     subscribe.add_argument(
         "--since", type=int, metavar="N", help="replay the events after sequence number N first"
+    )
+    subscribe.add_argument(
+        "--store",
+        metavar="ID",
+        help="the identity of the store N comes from (printed on exit, and by `hello`); "
+        "refused when the daemon's store is another one",
     )
     subscribe.add_argument(
         "--type",
@@ -81,10 +89,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     rescan = subparsers.add_parser(
         "rescan",
-        help="ask the daemon to reconcile a root with the disk",
-        description="Start a reconcile scan of the root holding PATH, or of every root: files "
-        "changed, added or removed behind the watcher's back are found and indexed. Progress "
-        "is reported as scan.progress and scan.done events.",
+        help="ask the daemon to reconcile a root or a directory with the disk",
+        description="Start a reconcile scan of PATH (a root, or a directory in one: only that "
+        "directory is walked), or of every root: files changed, added or removed behind the "
+        "watcher's back are found and indexed. Progress is reported as scan.progress and "
+        "scan.done events.",
         epilog=_NO_DAEMON,
     )
     add_socket_option(rescan)
@@ -187,7 +196,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
     try:
         with _sigterm_stops():
             client = Client(socket_path(args))
-            result = client.subscribe(args.since, types=args.types, roots=roots)
+            result = client.subscribe(args.since, types=args.types, roots=roots, store=args.store)
             if not result.complete:
                 print(
                     f"isccd: events {result.since + 1} to {result.first - 1} were pruned from "
@@ -208,7 +217,8 @@ def run_subscribe(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
             if client.last_seq is not None:
-                print(f"isccd: last seq {client.last_seq}", file=sys.stderr)
+                store = f" store {client.store}" if client.store else ""
+                print(f"isccd: last seq {client.last_seq}{store}", file=sys.stderr)
     return status
 
 
@@ -222,7 +232,7 @@ def _stream(client: Client, as_json: bool, out: TextIO) -> int:
         if event.type is EventType.SUBSCRIBER_LAGGED:
             print(
                 f"isccd: this subscriber read too slowly and was disconnected; resume with "
-                f"--since {event.seq}",
+                f"--since {event.seq}" + (f" --store {client.store}" if client.store else ""),
                 file=sys.stderr,
             )
             return EXIT_FAILURE

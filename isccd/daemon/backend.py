@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
 from isccd.daemon.feed import Feed
 from isccd.daemon.scans import Scans
@@ -69,6 +70,10 @@ class DaemonBackend:
         """The watched roots, symbolic links resolved."""
         return self._roots()
 
+    def store_id(self) -> str:
+        """The store's identity."""
+        return self._pipeline.store_id
+
     async def status(self) -> DaemonStatus:
         """The daemon's status."""
         return await self._status()
@@ -103,11 +108,19 @@ class DaemonBackend:
         return await self._pipeline.call(lambda ix: answers.dupes(ix, query))
 
     async def rescan(self, path: str | None) -> RescanResult:
-        """Start reconciles of the root holding ``path``, or of every root."""
-        roots = self._roots_for(path)
-        for root in roots:
-            self._scans.request(root, "request")
-        return RescanResult(tuple(roots))
+        """Start reconciles of every root, or of the directory ``path`` (a root or a directory
+        inside one; for a file, or a path that is gone, its directory)."""
+        if path is None:
+            roots = self._roots_for(None)
+            for root in roots:
+                self._scans.request(root, "request")
+            return RescanResult(tuple(roots))
+        started = []
+        for root in self._roots_for(path):
+            start = path if path == root else await asyncio.to_thread(_directory_of, path)
+            self._scans.request(root, "request", start)
+            started.append(start)
+        return RescanResult(tuple(started))
 
     async def sync(self, path: str | None) -> int:
         """The barrier (see the module docstring)."""
@@ -136,3 +149,9 @@ class DaemonBackend:
         if path is None:
             return roots
         return [r for r in roots if is_under(path, r)][:1]
+
+
+def _directory_of(path: str) -> str:
+    """``path`` if it is a directory, else the directory holding it (a file, or a path that no
+    longer exists, whose disappearance a walk of its directory notices)."""
+    return path if Path(path).is_dir() else str(Path(path).parent)

@@ -2,15 +2,21 @@
 canonical log line of every processed file.
 
 The pipeline asks for a record (:meth:`Hashing.__call__`); the pool computes it in a worker.
-Each file hashed gives one line, ``file_processed``, with its path, outcome (``coded``,
-``partial`` when some unit failed, ``failed``, ``unstable``, ``vanished``), the units computed,
-bytes, milliseconds and media type; what the index made of it (added, changed, duplicates)
-follows as events. The heartbeat's :class:`~isccd.daemon.heartbeat.Progress` is told of each.
+Each file hashed gives one line, ``file_processed`` (:func:`log_processed`), with the same
+fields whatever happened: its path, outcome, the units computed, bytes, milliseconds, media
+type, the units asked for (``requested``: ``null`` for all of them, else the ones whose profile
+was outdated) and the reasons of the errors (``errors``). Its level follows the outcome, so that
+``journalctl -p warning`` lists every file that did not get all its units: ``coded`` at info,
+``partial`` (some unit failed) at warning, ``failed`` (no unit) at error; ``unstable`` (changed
+while read, retried) and ``vanished`` (gone) at info. What the index made of it (added,
+changed, duplicates) follows as events. The heartbeat's
+:class:`~isccd.daemon.heartbeat.Progress` is told of each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import structlog
@@ -18,6 +24,15 @@ import structlog
 from isccd.daemon.heartbeat import Progress
 from isccd.daemon.workers import PoolClosedError, WorkerPool
 from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
+
+#: The log level of each outcome.
+LEVELS = {
+    "coded": logging.INFO,
+    "partial": logging.WARNING,
+    "failed": logging.ERROR,
+    "unstable": logging.INFO,
+    "vanished": logging.INFO,
+}
 
 
 def outcome(record: FileRecord) -> str:
@@ -61,16 +76,31 @@ class Hashing:
                     raise asyncio.CancelledError from None
                 # The workers were replaced (a reload): hash it with the new ones.
         self._progress.advanced()
-        errors = [i.reason for i in record.issues if i.kind is IssueKind.ERROR]
-        structlog.get_logger("isccd.processed").info(
-            "file_processed",
-            path=path,
-            outcome=outcome(record),
-            units=[u.type.value for u in record.units],
-            bytes=record.filesize,
-            ms=round((time.monotonic() - started) * 1000, 1),
-            mediatype=record.mediatype,
-            partial=units is not None,
-            **({"errors": errors} if errors else {}),
-        )
+        log_processed(path, record, units, time.monotonic() - started)
         return record
+
+
+def log_processed(
+    path: str, record: FileRecord, requested: frozenset[UnitType] | None, seconds: float
+) -> None:
+    """Log the ``file_processed`` line of a hashed file (see the module docstring).
+
+    Args:
+        path: The file.
+        record: What hashing it gave.
+        requested: The units asked for; ``None`` for all.
+        seconds: How long it took.
+    """
+    result = outcome(record)
+    structlog.get_logger("isccd.processed").log(
+        LEVELS[result],
+        "file_processed",
+        path=path,
+        outcome=result,
+        units=[u.type.value for u in record.units],
+        bytes=record.filesize,
+        ms=round(seconds * 1000, 1),
+        mediatype=record.mediatype,
+        requested=None if requested is None else sorted(t.value for t in requested),
+        errors=[i.reason for i in record.issues if i.kind is IssueKind.ERROR],
+    )

@@ -95,6 +95,7 @@ def worker_options(
         workers=workers or hashing.workers or _cpu_count(),
         max_in_flight=hashing.max_in_flight,
         file_timeout=hashing.file_timeout,
+        memory=hashing.worker_memory << 20,
         code=code,
     )
 

@@ -1,10 +1,12 @@
-"""Reconciles of whole roots: at start, periodically, after lost events, on request, for ``sync``.
+"""Reconciles of roots, or of directories inside them: at start, periodically, after lost
+events, on request (``rescan PATH``), for ``sync``.
 
-At most one reconcile per root runs at a time. A request for a root whose reconcile is waiting
-to start joins it; a request while one runs is queued to run after it (the running walk may
-already have passed the change that prompted the request), and every later request joins that
-queued one. Each request returns a future of the final counters, which is how ``sync`` and
-``rescan --wait`` know the disk has been reconciled.
+At most one reconcile per root runs at a time. A request while one runs is queued to run after
+it (the running walk may already have passed the change that prompted the request), and every
+later request joins that queued one: the queued reconcile walks the whole root if any of its
+requests asked for it, else each directory asked for (one inside another is walked once, as
+part of the outer one). Each request returns a future of the final counters, which is how
+``sync`` and ``rescan --wait`` know the disk has been reconciled.
 
 Progress is reported three ways: :meth:`Scans.progress` for ``isccd status``, ``scan.progress``
 events every few seconds (``scan.done`` is logged by the pipeline at the end), and a callback
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from isccd.fspath import is_below, is_under
 from isccd.model import EventType
 from isccd.pipeline import Pipeline, ScanStats
 from isccd.protocol import ScanProgress
@@ -32,7 +35,19 @@ PROGRESS_EVERY = 2.0
 @dataclass(slots=True)
 class _Request:
     reason: str
+    #: Directories to walk, none inside another; ``None`` for the whole root.
+    starts: list[str] | None
     futures: list[asyncio.Future[ScanStats | None]] = field(default_factory=list)
+
+    def join(self, start: str | None, future: asyncio.Future[ScanStats | None]) -> None:
+        """Cover ``start`` (``None``: the whole root) too, and resolve ``future`` with the rest."""
+        self.futures.append(future)
+        if self.starts is None:
+            return
+        if start is None:
+            self.starts = None
+        elif not any(is_under(start, s) for s in self.starts):
+            self.starts = [s for s in self.starts if not is_under(s, start)] + [start]
 
 
 @dataclass(slots=True)
@@ -58,7 +73,7 @@ _ROOT_UNAVAILABLE = frozenset({IssueReason.MISSING, IssueReason.UNAVAILABLE})
 
 
 class Scans:
-    """Runs and coalesces the reconciles of whole roots.
+    """Runs and coalesces the reconciles of roots and of directories inside them.
 
     Args:
         pipeline: The pipeline.
@@ -81,20 +96,25 @@ class Scans:
         self._roots: dict[str, _Root] = {}
         self._closing = False
 
-    def request(self, root: str, reason: str) -> asyncio.Future[ScanStats | None]:
-        """Reconcile ``root``; the future gives the final counters (None if it was cancelled)."""
+    def request(
+        self, root: str, reason: str, start: str | None = None
+    ) -> asyncio.Future[ScanStats | None]:
+        """Reconcile ``root``, or only the directory ``start`` inside it; the future gives the
+        final counters (of the last directory walked; None if it was cancelled or failed)."""
         future: asyncio.Future[ScanStats | None] = asyncio.get_running_loop().create_future()
         if self._closing:
             future.set_result(None)
             return future
+        if start is not None and not is_below(start, root):
+            start = None  # the root itself (or, defensively, anything not inside it)
         state = self._roots.setdefault(root, _Root())
         if state.running is None:
-            state.running = _Request(reason, [future])
+            state.running = _Request(reason, None if start is None else [start], [future])
             state.task = asyncio.create_task(self._run(root, state), name=f"reconcile {root}")
         elif state.queued is None:
-            state.queued = _Request(reason, [future])
+            state.queued = _Request(reason, None if start is None else [start], [future])
         else:
-            state.queued.futures.append(future)
+            state.queued.join(start, future)
         return future
 
     def progress(self, root: str) -> ScanProgress | None:
@@ -161,23 +181,11 @@ class Scans:
             request = state.running
             state.started, state.stats, state.last_report = time.time(), None, self._clock()
             self._on_change()
-            log.info("reconcile_started", root=root, reason=request.reason)
             result: ScanStats | None = None
             try:
-                result = await self._pipeline.reconcile(
-                    root, scan=self.scan_options, progress=lambda s: self._progress(root, state, s)
-                )
-                state.unavailable = _unavailable(root, result)
-                if state.unavailable is not None:
-                    log.warning("root_unavailable", root=root, error=state.unavailable)
-                log.info(
-                    "reconcile_done",
-                    root=root,
-                    reason=request.reason,
-                    seen=result.seen,
-                    hashed=result.hashed,
-                    seconds=round(result.seconds, 3),
-                )
+                starts: list[str | None] = [None] if request.starts is None else [*request.starts]
+                for start in starts:
+                    result = await self._reconcile(root, start, state, request.reason)
             except asyncio.CancelledError:
                 self._resolve(request, None)
                 raise
@@ -185,9 +193,37 @@ class Scans:
                 # The store failed (disk full, ...): the next request or the periodic
                 # reconcile tries again.
                 log.exception("reconcile_failed", root=root, reason=request.reason)
+                result = None
             self._resolve(request, result)
             state.running, state.queued = state.queued, None
             self._on_change()
+
+    async def _reconcile(
+        self, root: str, start: str | None, state: _Root, reason: str
+    ) -> ScanStats:
+        """Walk the root, or the directory ``start`` in it, and log how it went."""
+        log = structlog.get_logger()
+        where = {"root": root} | ({"start": start} if start is not None else {})
+        log.info("reconcile_started", **where, reason=reason)
+        result = await self._pipeline.reconcile(
+            root,
+            start=start,
+            scan=self.scan_options,
+            progress=lambda s: self._progress(root, state, s),
+        )
+        if start is None:  # only a walk of the whole root can tell the root is missing
+            state.unavailable = _unavailable(root, result)
+            if state.unavailable is not None:
+                log.warning("root_unavailable", root=root, error=state.unavailable)
+        log.info(
+            "reconcile_done",
+            **where,
+            reason=reason,
+            seen=result.seen,
+            hashed=result.hashed,
+            seconds=round(result.seconds, 3),
+        )
+        return result
 
     @staticmethod
     def _resolve(request: _Request, result: ScanStats | None) -> None:

@@ -13,6 +13,9 @@ function with picklable arguments and result) and what ``isccd code`` prints. Fo
    is trusted: the record carries only an ``UNSTABLE`` or ``VANISHED`` issue, for a retry);
 7. combines the units into the ISCC-CODE, as the ISCC SDK 0.9.7 does.
 
+:func:`renamed_record` gives the record of the same file under another name without reading
+it (the Meta-Code follows a name taken from the file name).
+
 It never raises for a bad file: every problem becomes a :class:`~isccd.model.FileIssue` and
 whatever units can still be computed are. Each unit carries a ``profile`` naming the algorithm
 version, the bit length and the extractor and tool versions it depends on, so a store can
@@ -22,18 +25,22 @@ which versions are current.
 
 from __future__ import annotations
 
-from isccd.hashing.issues import issue_from_exception
+from isccd.hashing.issues import OUT_OF_MEMORY, issue_from_exception, out_of_memory
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
 from isccd.hashing.record import ALL_UNITS, compose_iscc, compute_record
+from isccd.hashing.renamed import renamed_record
 from isccd.hashing.versions import current_versions
 
 __all__ = [
     "ALGORITHM",
     "ALL_UNITS",
     "EXTRACTION_REVISION",
+    "OUT_OF_MEMORY",
     "CodeOptions",
     "compose_iscc",
     "compute_record",
     "current_versions",
     "issue_from_exception",
+    "out_of_memory",
+    "renamed_record",
 ]

@@ -212,9 +212,20 @@ def _describe(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Describe
         return Described.failed(exc)
 
 
+#: Why a file has no Meta-Code: neither its metadata nor its file name give a name.
+NO_NAME = "no name in the metadata or the file name"
+
+
 def meta_unit(
     src: SourceFile, mediatype: str, mode: Mode, content: Content | None, run: Run
-) -> tuple[Unit, dict[str, str]]:
+) -> tuple[Unit, dict[str, str], bool]:
+    """The Meta-Code of a file, its fields (``name``, ``description``, ``metahash``), and
+    whether the name is the file name (no embedded title).
+
+    Raises:
+        NoContentError: No name (see :data:`NO_NAME`).
+        IsccError: The name and description cannot be coded.
+    """
     options = run.options
     if not options.extract_meta:
         described = Described()
@@ -230,10 +241,11 @@ def meta_unit(
         run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, issue.code))
     found = described.meta
     name = found.name or ""
-    if not meta_name(name):
+    named_by_file = not meta_name(name)
+    if named_by_file:
         name = name_from_filename(src.path)
         if not meta_name(name):
-            raise NoContentError("no name in the metadata or the file name")
+            raise NoContentError(NO_NAME)
     try:
         result = gen_meta_code_v0(name, found.description, found.meta, bits=options.bits)
     except IsccError as exc:
@@ -247,7 +259,7 @@ def meta_unit(
     fields: dict[str, str] = {
         key: str(result[key]) for key in ("name", "description", "metahash") if key in result
     }
-    return make_unit(UnitType.META, result["iscc"], profile), fields
+    return make_unit(UnitType.META, result["iscc"], profile), fields, named_by_file
 
 
 def _require_raster(mediatype: str) -> None:

@@ -17,6 +17,7 @@ from isccd.errors import (
 )
 from isccd.model import (
     FileIssue,
+    FileRecord,
     IssueCode,
     IssueKind,
 )
@@ -35,8 +36,19 @@ _ISSUES: tuple[tuple[type[BaseException], IssueKind, IssueCode], ...] = (
 )
 
 
+#: The reason of a stage that ran out of memory: it needed more than the process may use (the
+#: hashing workers' limit, ``[hashing] worker_memory``).
+OUT_OF_MEMORY = "out of memory: it needs more than a hashing worker may use"
+
+
 def issue_from_exception(stage: str, exc: BaseException) -> FileIssue:
-    """The per-file issue an exception stands for (unexpected ones are ``INTERNAL`` errors)."""
+    """The per-file issue an exception stands for (unexpected ones are ``INTERNAL`` errors).
+
+    A :class:`MemoryError`, raised or wrapped by an extractor (the cause or context of the
+    exception), is ``TOO_LARGE``: the file needs more memory than the process may use.
+    """
+    if _ran_out_of_memory(exc):
+        return FileIssue(stage, IssueKind.ERROR, OUT_OF_MEMORY, IssueCode.TOO_LARGE)
     for exc_type, kind, code in _ISSUES:
         if isinstance(exc, exc_type):
             reason = exc.reason if isinstance(exc, FileError) else str(exc)
@@ -44,3 +56,19 @@ def issue_from_exception(stage: str, exc: BaseException) -> FileIssue:
     detail = str(exc).strip()
     reason = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
     return FileIssue(stage, IssueKind.ERROR, reason, IssueCode.INTERNAL)
+
+
+def out_of_memory(record: FileRecord) -> bool:
+    """Whether a stage of the record ran out of memory (:data:`OUT_OF_MEMORY`)."""
+    return any(i.code is IssueCode.TOO_LARGE and i.reason == OUT_OF_MEMORY for i in record.issues)
+
+
+def _ran_out_of_memory(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        if isinstance(found, MemoryError):
+            return True
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return False

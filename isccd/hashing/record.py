@@ -92,7 +92,7 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         stage = CONTENT_UNIT_OF_MODE[mode].value
         content = run.guarded(stage, lambda: content_unit(src, mediatype, mode, run))
 
-    meta: tuple[Unit, dict[str, str]] | None = None
+    meta: tuple[Unit, dict[str, str], bool] | None = None
     if mode is not None and UnitType.META in wanted:
         if run.options.meta:
             meta = run.guarded("meta", lambda: meta_unit(src, mediatype, mode, content, run))
@@ -127,6 +127,7 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         issues=tuple(run.issues),
         description=fields.get("description"),
         metahash=fields.get("metahash"),
+        named_by_file=meta[2] if meta else None,
     )
 
 

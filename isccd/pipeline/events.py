@@ -6,7 +6,8 @@ itself. The data adds, per type:
 - ``file.added`` / ``file.changed``: ``iscc``, ``datahash``, ``size``, ``mediatype``, ``units``
   (unit type -> ISCC unit); ``links`` (other paths of the same file: hardlinks) when there are
   any; ``file.changed`` also ``previous`` (``iscc``, ``datahash``, ``size``).
-- ``file.moved``: ``from``, ``from_root``, ``iscc``.
+- ``file.moved``: ``from``, ``from_root``, ``iscc`` (under the new name: a Meta-Code made from
+  the file name follows it); ``previous`` (``iscc``, ``datahash``, ``size``) when it changed.
 - ``file.removed``: ``iscc``, ``datahash``, ``size``.
 - ``dup.exact``: ``unit`` (``"instance"``), ``distance`` 0, ``threshold`` 0, ``iscc``,
   ``datahash``, ``size``, ``others`` (``path``, ``root``, ``iscc``), ``count``.
@@ -17,7 +18,8 @@ itself. The data adds, per type:
   ``removed``, ``threshold``), ``others``, ``count``.
 - ``file.error``: ``issues`` (``stage``, ``kind``, ``reason``, ``code``).
 - ``file.unstable``: ``attempts``, ``reason``.
-- ``scan.done`` (reconciles of a whole root; subtree walks are not announced): ``start`` (the
+- ``scan.done`` (reconciles of a whole root, or of a directory a client asked for; the
+  watcher's own subtree walks are not announced): ``start`` (the
   directory walked), the counters ``dirs``, ``seen``,
   ``unchanged``, ``queued``, ``hashed``, ``added``, ``changed``, ``moved``, ``removed``,
   ``errors``, ``unstable``, ``duplicates``, and ``seconds``, ``walked`` and ``issues``

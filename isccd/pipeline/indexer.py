@@ -15,7 +15,9 @@ Decisions (the store only stores):
 - A file found at a new path with the identity, size and mtime of a stored file that is gone
   from its old path is ``file.moved`` (the rename may change ctime, so ctime is not compared);
   if the old path still holds it, it is a hardlink: stored under the new path too, sharing the
-  record, never hashed again and never reported as a duplicate of itself.
+  record, never hashed again and never reported as a duplicate of itself. Either way nothing is
+  read, and a Meta-Code made from the file name follows the new name
+  (:func:`isccd.hashing.renamed_record`), with the ISCC-CODE.
 - After each change the file's relations are recomputed (:mod:`isccd.match`): new exact or near
   duplicates are announced, ended ones are ``dup.resolved``.
 """
@@ -29,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from isccd.hashing import compose_iscc
+from isccd.hashing import compose_iscc, renamed_record
 from isccd.index import UnitIndex, code64
 from isccd.match import (
     NEAR_UNITS,
@@ -433,17 +435,33 @@ class Indexer:
         self._index_put(stored.id, None)
 
     def move_file(self, stored: StoredFile, root: str, path: str, stat: FileStat) -> list[Event]:
-        """Give a stored file a new path; its codes and relations are kept."""
+        """Give a stored file a new path. Its units are kept, except a Meta-Code made from the
+        file name, which follows the new name (its relations are re-evaluated then); the
+        ``file.moved`` event carries the ISCC-CODE under the new name."""
         mark = len(self._pending)
         if stored.path == path:
             return []
         occupant = self.store.file_at(path)
         if occupant is not None and occupant.id != stored.id:
             self.remove_file(occupant)  # renamed over another file
-        self.store.move_file(stored.id, root, path, stat)
-        self.emit(EventType.FILE_MOVED, root, path, {
-            "from": stored.path, "from_root": stored.root, "iscc": stored.record.iscc,
-        })  # fmt: skip
+        old = stored.record
+        record = replace(renamed_record(old, path, self.options.wide), stat=stat)
+        data: dict[str, Any] = {"from": stored.path, "from_root": stored.root, "iscc": record.iscc}
+        if record.units == old.units and record.issues == old.issues:
+            self.store.move_file(stored.id, root, path, stat)
+            self.emit(EventType.FILE_MOVED, root, path, data)
+            return self._pending[mark:]
+        old_exact = self._exact_ids(stored.id, old)
+        old_near = self.store.near_of(stored.id)
+        now = self._clock()
+        self.store.update_file(stored.id, root, record, now)
+        if record.iscc != old.iscc:
+            data["previous"] = payload.brief(old)
+        self.emit(EventType.FILE_MOVED, root, path, data)
+        moved = StoredFile(stored.id, root, record, now)
+        relations = self.relations(stored.id, record)
+        announce(self, root, moved, relations, old_exact=old_exact, old_near=old_near)
+        self._index_put(stored.id, record)
         return self._pending[mark:]
 
     def move_path(self, src: str, root: str, dst: str) -> list[Event]:
@@ -465,8 +483,9 @@ class Indexer:
         return self._pending[mark:]
 
     def link(self, root: str, source: StoredFile, path: str, stat: FileStat) -> list[Event]:
-        """Store another path of an already indexed file (a hardlink): no hashing."""
-        record = replace(source.record, path=path, stat=stat)
+        """Store another path of an already indexed file (a hardlink): no hashing (a
+        Meta-Code made from the file name is made from this name)."""
+        record = replace(renamed_record(source.record, path, self.options.wide), stat=stat)
         return self.apply_record(root, record)
 
     def _paths(self, ids: Sequence[int]) -> list[str]:
@@ -504,7 +523,12 @@ def _learned(record: FileRecord) -> dict[str, Any]:
     one, and what the content extraction measured."""
     fields: dict[str, Any] = {}
     if record.unit(UnitType.META) is not None:
-        fields.update(name=record.name, description=record.description, metahash=record.metahash)
+        fields.update(
+            name=record.name,
+            description=record.description,
+            metahash=record.metahash,
+            named_by_file=record.named_by_file,
+        )
     for name in ("characters", "width", "height", "duration"):
         if getattr(record, name) is not None:
             fields[name] = getattr(record, name)

@@ -134,13 +134,19 @@ def similar(
         ix: The indexer.
         stored: The file (live, or a record computed on the fly with id 0).
         max_distance: Bits of the first 64 within which a unit counts (scaled for longer
-            units, as thresholds are); the configured threshold per unit type when ``None``.
+            units, as thresholds are), 0 to 64; the configured threshold per unit type when
+            ``None``.
         unit_types: Compare only these unit types (all near-duplicate types by default).
 
     Returns:
         One entry per other file and relation (a hardlink, an exact copy, or each unit type by
         which it is near).
+
+    Raises:
+        ValueError: ``max_distance`` is outside 0..64.
     """
+    if max_distance is not None and not 0 <= max_distance <= 64:
+        raise ValueError(f"max_distance {max_distance} is outside 0..64 bits")
     record = stored.record
     wanted = tuple(unit_types) if unit_types is not None else NEAR_UNITS
     radii: dict[str, int | None] = {}

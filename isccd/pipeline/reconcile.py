@@ -223,9 +223,12 @@ class Reconciler:
         start: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         collect: bool = False,
+        announce: bool = False,
     ) -> None:
         """Prepare to reconcile ``root`` (or the subtree ``start``); with ``collect``, keep
-        every event it logs in :attr:`events` (for small, watcher-driven subtrees).
+        every event it logs in :attr:`events` (for small, watcher-driven subtrees); with
+        ``announce``, log ``scan.done`` at the end of a subtree walk too (one a client asked
+        for).
 
         Raises:
             ValueError: ``start`` is outside ``root``, or an ignore pattern is malformed.
@@ -243,6 +246,7 @@ class Reconciler:
         self._waiting: dict[tuple[int, int], list[tuple[str, FileStat]]] = {}
         self.stats = ScanStats(root, self._walker.start)
         self.events: list[Event] | None = [] if collect else None
+        self._announce = announce
 
     def _count(self, events: Sequence[Event]) -> None:
         self.stats.count(events)
@@ -415,12 +419,13 @@ class Reconciler:
     def close(self) -> tuple[ScanStats, Event | None]:
         """Log ``scan.done`` with the counters; return them and the event.
 
-        Only a walk of the whole root is announced: a subtree walk (a directory that appeared
-        under a watcher, a polled subtree, every few seconds) is part of watching, and its
-        ``scan.done`` would bury the changes; its changes are logged as usual.
+        Only a walk of the whole root, or one made with ``announce``, is announced: another
+        subtree walk (a directory that appeared under a watcher, a polled subtree, every few
+        seconds) is part of watching, and its ``scan.done`` would bury the changes; its changes
+        are logged as usual.
         """
         stats = self._stats()
-        if self._walker.start != self.root:
+        if self._walker.start != self.root and not self._announce:
             return stats, None
         # The root is the event's own; the wire format refuses data that repeats it.
         data = {k: v for k, v in stats.as_dict().items() if k != "root"}

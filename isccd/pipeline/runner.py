@@ -115,6 +115,7 @@ class Pipeline:
                 raise
 
         self._owner: StoreOwner[Indexer] = StoreOwner(build, name="isccd-store", options=owner)
+        self._store_id: str | None = None
 
     def open(self, *, adopt: bool = True) -> policy.Adopted:
         """Open the store and load the index (blocking), and bring the stored relations under
@@ -134,6 +135,7 @@ class Pipeline:
         """
         self._owner.start()
         try:
+            self._store_id = self._owner.call(lambda ix: ix.store.identity)
             if adopt:
                 adopted = self._adopt(None)
                 self._recompose()
@@ -147,6 +149,17 @@ class Pipeline:
     def close(self) -> None:
         """Commit what is queued and close the store; idempotent."""
         self._owner.close()
+
+    @property
+    def store_id(self) -> str:
+        """The store's identity (:attr:`isccd.store.Store.identity`).
+
+        Raises:
+            RuntimeError: The pipeline was not opened.
+        """
+        if self._store_id is None:
+            raise RuntimeError("the pipeline is not open")
+        return self._store_id
 
     def submit(self, fn: Callable[[Indexer], T]) -> concurrent.futures.Future[T]:
         """Run ``fn(indexer)`` on the owner thread; the future resolves once it is committed."""
@@ -192,7 +205,8 @@ class Pipeline:
     ) -> ScanStats:
         """Bring the store in line with the disk under ``root`` (or its subtree ``start``):
         stat every file, hash only what changed, apply renames without hashing, tombstone
-        what vanished, recompute units whose profile is outdated, and log ``scan.done``.
+        what vanished, recompute units whose profile is outdated, and log ``scan.done`` (for a
+        subtree too, with its ``start``).
 
         Args:
             root: The root (absolute, normalized).
@@ -215,7 +229,11 @@ class Pipeline:
         *,
         collect: bool,
     ) -> tuple[ScanStats, list[Event]]:
-        rec = await self.call(lambda ix: Reconciler(ix, root, scan, start=start, collect=collect))
+        rec = await self.call(
+            lambda ix: Reconciler(
+                ix, root, scan, start=start, collect=collect, announce=not collect
+            )
+        )
         concurrency = max(1, self.options.hash_concurrency)
         queue: asyncio.Queue[HashJob | None] = asyncio.Queue(maxsize=2 * concurrency)
 

@@ -60,6 +60,9 @@ class ErrorCode(enum.StrEnum):
     """The path is inside a root but not in the index."""
     UNKNOWN_SEQ = "unknown_seq"
     """``since`` is ahead of the event log: the log was reset; start over without ``since``."""
+    STORE_MISMATCH = "store_mismatch"
+    """``subscribe`` named another store than the daemon's: its ``since`` is from another
+    event log; start over without ``since`` and ``store``."""
     ALREADY_SUBSCRIBED = "already_subscribed"
     """The connection already has a subscription."""
     TOO_MANY_CLIENTS = "too_many_clients"

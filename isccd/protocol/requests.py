@@ -28,10 +28,14 @@ RequestId = str | int
 MAX_PATH_BYTES = 4096
 #: Longest string id accepted.
 MAX_ID_CHARS = 256
+#: Longest store identity accepted (a UUID has 36 characters).
+MAX_STORE_ID_CHARS = 64
 #: Most items in a list argument (event types, roots).
 MAX_LIST_ITEMS = 256
-#: Largest Hamming distance a query may ask for (the longest units have 256 bits).
-MAX_DISTANCE = 256
+#: Largest Hamming distance a query may ask for. Distances are counted in bits of a unit's first
+#: 64, as the ``[match]`` thresholds are, and scale with longer units (``d * bits / 64``), so 64
+#: already reaches every unit of every length.
+MAX_DISTANCE = 64
 #: Default and largest number of matches ``similar`` returns.
 SIMILAR_LIMIT = 100
 SIMILAR_LIMIT_MAX = 10_000
@@ -80,7 +84,9 @@ class SimilarQuery:
     Attributes:
         path: An indexed file (exclusive with ``code``); resolved inside the roots.
         code: An ISCC-CODE or ISCC unit (exclusive with ``path``).
-        max_distance: Largest Hamming distance per unit; ``None`` uses the daemon's thresholds.
+        max_distance: Largest Hamming distance per unit, 0 to :data:`MAX_DISTANCE`, in bits of
+            a unit's first 64 (scaled for longer units, as the thresholds are); ``None`` uses
+            the daemon's thresholds.
         limit: Most matches returned.
     """
 
@@ -123,11 +129,14 @@ class StatusRequest:
 
 @dataclass(frozen=True, slots=True)
 class SubscribeRequest:
-    """``subscribe``: events after ``since`` (``None``: from now on) that pass ``filter``."""
+    """``subscribe``: events after ``since`` (``None``: from now on) that pass ``filter``;
+    ``store``: the identity of the store ``since`` comes from, refused when it is not the
+    daemon's (``store_mismatch``)."""
 
     id: RequestId
     since: int | None = None
     filter: EventFilter = EventFilter()
+    store: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,12 +252,13 @@ def request_to_wire(request: Request) -> dict[str, Any]:
             obj = {"cmd": Command.HELLO, "protocol": protocol, "client": client}
         case StatusRequest():
             obj = {"cmd": Command.STATUS}
-        case SubscribeRequest(since=since, filter=flt):
+        case SubscribeRequest(since=since, filter=flt, store=store):
             obj = {
                 "cmd": Command.SUBSCRIBE,
                 "since": since,
                 "types": None if flt.types is None else sorted(flt.types),
                 "roots": None if flt.roots is None else sorted(flt.roots),
+                "store": store,
             }
         case UnsubscribeRequest():
             obj = {"cmd": Command.UNSUBSCRIBE}
@@ -403,7 +413,8 @@ def _subscribe(request_id: RequestId, args: _Args) -> SubscribeRequest:
     roots: frozenset[str] | None = None
     if root_names is not None:
         roots = frozenset(normalize_path(_check_path(args, "roots", r) or "") for r in root_names)
-    return SubscribeRequest(request_id, since, EventFilter(types, roots))
+    store = args.string("store", max_chars=MAX_STORE_ID_CHARS)
+    return SubscribeRequest(request_id, since, EventFilter(types, roots), store)
 
 
 def _similar(request_id: RequestId, args: _Args) -> SimilarRequest:

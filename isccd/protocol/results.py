@@ -44,6 +44,8 @@ class HelloResult:
         events: The event types it may send.
         max_line_bytes: Longest request line accepted.
         subscriber_queue: Events buffered per subscriber before it is told it lagged.
+        store: The identity of the store whose event log is served (``None`` from a server
+            that does not tell).
     """
 
     protocol: int
@@ -52,6 +54,7 @@ class HelloResult:
     events: tuple[str, ...]
     max_line_bytes: int
     subscriber_queue: int
+    store: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,12 +154,16 @@ class SubscribeResult:
         first: The oldest seq the log still holds (``head + 1`` when it is empty).
         complete: False when events after ``since`` were already pruned from the log: the
             replay has a hole and the client should resynchronize (e.g. with ``dupes``).
+        store: The identity of the store the sequence numbers belong to: keep it with the
+            resume point and give it back with ``since`` (``None`` from a server that does not
+            tell).
     """
 
     since: int
     head: int
     first: int
     complete: bool
+    store: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,11 @@ class Backend(Protocol):
         """The watched roots now, absolute with symbolic links resolved. Cannot block."""
         ...
 
+    def store_id(self) -> str:
+        """The identity of the store whose event log is served (its sequence numbers mean
+        something only together with it). Cannot block."""
+        ...
+
     async def status(self) -> DaemonStatus:
         """The daemon's status (``server`` is left ``None``; the server fills it in)."""
         ...

@@ -290,13 +290,22 @@ class Connection(asyncio.Protocol):
             raise ProtocolError(
                 ErrorCode.ALREADY_SUBSCRIBED, "this connection is already subscribed"
             )
+        store = self._context.backend.store_id()
+        if request.store is not None and request.store != store:
+            raise ProtocolError(
+                ErrorCode.STORE_MISMATCH,
+                f"the store {request.store} is not this daemon's ({store}): its sequence "
+                "numbers are another event log's; subscribe without since and store, and "
+                "resynchronize",
+            )
         broker = self._context.broker
         sub = broker.subscribe(request.filter, self._lagged)
         try:
             bounds = await self._context.backend.log_bounds()
             since = _start_of(request.since, bounds)
             sub.cursor = since
-            result = SubscribeResult(since, bounds.last, bounds.first, since + 1 >= bounds.first)
+            complete = since + 1 >= bounds.first
+            result = SubscribeResult(since, bounds.last, bounds.first, complete, store)
             self._subscription = sub
             await self._send(encode_result(request.id, object_to_wire(result)))
         except BaseException:

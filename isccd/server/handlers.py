@@ -126,4 +126,5 @@ def _hello(context: Context, request: HelloRequest) -> HelloResult:
         events=tuple(t.value for t in EventType),
         max_line_bytes=context.options.max_line_bytes,
         subscriber_queue=context.broker.queue_size,
+        store=context.backend.store_id(),
     )

@@ -2,10 +2,9 @@
 
 A backend remembers files (by path, with their identity, validators and ISCC units), tombstones
 of removed files, near-duplicate relations between files, the event log, and a few named
-properties of the index as a whole (the duplicate policy its relations were decided under). It
-makes no
-decisions: the pipeline decides what changed and what to announce, and hands the backend the
-rows and events to write.
+properties of the index as a whole (the duplicate policy its relations were decided under, and
+the store's identity, :data:`IDENTITY_PROPERTY`). It makes no decisions: the pipeline decides
+what changed and what to announce, and hands the backend the rows and events to write.
 
 Contract shared by every backend (``tests/store`` runs one suite against each):
 
@@ -33,6 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from isccd.model import Event, EventType, FileIssue, FileRecord, FileStat, UnitType
+
+#: The property holding the store's identity (:attr:`Store.identity`).
+IDENTITY_PROPERTY = "store_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +169,17 @@ class Store(Transactional, Protocol):
     @property
     def readonly(self) -> bool:
         """True when opened for reading only."""
+        ...
+
+    @property
+    def identity(self) -> str:
+        """A random UUID made when the store was created, and kept for its life: the event
+        log's sequence numbers are only meaningful together with it (a store deleted and made
+        again, or another one put in its place, has another identity).
+
+        Raises:
+            StoreCorruptError: The store has no identity recorded.
+        """
         ...
 
     # -- files: reads ------------------------------------------------------------------------

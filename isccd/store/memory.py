@@ -8,6 +8,7 @@ SQLite.
 from __future__ import annotations
 
 import os
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -17,6 +18,7 @@ from isccd.errors import StoreError
 from isccd.fspath import is_under
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
 from isccd.store.base import (
+    IDENTITY_PROPERTY,
     FileKey,
     NearPair,
     StaleUnits,
@@ -41,7 +43,7 @@ class MemoryStore:
         self._near_of: dict[int, set[_Key]] = {}
         self._events: list[Event] = []
         self._root_devs: dict[str, int] = {}
-        self._properties: dict[str, str] = {}
+        self._properties: dict[str, str] = {IDENTITY_PROPERTY: str(uuid.uuid4())}
         self._next_id = 1
         self._next_seq = 1
         self._undo: list[Callable[[], None]] | None = None
@@ -57,6 +59,11 @@ class MemoryStore:
     def readonly(self) -> bool:
         """Always False."""
         return False
+
+    @property
+    def identity(self) -> str:
+        """A random UUID made with this object."""
+        return self._properties[IDENTITY_PROPERTY]
 
     def close(self) -> None:
         """Drop an open transaction; idempotent."""

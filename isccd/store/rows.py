@@ -20,7 +20,7 @@ FILE_COLUMNS = (
     "f.id, r.path, d.path, f.name, f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, f.nlink, "
     "f.datahash, f.iscc, f.mediatype, f.mode, f.meta_name, f.description, f.metahash, "
     "f.filesize, f.characters, f.width, f.height, f.duration, f.extractor, f.issues, "
-    "f.indexed_at, f.removed_at"
+    "f.named_by_file, f.indexed_at, f.removed_at"
 )
 FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
 
@@ -36,7 +36,7 @@ def from_fs(blob: bytes) -> str:
 
 
 def record_columns(record: FileRecord) -> tuple[Any, ...]:
-    """The values of the ``files`` columns from ``dev`` to ``issues``."""
+    """The values of the ``files`` columns from ``dev`` to ``named_by_file``."""
     st = record.stat
     return (
         *((st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns, st.nlink) if st else (None,) * 6),
@@ -54,6 +54,7 @@ def record_columns(record: FileRecord) -> tuple[Any, ...]:
         record.duration,
         record.extractor,
         issues_to_json(record.issues),
+        record.named_by_file,
     )
 
 
@@ -63,7 +64,7 @@ def file_from_row(row: Sequence[Any], units: tuple[Unit, ...]) -> StoredFile:
         file_id, root, directory, name, dev, ino, size, mtime_ns, ctime_ns, nlink,
         datahash, iscc, mediatype, mode, meta_name, description, metahash,
         filesize, characters, width, height, duration, extractor, issues,
-        indexed_at, removed_at,
+        named_by_file, indexed_at, removed_at,
     ) = row  # fmt: skip
     stat = None
     if dev is not None:
@@ -86,6 +87,7 @@ def file_from_row(row: Sequence[Any], units: tuple[Unit, ...]) -> StoredFile:
         issues=issues_from_json(issues),
         description=description,
         metahash=metahash,
+        named_by_file=None if named_by_file is None else bool(named_by_file),
     )
     return StoredFile(file_id, from_fs(root), record, indexed_at, removed_at)
 

@@ -6,14 +6,15 @@ bump, so a crash leaves the database at a whole version. A migration, once relea
 changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
 database created at every older version).
 
-Layout (version 5):
+Layout (version 7):
 
 - ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
   ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
   path order (``dir/`` < ``dir0`` makes a subtree a range).
 - ``files``: one row per file a path held: live rows (``removed_at`` NULL) and tombstones. The
   identity ``(dev, ino)`` and the validators ``size, mtime_ns, ctime_ns`` decide whether a file
-  changed; ``datahash`` (raw multihash bytes) finds exact duplicates; the rest is the record.
+  changed; ``datahash`` (raw multihash bytes) finds exact duplicates; the rest is the record
+  (``named_by_file``: whether the Meta-Code's name is the file name, NULL when not known).
   ``AUTOINCREMENT`` so that ids, which the in-memory index and relations refer to, are never
   reused.
 - ``roots.dev``: the ``st_dev`` of the root directory when it was last reconciled, so that a
@@ -28,7 +29,9 @@ Layout (version 5):
 - ``near``: near-duplicate relations, one row per pair of files and unit type.
 - ``events``: the event log; ``seq`` is ``AUTOINCREMENT`` so it only ever grows.
 - ``properties``: named values about the index as a whole (the duplicate policy its relations
-  were decided under), each a text the layer above interprets.
+  were decided under), each a text the layer above interprets; and ``store_id``, the store's
+  identity: a random UUID (version 4) made when the database is created, or migrated from a
+  version before 6.
 """
 
 from __future__ import annotations
@@ -193,6 +196,27 @@ MIGRATIONS: tuple[Migration, ...] = (
                         WHERE id = new.root_id AND new.removed_at IS NULL;
                 END""",
         ),
+    ),
+    Migration(
+        6,
+        "the store's identity, a random UUID: a client resuming the event log with a sequence "
+        "number tells this store's log from another's",
+        (
+            # A version 4 UUID from SQLite's random bytes: 8-4-4-4-12 hex digits, the version
+            # nibble 4, the variant's two high bits 10.
+            """INSERT INTO properties (name, value) VALUES ('store_id', lower(
+                hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4'
+                || substr(hex(randomblob(2)), 2) || '-'
+                || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2)
+                || '-' || hex(randomblob(6))
+            ))""",
+        ),
+    ),
+    Migration(
+        7,
+        "whether a file's Meta-Code was made from its file name, so that a rename makes it "
+        "again (NULL for the files stored before: not known)",
+        ("ALTER TABLE files ADD COLUMN named_by_file INTEGER",),
     ),
 )
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from isccd.errors import StoreCorruptError
 from isccd.model import (
     Event,
     EventType,
@@ -20,6 +21,7 @@ from isccd.model import (
     sort_units,
 )
 from isccd.store.base import (
+    IDENTITY_PROPERTY,
     FileKey,
     NearPair,
     StaleUnits,
@@ -297,8 +299,8 @@ class SqliteStore(Database):
         row = self._exec(
             "INSERT INTO files (root_id, dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, "
             "datahash, iscc, mediatype, mode, meta_name, description, metahash, filesize, "
-            "characters, width, height, duration, extractor, issues, indexed_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            "characters, width, height, duration, extractor, issues, named_by_file, indexed_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
             (*values, now),
         ).fetchone()
         file_id = int(row[0])
@@ -313,7 +315,8 @@ class SqliteStore(Database):
             "UPDATE files SET root_id=?, dir_id=?, name=?, dev=?, ino=?, size=?, mtime_ns=?, "
             "ctime_ns=?, nlink=?, datahash=?, iscc=?, mediatype=?, mode=?, meta_name=?, "
             "description=?, metahash=?, filesize=?, characters=?, width=?, height=?, duration=?, "
-            "extractor=?, issues=?, indexed_at=? WHERE id = ? AND removed_at IS NULL",
+            "extractor=?, issues=?, named_by_file=?, indexed_at=? "
+            "WHERE id = ? AND removed_at IS NULL",
             (*values, now, file_id),
         )
         self._write_units(file_id, record.units)
@@ -407,6 +410,14 @@ class SqliteStore(Database):
             yield NearPair(a, b, UnitType(unit), distance)
 
     # -- properties ----------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str:
+        """The UUID recorded when the database was created (or migrated to schema 6)."""
+        found = self.get_property(IDENTITY_PROPERTY)
+        if not found:
+            raise StoreCorruptError(f"the index database {self.path} has no identity recorded")
+        return found
 
     def get_property(self, name: str) -> str | None:
         """The value recorded under ``name``."""

@@ -132,7 +132,7 @@ def test_subscribe_replays_streams_and_prints_where_to_resume_on_sigint(
         finally:
             process.kill()
     assert process.returncode == 0
-    assert err.decode().strip().endswith("isccd: last seq 3")
+    assert err.decode().strip().endswith(f"isccd: last seq 3 store {daemon.backend.store}")
     assert b"Traceback" not in err
 
 
@@ -216,8 +216,8 @@ def test_a_stopped_subscriber_lags_and_is_told_where_to_resume(
     resume = events[-1]["seq"]
     assert [e["seq"] for e in events[:-1]] == list(range(2, resume + 1))
     assert process.returncode == 1
-    assert f"resume with --since {resume}" in err.decode()
-    assert err.decode().strip().endswith(f"isccd: last seq {resume}")
+    assert f"resume with --since {resume} --store {backend.store}" in err.decode()
+    assert err.decode().strip().endswith(f"isccd: last seq {resume} store {backend.store}")
 
 
 def test_rescan_resolves_its_path_and_can_wait(

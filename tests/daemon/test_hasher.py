@@ -4,14 +4,20 @@ files caught by a worker replacement are hashed by the new workers."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
-from isccd.daemon.hasher import Hashing, outcome
+from isccd.daemon.hasher import Hashing, log_processed, outcome
 from isccd.daemon.heartbeat import Progress
 from isccd.daemon.workers import WorkerOptions, WorkerPool
-from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind
+from isccd.logconf import configure_logging
+from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, Unit, UnitType
 
 
 async def _until_busy(pool: WorkerPool) -> None:
@@ -62,12 +68,49 @@ def test_replaced_workers_take_over_and_closed_ones_abandon(tmp_path: Path) -> N
     ],
 )
 def test_outcome_words(codes: tuple[IssueCode, ...], units: bool, expected: str) -> None:
-    from isccd.model import Unit, UnitType
+    assert outcome(_record(codes, units)) == expected
 
-    record = FileRecord(
+
+def _record(codes: tuple[IssueCode, ...], units: bool) -> FileRecord:
+    return FileRecord(
         "/x",
         None,
         units=(Unit(UnitType.DATA, "ISCC:GAA", b"\0" * 8, ""),) if units else (),
-        issues=tuple(FileIssue("read", IssueKind.ERROR, "r", c) for c in codes),
+        issues=tuple(FileIssue("read", IssueKind.ERROR, f"because {c}", c) for c in codes),
     )
-    assert outcome(record) == expected
+
+
+@pytest.fixture
+def captured_log() -> Iterator[io.StringIO]:
+    """The JSON log lines written meanwhile (logging is restored afterwards)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    out = io.StringIO()
+    configure_logging("info", "json", stream=out, env={})
+    yield out
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.captureWarnings(False)
+    structlog.reset_defaults()
+
+
+def test_processed_files_log_at_the_level_of_their_outcome_with_the_same_fields(
+    captured_log: io.StringIO,
+) -> None:
+    cases = [
+        ((), True, "info"),
+        ((IssueCode.INVALID,), True, "warning"),
+        ((IssueCode.ACCESS,), False, "error"),
+        ((IssueCode.UNSTABLE,), False, "info"),
+        ((IssueCode.VANISHED,), False, "info"),
+    ]
+    for codes, units, _ in cases:
+        log_processed("/x", _record(codes, units), frozenset({UnitType.META}), 0.25)
+    lines = [json.loads(line) for line in captured_log.getvalue().splitlines()]
+    assert [line["level"] for line in lines] == [level for _, _, level in cases]
+    assert [line["outcome"] for line in lines] == [
+        "coded", "partial", "failed", "unstable", "vanished"
+    ]  # fmt: skip
+    assert {frozenset(line) for line in lines} == {frozenset(lines[0])}  # the same fields
+    assert lines[1]["errors"] == ["because invalid"] and lines[0]["errors"] == []
+    assert lines[0]["requested"] == ["meta"] and lines[0]["ms"] == 250.0

@@ -14,8 +14,12 @@ from pathlib import Path
 import pytest
 
 from isccd.daemon.workers import PoolClosedError, WorkerOptions, WorkerPool
-from isccd.hashing import compute_record
-from isccd.model import FileRecord, IssueCode
+from isccd.hashing import ALL_UNITS, OUT_OF_MEMORY, compute_record
+from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
+from tests.extract.media import huge_png
+
+#: Every unit but the Image-Code.
+_NO_IMAGE = ALL_UNITS - {UnitType.IMAGE}
 
 
 def _without_timings(record: FileRecord) -> FileRecord:
@@ -194,5 +198,39 @@ def test_a_file_whose_caller_gave_up_is_not_hashed(tmp_path: Path) -> None:
         assert (await pool.compute(str(small))).iscc is not None
         assert pool.statistics().done == 1
         assert await pool.close(grace=0) == 0
+
+    _run(main)
+
+
+def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced(
+    tmp_path: Path,
+) -> None:
+    huge = str(huge_png(tmp_path / "huge.png"))  # 127 MP of 16-bit RGBA: about 1 GB decoded
+    small = tmp_path / "small.txt"
+    small.write_text("a small file queued behind the huge one " * 10)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, depth=2, memory=400 << 20))
+        await pool.start()
+        try:
+            # Both are handed to the one worker at once: the second is not lost with it.
+            record, after = await asyncio.gather(pool.compute(huge), pool.compute(str(small)))
+            [issue] = [i for i in record.issues if i.kind is IssueKind.ERROR]
+            assert (issue.stage, issue.code, issue.reason) == (
+                "image",
+                IssueCode.TOO_LARGE,
+                OUT_OF_MEMORY,
+            )
+            assert {u.type for u in record.units} == {
+                UnitType.META, UnitType.DATA, UnitType.INSTANCE
+            }  # fmt: skip
+            assert record.iscc == compute_record(huge, units=_NO_IMAGE).iscc
+            assert _without_timings(after) == _without_timings(compute_record(str(small)))
+            statistics = pool.statistics()
+            assert (statistics.over_memory, statistics.started, statistics.crashed) == (1, 2, 0)
+            await _until(lambda: pool.statistics().workers == 1)
+            assert (await pool.compute(str(small))).iscc == after.iscc  # the new worker
+        finally:
+            await pool.close(grace=0)
 
     _run(main)

@@ -9,6 +9,7 @@ run them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 
 from isccd.cli.main import main
+from isccd.client import AsyncClient
+from isccd.protocol import SimilarQuery, SimilarRequest
 from tests.cli.test_index_cli import prose
 from tests.e2e.conftest import Daemon, daemons
 
@@ -164,3 +167,29 @@ def test_a_scan_next_to_the_daemon_is_told_to_ask_it(
     elsewhere.mkdir()
     status, _, err = run(capsys, "scan", "--state", str(daemon.state), str(elsewhere))
     assert status == 1 and f"which does not watch {elsewhere}" in err
+
+
+def test_a_max_distance_beyond_64_bits_is_refused_clearly_by_the_socket_and_offline(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = str(daemon.root / "backup.txt")
+
+    async def ask() -> list[Any]:
+        async with await AsyncClient.connect(daemon.socket) as client:
+            return [
+                await client.request(SimilarRequest(0, SimilarQuery(target, max_distance=d)))
+                for d in (65, 100, 256, 64)
+            ]
+
+    *refused, served = asyncio.run(ask())
+    for reply in refused:
+        assert reply.error is not None and reply.error.code == "invalid_argument", reply
+        assert "max_distance" in reply.error.message and "64" in reply.error.message
+    assert served.unwrap()["matches"]  # the connection carried on
+    for source in ("--socket", "--state"):
+        place = str(daemon.socket if source == "--socket" else daemon.state)
+        with pytest.raises(SystemExit) as exited:
+            main(["similar", target, "--max-distance", "100", source, place])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2
+        assert "--max-distance: must be 0 to 64, got 100" in err and "Traceback" not in err

@@ -4,8 +4,13 @@ disk, gets exactly the events it missed: each change once, nothing it had alread
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import Callable
 
+import pytest
+
+from isccd.cli.main import main
+from isccd.errors import ProtocolError
 from isccd.model import Event, EventType
 
 from .conftest import Daemon, events_until
@@ -61,3 +66,48 @@ def test_events_missed_while_stopped_are_replayed_exactly(
     moved = next(e for e in replayed if e.type is EventType.FILE_MOVED)
     assert moved.data["from"] == str(daemon.root / "rename.txt")
     assert any(e.type is EventType.SCAN_DONE for e in replayed)
+
+
+def test_a_since_from_a_store_that_was_replaced_is_refused(
+    make_daemon: Callable[..., Daemon], capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon = make_daemon()
+    for name in ("one", "two", "three"):
+        (daemon.root / f"{name}.txt").write_text(f"the {name} file, with its own words")
+    daemon.start()
+
+    async def told() -> tuple[str | None, int, str | None]:
+        client = await daemon.client()
+        hello = await client.hello()
+        seq = await client.sync()
+        subscribed = await client.subscribe(since=seq)
+        await client.close()
+        return hello.store, seq, subscribed.store
+
+    old, seen, subscribed = asyncio.run(told())
+    assert old is not None and subscribed == old
+    assert daemon.stop() == 0
+    shutil.rmtree(daemon.state)  # the store is replaced: a new one, a new event log
+    (daemon.root / "four.txt").write_text("the four file, with its own words")
+    daemon.start()
+
+    async def resumed() -> tuple[str | None, str]:
+        client = await daemon.client()
+        new = (await client.hello()).store
+        last = await client.sync()
+        assert last >= seen  # the new log reaches past the old resume point: seq alone passes
+        with pytest.raises(ProtocolError) as refused:
+            await client.subscribe(since=seen, store=old)
+        result = await client.subscribe(since=0, store=new)
+        await client.close()
+        assert result.store == new
+        return new, refused.value.code
+
+    new, code = asyncio.run(resumed())
+    assert new is not None and new != old
+    assert code == "store_mismatch"
+    command = ["subscribe", "--since", str(seen), "--store", str(old), "--socket"]
+    assert main([*command, str(daemon.socket)]) == 1
+    err = capsys.readouterr().err
+    assert f"the store {old} is not this daemon's ({new})" in err and "(store_mismatch)" in err
+    assert daemon.stop() == 0

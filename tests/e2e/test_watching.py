@@ -4,19 +4,24 @@ real daemon watching a real directory."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
+import json
 import random
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PIL import Image, ImageDraw
 
+from isccd.cli.main import main
 from isccd.client import Client
-from isccd.model import EventType
+from isccd.model import Event, EventType
 from isccd.protocol import DupesResult
 
-from .conftest import Daemon, next_event, of_type
+from .conftest import Daemon, events_until, next_event, of_type
 
 SETTLE = 0.25
 
@@ -71,8 +76,9 @@ def test_copy_move_delete(make_daemon: Callable[..., Daemon]) -> None:
         assert [o["path"] for o in event.data["others"]] == [str(original)]
         assert event.data["iscc"]
 
-        # Rename: file.moved, and the file is not hashed again.
-        renamed = daemon.root / "renamed.txt"
+        # Rename: file.moved, and the file is not hashed again; its Meta-Code comes from its
+        # file name, so it follows the new name, and the ISCC-CODE is `isccd code`'s.
+        renamed = daemon.root / "completely_different_name.txt"
         copy.rename(renamed)
         moved = await next_event(watcher, of_type(EventType.FILE_MOVED, renamed), timeout=10)
         assert moved.data["from"] == str(copy)
@@ -81,8 +87,10 @@ def test_copy_move_delete(make_daemon: Callable[..., Daemon]) -> None:
             line["path"] for line in daemon.log_lines() if line.get("event") == "file_processed"
         ]
         assert str(renamed) not in hashed
-        # The codes are the copy's, Meta-Code from its old name included: kept, not recomputed.
-        assert (await control.get(str(renamed))).iscc == event.data["iscc"]
+        stored = await control.get(str(renamed))
+        assert stored.name == "completely different name"
+        assert stored.iscc == moved.data["iscc"] == _isccd_code(renamed)["iscc"]
+        assert moved.data["previous"]["iscc"] == event.data["iscc"] != stored.iscc
 
         # Delete: file.removed, and the group shrinks.
         third = daemon.root / "third.txt"
@@ -99,6 +107,55 @@ def test_copy_move_delete(make_daemon: Callable[..., Daemon]) -> None:
 
     asyncio.run(scenario())
     assert daemon.stop() == 0
+
+
+def _isccd_code(path: Path) -> Any:
+    """What `isccd code PATH` prints."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["code", str(path)]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_a_file_renamed_while_the_daemon_was_stopped_gets_its_new_name_unread(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon()
+    (daemon.root / "r9.txt").write_text(_text(300, 5))
+    daemon.start()
+
+    async def indexed() -> None:
+        client = await daemon.client()
+        await client.sync()
+        await client.close()
+
+    asyncio.run(indexed())
+    assert daemon.stop() == 0
+    renamed = daemon.root / "completely_different_name.txt"
+    (daemon.root / "r9.txt").rename(renamed)
+    daemon.start()
+
+    async def scenario() -> tuple[list[Event], Any]:
+        client = await daemon.client()
+        last = await client.sync()
+        stored = await client.get(str(renamed))
+        await client.close()
+        return await events_until(daemon, 0, last), stored
+
+    events, stored = asyncio.run(scenario())
+    assert daemon.stop() == 0
+    (moved,) = [e for e in events if e.type is EventType.FILE_MOVED]
+    coded = _isccd_code(renamed)
+    assert (
+        (stored.name, stored.iscc)
+        == (coded["name"], coded["iscc"])
+        == (
+            "completely different name",
+            moved.data["iscc"],
+        )
+    )
+    hashed = [line["path"] for line in daemon.log_lines() if line.get("event") == "file_processed"]
+    assert hashed == [str(daemon.root / "r9.txt")]  # at the first start only
 
 
 async def _dupes(daemon: Daemon) -> DupesResult:

@@ -113,6 +113,33 @@ def png_bomb(path: Path, width: int = 60_000, height: int = 60_000) -> Path:
     return path
 
 
+def huge_png(path: Path, width: int = 11_300, height: int = 11_240) -> Path:
+    """A 16-bit RGBA PNG of ``width x height`` black pixels (by default 127 MP, just under the
+    SDK's pixel limit: about 1 GB decoded), written in a moment and 1 MB on disk.
+
+    The zlib stream is one compressed segment of zero rows repeated: each ends in a full flush,
+    so the segments are independent deflate blocks, and the checksum of all-zero data is known.
+    """
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    row = 1 + width * 8  # the filter byte, then 4 channels of 2 bytes
+    rows = 64
+    segment = zlib.compressobj(9, zlib.DEFLATED, -15)
+    repeated = segment.compress(bytes(row * rows)) + segment.flush(zlib.Z_FULL_FLUSH)
+    last = zlib.compressobj(9, zlib.DEFLATED, -15)
+    tail = last.compress(bytes(row * (height % rows))) + last.flush(zlib.Z_FINISH)
+    adler = ((row * height % 65521) << 16) | 1  # Adler-32 of zeros: a = 1, b = length
+    stream = b"\x78\xda" + repeated * (height // rows) + tail + struct.pack(">I", adler)
+    header = struct.pack(">IIBBBBB", width, height, 16, 6, 0, 0, 0)  # 16-bit RGBA
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", stream) + chunk(b"IEND", b"")
+    )
+    return path
+
+
 def make_pdf(
     path: Path, text: str, *, title: str | None = None, password: str | None = None
 ) -> Path:

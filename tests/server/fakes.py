@@ -49,6 +49,7 @@ class FakeBackend:
         self.fail_with: BaseException | None = None
         self.replay_error: StoreError | None = None
         self.replay_pause = 0
+        self.store = "00000000-0000-4000-8000-000000000001"
         self._time = clock
 
     # test controls ---------------------------------------------------------------------------
@@ -78,6 +79,9 @@ class FakeBackend:
 
     def roots(self) -> Sequence[str]:
         return list(self._roots)
+
+    def store_id(self) -> str:
+        return self.store
 
     async def status(self) -> DaemonStatus:
         self._check()

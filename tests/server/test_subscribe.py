@@ -127,6 +127,26 @@ def test_since_ahead_of_the_log_and_double_subscriptions_are_refused(
     _run(root_dir, short_dir, scenario)
 
 
+def test_a_since_from_another_store_is_refused_and_the_store_is_told(
+    root_dir: Path, short_dir: Path
+) -> None:
+    async def scenario(server: Server, broker: Broker, backend: FakeBackend) -> None:
+        _commit(backend, broker, root_dir, 3)
+        async with await AsyncClient.connect(server.path) as client:
+            assert (await client.hello()).store == backend.store
+            other = "00000000-0000-4000-8000-000000000002"
+            with pytest.raises(ProtocolError) as refused:
+                await client.subscribe(since=1, store=other)
+            assert refused.value.code == "store_mismatch"
+            assert other in refused.value.message and backend.store in refused.value.message
+            assert broker.statistics().subscribers == 0
+            result = await client.subscribe(since=1, store=backend.store)
+            assert (result.store, client.store) == (backend.store, backend.store)
+            assert [e.seq for e in await _take(client, 2)] == [2, 3]
+
+    _run(root_dir, short_dir, scenario)
+
+
 def test_a_replay_over_pruned_events_says_it_is_incomplete(root_dir: Path, short_dir: Path) -> None:
     async def scenario(server: Server, broker: Broker, backend: FakeBackend) -> None:
         _commit(backend, broker, root_dir, 10)

@@ -1,12 +1,16 @@
-"""Live files per root and named properties, against every backend; and the migrations that add
-them to a database written before (schema 3)."""
+"""Live files per root, named properties and the store's identity, against every backend; and
+the migrations that add them to a database written before (schema 3, schema 5)."""
 
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from isccd.errors import StoreCorruptError
 from isccd.model import FileStat
 from isccd.store import DB_NAME, Store, open_store, state_url
 from isccd.store.schema import LATEST, MIGRATIONS
@@ -133,3 +137,59 @@ def test_a_schema_3_database_gets_root_counts_and_properties(tmp_path: Path) -> 
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
+
+
+def test_every_store_has_an_identity_of_its_own_for_its_life(store: Store, tmp_path: Path) -> None:
+    identity = uuid.UUID(store.identity)
+    assert identity.version == 4 and identity.variant == uuid.RFC_4122
+    store.begin()
+    store.add_file("/a", make_record("/a/1"), 1.0)
+    store.rollback()
+    assert store.identity == str(identity)
+    if store.url.startswith("sqlite"):
+        store.close()
+        again = open_store(store.url)
+        assert again.identity == str(identity)
+        again.close()
+        reader = open_store(store.url, readonly=True)
+        assert reader.identity == str(identity)
+        reader.close()
+    other = open_store(
+        state_url(tmp_path / "other") if store.url.startswith("sqlite") else "memory://"
+    )
+    assert other.identity != str(identity)
+    other.close()
+
+
+def test_a_schema_5_database_gets_an_identity(tmp_path: Path) -> None:
+    identities = set()
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        conn = sqlite3.connect(tmp_path / name / DB_NAME, isolation_level=None)
+        for migration in MIGRATIONS[:5]:
+            for statement in migration.statements:
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version = 5")
+        conn.close()
+        store = open_store(state_url(tmp_path / name))
+        identities.add(store.identity)
+        assert uuid.UUID(store.identity).version == 4
+        store.close()
+    assert len(identities) == 2  # random, not a constant of the migration
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_a_database_without_an_identity_is_reported(tmp_path: Path, value: str | None) -> None:
+    open_store(state_url(tmp_path)).close()
+    conn = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
+    if value is None:
+        conn.execute("DELETE FROM properties WHERE name = 'store_id'")
+    else:
+        conn.execute("UPDATE properties SET value = ? WHERE name = 'store_id'", (value,))
+    conn.close()
+    store = open_store(state_url(tmp_path))
+    try:
+        with pytest.raises(StoreCorruptError, match="no identity"):
+            _ = store.identity
+    finally:
+        store.close()
