@@ -107,9 +107,11 @@ class WatchSettings(_Section):
         "*.part",
         "*.crdownload",
         ".~lock.*#",
+        ".isccd-dedupe-*.tmp",
     )
     """gitignore-style patterns of paths never indexed: version-control internals, virtual
-    environments and package caches, editor swap files, partial downloads."""
+    environments and package caches, editor swap files, partial downloads, and the names
+    ``isccd dedupe`` holds a file under for the instant of a swap."""
 
     @field_validator("roots", mode="before")
     @classmethod

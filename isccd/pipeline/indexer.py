@@ -10,8 +10,9 @@ whose commit fails, leaves the index as it was.
 Decisions (the store only stores):
 
 - A record for a path the store does not know is ``file.added``; for a known path whose content
-  differs, ``file.changed``; a path whose content is the same (``touch``, ``chmod``, an editor's
-  save of identical bytes) is updated silently.
+  differs, or that became or stopped being a hardlink of another stored file (a copy replaced
+  by a link of its original), ``file.changed``; a path whose content is the same otherwise
+  (``touch``, ``chmod``, an editor's save of identical bytes) is updated silently.
 - A file found at a new path with the identity, size and mtime of a stored file that is gone
   from its old path is ``file.moved`` (the rename may change ctime, so ctime is not compared);
   if the old path still holds it, it is a hardlink: stored under the new path too, sharing the
@@ -335,10 +336,24 @@ class Indexer:
         self._index_put(file_id, record)
         return stored
 
+    def _links_change(self, existing: StoredFile, record: FileRecord) -> bool:
+        """Whether the path now names another inode and that makes or ends a hardlink: a copy
+        replaced by a link of its original changes the file's relations, an editor's save of the
+        same bytes through a new inode does not."""
+        old = existing.record.stat.identity if existing.record.stat else None
+        new = record.stat.identity if record.stat else None
+        if old == new:
+            return False
+        return any(
+            any(f.id != existing.id for f in self.store.files_by_identity(*identity))
+            for identity in (old, new)
+            if identity is not None
+        )
+
     def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
         old = existing.record
         now = self._clock()
-        if _same_content(old, record):
+        if _same_content(old, record) and not self._links_change(existing, record):
             self.store.update_file(existing.id, root, record, now)
             self._report_issues(root, record, old.issues)
             return
