@@ -75,8 +75,13 @@ class PgServer:
             [*self._as, *command], check=True, capture_output=True, cwd=self.base, timeout=120
         )
 
-    def start(self) -> None:
-        """``initdb`` and start, waiting until the server accepts connections."""
+    def start(self, *, durable: bool = False) -> None:
+        """``initdb`` and start, waiting until the server accepts connections.
+
+        Args:
+            durable: Flush to disk as a production server does (benchmarks); the tests run
+                with ``fsync`` off.
+        """
         self._run(
             str(self.bin_dir / "initdb"),
             "-D",
@@ -91,7 +96,8 @@ class PgServer:
         )
         (self.data / "pg_hba.conf").write_text(_HBA)
         # fsync off: a test server that loses its data in a power cut loses nothing of value.
-        options = f"-k {self.base} -c listen_addresses='' -F -c max_connections=200"
+        options = f"-k {self.base} -c listen_addresses='' -c max_connections=200"
+        options += "" if durable else " -F"
         self.ctl("start", "-o", options, "-l", str(self.log))
         self.sql("postgres", f"CREATE ROLE isccd_pw LOGIN PASSWORD '{PASSWORD}'")
 

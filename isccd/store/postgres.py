@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from isccd.model import Event, EventType, FileRecord, FileStat, Unit, UnitType, sort_units
@@ -23,6 +23,14 @@ __all__ = ["PostgresOptions", "PostgresStore"]
 
 #: Directory paths are indexed on their first bytes (see :mod:`isccd.store.pgschema`).
 _PREFIX = 1024
+
+#: Common table expressions inserting the units and skips of the file ``f`` from arrays.
+_CHILDREN = (
+    "u AS (INSERT INTO units (file_id, type, iscc, digest, profile_id) SELECT f.id, t.* FROM f, "
+    "unnest(%s::text[], %s::text[], %s::bytea[], %s::integer[]) AS t), "
+    "s AS (INSERT INTO skips (file_id, type, profile_id) SELECT f.id, t.* FROM f, "
+    "unnest(%s::text[], %s::integer[]) AS t)"
+)
 
 
 class PostgresStore(PgDatabase):
@@ -252,52 +260,54 @@ class PostgresStore(PgDatabase):
         directory, name = split_path(record.path)
         return (self._root_id(root), self._dir_id(directory), to_fs(name), *record_columns(record))
 
-    def _write_skips(self, file_id: int, record: FileRecord) -> None:
-        self._exec("DELETE FROM skips WHERE file_id = %s", (file_id,))
-        self._exec_many(
-            "INSERT INTO skips (file_id, type, profile_id) VALUES (%s, %s, %s)",
-            [
-                (file_id, unit_type.value, self._profile_id(profile))
-                for unit_type, profile in skipped_units(record.issues).items()
-            ],
-        )
-
-    def _write_units(self, file_id: int, units: Iterable[Unit]) -> None:
-        self._exec("DELETE FROM units WHERE file_id = %s", (file_id,))
-        self._exec_many(
-            "INSERT INTO units (file_id, type, iscc, digest, profile_id) "
-            "VALUES (%s, %s, %s, %s, %s)",
-            [(file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile)) for u in units],
+    def _children(self, record: FileRecord) -> tuple[Any, ...]:
+        """The arrays of a record's units and skips, for :data:`_CHILDREN` (one round trip
+        however many units a file has)."""
+        units = record.units
+        skips = skipped_units(record.issues)
+        return (
+            [u.type.value for u in units],
+            [u.iscc for u in units],
+            [u.digest for u in units],
+            [self._profile_id(u.profile) for u in units],
+            [t.value for t in skips],
+            [self._profile_id(p) for p in skips.values()],
         )
 
     def add_file(self, root: str, record: FileRecord, now: float) -> int:
-        """Store a new live file; return its id."""
+        """Store a new live file, its units and skips (one statement); return its id."""
+        values = self._record_values(root, record)
         row = self._exec(
-            "INSERT INTO files (host, root_id, dir_id, name, dev, ino, size, mtime_ns, "
-            "ctime_ns, nlink, datahash, iscc, mediatype, mode, meta_name, description, "
+            "WITH f AS (INSERT INTO files (host, root_id, dir_id, name, dev, ino, size, "  # noqa: S608 -- fixed fragments; values are bound
+            "mtime_ns, ctime_ns, nlink, datahash, iscc, mediatype, mode, meta_name, description, "
             "metahash, filesize, characters, width, height, duration, extractor, issues, "
             "indexed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (self._host, *self._record_values(root, record), now),
+            f"%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id), {_CHILDREN} "
+            "SELECT id FROM f",
+            (self._host, *values, now, *self._children(record)),
         ).fetchone()
         assert row is not None
-        file_id = int(row[0])
-        self._write_units(file_id, record.units)
-        self._write_skips(file_id, record)
-        return file_id
+        return int(row[0])
 
     def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:
-        """Replace a live file's record."""
-        self._exec(
+        """Replace a live file's record, units and skips."""
+        row = self._exec(
+            "WITH mine AS (SELECT id FROM files WHERE id = %s AND host = %s), "
+            "du AS (DELETE FROM units WHERE file_id IN (SELECT id FROM mine)), "
+            "ds AS (DELETE FROM skips WHERE file_id IN (SELECT id FROM mine)) "
             "UPDATE files SET root_id=%s, dir_id=%s, name=%s, dev=%s, ino=%s, size=%s, "
             "mtime_ns=%s, ctime_ns=%s, nlink=%s, datahash=%s, iscc=%s, mediatype=%s, mode=%s, "
             "meta_name=%s, description=%s, metahash=%s, filesize=%s, characters=%s, width=%s, "
             "height=%s, duration=%s, extractor=%s, issues=%s, indexed_at=%s "
-            "WHERE id = %s AND host = %s AND removed_at IS NULL",
-            (*self._record_values(root, record), now, file_id, self._host),
-        )
-        self._write_units(file_id, record.units)
-        self._write_skips(file_id, record)
+            "WHERE id = %s AND host = %s AND removed_at IS NULL RETURNING id",
+            (file_id, self._host, *self._record_values(root, record), now, file_id, self._host),
+        ).fetchone()
+        if row is not None:
+            # A second statement: a unit's key deleted above is free only once that has run.
+            self._exec(
+                f"WITH f AS (SELECT %s::bigint AS id), {_CHILDREN} SELECT 1",
+                (file_id, *self._children(record)),
+            )
 
     def move_file(self, file_id: int, root: str, path: str, stat: FileStat) -> None:
         """Rename a live file, keeping its units."""
