@@ -5,7 +5,10 @@ and refuses what it does not know."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -287,3 +290,23 @@ def test_hosts_starting_together_migrate_once(pg_url: str) -> None:
     for thread in threads:
         thread.join(30)
     assert errors == []
+
+
+def test_the_driver_is_imported_only_for_a_postgres_url(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from isccd.store import open_store, state_url\n"
+        "import isccd.cli.main, isccd.daemon.app\n"
+        f"open_store(state_url({str(tmp_path)!r}), host='a').close()\n"
+        "assert not any(m.split('.')[0] in ('psycopg', 'psycopg_pool') for m in sys.modules)\n"
+        "sys.modules['psycopg'] = None  # as if isccd[fleet] were not installed\n"
+        "try:\n"
+        "    open_store('postgresql://u:hunter2@db.example/isccd', host='a')\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.startswith("StoreError ") and "isccd[fleet]" in done.stdout
+    assert "hunter2" not in done.stdout and "u:***@db.example" in done.stdout
