@@ -20,7 +20,10 @@
     |   |                         message; during a run the batch is retried after a pause
     |   |-- StoreCorruptError     integrity check failed
     |   |-- StoreFullError        the disk is full
-    |   `-- StoreLockedError      another process writes the store (the daemon, a scan)
+    |   |-- StoreLockedError      another process writes the store (the daemon, a scan), or
+    |   |                         another daemon holds the host name on a shared database
+    |   `-- StoreUnavailableError the database server cannot be reached or the connection was
+    |                             lost: retryable; the batch failed whole, the next one reconnects
     |-- ProtocolError             a bad client request: an error reply; the connection carries on
     |-- SocketSetupError          the socket cannot be set up safely (insecure directory, another
     |                             daemon answering): fatal at start-up, clear message
@@ -123,7 +126,8 @@ class StoreFullError(StoreError):
 
 
 class StoreLockedError(StoreError):
-    """Another process writes the store; one writer at a time.
+    """Another process writes the store; one writer at a time (per host name, on a database
+    shared by a fleet).
 
     Attributes:
         holder: That process's id, when it could be read.
@@ -132,6 +136,12 @@ class StoreLockedError(StoreError):
     def __init__(self, message: str, holder: int | None = None) -> None:
         super().__init__(message)
         self.holder = holder
+
+
+class StoreUnavailableError(StoreError):
+    """The database server cannot be reached, or the connection to it was lost (a restart, a
+    network failure). Nothing of the failed transaction was kept; trying again later may
+    succeed, and the store reconnects by itself on its next transaction."""
 
 
 class ProtocolError(IsccdError):

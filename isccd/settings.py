@@ -137,6 +137,15 @@ class WatchSettings(_Section):
         return tuple(seen)
 
 
+def _host_name(value: str) -> str:
+    if value != value.strip() or any(not c.isprintable() for c in value):
+        raise ValueError("a host name has no control characters and no surrounding spaces")
+    return value
+
+
+HostName = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_host_name)]
+
+
 class StoreSettings(_Section):
     """``[store]``: where the index lives and how long history is kept."""
 
@@ -144,8 +153,12 @@ class StoreSettings(_Section):
     """Directory of the store. Unset: ``$STATE_DIRECTORY``, ``/var/lib/isccd`` as root, or
     ``$XDG_STATE_HOME/isccd``."""
     url: str | None = None
-    """Store backend URL (``sqlite:///path/isccd.db``, ``memory://``). Unset: SQLite in
-    ``state_dir``."""
+    """Store backend URL: ``sqlite:///path/isccd.db``, or ``postgresql://user@host/db?...``
+    (a libpq URI, for a database that a fleet of hosts shares; needs ``isccd[fleet]``; the
+    password from the URL, a ``passfile`` or ``PGPASSWORD``). Unset: SQLite in ``state_dir``."""
+    host: HostName | None = None
+    """The name this host's files are stored under in a shared database; each daemon sharing
+    one needs its own. Unset: the machine's host name."""
     tombstone_days: float = Field(default=30.0, ge=0)
     """Days a removed file is remembered, so that clients can learn what vanished."""
     event_days: float = Field(default=30.0, ge=0)

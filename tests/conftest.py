@@ -9,11 +9,15 @@ examples; run it before a release and after touching an algorithm.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.pg import PgServer, find_bin_dir
 
 settings.register_profile(
     "default",
@@ -44,3 +48,29 @@ def fork_server_dies(tmp_path: Path) -> dict[str, str]:
         "    os._exit(3)\n"
     )
     return {"PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])}
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One PostgreSQL server for the whole run (skipped, with the reason, without one)."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        pytest.skip("running as root, and runuser (util-linux) is missing to drop to postgres")
+    server = PgServer(bin_dir)
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """The URL of a new, empty database on the test server, dropped after the test."""
+    name = pg_server.new_database()
+    yield pg_server.url(name)
+    pg_server.drop_database(name)

@@ -30,7 +30,11 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("watch", "follow_symlinks"): ("1", True),
     ("watch", "ignore"): ('["*.tmp"]', ("*.tmp",)),
     ("store", "state_dir"): ("/var/tmp/isccd", Path("/var/tmp/isccd")),
-    ("store", "url"): ("memory://", "memory://"),
+    ("store", "url"): (
+        "postgresql://isccd@db.example/isccd?sslmode=verify-full",
+        "postgresql://isccd@db.example/isccd?sslmode=verify-full",
+    ),
+    ("store", "host"): ("media-01", "media-01"),
     ("store", "tombstone_days"): ("1.5", 1.5),
     ("store", "event_days"): ("7", 7.0),
     ("hashing", "workers"): ("3", 3),

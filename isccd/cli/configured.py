@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ class IndexConfig:
         env: The environment default places were looked up in.
         state_dir: ``--state``, else the configured or default state directory.
         store_url: The store in ``--state``, else the configured URL or the state directory's.
+        store_host: The host name the store is opened for.
         socket: ``--socket``, else the configured or default socket of the daemon.
         code: How files are coded.
     """
@@ -41,7 +42,8 @@ class IndexConfig:
     settings: Settings
     env: Mapping[str, str]
     state_dir: Path
-    store_url: str
+    store_url: str = field(repr=False)  # it may hold a password
+    store_host: str
     socket: Path
     code: CodeOptions
 
@@ -108,6 +110,7 @@ def load_index_config(
         env=env,
         state_dir=state_dir,
         store_url=state_url(state_dir) if state is not None else options.store_url(settings, env),
+        store_host=options.store_host(settings),
         socket=socket if socket is not None else options.socket_path(settings, env),
         code=options.code_options(settings.code),
     )

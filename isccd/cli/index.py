@@ -292,7 +292,9 @@ def run_scan(args: argparse.Namespace) -> int:
         return _fail(str(exc), EXIT_CONFIG)
     jobs: int = args.jobs or config.workers
     hasher = LazyWorkers(config.hashing(jobs))
-    pipeline = Pipeline(config.store_url, config.scanning(jobs), hasher=hasher)
+    pipeline = Pipeline(
+        config.store_url, config.scanning(jobs), host=config.store_host, hasher=hasher
+    )
     try:
         adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
     except StoreLockedError as exc:
@@ -427,7 +429,7 @@ def _answer(
             except ProtocolError as exc:
                 raise _Failed(f"{exc.message} ({exc.code})") from None
     try:
-        store = open_store(config.store_url, readonly=True)
+        store = open_store(config.store_url, host=config.store_host, readonly=True)
         ix = Indexer(store, config.reading(), load=False)
         try:
             return read(ix, config)

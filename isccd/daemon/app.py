@@ -63,7 +63,7 @@ from isccd.protocol import DaemonStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
-from isccd.store import SqliteOptions
+from isccd.store import SqliteOptions, redact_url
 from isccd.watch.debounce import Dirty
 from isccd.watch.watcher import Watcher
 
@@ -121,6 +121,7 @@ class Daemon:
         self._pipeline = Pipeline(
             config.store_url,
             config.pipeline,
+            host=config.store_host,
             hasher=self._hashing,
             sqlite=SqliteOptions(),
             on_commit=self._committed,
@@ -424,11 +425,17 @@ class Daemon:
         old = self.config
         log = structlog.get_logger()
         configure_logging(new.log_level, new.log_format, env=self._env)
-        for name in ("store_url", "state_dir", "server"):
+        for name in ("store_url", "store_host", "state_dir", "server"):
             if getattr(new, name) != getattr(old, name):
-                log.warning("restart_required", setting=name, kept=str(getattr(old, name)))
+                kept = getattr(old, name)
+                kept = redact_url(kept) if name == "store_url" else str(kept)
+                log.warning("restart_required", setting=name, kept=kept)
         new = dataclasses.replace(
-            new, store_url=old.store_url, state_dir=old.state_dir, server=old.server
+            new,
+            store_url=old.store_url,
+            store_host=old.store_host,
+            state_dir=old.state_dir,
+            server=old.server,
         )
         options = new.pipeline
         # First: the start's re-evaluation, if it has not begun yet, then adopts these.

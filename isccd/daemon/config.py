@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from isccd.daemon import options
@@ -59,6 +59,7 @@ class DaemonConfig:
     Attributes:
         roots: The watched roots: absolute, symbolic links resolved, existing directories.
         store_url: Where the store lives.
+        store_host: The host name the store is opened for.
         state_dir: The state directory (created at start when missing).
         server: The socket server's options.
         pipeline: Thresholds, retention, retries.
@@ -73,7 +74,8 @@ class DaemonConfig:
     """
 
     roots: tuple[str, ...]
-    store_url: str
+    store_url: str = field(repr=False)  # it may hold a password
+    store_host: str
     state_dir: Path
     server: ServerOptions
     pipeline: PipelineOptions
@@ -118,6 +120,7 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
     return DaemonConfig(
         roots=roots,
         store_url=options.store_url(settings, env),
+        store_host=options.store_host(settings),
         state_dir=state_dir,
         server=ServerOptions(
             socket_path=options.socket_path(settings, env),

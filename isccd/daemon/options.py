@@ -22,7 +22,7 @@ from isccd.hashing import CodeOptions
 from isccd.match import Thresholds
 from isccd.pipeline.options import DAY, PipelineOptions
 from isccd.settings import CodeSettings, MatchSettings, Settings
-from isccd.store import state_url
+from isccd.store import default_host, state_url
 from isccd.watch.scan import ScanOptions, compile_ignore
 
 
@@ -115,6 +115,11 @@ def state_dir(settings: Settings, env: Mapping[str, str]) -> Path:
 def store_url(settings: Settings, env: Mapping[str, str]) -> str:
     """Where the store lives: the configured URL, or SQLite in the state directory."""
     return settings.store.url or state_url(state_dir(settings, env))
+
+
+def store_host(settings: Settings) -> str:
+    """The host name the store is opened for: the configured one, or the machine's."""
+    return settings.store.host or default_host()
 
 
 def socket_path(settings: Settings, env: Mapping[str, str]) -> Path:

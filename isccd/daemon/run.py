@@ -13,7 +13,7 @@ import structlog
 from isccd.daemon.app import Daemon
 from isccd.daemon.config import build_config
 from isccd.daemon.workers import WorkersUnavailableError
-from isccd.errors import ConfigError, SocketSetupError, StoreError
+from isccd.errors import ConfigError, SocketSetupError, StoreError, StoreUnavailableError
 from isccd.logconf import configure_logging
 from isccd.settings import config_file, load_settings
 
@@ -43,8 +43,8 @@ def main(
 
     Returns:
         The exit status: 0 after an orderly stop, 78 for an invalid configuration, 74 when the
-        store cannot be opened, 1 when the socket cannot be created or no hashing worker can
-        start.
+        store cannot be opened, 1 when its database server cannot be reached, the socket cannot
+        be created or no hashing worker can start.
     """
     path = config_file(config, env)
     try:
@@ -57,6 +57,9 @@ def main(
     failure: tuple[str, int, Exception] | None = None
     try:
         asyncio.run(daemon.run())
+    except StoreUnavailableError as exc:
+        # The database server is down or out of reach: a restart may well succeed.
+        failure = ("store_unavailable", EXIT_FAILURE, exc)
     except StoreError as exc:
         failure = ("store_unavailable", EXIT_STORE, exc)
     except SocketSetupError as exc:

@@ -80,6 +80,7 @@ class Pipeline:
         store_url: str,
         options: PipelineOptions | None = None,
         *,
+        host: str | None = None,
         hasher: Hasher | None = None,
         sqlite: SqliteOptions | None = None,
         owner: OwnerOptions | None = None,
@@ -92,6 +93,7 @@ class Pipeline:
         Args:
             store_url: Where the store lives (see :func:`isccd.store.open_store`).
             options: Thresholds, retention, retries.
+            host: The host name the store is opened for (default: the machine's).
             hasher: How files are hashed (needed by :meth:`reconcile` and
                 :meth:`process_path`).
             sqlite: SQLite tuning.
@@ -107,7 +109,7 @@ class Pipeline:
         self._composing = threading.Lock()
 
         def build() -> Indexer:
-            store = open_store(store_url, sqlite=sqlite)
+            store = open_store(store_url, host=host, sqlite=sqlite)
             try:
                 return Indexer(store, self.options, clock=clock, on_commit=on_commit)
             except BaseException:

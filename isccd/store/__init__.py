@@ -3,38 +3,40 @@
 :func:`open_store` picks the backend from a URL:
 
 - ``sqlite:///var/lib/isccd/isccd.db`` (the default; everything after ``sqlite://`` is the
-  path, percent-encoded where needed, as in ``file://`` URLs), or a plain path;
-- ``memory://`` for tests.
+  path, percent-encoded where needed, as in ``file://`` URLs), or a plain path: one host's
+  index in an embedded database;
+- ``postgresql://`` (or ``postgres://``) followed by a libpq connection URI: a database that a
+  fleet of hosts shares (needs the ``isccd[fleet]`` extra; the driver is imported only then).
 
-A new backend (say a PostgreSQL one shared by a fleet) is one more entry in ``_BACKENDS`` that
-implements :class:`isccd.store.base.Store`; nothing above the store changes. The pipeline uses a
-store from one owner thread (:class:`isccd.store.owner.StoreOwner`).
+Both implement :class:`isccd.store.base.Store`; nothing above the store depends on which one is
+in use. The pipeline uses a store from one owner thread (:class:`isccd.store.owner.StoreOwner`).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import urllib.parse
-from collections.abc import Callable
 from pathlib import Path
 
 from isccd.errors import StoreError
 from isccd.store.base import FileKey, NearPair, StaleUnits, Store, StoredFile
 from isccd.store.database import SqliteOptions
-from isccd.store.memory import MemoryStore
+from isccd.store.pgurl import is_postgres_url, redact_url
 from isccd.store.sqlite import SqliteStore
 
 __all__ = [
     "DB_NAME",
     "FileKey",
-    "MemoryStore",
     "NearPair",
     "SqliteOptions",
     "SqliteStore",
     "StaleUnits",
     "Store",
     "StoredFile",
+    "default_host",
     "open_store",
+    "redact_url",
     "state_url",
 ]
 
@@ -48,28 +50,41 @@ def state_url(state_dir: str | os.PathLike[str]) -> str:
     return "sqlite://" + urllib.parse.quote(os.fsencode(path))
 
 
-def _open_sqlite(location: str, readonly: bool, sqlite: SqliteOptions | None) -> Store:
+def default_host() -> str:
+    """The host name a store is opened for when none is configured: the machine's."""
+    return socket.gethostname()
+
+
+def _open_sqlite(location: str, host: str, readonly: bool, sqlite: SqliteOptions | None) -> Store:
     if not location:
         raise StoreError("a sqlite store URL needs a path: sqlite:///path/to/isccd.db")
     path = os.fsdecode(urllib.parse.unquote_to_bytes(location))
-    return SqliteStore(Path(path), readonly=readonly, options=sqlite)
+    return SqliteStore(Path(path), host=host, readonly=readonly, options=sqlite)
 
 
-def _open_memory(location: str, readonly: bool, sqlite: SqliteOptions | None) -> Store:
-    return MemoryStore("memory://" + location)
+def _open_postgres(url: str, host: str, readonly: bool) -> Store:
+    try:
+        from isccd.store.postgres import PostgresStore  # noqa: PLC0415 -- the driver is optional
+    except ImportError as exc:
+        raise StoreError(
+            f"the store {redact_url(url)} is a PostgreSQL database, and its driver is not "
+            f"installed ({exc}): pip install 'isccd[fleet]'"
+        ) from None
+    return PostgresStore(url, host=host, readonly=readonly)
 
 
-_BACKENDS: dict[str, Callable[[str, bool, SqliteOptions | None], Store]] = {
-    "sqlite": _open_sqlite,
-    "memory": _open_memory,
-}
-
-
-def open_store(url: str, *, readonly: bool = False, sqlite: SqliteOptions | None = None) -> Store:
+def open_store(
+    url: str,
+    *,
+    host: str | None = None,
+    readonly: bool = False,
+    sqlite: SqliteOptions | None = None,
+) -> Store:
     """Open the store a URL names.
 
     Args:
-        url: ``sqlite://<path>``, ``memory://``, or a plain file path (SQLite).
+        url: ``sqlite://<path>``, ``postgresql://...``, or a plain file path (SQLite).
+        host: The host name to read and write for (default: :func:`default_host`).
         readonly: Open for reading only (a second process next to the writer).
         sqlite: Options of the SQLite backend.
 
@@ -79,11 +94,15 @@ def open_store(url: str, *, readonly: bool = False, sqlite: SqliteOptions | None
     Raises:
         StoreError: Unknown scheme, or the store cannot be opened (see the backends).
     """
+    host = host or default_host()
+    if is_postgres_url(url):
+        return _open_postgres(url, host, readonly)
     scheme, sep, location = url.partition("://")
     if not sep:
-        return _open_sqlite(urllib.parse.quote(os.fsencode(url)), readonly, sqlite)
-    opener = _BACKENDS.get(scheme.lower())
-    if opener is None:
-        known = ", ".join(sorted(_BACKENDS))
-        raise StoreError(f"unknown store URL scheme {scheme!r} in {url!r} (known: {known})")
-    return opener(location, readonly, sqlite)
+        return _open_sqlite(urllib.parse.quote(os.fsencode(url)), host, readonly, sqlite)
+    if scheme.lower() != "sqlite":
+        raise StoreError(
+            f"unknown store URL scheme {scheme!r} in {redact_url(url)!r} "
+            "(known: sqlite, postgresql, postgres)"
+        )
+    return _open_sqlite(location, host, readonly, sqlite)

@@ -6,6 +6,12 @@ properties of the index as a whole (the duplicate policy its relations were deci
 the store's identity, :data:`IDENTITY_PROPERTY`). It makes no decisions: the pipeline decides
 what changed and what to announce, and hands the backend the rows and events to write.
 
+A backend is opened for one host name. SQLite holds one host's index; PostgreSQL may hold a
+fleet's, and its backend reads and writes the rows of its own host, except where a method takes
+``fleet=True`` (exact matches, unit digests, the event log). File ids are unique across the
+fleet, so lookups by id find any host's files. The interface holds what isccd calls, nothing
+more.
+
 Contract shared by every backend (``tests/store`` runs one suite against each):
 
 - A backend object is used by one thread only (the store's owner thread, see
@@ -19,7 +25,8 @@ Contract shared by every backend (``tests/store`` runs one suite against each):
 - Only live files (not tombstones) are returned unless a method says otherwise.
 - Every failure is a :class:`isccd.errors.StoreError`: :class:`~isccd.errors.StoreCorruptError`
   when the data cannot be read, :class:`~isccd.errors.StoreFullError` when the disk (or the
-  configured size limit) is full.
+  configured size limit) is full, :class:`~isccd.errors.StoreUnavailableError` when a database
+  server was lost (the transaction is gone whole; the next :meth:`Store.begin` reconnects).
 
 Paths are absolute, normalized ``str`` paths as :mod:`isccd.model` describes (non-UTF-8 bytes as
 lone surrogates); backends store them byte-exact.
@@ -49,6 +56,8 @@ class StoredFile:
             ``record.stat`` the validators the content was computed from.
         indexed_at: Unix time the record was stored.
         removed_at: Unix time the file was seen gone (a tombstone), or ``None`` while live.
+        host: The host the file is on, as the store read it; ``""`` for a record not read
+            from a store.
     """
 
     id: int
@@ -56,6 +65,7 @@ class StoredFile:
     record: FileRecord
     indexed_at: float
     removed_at: float | None = None
+    host: str = ""
 
     @property
     def path(self) -> str:
@@ -162,16 +172,6 @@ class Store(Transactional, Protocol):
     """A storage backend. See the module docstring for the contract."""
 
     @property
-    def url(self) -> str:
-        """Where the data lives, as given to :func:`isccd.store.open_store`."""
-        ...
-
-    @property
-    def readonly(self) -> bool:
-        """True when opened for reading only."""
-        ...
-
-    @property
     def identity(self) -> str:
         """A random UUID made when the store was created, and kept for its life: the event
         log's sequence numbers are only meaningful together with it (a store deleted and made
@@ -197,8 +197,9 @@ class Store(Transactional, Protocol):
         """Live files with this ``(st_dev, st_ino)``: one file, or hardlinks of it."""
         ...
 
-    def files_by_datahash(self, datahash: str) -> list[StoredFile]:
-        """Live files whose content has this datahash."""
+    def files_by_datahash(self, datahash: str, *, fleet: bool = False) -> list[StoredFile]:
+        """Live files whose content has this datahash, in id order (``fleet``: on every
+        host)."""
         ...
 
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
@@ -234,22 +235,20 @@ class Store(Transactional, Protocol):
         ...
 
     def unit_digests(
-        self, unit_type: UnitType, chunk: int = 65536
+        self, unit_type: UnitType, chunk: int = 65536, *, fleet: bool = False
     ) -> Iterator[list[tuple[int, bytes]]]:
-        """``(file id, digest)`` of every live file's unit of this type, in chunks, by id."""
+        """``(file id, digest)`` of every live file's unit of this type, in chunks, by id
+        (``fleet``: on every host)."""
         ...
 
-    def exact_datahashes(self) -> list[str]:
-        """Datahashes shared by live files of more than one identity (exact duplicates)."""
+    def exact_datahashes(self, *, fleet: bool = False) -> list[str]:
+        """Datahashes shared by live files of more than one identity (exact duplicates), in
+        byte order (``fleet``: files on every host, an identity being one host's)."""
         ...
 
     def ids_by_size(self, at_least: int, below: int) -> list[int]:
         """Ids of the live files of at least ``at_least`` and fewer than ``below`` bytes (the
         size read, else the validators'), in order."""
-        ...
-
-    def count_files(self) -> tuple[int, int]:
-        """``(live files, tombstones)``."""
         ...
 
     def live_by_root(self) -> dict[str, int]:
@@ -327,17 +326,22 @@ class Store(Transactional, Protocol):
         """Add an event to the log in the current transaction and return it with its seq."""
         ...
 
-    def events_since(self, seq: int, limit: int = 1000) -> list[Event]:
+    def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Up to ``limit`` events with a sequence number above ``seq``, in order (committed
-        ones, and those of this connection's open transaction)."""
+        ones, and those of this connection's open transaction); ``fleet``: every host's.
+
+        Sequence order is commit order: a reader that has read an event never finds, later,
+        a committed event with a lower number that it was not shown.
+        """
         ...
 
     def last_seq(self) -> int:
-        """The highest sequence number ever used (0 for a new store)."""
+        """The highest sequence number this host's log ever used (0 for a new store)."""
         ...
 
     def first_seq(self) -> int:
-        """The lowest sequence number still in the log (``last_seq() + 1`` when empty)."""
+        """The lowest sequence number still in this host's log (``last_seq() + 1`` when
+        empty)."""
         ...
 
     def purge_events(self, before: float) -> int:

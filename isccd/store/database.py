@@ -64,15 +64,27 @@ class Database:
     """
 
     def __init__(
-        self, path: str | Path, *, readonly: bool = False, options: SqliteOptions | None = None
+        self,
+        path: str | Path,
+        *,
+        host: str = "",
+        readonly: bool = False,
+        options: SqliteOptions | None = None,
     ) -> None:
         """Open (and for writing create, check and migrate) the database at ``path``.
+
+        Args:
+            path: The database file.
+            host: The host name its files are reported on (one database, one host).
+            readonly: Open for reading only.
+            options: Tuning.
 
         Raises:
             StoreError: It cannot be opened, is locked, or was written by a newer isccd.
             StoreCorruptError: It is not an isccd database or fails its integrity check.
         """
         self._path = str(path)
+        self._host = host
         self._readonly = readonly
         self._options = options or SqliteOptions()
         self._roots: dict[bytes, int] = {}
@@ -99,14 +111,9 @@ class Database:
     # -- opening -------------------------------------------------------------------------------
 
     @property
-    def url(self) -> str:
-        """``sqlite://`` + the percent-encoded database path."""
-        return "sqlite://" + urllib.parse.quote(os.fsencode(self._path))
-
-    @property
-    def readonly(self) -> bool:
-        """True when opened for reading only."""
-        return self._readonly
+    def host(self) -> str:
+        """The host name its files are reported on."""
+        return self._host
 
     @property
     def path(self) -> str:
@@ -227,10 +234,6 @@ class Database:
         finally:
             if lock is not None:
                 os.close(lock)  # releases the writer lock
-
-    def integrity_check(self) -> list[str]:
-        """``PRAGMA integrity_check``: ``["ok"]`` or the problems found."""
-        return [row[0] for row in self._guarded(self._db.execute, "PRAGMA integrity_check")]
 
     # -- errors --------------------------------------------------------------------------------
 

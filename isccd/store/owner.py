@@ -188,18 +188,21 @@ class StoreOwner(Generic[C]):
     def _run_job(self, owned: C, job: _Job, outcomes: list[tuple[Future[Any], bool, Any]]) -> None:
         if not job.future.set_running_or_notify_cancel():
             return
+        # Listed first: if the savepoint itself fails (a lost database connection), the batch
+        # fails, and this job with it.
+        outcomes.append((job.future, False, None))
         owned.savepoint()
         try:
             value = job.fn(owned)
         except Exception as exc:  # the job's own failure goes to its caller, not the batch
-            owned.rollback_to()
-            outcomes.append((job.future, False, exc))
+            outcomes[-1] = (job.future, False, exc)
+            owned.rollback_to()  # if this fails too, so does the batch
             return
         except BaseException as exc:
-            outcomes.append((job.future, False, exc))
+            outcomes[-1] = (job.future, False, exc)
             raise
         owned.release()
-        outcomes.append((job.future, True, value))
+        outcomes[-1] = (job.future, True, value)
 
     def _fail_waiting(self, exc: BaseException) -> None:
         while True:

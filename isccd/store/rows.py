@@ -1,4 +1,5 @@
-"""How a :class:`~isccd.model.FileRecord` maps to a row of the SQLite ``files`` table and back.
+"""How a :class:`~isccd.model.FileRecord` maps to a row of the ``files`` table and back (the
+SQLite and the PostgreSQL schema name their columns alike).
 
 Paths are BLOBs of ``os.fsencode(path)`` (byte-exact for names that are not UTF-8); the datahash
 is stored as raw multihash bytes; issues as a JSON list. Timings are not stored: they describe
@@ -58,8 +59,8 @@ def record_columns(record: FileRecord) -> tuple[Any, ...]:
     )
 
 
-def file_from_row(row: Sequence[Any], units: tuple[Unit, ...]) -> StoredFile:
-    """A stored file from a row of :data:`FILE_COLUMNS` and its units."""
+def file_from_row(row: Sequence[Any], units: tuple[Unit, ...], host: str) -> StoredFile:
+    """A stored file on ``host`` from a row of :data:`FILE_COLUMNS` and its units."""
     (
         file_id, root, directory, name, dev, ino, size, mtime_ns, ctime_ns, nlink,
         datahash, iscc, mediatype, mode, meta_name, description, metahash,
@@ -89,7 +90,7 @@ def file_from_row(row: Sequence[Any], units: tuple[Unit, ...]) -> StoredFile:
         metahash=metahash,
         named_by_file=None if named_by_file is None else bool(named_by_file),
     )
-    return StoredFile(file_id, from_fs(root), record, indexed_at, removed_at)
+    return StoredFile(file_id, from_fs(root), record, indexed_at, removed_at, host)
 
 
 def issues_to_json(issues: Sequence[FileIssue]) -> str | None:

@@ -1,6 +1,7 @@
 """The SQLite backend of the store: files, their units, relations, properties and events in one
 database file in WAL mode in the state directory (:mod:`isccd.store.database` opens it, checks
-and migrates it, and runs its transactions).
+and migrates it, and runs its transactions). It holds one host's index: ``fleet=True`` asks the
+same as the host's own.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class SqliteStore(Database):
         if not rows_list:
             return []
         units = self._units_of([row[0] for row in rows_list])
-        return [file_from_row(row, units.get(row[0], ())) for row in rows_list]
+        return [file_from_row(row, units.get(row[0], ()), self._host) for row in rows_list]
 
     def _units_of(self, ids: Sequence[int]) -> dict[int, tuple[Unit, ...]]:
         found: dict[int, list[Unit]] = {}
@@ -100,7 +101,7 @@ class SqliteStore(Database):
             "f.dev = ? AND f.ino = ? AND f.removed_at IS NULL ORDER BY f.id", (dev, ino)
         )
 
-    def files_by_datahash(self, datahash: str) -> list[StoredFile]:
+    def files_by_datahash(self, datahash: str, *, fleet: bool = False) -> list[StoredFile]:
         """Live files with this datahash."""
         return self._files(
             "f.datahash = ? AND f.removed_at IS NULL ORDER BY f.id", (bytes.fromhex(datahash),)
@@ -209,7 +210,7 @@ class SqliteStore(Database):
         return [StaleUnits(f, frozenset(stale[f.id])) for f in files]
 
     def unit_digests(
-        self, unit_type: UnitType, chunk: int = 65536
+        self, unit_type: UnitType, chunk: int = 65536, *, fleet: bool = False
     ) -> Iterator[list[tuple[int, bytes]]]:
         """``(file id, digest)`` of the live files' units of one type, in chunks."""
         last = -1
@@ -225,12 +226,12 @@ class SqliteStore(Database):
             last = rows[-1][0]
             yield [(file_id, bytes(digest)) for file_id, digest in rows]
 
-    def exact_datahashes(self) -> list[str]:
+    def exact_datahashes(self, *, fleet: bool = False) -> list[str]:
         """Datahashes held by more than one live identity."""
         rows = self._exec(
             "SELECT datahash FROM (SELECT DISTINCT datahash, dev, ino FROM files "
             "WHERE removed_at IS NULL AND datahash IS NOT NULL) "
-            "GROUP BY datahash HAVING count(*) > 1"
+            "GROUP BY datahash HAVING count(*) > 1 ORDER BY datahash"
         )
         return [bytes(row[0]).hex() for row in rows]
 
@@ -243,14 +244,6 @@ class SqliteStore(Database):
             (at_least, below),
         )
         return [int(row[0]) for row in rows]
-
-    def count_files(self) -> tuple[int, int]:
-        """``(live, tombstones)``."""
-        live, dead = self._exec(
-            "SELECT count(*) FILTER (WHERE removed_at IS NULL), "
-            "count(*) FILTER (WHERE removed_at IS NOT NULL) FROM files"
-        ).fetchone()
-        return int(live), int(dead)
 
     def live_by_root(self) -> dict[str, int]:
         """Live files per root, from the counters the schema's triggers keep."""
@@ -445,7 +438,7 @@ class SqliteStore(Database):
         ).fetchone()
         return Event(int(row[0]), type, now, root, path, json.loads(text))
 
-    def events_since(self, seq: int, limit: int = 1000) -> list[Event]:
+    def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``."""
         rows = self._exec(
             "SELECT seq, type, time, root, path, data FROM events WHERE seq > ? "

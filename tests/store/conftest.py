@@ -1,4 +1,4 @@
-"""Fixtures for the store tests: every contract test runs against each backend."""
+"""Fixtures for the store tests: every contract test runs against each real backend."""
 
 from __future__ import annotations
 
@@ -10,11 +10,22 @@ import pytest
 from isccd.model import FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Mode, Unit, UnitType
 from isccd.store import Store, open_store, state_url
 
+#: The store contract holds for each real backend.
+BACKENDS = ["sqlite", "postgres"]
 
-@pytest.fixture(params=["sqlite", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = state_url(tmp_path / "state") if request.param == "sqlite" else "memory://"
-    opened = open_store(url)
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a new store of each backend (a fresh database on the test server)."""
+    if request.param == "sqlite":
+        return state_url(tmp_path / "state")
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url, host="host-a")
     yield opened
     opened.close()
 

@@ -139,24 +139,33 @@ def test_a_schema_3_database_gets_root_counts_and_properties(tmp_path: Path) -> 
         conn.close()
 
 
-def test_every_store_has_an_identity_of_its_own_for_its_life(store: Store, tmp_path: Path) -> None:
+def test_every_store_has_an_identity_of_its_own_for_its_life(
+    store: Store, store_url: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     identity = uuid.UUID(store.identity)
     assert identity.version == 4 and identity.variant == uuid.RFC_4122
     store.begin()
     store.add_file("/a", make_record("/a/1"), 1.0)
     store.rollback()
     assert store.identity == str(identity)
-    if store.url.startswith("sqlite"):
-        store.close()
-        again = open_store(store.url)
-        assert again.identity == str(identity)
-        again.close()
-        reader = open_store(store.url, readonly=True)
+    store.close()
+    again = open_store(store_url, host="host-a")
+    assert again.identity == str(identity)
+    again.close()
+    if store_url.startswith("sqlite"):
+        reader = open_store(store_url, readonly=True)
         assert reader.identity == str(identity)
         reader.close()
-    other = open_store(
-        state_url(tmp_path / "other") if store.url.startswith("sqlite") else "memory://"
-    )
+        other_url = state_url(tmp_path / "other")
+    else:
+        # Another host of the same fleet shares the database's identity; another database
+        # has its own.
+        fellow = open_store(store_url, host="host-b")
+        assert fellow.identity == str(identity)
+        fellow.close()
+        server = request.getfixturevalue("pg_server")
+        other_url = server.url(server.new_database())
+    other = open_store(other_url, host="host-a")
     assert other.identity != str(identity)
     other.close()
 

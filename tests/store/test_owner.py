@@ -4,34 +4,43 @@ from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from isccd.errors import StoreError, StoreFullError
 from isccd.model import EventType
-from isccd.store import MemoryStore, Store, open_store, state_url
+from isccd.store import SqliteStore, Store, open_store, state_url
 from isccd.store.owner import OwnerOptions, StoreOwner
 from tests.store.conftest import make_record
 
 ROOT = "/data"
 
 
-class CountingStore(MemoryStore):
-    """A memory store that counts commits, notes the committing thread, and can fail commits."""
+@dataclass
+class Tally:
+    """What a :class:`CountingStore` saw, readable from the test's thread."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.commits = 0
-        self.threads: set[str] = set()
-        self.fail_commit: BaseException | None = None
+    commits: int = 0
+    threads: set[str] = field(default_factory=set)
+    fail_commit: BaseException | None = None
+
+
+class CountingStore(SqliteStore):
+    """A SQLite store that counts commits, notes the committing thread, and can fail commits.
+    Like every store it is opened on the thread that uses it (the owner's)."""
+
+    def __init__(self, path: Path, tally: Tally) -> None:
+        super().__init__(path / "isccd.db")
+        self.tally = tally
 
     def commit(self) -> None:
-        self.threads.add(threading.current_thread().name)
-        if self.fail_commit is not None:
-            raise self.fail_commit
+        self.tally.threads.add(threading.current_thread().name)
+        if self.tally.fail_commit is not None:
+            raise self.tally.fail_commit
         super().commit()
-        self.commits += 1
+        self.tally.commits += 1
 
 
 def add_numbered(i: int, store: Store) -> int:
@@ -42,9 +51,9 @@ def _still(clock_value: float = 0.0) -> float:
     return clock_value  # a clock that never moves: batches end only when the queue is empty
 
 
-def test_jobs_waiting_together_are_committed_together() -> None:
-    store = CountingStore()
-    owner = StoreOwner(lambda: store, clock=_still)
+def test_jobs_waiting_together_are_committed_together(tmp_path: Path) -> None:
+    tally = Tally()
+    owner = StoreOwner(lambda: CountingStore(tmp_path, tally), clock=_still)
     owner.start()
     gate = threading.Event()
     try:
@@ -54,15 +63,15 @@ def test_jobs_waiting_together_are_committed_together() -> None:
         assert first.result(10) is True
         ids = [f.result(10) for f in rest]
         assert len(set(ids)) == 100
-        assert store.commits == 1
-        assert store.threads == {"isccd-store"}
+        assert tally.commits == 1
+        assert tally.threads == {"isccd-store"}
     finally:
         owner.close()
 
 
-def test_a_failing_job_is_undone_alone() -> None:
-    store = CountingStore()
-    owner = StoreOwner(lambda: store, clock=_still)
+def test_a_failing_job_is_undone_alone(tmp_path: Path) -> None:
+    tally = Tally()
+    owner = StoreOwner(lambda: CountingStore(tmp_path, tally), clock=_still)
     owner.start()
     gate = threading.Event()
 
@@ -82,19 +91,21 @@ def test_a_failing_job_is_undone_alone() -> None:
             bad.result(10)
         assert after.result(10) is True
         assert owner.call(lambda s: s.file_at("/data/bad")) is None
-        assert store.commits == 2  # the batch with the failing job still committed
+        assert tally.commits == 2  # the batch with the failing job still committed
     finally:
         owner.close()
 
 
-def test_a_failed_commit_fails_every_job_of_the_batch_and_keeps_nothing() -> None:
-    store = CountingStore()
-    owner = StoreOwner(lambda: store, clock=_still)
+def test_a_failed_commit_fails_every_job_of_the_batch_and_keeps_nothing(
+    tmp_path: Path,
+) -> None:
+    tally = Tally()
+    owner = StoreOwner(lambda: CountingStore(tmp_path, tally), clock=_still)
     owner.start()
     gate = threading.Event()
     try:
         blocker = owner.submit(lambda s: gate.wait(10))  # the first batch holds only this job
-        store.fail_commit = StoreFullError("disk full")
+        tally.fail_commit = StoreFullError("disk full")
         gate.set()
         with pytest.raises(StoreFullError):
             blocker.result(10)
@@ -102,16 +113,16 @@ def test_a_failed_commit_fails_every_job_of_the_batch_and_keeps_nothing() -> Non
         for job in jobs:
             with pytest.raises(StoreFullError):
                 job.result(10)
-        store.fail_commit = None
-        assert owner.call(lambda s: s.count_files()) == (0, 0)
+        tally.fail_commit = None
+        assert owner.call(lambda s: s.files_under("/")) == []
     finally:
         owner.close()
 
 
 def test_a_result_arrives_only_once_its_changes_are_visible_to_other_readers(
-    tmp_path: Path,
+    store_url: str,
 ) -> None:
-    url = state_url(tmp_path)
+    url = store_url
     owner: StoreOwner[Store] = StoreOwner(lambda: open_store(url))
     owner.start()
     try:
@@ -130,7 +141,9 @@ def test_opening_errors_surface_in_start_and_a_closed_owner_refuses_work(tmp_pat
     broken: StoreOwner[Store] = StoreOwner(lambda: open_store(state_url(tmp_path)))
     with pytest.raises(StoreError, match=r"unreadable|damaged"):
         broken.start()
-    owner = StoreOwner(MemoryStore, options=OwnerOptions(max_batch=1))
+    owner: StoreOwner[Store] = StoreOwner(
+        lambda: open_store(state_url(tmp_path / "other")), options=OwnerOptions(max_batch=1)
+    )
     owner.start()
     owner.close()
     owner.close()

@@ -1,0 +1,490 @@
+"""The PostgreSQL backend of the store: one host's files, units, relations, properties and events
+in a database a fleet shares (:mod:`isccd.store.pgdatabase` connects, holds the host's lock,
+migrates and runs the transactions; :mod:`isccd.store.pgschema` is the schema).
+
+Queries about paths, directories, roots, properties and the host's own log read the rows of this
+store's host only; lookups by file id find any host's files (ids are unique across the fleet);
+``fleet=True`` widens exact matches, unit digests and the log to every host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from isccd.errors import StoreCorruptError
+from isccd.model import Event, EventType, FileRecord, FileStat, Unit, UnitType, sort_units
+from isccd.store.base import (
+    IDENTITY_PROPERTY,
+    FileKey,
+    NearPair,
+    StaleUnits,
+    StoredFile,
+    skipped_units,
+    split_path,
+)
+from isccd.store.pgdatabase import PgDatabase, PostgresOptions
+from isccd.store.rows import FILE_COLUMNS, FILE_FROM, file_from_row, from_fs, record_columns, to_fs
+
+__all__ = ["PostgresOptions", "PostgresStore"]
+
+#: Directory paths are indexed on their first bytes (see :mod:`isccd.store.pgschema`).
+_PREFIX = 1024
+
+#: Common table expressions inserting the units and skips of the file ``f`` from arrays.
+_CHILDREN = (
+    "u AS (INSERT INTO units (file_id, type, iscc, digest, profile_id) SELECT f.id, t.* FROM f, "
+    "unnest(%s::text[], %s::text[], %s::bytea[], %s::integer[]) AS t), "
+    "s AS (INSERT INTO skips (file_id, type, profile_id) SELECT f.id, t.* FROM f, "
+    "unnest(%s::text[], %s::integer[]) AS t)"
+)
+
+
+class PostgresStore(PgDatabase):
+    """A :class:`isccd.store.base.Store` for one host in a shared PostgreSQL database.
+
+    Opening it is :class:`~isccd.store.pgdatabase.PgDatabase`'s (and raises what it raises).
+    Not thread-safe: use it from the thread that opened it.
+    """
+
+    # -- reading files -------------------------------------------------------------------------
+
+    def _files(self, where: str, params: Sequence[Any] = ()) -> list[StoredFile]:
+        rows = self._exec(
+            f"SELECT {FILE_COLUMNS}, f.host FROM {FILE_FROM} WHERE {where}",  # noqa: S608 -- fixed fragments; values are bound
+            params,
+        ).fetchall()
+        if not rows:
+            return []
+        units = self._units_of([row[0] for row in rows])
+        return [file_from_row(row[:-1], units.get(row[0], ()), row[-1]) for row in rows]
+
+    def _units_of(self, ids: Sequence[int]) -> dict[int, tuple[Unit, ...]]:
+        found: dict[int, list[Unit]] = {}
+        rows = self._exec(
+            "SELECT file_id, type, iscc, digest, profile_id FROM units WHERE file_id = ANY(%s)",
+            (list(ids),),
+        )
+        for file_id, type_, iscc, digest, profile_id in rows.fetchall():
+            unit = Unit(UnitType(type_), iscc, bytes(digest), self._profile_name(profile_id))
+            found.setdefault(file_id, []).append(unit)
+        return {k: sort_units(v) for k, v in found.items()}
+
+    def _at(self, path: str) -> tuple[str, tuple[Any, ...]]:
+        """The condition for rows at ``path`` on this host."""
+        directory, name = split_path(path)
+        dir_bytes = to_fs(directory)
+        return (
+            "d.host = %s AND sha256(d.path) = sha256(%s) AND f.name = %s",
+            (self._host, dir_bytes, to_fs(name)),
+        )
+
+    def file_at(self, path: str) -> StoredFile | None:
+        """The live file at ``path``."""
+        cond, params = self._at(path)
+        found = self._files(f"{cond} AND f.removed_at IS NULL", params)
+        return found[0] if found else None
+
+    def files_by_id(self, ids: Sequence[int]) -> list[StoredFile]:
+        """Files with these ids, in the given order."""
+        if not ids:
+            return []
+        by_id = {s.id: s for s in self._files("f.id = ANY(%s)", (list(ids),))}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def files_by_identity(self, dev: int, ino: int) -> list[StoredFile]:
+        """Live files on this host with this identity."""
+        return self._files(
+            "f.host = %s AND f.dev = %s AND f.ino = %s AND f.removed_at IS NULL ORDER BY f.id",
+            (self._host, dev, ino),
+        )
+
+    def files_by_datahash(self, datahash: str, *, fleet: bool = False) -> list[StoredFile]:
+        """Live files with this datahash (an index lookup), on this host or every host."""
+        where = "f.datahash = %s AND f.removed_at IS NULL"
+        params: tuple[Any, ...] = (bytes.fromhex(datahash),)
+        if not fleet:
+            where, params = f"{where} AND f.host = %s", (*params, self._host)
+        return self._files(f"{where} ORDER BY f.id", params)
+
+    def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
+        """Identity and datahash of the live files among ``ids``."""
+        rows = self._exec(
+            "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files "
+            "WHERE removed_at IS NULL AND id = ANY(%s)",
+            (list(ids),),
+        )
+        return {
+            file_id: FileKey(
+                (dev, ino) if dev is not None else None,
+                bytes(datahash).hex() if datahash is not None else None,
+                size,
+            )
+            for file_id, dev, ino, datahash, size in rows.fetchall()
+        }
+
+    def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
+        """Digests of one unit type of the live files among ``ids``."""
+        rows = self._exec(
+            "SELECT u.file_id, u.digest FROM units u JOIN files f ON f.id = u.file_id "
+            "WHERE u.type = %s AND f.removed_at IS NULL AND u.file_id = ANY(%s)",
+            (unit_type.value, list(ids)),
+        )
+        return {file_id: bytes(digest) for file_id, digest in rows.fetchall()}
+
+    def tombstones_at(self, path: str) -> list[StoredFile]:
+        """Tombstones at ``path``, most recent first."""
+        cond, params = self._at(path)
+        return self._files(
+            f"{cond} AND f.removed_at IS NOT NULL ORDER BY f.removed_at DESC, f.id DESC", params
+        )
+
+    def validators_in_dir(self, directory: str) -> dict[str, FileStat]:
+        """Name -> validators of the live files in ``directory``."""
+        rows = self._exec(
+            "SELECT f.name, f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, f.nlink "
+            "FROM files f JOIN dirs d ON d.id = f.dir_id "
+            "WHERE d.host = %s AND sha256(d.path) = sha256(%s) AND f.removed_at IS NULL",
+            (self._host, to_fs(directory)),
+        )
+        return {
+            os.fsdecode(name): FileStat(dev, ino, size, mtime, ctime, nlink or 1)
+            if dev is not None
+            else FileStat(-1, -1, -1, -1, -1)
+            for name, dev, ino, size, mtime, ctime, nlink in rows.fetchall()
+        }
+
+    def _dir_range(self, path: str) -> tuple[str, tuple[Any, ...]]:
+        """The condition for this host's directories at or below ``path``: a range of the
+        indexed path prefix, rechecked on the whole path."""
+        if path == "/":
+            return "d.host = %s", (self._host,)
+        top = to_fs(path)
+        low, high = top + b"/", top + b"0"
+        return (
+            "d.host = %s AND (sha256(d.path) = sha256(%s) OR ("
+            f"substr(d.path, 1, {_PREFIX}) BETWEEN %s AND %s AND d.path >= %s AND d.path < %s))",
+            (self._host, top, low[:_PREFIX], high[:_PREFIX], low, high),
+        )
+
+    def dirs_under(self, path: str) -> list[str]:
+        """Directories at or below ``path`` holding live files."""
+        cond, params = self._dir_range(path)
+        rows = self._exec(
+            f"SELECT d.path FROM dirs d WHERE {cond} AND EXISTS "  # noqa: S608 -- fixed fragments
+            "(SELECT 1 FROM files f WHERE f.dir_id = d.id AND f.removed_at IS NULL) "
+            "ORDER BY d.path",
+            params,
+        )
+        return [from_fs(row[0]) for row in rows.fetchall()]
+
+    def files_under(self, path: str) -> list[StoredFile]:
+        """Live files at or below ``path``."""
+        cond, params = self._dir_range(path)
+        at, at_params = self._at(path)
+        return self._files(
+            f"f.removed_at IS NULL AND (({cond}) OR ({at})) ORDER BY d.path, f.name",
+            (*params, *at_params),
+        )
+
+    def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
+        """Live files below ``under`` with units made or skipped under a stale profile."""
+        profiles = self._exec("SELECT id, profile FROM profiles").fetchall()
+        stale_ids = [pid for pid, profile in profiles if is_stale(profile)]
+        if not stale_ids:
+            return []
+        cond, params = self._dir_range(under)
+        stale: dict[int, set[UnitType]] = {}
+        for table in ("units", "skips"):
+            rows = self._exec(
+                f"SELECT u.file_id, u.type FROM {table} u JOIN files f ON f.id = u.file_id "  # noqa: S608 -- fixed fragments
+                f"JOIN dirs d ON d.id = f.dir_id WHERE u.profile_id = ANY(%s) "
+                f"AND f.removed_at IS NULL AND {cond}",
+                (stale_ids, *params),
+            )
+            for file_id, unit_type in rows.fetchall():
+                stale.setdefault(file_id, set()).add(UnitType(unit_type))
+        files = self.files_by_id(sorted(stale))
+        return [StaleUnits(f, frozenset(stale[f.id])) for f in files]
+
+    def unit_digests(
+        self, unit_type: UnitType, chunk: int = 65536, *, fleet: bool = False
+    ) -> Iterator[list[tuple[int, bytes]]]:
+        """``(file id, digest)`` of the live files' units of one type, in chunks."""
+        host = "" if fleet else "AND f.host = %s "
+        last = -1
+        while True:
+            rows = self._exec(
+                "SELECT u.file_id, u.digest FROM units u JOIN files f ON f.id = u.file_id "  # noqa: S608 -- fixed fragments
+                f"WHERE u.type = %s AND u.file_id > %s AND f.removed_at IS NULL {host}"
+                "ORDER BY u.file_id LIMIT %s",
+                (unit_type.value, last, *(() if fleet else (self._host,)), chunk),
+            ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [(file_id, bytes(digest)) for file_id, digest in rows]
+
+    def exact_datahashes(self, *, fleet: bool = False) -> list[str]:
+        """Datahashes held by more than one live identity (one host's ``(dev, ino)``)."""
+        host = "" if fleet else "AND host = %s "
+        rows = self._exec(
+            "SELECT datahash FROM (SELECT DISTINCT datahash, host, dev, ino FROM files "  # noqa: S608 -- fixed fragments
+            f"WHERE removed_at IS NULL AND datahash IS NOT NULL {host}) AS identities "
+            "GROUP BY datahash HAVING count(*) > 1 ORDER BY datahash",
+            () if fleet else (self._host,),
+        )
+        return [bytes(row[0]).hex() for row in rows.fetchall()]
+
+    def ids_by_size(self, at_least: int, below: int) -> list[int]:
+        """This host's live files by size (a scan: asked only when ``min_size`` changes)."""
+        rows = self._exec(
+            "SELECT id FROM files WHERE host = %s AND removed_at IS NULL "
+            "AND coalesce(filesize, size) >= %s AND coalesce(filesize, size) < %s ORDER BY id",
+            (self._host, at_least, below),
+        )
+        return [int(row[0]) for row in rows.fetchall()]
+
+    def live_by_root(self) -> dict[str, int]:
+        """Live files per root of this host, from the counters the trigger keeps."""
+        rows = self._exec(
+            "SELECT path, live FROM roots WHERE host = %s AND live > 0 ORDER BY path",
+            (self._host,),
+        )
+        return {from_fs(path): int(live) for path, live in rows.fetchall()}
+
+    def root_device(self, root: str) -> int | None:
+        """The recorded ``st_dev`` of a root."""
+        row = self._exec(
+            "SELECT dev FROM roots WHERE host = %s AND sha256(path) = sha256(%s)",
+            (self._host, to_fs(root)),
+        ).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else None
+
+    # -- writing files -------------------------------------------------------------------------
+
+    def _record_values(self, root: str, record: FileRecord) -> tuple[Any, ...]:
+        directory, name = split_path(record.path)
+        return (self._root_id(root), self._dir_id(directory), to_fs(name), *record_columns(record))
+
+    def _children(self, record: FileRecord) -> tuple[Any, ...]:
+        """The arrays of a record's units and skips, for :data:`_CHILDREN` (one round trip
+        however many units a file has)."""
+        units = record.units
+        skips = skipped_units(record.issues)
+        return (
+            [u.type.value for u in units],
+            [u.iscc for u in units],
+            [u.digest for u in units],
+            [self._profile_id(u.profile) for u in units],
+            [t.value for t in skips],
+            [self._profile_id(p) for p in skips.values()],
+        )
+
+    def add_file(self, root: str, record: FileRecord, now: float) -> int:
+        """Store a new live file, its units and skips (one statement); return its id."""
+        values = self._record_values(root, record)
+        row = self._exec(
+            "WITH f AS (INSERT INTO files (host, root_id, dir_id, name, dev, ino, size, "  # noqa: S608 -- fixed fragments; values are bound
+            "mtime_ns, ctime_ns, nlink, datahash, iscc, mediatype, mode, meta_name, description, "
+            "metahash, filesize, characters, width, height, duration, extractor, issues, "
+            "named_by_file, indexed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            f"%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id), {_CHILDREN} "
+            "SELECT id FROM f",
+            (self._host, *values, now, *self._children(record)),
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:
+        """Replace a live file's record, units and skips."""
+        row = self._exec(
+            "WITH mine AS (SELECT id FROM files WHERE id = %s AND host = %s), "
+            "du AS (DELETE FROM units WHERE file_id IN (SELECT id FROM mine)), "
+            "ds AS (DELETE FROM skips WHERE file_id IN (SELECT id FROM mine)) "
+            "UPDATE files SET root_id=%s, dir_id=%s, name=%s, dev=%s, ino=%s, size=%s, "
+            "mtime_ns=%s, ctime_ns=%s, nlink=%s, datahash=%s, iscc=%s, mediatype=%s, mode=%s, "
+            "meta_name=%s, description=%s, metahash=%s, filesize=%s, characters=%s, width=%s, "
+            "height=%s, duration=%s, extractor=%s, issues=%s, named_by_file=%s, indexed_at=%s "
+            "WHERE id = %s AND host = %s AND removed_at IS NULL RETURNING id",
+            (file_id, self._host, *self._record_values(root, record), now, file_id, self._host),
+        ).fetchone()
+        if row is not None:
+            # A second statement: a unit's key deleted above is free only once that has run.
+            self._exec(
+                f"WITH f AS (SELECT %s::bigint AS id), {_CHILDREN} SELECT 1",
+                (file_id, *self._children(record)),
+            )
+
+    def move_file(self, file_id: int, root: str, path: str, stat: FileStat) -> None:
+        """Rename a live file, keeping its units."""
+        directory, name = split_path(path)
+        self._exec(
+            "UPDATE files SET root_id=%s, dir_id=%s, name=%s, dev=%s, ino=%s, size=%s, "
+            "mtime_ns=%s, ctime_ns=%s, nlink=%s WHERE id = %s AND host = %s "
+            "AND removed_at IS NULL",
+            (
+                self._root_id(root),
+                self._dir_id(directory),
+                to_fs(name),
+                stat.dev,
+                stat.ino,
+                stat.size,
+                stat.mtime_ns,
+                stat.ctime_ns,
+                stat.nlink,
+                file_id,
+                self._host,
+            ),
+        )
+
+    def remove_file(self, file_id: int, now: float) -> None:
+        """Make a live file a tombstone and drop its near relations (every host's)."""
+        self._exec(
+            "UPDATE files SET removed_at = %s WHERE id = %s AND host = %s AND removed_at IS NULL",
+            (now, file_id, self._host),
+        )
+        self._exec("DELETE FROM near WHERE a = %s OR b = %s", (file_id, file_id))
+
+    def set_root_device(self, root: str, dev: int) -> None:
+        """Record the ``st_dev`` of a root."""
+        self._exec("UPDATE roots SET dev = %s WHERE id = %s", (dev, self._root_id(root)))
+
+    def rebase_device(self, under: str, old: int, new: int) -> int:
+        """Move this host's live files below ``under`` from device ``old`` to ``new``."""
+        cond, params = self._dir_range(under)
+        cursor = self._exec(
+            "UPDATE files SET dev = %s WHERE dev = %s AND removed_at IS NULL AND dir_id IN "  # noqa: S608 -- fixed fragments; values are bound
+            f"(SELECT d.id FROM dirs d WHERE {cond})",
+            (new, old, *params),
+        )
+        return cursor.rowcount
+
+    def purge_tombstones(self, before: float) -> int:
+        """Delete this host's tombstones older than ``before``, and its directories and roots
+        that no file refers to any more."""
+        count = self._exec(
+            "DELETE FROM files WHERE host = %s AND removed_at IS NOT NULL AND removed_at < %s",
+            (self._host, before),
+        ).rowcount
+        if count:
+            for table, column in (("dirs", "dir_id"), ("roots", "root_id")):
+                self._exec(
+                    f"DELETE FROM {table} t WHERE t.host = %s AND NOT EXISTS "  # noqa: S608 -- constants
+                    f"(SELECT 1 FROM files f WHERE f.{column} = t.id)",
+                    (self._host,),
+                )
+            self._forget_interned()
+        return count
+
+    # -- near relations ------------------------------------------------------------------------
+
+    def near_of(self, file_id: int) -> list[NearPair]:
+        """This host's relations of one file."""
+        rows = self._exec(
+            "SELECT a, b, unit, distance FROM near WHERE host = %s AND (a = %s OR b = %s) "
+            "ORDER BY a, b, unit",
+            (self._host, file_id, file_id),
+        )
+        return [NearPair(a, b, UnitType(u), d) for a, b, u, d in rows.fetchall()]
+
+    def add_near(self, pairs: Sequence[NearPair]) -> None:
+        """Insert or update relations."""
+        self._exec_many(
+            "INSERT INTO near (host, a, b, unit, distance) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (host, a, b, unit) DO UPDATE SET distance = excluded.distance",
+            [(self._host, p.a, p.b, p.unit.value, p.distance) for p in pairs],
+        )
+
+    def remove_near(self, pairs: Sequence[NearPair]) -> None:
+        """Delete relations."""
+        self._exec_many(
+            "DELETE FROM near WHERE host = %s AND a = %s AND b = %s AND unit = %s",
+            [(self._host, p.a, p.b, p.unit.value) for p in pairs],
+        )
+
+    def near_pairs(self) -> Iterator[NearPair]:
+        """This host's relations."""
+        rows = self._exec(
+            "SELECT a, b, unit, distance FROM near WHERE host = %s ORDER BY a, b, unit",
+            (self._host,),
+        ).fetchall()
+        for a, b, unit, distance in rows:
+            yield NearPair(a, b, UnitType(unit), distance)
+
+    # -- properties ----------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str:
+        """The UUID recorded when the database was created: one for the fleet, whose event
+        log it numbers."""
+        row = self._exec(
+            "SELECT value FROM properties WHERE host = '' AND name = %s", (IDENTITY_PROPERTY,)
+        ).fetchone()
+        if row is None:
+            raise StoreCorruptError("the fleet's database has no identity recorded")
+        return str(row[0])
+
+    def get_property(self, name: str) -> str | None:
+        """The value this host recorded under ``name``."""
+        row = self._exec(
+            "SELECT value FROM properties WHERE host = %s AND name = %s", (self._host, name)
+        ).fetchone()
+        return str(row[0]) if row is not None else None
+
+    def set_property(self, name: str, value: str) -> None:
+        """Record a value in the current transaction."""
+        self._exec(
+            "INSERT INTO properties (host, name, value) VALUES (%s, %s, %s) "
+            "ON CONFLICT (host, name) DO UPDATE SET value = excluded.value",
+            (self._host, name, value),
+        )
+
+    # -- events --------------------------------------------------------------------------------
+
+    def append_event(
+        self, type: EventType, root: str, path: str, data: Mapping[str, Any], now: float
+    ) -> Event:
+        """Log an event in the current transaction, numbered in commit order (see
+        :meth:`~isccd.store.pgdatabase.PgDatabase._lock_events`)."""
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+        self._lock_events()
+        row = self._exec(
+            "WITH e AS (INSERT INTO events (host, type, time, root, path, data) "
+            "VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq) "
+            "UPDATE hosts SET last_seq = e.seq FROM e WHERE hosts.name = %s RETURNING e.seq",
+            (self._host, type.value, now, to_fs(root), to_fs(path), text, self._host),
+        ).fetchone()
+        assert row is not None
+        return Event(int(row[0]), type, now, root, path, json.loads(text))
+
+    def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
+        """Committed events after ``seq``, of this host or every host."""
+        host = "" if fleet else "AND host = %s "
+        rows = self._exec(
+            f"SELECT seq, type, time, root, path, data FROM events WHERE seq > %s {host}"  # noqa: S608 -- fixed fragments
+            "ORDER BY seq LIMIT %s",
+            (seq, *(() if fleet else (self._host,)), limit),
+        )
+        return [
+            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data))
+            for s, t, tm, root, path, data in rows.fetchall()
+        ]
+
+    def last_seq(self) -> int:
+        """The highest sequence number this host ever used."""
+        row = self._exec("SELECT last_seq FROM hosts WHERE name = %s", (self._host,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def first_seq(self) -> int:
+        """The lowest sequence number still in this host's log."""
+        row = self._exec("SELECT min(seq) FROM events WHERE host = %s", (self._host,)).fetchone()
+        return int(row[0]) if row and row[0] is not None else self.last_seq() + 1
+
+    def purge_events(self, before: float) -> int:
+        """Delete this host's events older than ``before``."""
+        return self._exec(
+            "DELETE FROM events WHERE host = %s AND time < %s", (self._host, before)
+        ).rowcount
