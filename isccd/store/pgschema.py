@@ -105,7 +105,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 duration double precision,
                 extractor text,
                 issues text,
-                named_by_file integer,
+                named_by_file boolean,
                 indexed_at double precision NOT NULL,
                 removed_at double precision
             )""",

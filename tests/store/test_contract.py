@@ -39,6 +39,19 @@ def test_a_stored_record_reads_back_equal(store: Store) -> None:
     assert stored.record == record
 
 
+@pytest.mark.parametrize("named_by_file", [True, False, None])
+def test_whether_the_name_came_from_the_file_name_reads_back(
+    store: Store, named_by_file: bool | None
+) -> None:
+    record = replace(make_record("/data/a.txt"), named_by_file=named_by_file)
+    store.begin()
+    file_id = store.add_file(ROOT, record, now=5.0)
+    store.update_file(file_id, ROOT, record, now=6.0)
+    store.commit()
+    stored = store.file_at("/data/a.txt")
+    assert stored is not None and stored.record.named_by_file is named_by_file
+
+
 def test_adding_a_second_live_file_at_one_path_is_refused(store: Store) -> None:
     store.begin()
     store.add_file(ROOT, make_record("/data/a"), 1.0)
