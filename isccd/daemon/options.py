@@ -82,6 +82,7 @@ def pipeline_options(
         versions=dict(versions or {}),
         wide=code.wide,
         hash_concurrency=hash_concurrency,
+        follow_symlinks=settings.watch.follow_symlinks,
     )
 
 
@@ -96,6 +97,7 @@ def worker_options(
         max_in_flight=hashing.max_in_flight,
         file_timeout=hashing.file_timeout,
         code=code,
+        follow_symlinks=settings.watch.follow_symlinks,
     )
 
 

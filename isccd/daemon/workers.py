@@ -61,6 +61,7 @@ class WorkerOptions:
             0 for ``workers * depth``. Callers beyond it wait in :meth:`WorkerPool.compute`.
         file_timeout: Seconds one file may take before its worker is replaced.
         code: How files are coded.
+        follow_symlinks: Follow symbolic links that stay beneath a file's root.
         start_method: ``forkserver`` (default), ``spawn`` or ``fork``.
     """
 
@@ -69,6 +70,7 @@ class WorkerOptions:
     max_in_flight: int = 0
     file_timeout: float = 1800.0
     code: CodeOptions = field(default_factory=CodeOptions)
+    follow_symlinks: bool = False
     start_method: str = "forkserver"
 
 
@@ -98,6 +100,7 @@ class WorkerStatistics:
 @dataclass(slots=True)
 class _Job:
     id: int
+    root: str | None
     path: str
     units: frozenset[UnitType] | None
     future: asyncio.Future[FileRecord]
@@ -115,7 +118,9 @@ class _Worker:
     jobs: deque[_Job] = field(default_factory=deque)
 
 
-def _worker_main(conn: multiprocessing.connection.Connection, options: CodeOptions) -> None:
+def _worker_main(
+    conn: multiprocessing.connection.Connection, options: CodeOptions, follow_symlinks: bool
+) -> None:
     """The worker process: warm up, then hash what it is sent until told to stop."""
     # Ctrl-C (and a TERM sent to the process group) reach the workers too; the daemon decides
     # when they stop, and finishes or abandons their files in order.
@@ -132,9 +137,13 @@ def _worker_main(conn: multiprocessing.connection.Connection, options: CodeOptio
             return
         if message is None:
             return
-        job_id, path, units = message
+        job_id, root, path, units = message
         try:
-            record = compute_record(path, options, units)
+            # Opened beneath its root, here in the process that reads it: a path checked by
+            # name elsewhere could have been redirected since.
+            record = compute_record(
+                path, options, units, root=root, follow_symlinks=follow_symlinks
+            )
         except Exception as exc:  # compute_record never raises for a bad file: this is a bug
             record = _failed(path, f"internal error: {type(exc).__name__}: {exc}")
         conn.send((job_id, record))
@@ -199,11 +208,20 @@ class WorkerPool:
             reason = self._start_failed.result()
             raise WorkersUnavailableError(f"the hashing workers cannot start: {reason}")
 
-    async def compute(self, path: str, units: Collection[UnitType] | None = None) -> FileRecord:
+    async def compute(
+        self, path: str, units: Collection[UnitType] | None = None, *, root: str | None
+    ) -> FileRecord:
         """Hash one file in a worker.
 
         Waits while ``max_in_flight`` files are already in flight. Problems with the file
         are in the record's issues; a worker crash or timeout is an ``internal`` issue.
+
+        Args:
+            path: The file.
+            units: Only these units (all by default).
+            root: The watched root holding ``path``: the worker opens it beneath the root's
+                directory (see :func:`isccd.hashing.compute_record`). ``None`` only for a file
+                a user names on the command line.
 
         Raises:
             PoolClosedError: The pool closed before the file was hashed.
@@ -214,7 +232,7 @@ class WorkerPool:
             self._next_job += 1
             future: asyncio.Future[FileRecord] = asyncio.get_running_loop().create_future()
             units_set = None if units is None else frozenset(units)
-            self._waiting.append(_Job(self._next_job, path, units_set, future))
+            self._waiting.append(_Job(self._next_job, root, path, units_set, future))
             self._dispatch()
             return await future
 
@@ -321,7 +339,7 @@ class WorkerPool:
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self._options.code),
+            args=(child, self._options.code, self._options.follow_symlinks),
             name=f"isccd-worker-{number}",
             daemon=True,
         )
@@ -390,7 +408,7 @@ class WorkerPool:
                 if job.future.done():  # its caller gave up (a cancelled reconcile)
                     continue
                 try:
-                    worker.conn.send((job.id, job.path, job.units))
+                    worker.conn.send((job.id, job.root, job.path, job.units))
                 except OSError:  # the worker is dying; its EOF is handled by _readable
                     self._waiting.appendleft(job)
                     break
