@@ -91,7 +91,7 @@ class WatchSettings(_Section):
     max_pending: int = Field(default=100_000, ge=100)
     """Distinct paths allowed to wait for settling; beyond it a root is reconciled instead."""
     follow_symlinks: bool = False
-    """Follow symbolic links to directories while scanning."""
+    """Follow symbolic links while scanning, as long as they stay beneath their root."""
     ignore: tuple[str, ...] = (
         ".git/",
         ".hg/",
