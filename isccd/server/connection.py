@@ -250,6 +250,14 @@ class Connection(asyncio.Protocol):
             log.debug("request_invalid", conn=self.id, code=exc.code, message=exc.message)
             await self._reply_error(exc.request_id, exc.code, exc.message)
             return
+        except Exception as exc:
+            # Validation should have said what is wrong; whatever slipped through is a bug,
+            # and must cost neither the connection nor the requests queued behind this one.
+            log.exception("request_undecodable", conn=self.id)
+            await self._reply_error(
+                None, ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}"
+            )
+            return
         try:
             result = await self._execute(request)
         except ProtocolError as exc:

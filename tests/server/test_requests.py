@@ -316,3 +316,45 @@ def test_clients_over_the_limit_are_refused(root_dir: Path, short_dir: Path) -> 
             await second.close()
 
     asyncio.run(main())
+
+
+def test_lone_surrogates_are_refused_and_the_connection_and_subscription_carry_on(
+    root_dir: Path, short_dir: Path
+) -> None:
+    # Each string field, with a JSON escape that stands for no character (and no byte of a
+    # file name), pipelined between good requests on a subscribed connection.
+    bad = [
+        {"cmd": "get", "path": f"{root_dir}/\ud800"},
+        {"cmd": "similar", "path": f"{root_dir}/\udfff"},
+        {"cmd": "dupes", "root": f"{root_dir}/\ud800"},
+        {"cmd": "rescan", "path": f"{root_dir}/\ud800"},
+        {"cmd": "sync", "path": f"{root_dir}/\ud800"},
+        {"cmd": "subscribe", "roots": [f"{root_dir}/\ud800"]},
+        {"cmd": "hello", "client": "\ud800"},
+    ]
+
+    async def main() -> None:
+        backend = FakeBackend([str(root_dir)])
+        async with (
+            serving(backend, short_dir) as (server, broker),
+            await AsyncClient.connect(server.path) as client,
+        ):
+            await client.subscribe()
+            lines = []
+            for i, fields in enumerate(bad):
+                lines.append(json.dumps({"id": f"bad{i}", **fields}))
+                lines.append(json.dumps({"id": f"ok{i}", "cmd": "status"}))
+            await client.send_raw("\n".join(lines).encode() + b"\n")
+            replies = [await client.read_reply() for _ in lines]
+            assert [(r.id, r.ok or _code(r)) for r in replies] == [
+                pair
+                for i in range(len(bad))
+                for pair in ((f"bad{i}", "invalid_argument"), (f"ok{i}", True))
+            ]
+            event = backend.commit(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a.txt")
+            broker.publish(event)
+            async with asyncio.timeout(10):
+                received = await anext(aiter(client.events()))
+            assert received.seq == event.seq
+
+    asyncio.run(main())
