@@ -61,7 +61,7 @@ def rss_mib() -> float:
 class NoHashing:
     """A hasher that must never be called: an unchanged re-scan opens no file."""
 
-    async def __call__(self, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+    async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         raise AssertionError(f"{path} was opened during an unchanged re-scan")
 
 

@@ -91,7 +91,7 @@ class WatchSettings(_Section):
     max_pending: int = Field(default=100_000, ge=100)
     """Distinct paths allowed to wait for settling; beyond it a root is reconciled instead."""
     follow_symlinks: bool = False
-    """Follow symbolic links to directories while scanning."""
+    """Follow symbolic links while scanning, as long as they stay beneath their root."""
     ignore: tuple[str, ...] = (
         ".git/",
         ".hg/",
@@ -285,7 +285,10 @@ class ServerSettings(_Section):
     subscriber_queue: int = Field(default=10_000, ge=16, le=10_000_000)
     """Events buffered per subscriber before it is told it lagged and is disconnected."""
     max_clients: int = Field(default=256, ge=1, le=100_000)
-    """Connections served at once."""
+    """Connections served at once; more are refused with an error line and closed."""
+    idle_timeout: float = Field(default=60.0, ge=0, le=86_400)
+    """Seconds a connection that holds no subscription may stay silent before it is closed;
+    0 for never."""
 
     @field_validator("socket_mode", mode="before")
     @classmethod

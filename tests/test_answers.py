@@ -167,7 +167,7 @@ def test_similar_to_a_stored_file_and_to_one_coded_on_the_fly(h: Harness, tmp_pa
     # A file that is not stored: "A:4" is 1 bit from A:3, 4 from A:0 and 5 from A:9.
     outside = tmp_path / "outside"
     outside.write_text("A:4")
-    subject = answers.unsaved(h.run(h.hasher(str(outside), None)))
+    subject = answers.unsaved(h.run(h.hasher(str(tmp_path), str(outside), None)))
     result = h.run(
         h.pipeline.call(lambda ix: answers.similar(ix, subject, SimilarQuery(code="-", limit=2)))
     )

@@ -18,10 +18,11 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": set(),
     "__main__": {"cli"},
     "fspath": set(),
+    "beneath": set(),
     "model": set(),
     "errors": set(),
     "iscc": set(),
-    "extract": {"model", "errors"},
+    "extract": {"model", "errors", "beneath"},
     "hashing": {"extract", "iscc", "model", "errors"},
     "store": {"model", "errors", "fspath"},
     "index": {"model", "errors"},
@@ -30,6 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     # protocol: the answers to get, similar and dupes are the protocol's results, shared by the
     # daemon and the command line (pipeline.answers).
     "pipeline": {
+        "beneath",
         "fspath",
         "model",
         "errors",
@@ -42,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
         "protocol",
     },
     "protocol": {"model", "errors"},
-    "watch": {"model", "errors", "fspath"},
+    "watch": {"model", "errors", "fspath", "beneath"},
     "server": {"protocol", "model", "errors", "fspath"},
     "client": {"protocol", "model", "errors"},
     # iscc: the Instance-Code's BLAKE3, to verify content right before acting on it.
@@ -52,6 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "logconf": set(),
     "settings": {"model", "errors", "dirs"},
     "daemon": {
+        "beneath",
         "fspath",
         "model",
         "errors",
@@ -71,6 +74,7 @@ ALLOWED: dict[str, set[str]] = {
         "dirs",
     },
     "cli": {
+        "beneath",
         "fspath",
         "model",
         "errors",

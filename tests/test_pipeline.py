@@ -60,7 +60,8 @@ class FamilyHasher:
         self.unstable: dict[str, int] = {}  # path -> how many more reads see it change
         self.unreadable: set[str] = set()
 
-    async def __call__(self, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+    async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        assert path.startswith(root + "/"), (root, path)
         self.calls[path] += 1
         if path in self.unreadable:
             issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
@@ -458,9 +459,9 @@ def test_a_full_disk_stops_the_scan_cleanly_and_a_rescan_converges(tmp_path: Pat
 def test_a_profile_change_recomputes_only_the_affected_units(tmp_path: Path) -> None:
     calls: list[frozenset[UnitType] | None] = []
 
-    async def real(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+    async def real(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         calls.append(units)
-        return await asyncio.to_thread(compute_record, path, None, units)
+        return await asyncio.to_thread(compute_record, path, None, units, root=root)
 
     first = Harness(tmp_path, hasher=real)
     text = first.write("doc.txt", "The quick brown fox jumps over the lazy dog. " * 40)
@@ -620,10 +621,10 @@ def test_tombstones_and_events_are_kept_for_their_retention(tmp_path: Path) -> N
 def test_a_crashing_hasher_costs_one_file_not_the_scan(tmp_path: Path) -> None:
     fake = FamilyHasher()
 
-    async def crashing(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+    async def crashing(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         if path.endswith("bad"):
             raise RuntimeError("worker died")
-        return await fake(path, units)
+        return await fake(root, path, units)
 
     h = Harness(tmp_path, hasher=crashing)
     try:
@@ -659,9 +660,9 @@ def test_a_rename_makes_a_meta_code_from_the_new_file_name_without_reading(
 ) -> None:
     calls: list[tuple[str, frozenset[UnitType] | None]] = []
 
-    async def real(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+    async def real(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         calls.append((path, units))
-        return await asyncio.to_thread(compute_record, path, None, units)
+        return await asyncio.to_thread(compute_record, path, None, units, root=root)
 
     def coded(path: Path) -> tuple[Any, ...]:
         record = compute_record(str(path))
@@ -714,3 +715,26 @@ def test_a_rename_makes_a_meta_code_from_the_new_file_name_without_reading(
         assert stored(h, h.root / "legacy_two.txt") == coded(h.root / "legacy_two.txt")
     finally:
         h.close()
+
+
+def test_a_watched_path_through_a_link_out_of_the_root_is_not_indexed(
+    h: Harness, tmp_path: Path
+) -> None:
+    # A watcher reports root/race/secret, the name of a file through a directory that is a
+    # symbolic link to the outside: it is examined beneath the root, so nothing is hashed,
+    # and what the index held at that name (from when race was a directory) is removed.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("S:0")
+    h.write("race/secret", "A:0")
+    root = str(h.root)
+    assert kinds(h.run(h.pipeline.process_path(root, h.p("race/secret")))) == [
+        ("file.added", "secret")
+    ]
+    (h.root / "race").rename(h.root / "moved")
+    (h.root / "race").symlink_to(outside)
+    calls = sum(h.hasher.calls.values())
+    events = h.run(h.pipeline.process_path(root, h.p("race/secret")))
+    assert kinds(events) == [("file.removed", "secret")]
+    assert sum(h.hasher.calls.values()) == calls
+    assert h.run(h.pipeline.get(h.p("race/secret"))).file.removed_at is not None

@@ -250,6 +250,40 @@ def test_a_path_longer_than_path_max_is_refused() -> None:
     assert _error(line).code == ErrorCode.INVALID_ARGUMENT
 
 
+#: Every string field of every command, with a lone surrogate that stands for no byte.
+SURROGATE_FIELDS = [
+    {"cmd": "get", "path": "/w/\ud800"},
+    {"cmd": "similar", "path": "/w/\udfff"},
+    {"cmd": "similar", "code": "ISCC:\ud800"},
+    {"cmd": "dupes", "root": "/w/\ud800x"},
+    {"cmd": "rescan", "path": "/w/\udc7f"},
+    {"cmd": "sync", "path": "/w/\ud800"},
+    {"cmd": "subscribe", "roots": ["/w", "/w/\ud800"]},
+    {"cmd": "subscribe", "types": ["file.added\ud800"]},
+    {"cmd": "hello", "client": "tool\ud800"},
+]
+
+
+@pytest.mark.parametrize(
+    "fields", SURROGATE_FIELDS, ids=lambda f: "-".join(k if k != "cmd" else v for k, v in f.items())
+)
+def test_lone_surrogates_are_invalid_arguments(fields: dict[str, Any]) -> None:
+    line = json.dumps({"id": 1, **fields}).encode()  # escaped, so the line is valid UTF-8
+    error = _error(line)
+    assert (error.code, error.request_id) == (ErrorCode.INVALID_ARGUMENT, 1), error.message
+
+
+def test_a_lone_surrogate_in_the_id_is_an_invalid_request() -> None:
+    error = _error(b'{"id": "a\\ud800", "cmd": "status"}')
+    assert (error.code, error.request_id) == (ErrorCode.INVALID_REQUEST, None)
+
+
+def test_paths_may_carry_the_bytes_of_names_that_are_not_utf8() -> None:
+    request = decode_request(b'{"id": 1, "cmd": "get", "path": "/w/caf\\udce9"}')
+    assert isinstance(request, GetRequest)
+    assert os.fsencode(request.path) == b"/w/caf\xe9"
+
+
 def test_subscribe_roots_are_normalized() -> None:
     request = decode_request(b'{"id": 1, "cmd": "subscribe", "roots": ["/srv//media/./x/../"]}')
     assert isinstance(request, SubscribeRequest)

@@ -26,9 +26,9 @@ Calls = Counter[tuple[str, frozenset[UnitType] | None]]
 
 
 def _hasher(calls: Calls):  # type: ignore[no-untyped-def]
-    async def real(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+    async def real(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         calls[(Path(path).name, units)] += 1
-        return await asyncio.to_thread(compute_record, path, None, units)
+        return await asyncio.to_thread(compute_record, path, None, units, root=root)
 
     return real
 
@@ -152,9 +152,9 @@ def test_turning_the_meta_code_off_and_on_again_computes_it_alone(tmp_path: Path
     described = {"picture.png", "notes.txt"}
 
     def scan(options: CodeOptions, calls: Calls) -> dict[str, FileRecord]:
-        async def hasher(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        async def hasher(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
             calls[(Path(path).name, units)] += 1
-            return await asyncio.to_thread(compute_record, path, options, units)
+            return await asyncio.to_thread(compute_record, path, options, units, root=root)
 
         h = Harness(
             tmp_path, hasher=hasher, options=PipelineOptions(versions=current_versions(options))
@@ -203,9 +203,9 @@ def test_a_changed_wide_option_composes_the_iscc_codes_again_without_reading(
     def scan(wide: bool, calls: Calls) -> tuple[dict[str, FileRecord], list[EventType]]:
         options = CodeOptions(bits=128, wide=wide)
 
-        async def hasher(path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        async def hasher(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
             calls[(Path(path).name, units)] += 1
-            return await asyncio.to_thread(compute_record, path, options, units)
+            return await asyncio.to_thread(compute_record, path, options, units, root=root)
 
         pipeline = PipelineOptions(versions=current_versions(options), wide=wide)
         h = Harness(tmp_path, hasher=hasher, options=pipeline)

@@ -65,6 +65,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("server", "socket_group"): ("isccd", "isccd"),
     ("server", "subscriber_queue"): ("64", 64),
     ("server", "max_clients"): ("8", 8),
+    ("server", "idle_timeout"): ("0", 0.0),
     ("log", "level"): ("DEBUG", "debug"),
     ("log", "format"): ("json", "json"),
 }

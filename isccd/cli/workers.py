@@ -29,14 +29,17 @@ class LazyWorkers:
         self._failed: WorkersUnavailableError | None = None
         self._starting: asyncio.Lock | None = None
 
-    async def __call__(self, path: str, units: frozenset[UnitType] | None = None) -> FileRecord:
-        """Hash one file in a worker.
+    async def __call__(
+        self, root: str | None, path: str, units: frozenset[UnitType] | None = None
+    ) -> FileRecord:
+        """Hash one file in a worker: a file of ``root`` (``isccd scan``), or one a user
+        names (``root`` is ``None``, ``isccd code``).
 
         Raises:
             WorkersUnavailableError: The workers cannot start (then and at every later call).
         """
         pool = await self._started()
-        return await pool.compute(path, units)
+        return await pool.compute(path, units, root=root)
 
     async def _started(self) -> WorkerPool:
         if self._starting is None:
@@ -82,7 +85,7 @@ def records(
 
         try:
             for path in paths:
-                window.append(None if path is None else loop.create_task(hasher(path)))
+                window.append(None if path is None else loop.create_task(hasher(None, path)))
                 while len(window) > ahead:
                     job = window.popleft()
                     yield None if job is None else runner.run(result(job))

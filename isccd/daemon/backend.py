@@ -101,7 +101,7 @@ class DaemonBackend:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND, f"{path!r} is not in the index: an ignore pattern excludes it"
             )
-        return answers.coded(path, await self._pipeline.code(path))
+        return answers.coded(path, await self._pipeline.code(roots[0], path))
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, largest wasted bytes first."""

@@ -128,6 +128,7 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
             socket_group=settings.server.socket_group,
             subscriber_queue=settings.server.subscriber_queue,
             max_clients=settings.server.max_clients,
+            idle_timeout=settings.server.idle_timeout,
         ),
         pipeline=options.pipeline_options(
             settings,

@@ -61,13 +61,13 @@ class Hashing:
         self.pool = pool
         self._progress = progress
 
-    async def __call__(self, path: str, units: frozenset[UnitType] | None) -> FileRecord:
-        """Hash one file (all units, or only ``units``) and log its line."""
+    async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        """Hash one file of ``root`` (all units, or only ``units``) and log its line."""
         started = time.monotonic()
         while True:
             pool = self.pool
             try:
-                record = await pool.compute(path, units)
+                record = await pool.compute(path, units, root=root)
                 break
             except PoolClosedError:
                 if self.pool is pool:

@@ -82,6 +82,7 @@ def pipeline_options(
         versions=dict(versions or {}),
         wide=code.wide,
         hash_concurrency=hash_concurrency,
+        follow_symlinks=settings.watch.follow_symlinks,
     )
 
 
@@ -97,6 +98,7 @@ def worker_options(
         file_timeout=hashing.file_timeout,
         memory=hashing.worker_memory << 20,
         code=code,
+        follow_symlinks=settings.watch.follow_symlinks,
     )
 
 

@@ -83,6 +83,7 @@ class WorkerOptions:
         memory: Bytes of memory a worker may use (its heap and private writable mappings);
             0 for no limit.
         code: How files are coded.
+        follow_symlinks: Follow symbolic links that stay beneath a file's root.
         start_method: ``forkserver`` (default), ``spawn`` or ``fork``.
     """
 
@@ -92,6 +93,7 @@ class WorkerOptions:
     file_timeout: float = 1800.0
     memory: int = DEFAULT_WORKER_MEMORY
     code: CodeOptions = field(default_factory=CodeOptions)
+    follow_symlinks: bool = False
     start_method: str = "forkserver"
 
 
@@ -123,6 +125,7 @@ class WorkerStatistics:
 @dataclass(slots=True)
 class _Job:
     id: int
+    root: str | None
     path: str
     units: frozenset[UnitType] | None
     future: asyncio.Future[FileRecord]
@@ -141,7 +144,10 @@ class _Worker:
 
 
 def _worker_main(
-    conn: multiprocessing.connection.Connection, options: CodeOptions, memory: int
+    conn: multiprocessing.connection.Connection,
+    options: CodeOptions,
+    memory: int,
+    follow_symlinks: bool,
 ) -> None:
     """The worker process: warm up, bound its memory, then hash what it is sent until told to
     stop. Each answer says whether the file ran out of memory (the daemon replaces the worker
@@ -163,9 +169,13 @@ def _worker_main(
             return
         if message is None:
             return
-        job_id, path, units = message
+        job_id, root, path, units = message
         try:
-            record = compute_record(path, options, units)
+            # Opened beneath its root, here in the process that reads it: a path checked by
+            # name elsewhere could have been redirected since.
+            record = compute_record(
+                path, options, units, root=root, follow_symlinks=follow_symlinks
+            )
         except MemoryError:  # outside a stage (a stage reports it as too_large itself)
             record = _failed(path, OUT_OF_MEMORY, IssueCode.TOO_LARGE)
         except Exception as exc:  # compute_record never raises for a bad file: this is a bug
@@ -240,11 +250,20 @@ class WorkerPool:
             reason = self._start_failed.result()
             raise WorkersUnavailableError(f"the hashing workers cannot start: {reason}")
 
-    async def compute(self, path: str, units: Collection[UnitType] | None = None) -> FileRecord:
+    async def compute(
+        self, path: str, units: Collection[UnitType] | None = None, *, root: str | None
+    ) -> FileRecord:
         """Hash one file in a worker.
 
         Waits while ``max_in_flight`` files are already in flight. Problems with the file
         are in the record's issues; a worker crash or timeout is an ``internal`` issue.
+
+        Args:
+            path: The file.
+            units: Only these units (all by default).
+            root: The watched root holding ``path``: the worker opens it beneath the root's
+                directory (see :func:`isccd.hashing.compute_record`). ``None`` only for a file
+                a user names on the command line.
 
         Raises:
             PoolClosedError: The pool closed before the file was hashed.
@@ -255,7 +274,7 @@ class WorkerPool:
             self._next_job += 1
             future: asyncio.Future[FileRecord] = asyncio.get_running_loop().create_future()
             units_set = None if units is None else frozenset(units)
-            self._waiting.append(_Job(self._next_job, path, units_set, future))
+            self._waiting.append(_Job(self._next_job, root, path, units_set, future))
             self._dispatch()
             return await future
 
@@ -363,7 +382,7 @@ class WorkerPool:
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self._options.code, self._options.memory),
+            args=(child, self._options.code, self._options.memory, self._options.follow_symlinks),
             name=f"isccd-worker-{number}",
             daemon=True,
         )
@@ -443,7 +462,7 @@ class WorkerPool:
                 if job.future.done():  # its caller gave up (a cancelled reconcile)
                     continue
                 try:
-                    worker.conn.send((job.id, job.path, job.units))
+                    worker.conn.send((job.id, job.root, job.path, job.units))
                 except OSError:  # the worker is dying; its EOF is handled by _readable
                     self._waiting.appendleft(job)
                     break

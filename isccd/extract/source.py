@@ -2,6 +2,11 @@
 
 The rules every reader in isccd follows:
 
+- A file inside a watched root is reached beneath the root's directory
+  (:class:`isccd.beneath.RootDir`): no symbolic link on its path is followed (with
+  ``follow_symlinks``, only links that stay beneath the root), so a directory swapped for a
+  link between a check and the open cannot lead outside. A path a user names on the command
+  line is opened by name; only its last component is not followed.
 - ``lstat`` first. Anything but a regular file (FIFO, socket, device, directory, symbolic link) is
   refused and never opened, so a FIFO can never block a worker and a device never streams forever.
 - Open with ``O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`` (plus ``O_NOATIME`` when the kernel allows it,
@@ -24,6 +29,7 @@ import stat
 from collections.abc import Callable
 from typing import BinaryIO
 
+from isccd.beneath import RootDir
 from isccd.errors import (
     FileAccessError,
     FileUnstableError,
@@ -66,10 +72,13 @@ class SourceFile:
         stat: ``fstat`` of the descriptor right after opening.
     """
 
-    def __init__(self, path: str, fd: int, st: os.stat_result) -> None:
+    def __init__(
+        self, path: str, fd: int, st: os.stat_result, beneath: RootDir | None = None
+    ) -> None:
         self.path = path
         self.fd = fd
         self.stat = st
+        self._beneath = beneath
 
     @property
     def size(self) -> int:
@@ -132,11 +141,11 @@ class SourceFile:
                 it was read).
         """
         try:
-            now = os.lstat(self.path)
+            now = _lookup(self.path, self._beneath)
         except FileNotFoundError as exc:
             raise FileVanishedError(self.path, "file removed while it was read") from exc
         except OSError as exc:
-            raise FileUnstableError(self.path, f"cannot stat after reading: {exc}") from exc
+            raise FileUnstableError(self.path, f"cannot stat after reading: {_why(exc)}") from exc
         if (now.st_dev, now.st_ino) != (self.stat.st_dev, self.stat.st_ino):
             raise FileUnstableError(self.path, "file replaced while it was read")
         after = os.fstat(self.fd)
@@ -151,10 +160,12 @@ class SourceFile:
             )
 
     def close(self) -> None:
-        """Close the descriptor (idempotent)."""
+        """Close the descriptor, and the root's (idempotent)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        if self._beneath is not None:
+            self._beneath.close()
 
     def __enter__(self) -> SourceFile:
         return self
@@ -163,57 +174,121 @@ class SourceFile:
         self.close()
 
 
-def open_source(path: str, *, noatime: bool = True) -> SourceFile:
+def open_source(
+    path: str, *, noatime: bool = True, root: str | None = None, follow_symlinks: bool = False
+) -> SourceFile:
     """Open a regular file for reading, refusing anything else without opening it.
 
     Args:
         path: The file to open. A symbolic link is refused, not followed.
         noatime: Ask the kernel not to update the access time (when we own the file or are
             privileged; silently skipped otherwise).
+        root: The watched root ``path`` lies in: the path is resolved beneath the root's
+            directory, and a symbolic link anywhere on it is refused. ``None`` for a path a
+            user names (``isccd code``), opened by name.
+        follow_symlinks: With ``root``, follow symbolic links (the last component's too) as
+            long as they stay beneath the root.
 
     Returns:
         The open file, with its ``fstat``.
 
     Raises:
-        FileVanishedError: The path does not exist.
-        NotRegularFileError: The path is not a regular file; it was not opened.
+        FileVanishedError: The path (or its root) does not exist.
+        NotRegularFileError: The path is not a regular file, or leads through a symbolic link
+            that is not followed or out of its root; it was not opened.
         FileAccessError: Permission denied or another OS error.
         FileUnstableError: The path was replaced between ``lstat`` and ``open``.
     """
+    beneath = None
+    if root is not None:
+        try:
+            beneath = RootDir(root, follow_symlinks=follow_symlinks)
+        except FileNotFoundError as exc:
+            raise FileVanishedError(path, "its root is gone") from exc
+        except OSError as exc:
+            raise FileAccessError(path, f"cannot open its root: {_why(exc)}") from exc
     try:
-        before = os.lstat(path)
+        return _open(path, noatime, beneath)
+    except BaseException:
+        if beneath is not None:
+            beneath.close()
+        raise
+
+
+def _regular(path: str, beneath: RootDir | None) -> os.stat_result:
+    """The ``lstat`` of a regular file at ``path``; anything else raises."""
+    try:
+        before = _lookup(path, beneath)
     except FileNotFoundError as exc:
         raise FileVanishedError(path, "file not found") from exc
     except OSError as exc:
-        raise FileAccessError(path, f"cannot stat: {exc.strerror}") from exc
+        if exc.errno in _REFUSED:
+            raise NotRegularFileError(path, _REFUSED[exc.errno]) from exc
+        raise FileAccessError(path, f"cannot stat: {_why(exc)}") from exc
     if not stat.S_ISREG(before.st_mode):
         raise NotRegularFileError(path, f"{file_kind(before.st_mode)}, not a regular file")
+    return before
 
+
+def _open(path: str, noatime: bool, beneath: RootDir | None) -> SourceFile:
+    before = _regular(path, beneath)
     flags = _OPEN_FLAGS
+    if beneath is not None and beneath.follow_symlinks:
+        flags &= ~os.O_NOFOLLOW  # the last link is followed too, beneath the root only
     if noatime and _NOATIME and (os.geteuid() in (0, before.st_uid)):
         flags |= _NOATIME
     try:
         try:
-            fd = os.open(path, flags)
+            fd = _open_flags(path, flags, beneath)
         except PermissionError:
             if not flags & _NOATIME:
                 raise
             # O_NOATIME needs ownership or CAP_FOWNER; without them the kernel says EPERM.
-            fd = os.open(path, flags & ~_NOATIME)
+            fd = _open_flags(path, flags & ~_NOATIME, beneath)
     except FileNotFoundError as exc:
         raise FileVanishedError(path, "file removed before it could be opened") from exc
     except PermissionError as exc:
         raise FileAccessError(path, "permission denied") from exc
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise FileUnstableError(path, "replaced by a symbolic link while opening") from exc
-        raise FileAccessError(path, f"cannot open: {exc.strerror}") from exc
+        if exc.errno in _REFUSED:
+            raise FileUnstableError(path, f"replaced while opening: {_REFUSED[exc.errno]}") from exc
+        raise FileAccessError(path, f"cannot open: {_why(exc)}") from exc
 
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
         os.close(fd)
         raise FileUnstableError(path, "replaced between listing and opening")
-    return SourceFile(path, fd, st)
+    return SourceFile(path, fd, st, beneath)
+
+
+#: Why a path was refused without being opened, by the errno :mod:`isccd.beneath` gives.
+_REFUSED = {
+    errno.ELOOP: "a symbolic link on its path is not followed",
+    errno.EXDEV: "its path leads outside its root",
+}
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _lookup(path: str, beneath: RootDir | None) -> os.stat_result:
+    """``lstat`` of ``path`` by name, or beneath its root (a last link is followed there when
+    the root's rule says so)."""
+    if beneath is None:
+        return os.lstat(path)
+    st = beneath.stat(path)
+    if stat.S_ISLNK(st.st_mode) and beneath.follow_symlinks:
+        fd = beneath.open(path, os.O_PATH)
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
+    return st
+
+
+def _open_flags(path: str, flags: int, beneath: RootDir | None) -> int:
+    return os.open(path, flags) if beneath is None else beneath.open(path, flags)
 
 
 def read_limited(src: SourceFile, limit: int) -> bytes:

@@ -38,6 +38,9 @@ def compute_record(
     path: str,
     options: CodeOptions | None = None,
     units: Collection[UnitType] | None = None,
+    *,
+    root: str | None = None,
+    follow_symlinks: bool = False,
 ) -> FileRecord:
     """Compute the ISCC units and ISCC-CODE of one file.
 
@@ -47,6 +50,10 @@ def compute_record(
         options: How to code; the SDK's defaults when omitted.
         units: Compute only these units (e.g. the ones whose profile changed); all by default.
             The ISCC-CODE is only composed when Data and Instance are among them.
+        root: The watched root the file lies in: it is opened beneath the root's directory,
+            and a path that leads through a symbolic link or out of the root is refused (see
+            :func:`isccd.extract.source.open_source`). ``None`` for a file a user names.
+        follow_symlinks: With ``root``, follow links that stay beneath it.
 
     Returns:
         The record. Problems are in ``issues``; it is never an exception.
@@ -55,7 +62,7 @@ def compute_record(
     wanted = ALL_UNITS if units is None else frozenset(units)
     run = Run(options)
     try:
-        src = open_source(path, noatime=options.noatime)
+        src = open_source(path, noatime=options.noatime, root=root, follow_symlinks=follow_symlinks)
     except FileError as exc:
         run.issue("read", exc)
         return FileRecord(path=path, stat=None, issues=tuple(run.issues))

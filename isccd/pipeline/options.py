@@ -36,6 +36,8 @@ class PipelineOptions:
         unstable_delay: Seconds before the first retry; doubled for each further one.
         hash_concurrency: Files hashed at once by a reconcile (at least the hashing pool's size,
             so that it never idles).
+        follow_symlinks: Paths a watcher reports are examined following symbolic links that
+            stay beneath their root (as the reconcile walk's options say); else none.
     """
 
     thresholds: Thresholds = field(default_factory=Thresholds)
@@ -48,6 +50,7 @@ class PipelineOptions:
     unstable_attempts: int = 4
     unstable_delay: float = 0.5
     hash_concurrency: int = 8
+    follow_symlinks: bool = False
 
 
 def profile_is_stale(profile: str, versions: Mapping[str, str]) -> bool:

@@ -19,13 +19,14 @@ profile is outdated; :meth:`Reconciler.close` logs ``scan.done``.
 
 from __future__ import annotations
 
+import errno
 import logging
-import os
 import stat as stat_module
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from isccd.beneath import RootDir
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
 from isccd.pipeline.indexer import Indexer, on_disk
 from isccd.pipeline.options import profile_is_stale
@@ -171,26 +172,38 @@ def known_elsewhere(indexer: Indexer, path: str, st: FileStat) -> tuple[StoredFi
     return (candidates[0], True) if candidates else None
 
 
-def plan_path(indexer: Indexer, root: str, path: str) -> tuple[list[Event], HashJob | None, bool]:
+def plan_path(
+    indexer: Indexer, root: str, path: str, *, follow_symlinks: bool = False
+) -> tuple[list[Event], HashJob | None, bool]:
     """What to do about one path a watcher reported: apply a removal, rename or hardlink at
     once, or say what to hash.
+
+    The path is examined beneath the root's directory (as the workers open it): one that
+    leads through a symbolic link (unless ``follow_symlinks`` and it stays beneath the root)
+    is no file of the tree, and whatever the store held there is removed.
 
     Returns:
         The events logged, the job to hash (if any), and whether the path is a directory to
         reconcile.
     """
     try:
-        st_os = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return indexer.remove_path(path), None, False
-    except OSError:
-        return [], None, False  # cannot tell; the next reconcile will
+        with RootDir(root, follow_symlinks=follow_symlinks) as top:
+            st_os = top.stat(path)
+    except OSError as exc:
+        if exc.errno in _NO_FILE:
+            return indexer.remove_path(path), None, False
+        return [], None, False  # cannot tell (or the root is gone); the next reconcile will
     if stat_module.S_ISDIR(st_os.st_mode):
         return [], None, True
     if not stat_module.S_ISREG(st_os.st_mode):
         return indexer.remove_path(path), None, False
     events, job = _plan_file(indexer, root, path, FileStat.from_os(st_os))
     return events, job, False
+
+
+#: What examining a path beneath its root says when no file of the tree is there: gone, a
+#: directory on the way is a file, a symbolic link on the way is not followed, or it leads out.
+_NO_FILE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
 
 
 def _plan_file(

@@ -40,8 +40,11 @@ T = TypeVar("T")
 class Hasher(Protocol):
     """Computes a file's record: all units, or only ``units``."""
 
-    def __call__(self, path: str, units: frozenset[UnitType] | None) -> Awaitable[FileRecord]:
-        """Hash one file."""
+    def __call__(
+        self, root: str, path: str, units: frozenset[UnitType] | None
+    ) -> Awaitable[FileRecord]:
+        """Hash one file of ``root``, opened beneath the root's directory (never through a
+        symbolic link that leads out of it)."""
         ...
 
 
@@ -186,7 +189,7 @@ class Pipeline:
         attempts = max(1, self.options.unstable_attempts)
         for attempt in range(1, attempts + 1):
             try:
-                record = await hasher(job.path, job.units)
+                record = await hasher(job.root, job.path, job.units)
             except HashingUnavailableError:
                 raise  # nothing can be hashed: the scan fails, no file is recorded as failed
             except Exception as exc:  # a crashed worker is a per-file error, never fatal
@@ -292,7 +295,10 @@ class Pipeline:
         Returns:
             The events logged.
         """
-        events, job, is_dir = await self.call(lambda ix: plan_path(ix, root, path))
+        follow = self.options.follow_symlinks
+        events, job, is_dir = await self.call(
+            lambda ix: plan_path(ix, root, path, follow_symlinks=follow)
+        )
         if is_dir:
             _, found = await self._reconcile(root, path, None, None, collect=True)
             return events + found
@@ -393,15 +399,16 @@ class Pipeline:
 
     # -- questions -----------------------------------------------------------------------------
 
-    async def code(self, path: str) -> FileRecord:
-        """Hash ``path`` once and store nothing (``similar`` on a file not indexed yet).
+    async def code(self, root: str, path: str) -> FileRecord:
+        """Hash ``path``, a file of ``root``, once and store nothing (``similar`` on a file not
+        indexed yet).
 
         Returns:
             Its record; one that could not be computed carries the reason in its issues.
         """
         hasher = self._need_hasher()
         try:
-            return await hasher(path, None)
+            return await hasher(root, path, None)
         except Exception as exc:  # a crashed worker is a per-file error, as in _hash
             return failed_record(path, exc)
 

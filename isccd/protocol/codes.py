@@ -67,6 +67,9 @@ class ErrorCode(enum.StrEnum):
     """The connection already has a subscription."""
     TOO_MANY_CLIENTS = "too_many_clients"
     """The server serves its maximum number of connections; this one is closed."""
+    IDLE_TIMEOUT = "idle_timeout"
+    """The connection sent no request for the server's idle time and holds no subscription;
+    it is closed."""
     SHUTTING_DOWN = "shutting_down"
     """The daemon is stopping."""
     UNAVAILABLE = "unavailable"

@@ -3,6 +3,11 @@
 Pure: no I/O. The server resolves and checks paths against the watched roots; here a path is only
 checked to be absolute, free of NUL and not longer than ``PATH_MAX``.
 
+Every string a request carries is text a reply, a log line and a file name can hold: a lone
+surrogate (``\\ud800``, which JSON escapes can smuggle into a valid UTF-8 line) is refused with
+``invalid_argument`` (``invalid_request`` in the ``id``), except that a path may carry the bytes
+of a name that is not UTF-8 as ``\\udc80``..``\\udcff`` (see the protocol's framing).
+
 Every request is an object with ``"id"`` (a string or an integer, echoed by the reply) and
 ``"cmd"``; the other members are the command's arguments. Unknown arguments are rejected rather
 than ignored, so a client relying on an argument this server does not know learns it from an
@@ -217,7 +222,10 @@ def decode_request(line: bytes) -> Request:
     if (
         isinstance(request_id, bool)
         or not isinstance(request_id, str | int)
-        or (isinstance(request_id, str) and len(request_id) > MAX_ID_CHARS)
+        or (
+            isinstance(request_id, str)
+            and (len(request_id) > MAX_ID_CHARS or not _text(request_id))
+        )
     ):
         raise RequestError(
             ErrorCode.INVALID_REQUEST,
@@ -340,6 +348,8 @@ class _Args:
             return None
         if not isinstance(value, str) or not value or len(value) > max_chars:
             raise self.error(f'"{key}" must be a non-empty string of at most {max_chars} chars')
+        if not _text(value):
+            raise self.error(f'"{key}" holds a lone surrogate (not text)')
         return value
 
     def path(self, key: str) -> str | None:
@@ -356,6 +366,8 @@ class _Args:
             or not all(isinstance(v, str) for v in value)
         ):
             raise self.error(f'"{key}" must be a list of 1 to {MAX_LIST_ITEMS} strings')
+        if not all(_text(v, surrogateescape=key == "roots") for v in value):
+            raise self.error(f'"{key}" holds a lone surrogate (not text)')
         return value
 
     def done(self) -> None:
@@ -373,9 +385,26 @@ def _check_path(args: _Args, key: str, value: object) -> str | None:
         raise args.error(f'"{key}" contains a NUL character')
     if not value.startswith("/"):
         raise args.error(f'"{key}" must be an absolute path')
+    if not _text(value, surrogateescape=True):
+        raise args.error(
+            f'"{key}" holds a lone surrogate that stands for no byte of a file name '
+            "(only \\udc80..\\udcff do)"
+        )
     if len(value.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
         raise args.error(f'"{key}" is longer than {MAX_PATH_BYTES} bytes')
     return value
+
+
+def _text(value: str, *, surrogateescape: bool = False) -> bool:
+    """Whether ``value`` encodes as UTF-8: no lone surrogates, or (``surrogateescape``) only
+    those that stand for the bytes of a file name that is not UTF-8."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8", "surrogateescape" if surrogateescape else "strict")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def normalize_path(path: str) -> str:

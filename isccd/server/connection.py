@@ -80,7 +80,6 @@ class Connection(asyncio.Protocol):
     Args:
         context: What all connections share.
         conn_id: Its number, for logs.
-        on_open: Called when the connection is made.
         on_close: Called when it has been served and closed.
     """
 
@@ -89,12 +88,10 @@ class Connection(asyncio.Protocol):
         context: Context,
         conn_id: int,
         *,
-        on_open: Callable[[Connection], None],
         on_close: Callable[[Connection], None],
     ) -> None:
         self._context = context
         self.id = conn_id
-        self._on_open = on_open
         self._on_close = on_close
         self.peer: PeerCredentials | None = None
         self.task: asyncio.Task[None] | None = None
@@ -109,6 +106,9 @@ class Connection(asyncio.Protocol):
         self._stopping = False
         self._lost: asyncio.Future[None] | None = None
         self._abort_handle: asyncio.TimerHandle | None = None
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self._active = 0.0  # loop time of the last request received or answered
+        self._busy = False  # a request is being handled
         self._subscription: Subscription | None = None
         self._stream: asyncio.Task[None] | None = None
         self._connected = context.clock()
@@ -137,12 +137,16 @@ class Connection(asyncio.Protocol):
             gid=peer.gid if peer else None,
         )
         self.task = loop.create_task(self._run(), name=f"isccd-connection-{self.id}")
-        self._on_open(self)
         self.task.add_done_callback(lambda _: self._on_close(self))
+        self._touch()
+        self._arm_idle(self._context.options.idle_timeout)
 
     def data_received(self, data: bytes) -> None:
         """Split received bytes into request lines; pause reading when enough are waiting."""
-        self._inbox.extend(self._splitter.feed(data))
+        lines = self._splitter.feed(data)
+        if lines:  # a part of a line is no request: it does not keep the connection open
+            self._touch()
+        self._inbox.extend(lines)
         if len(self._inbox) >= self._context.options.max_pending_requests:
             self._pause_reading()
         self._wake()
@@ -160,6 +164,8 @@ class Connection(asyncio.Protocol):
             self._lost.set_result(None)
         if self._abort_handle is not None:
             self._abort_handle.cancel()
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
         self._end_subscription()
         self._wake()
         self._release_writers()
@@ -235,6 +241,14 @@ class Connection(asyncio.Protocol):
                 self._wakeup = None
 
     async def _handle(self, item: bytes | OversizedLine) -> None:
+        self._busy = True
+        try:
+            await self._answer(item)
+        finally:
+            self._busy = False
+            self._touch()
+
+    async def _answer(self, item: bytes | OversizedLine) -> None:
         self._requests += 1
         log = structlog.get_logger()
         if isinstance(item, OversizedLine):
@@ -249,6 +263,14 @@ class Connection(asyncio.Protocol):
         except RequestError as exc:
             log.debug("request_invalid", conn=self.id, code=exc.code, message=exc.message)
             await self._reply_error(exc.request_id, exc.code, exc.message)
+            return
+        except Exception as exc:
+            # Validation should have said what is wrong; whatever slipped through is a bug,
+            # and must cost neither the connection nor the requests queued behind this one.
+            log.exception("request_undecodable", conn=self.id)
+            await self._reply_error(
+                None, ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}"
+            )
             return
         try:
             result = await self._execute(request)
@@ -282,6 +304,42 @@ class Connection(asyncio.Protocol):
     async def _reply_error(self, request_id: Any, code: str, message: str) -> None:
         self._errors += 1
         await self._send(encode_error(request_id, code, message))
+
+    # idleness ------------------------------------------------------------------------------
+
+    def _touch(self) -> None:
+        self._active = asyncio.get_running_loop().time()
+
+    def _arm_idle(self, delay: float) -> None:
+        if self._context.options.idle_timeout > 0:
+            loop = asyncio.get_running_loop()
+            self._idle_handle = loop.call_later(delay, self._check_idle)
+
+    def _check_idle(self) -> None:
+        """Close a connection that has been silent for the idle time, unless it holds a
+        subscription or a request is in progress or waiting; otherwise look again later."""
+        timeout = self._context.options.idle_timeout
+        if self._stopping or self._is_lost():
+            return
+        if self._subscription is not None or self._busy or self._inbox:
+            self._arm_idle(timeout)
+            return
+        remaining = self._active + timeout - asyncio.get_running_loop().time()
+        if remaining > 0:
+            self._arm_idle(remaining)
+            return
+        structlog.get_logger().info("client_idle", conn=self.id, seconds=timeout)
+        self._write(
+            encode_error(
+                None,
+                ErrorCode.IDLE_TIMEOUT,
+                f"no request for {timeout:g} s and no subscription: connection closed",
+            )
+        )
+        self._end_reason = "idle"
+        self._stopping = True
+        self._close_transport()
+        self._wake()
 
     # subscriptions ---------------------------------------------------------------------------
 

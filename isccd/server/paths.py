@@ -7,13 +7,20 @@ must lie inside a root, or be an ancestor directory of one (``/``, ``/srv`` for 
 ends the resolution with ``outside_roots``: nothing outside the roots is ever stat'ed, read or
 hashed, and the error does not depend on whether the outside path exists.
 
-A symbolic link inside a root is read (``readlink``, the link itself is inside) and its target
-resolved by the same rules, so a link that points out of the roots is refused without following
-it. Components that do not exist are kept as given (the index may still hold a tombstone for a
+Each component is examined relative to the directory the previous one opened (``O_PATH |
+O_NOFOLLOW``), never by name from ``/``: a directory that is swapped for a symbolic link while
+the path is resolved cannot lead the examination of the next component outside the roots, and
+a link is read (``readlinkat``) from the very inode that was examined.
+
+A symbolic link inside a root is read (the link itself is inside) and its target resolved by
+the same rules, so a link that points out of the roots is refused without following it.
+Components that do not exist are kept as given (the index may still hold a tombstone for a
 removed file).
 
-The result is only as trustworthy as the roots: they must be absolute with their symbolic links
-resolved, as the daemon keeps them.
+The result is a name: whoever opens it later opens it beneath its root
+(:class:`isccd.beneath.RootDir`), so it cannot be redirected in between either. It is only as
+trustworthy as the roots: they must be absolute with their symbolic links resolved, as the
+daemon keeps them.
 """
 
 from __future__ import annotations
@@ -54,21 +61,16 @@ def _outside(path: str) -> ProtocolError:
 
 
 def resolve_in_roots(
-    path: str,
-    roots: Sequence[str],
-    *,
-    lstat: Callable[[str], os.stat_result] = os.lstat,
-    readlink: Callable[[str], str] = os.readlink,
+    path: str, roots: Sequence[str], *, examined: Callable[[str], None] | None = None
 ) -> str:
     """Resolve ``path`` and check that it lies inside one of ``roots``.
 
-    Blocking (it calls ``lstat`` on the path's components): run it in a thread.
+    Blocking (it examines the path's components on disk): run it in a thread.
 
     Args:
         path: An absolute path from a client.
         roots: The watched roots, absolute, symbolic links resolved.
-        lstat: :func:`os.lstat` (injectable, so tests can record what is examined).
-        readlink: :func:`os.readlink` (injectable, likewise).
+        examined: Told each path just before it is examined on disk (tests record them).
 
     Returns:
         The path with ``.``, ``..`` and symbolic links resolved; inside a root.
@@ -80,61 +82,105 @@ def resolve_in_roots(
     """
     if not path.startswith("/") or "\0" in path:
         raise ProtocolError(ErrorCode.INVALID_ARGUMENT, f"{path!r} is not an absolute path")
-    root_list = [normalize_path(r) for r in roots]
-    pending = _components(path)
-    resolved = "/"
-    links = 0
-    while pending:
-        part = pending.pop()
-        if part == "..":
-            resolved = posixpath.dirname(resolved)
-            continue
-        candidate = posixpath.join(resolved, part)
-        target = _examine(candidate, _where(candidate, root_list), path, lstat, readlink)
-        if target is None:
-            resolved = candidate
-            continue
-        links += 1
-        if links > MAX_SYMLINKS:
-            raise ProtocolError(ErrorCode.INVALID_ARGUMENT, "too many symbolic links")
-        if target.startswith("/"):
-            resolved = "/"
-        pending.extend(_components(target))
-    if _where(resolved, root_list) is not _Where.INSIDE:
-        raise _outside(path)
-    return resolved
+    walk = _Walk(path, [normalize_path(r) for r in roots], examined or (lambda _: None))
+    try:
+        return walk.run()
+    finally:
+        walk.close()
 
 
-def _examine(
-    candidate: str,
-    where: _Where,
-    path: str,
-    lstat: Callable[[str], os.stat_result],
-    readlink: Callable[[str], str],
-) -> str | None:
-    """Examine one component: ``None`` to keep it as it is, or the link target to follow."""
-    if where is _Where.OUTSIDE:
-        raise _outside(path)
-    try:
-        info = lstat(candidate)
-    except OSError as exc:
-        if exc.errno == errno.ENAMETOOLONG:
-            raise ProtocolError(ErrorCode.INVALID_ARGUMENT, "path name too long") from None
-        if where is _Where.ANCESTOR:
-            # The way to a root is gone or unreadable: nothing below it can be inside.
-            raise _outside(path) from None
-        return None  # missing or unreadable inside a root: keep the name as given
-    if where is _Where.ANCESTOR:
-        if not stat.S_ISDIR(info.st_mode):
-            # An ancestor of a root replaced by a symbolic link could lead anywhere.
-            raise _outside(path)
-        return None
-    if not stat.S_ISLNK(info.st_mode):
-        return None
-    try:
-        return readlink(candidate)
-    except OSError:
-        return None  # removed since lstat: keep the name as given
+class _Walk:
+    """The state of one resolution: the path so far, and the directories it opened."""
+
+    def __init__(self, path: str, roots: list[str], examined: Callable[[str], None]) -> None:
+        self.path = path
+        self.roots = roots
+        self.examined = examined
+        self.resolved = "/"
+        # dirs[i] is the directory at depth i of ``resolved`` ("/" first), for as long as the
+        # components exist on disk as directories; a missing one (or a file) ends the list,
+        # and nothing below it is examined.
+        self.dirs = [os.open("/", _DIR_FLAGS)]
+
+    def close(self) -> None:
+        while self.dirs:
+            os.close(self.dirs.pop())
+
+    def run(self) -> str:
+        pending = _components(self.path)
+        links = 0
+        while pending:
+            part = pending.pop()
+            if part == "..":
+                self.resolved = posixpath.dirname(self.resolved)
+                self._truncate(_depth(self.resolved) + 1)
+                continue
+            candidate = posixpath.join(self.resolved, part)
+            target = self._examine(candidate, part, _where(candidate, self.roots))
+            if target is None:
+                self.resolved = candidate
+                continue
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise ProtocolError(ErrorCode.INVALID_ARGUMENT, "too many symbolic links")
+            if target.startswith("/"):
+                self.resolved = "/"
+                self._truncate(1)
+            pending.extend(_components(target))
+        if _where(self.resolved, self.roots) is not _Where.INSIDE:
+            raise _outside(self.path)
+        return self.resolved
+
+    def _truncate(self, keep: int) -> None:
+        while len(self.dirs) > keep:
+            os.close(self.dirs.pop())
+
+    def _here(self) -> int | None:
+        """The open directory ``resolved`` names, or ``None`` if it is not one on disk."""
+        return self.dirs[-1] if len(self.dirs) == _depth(self.resolved) + 1 else None
+
+    def _examine(self, candidate: str, part: str, where: _Where) -> str | None:
+        """Examine one component: ``None`` to keep it as it is (an opened directory is kept
+        open for the next one), or the link target to follow."""
+        if where is _Where.OUTSIDE:
+            raise _outside(self.path)
+        here = self._here()
+        if here is None:
+            if where is _Where.ANCESTOR:
+                raise _outside(self.path)  # the way to a root is gone
+            return None  # below a missing component or a file: kept as given
+        self.examined(candidate)
+        try:
+            fd = os.open(part, _NODE_FLAGS, dir_fd=here)
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise ProtocolError(ErrorCode.INVALID_ARGUMENT, "path name too long") from None
+            if where is _Where.ANCESTOR:
+                # The way to a root is gone or unreadable: nothing below it can be inside.
+                raise _outside(self.path) from None
+            return None  # missing or unreadable inside a root: keep the name as given
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            self.dirs.append(fd)
+            return None
+        try:
+            if where is _Where.ANCESTOR:
+                # An ancestor of a root replaced by a symbolic link could lead anywhere.
+                raise _outside(self.path)
+            if not stat.S_ISLNK(mode):
+                return None
+            # The link this descriptor holds, whatever is at its name now.
+            return os.readlink("", dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
+_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_NODE_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _depth(path: str) -> int:
+    return path.count("/") if path != "/" else 0
 
 
 def _components(path: str) -> list[str]:

@@ -192,15 +192,12 @@ class Server:
             structlog.get_logger().warning("client_refused", connections=len(self._connections))
             return _Refused(ErrorCode.TOO_MANY_CLIENTS, "too many clients; try again later")
         self._next_id += 1
-        return Connection(
-            self._context,
-            self._next_id,
-            on_open=self._opened,
-            on_close=self._closed_connection,
-        )
-
-    def _opened(self, connection: Connection) -> None:
+        connection = Connection(self._context, self._next_id, on_close=self._closed_connection)
+        # Counted now, as it is accepted: asyncio makes the protocols of a burst of accepted
+        # connections before any of them is told it is connected, so a count taken at
+        # connection_made would let the whole burst past the limit.
         self._connections[connection.id] = connection
+        return connection
 
     def _closed_connection(self, connection: Connection) -> None:
         self._connections.pop(connection.id, None)

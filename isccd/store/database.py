@@ -128,6 +128,7 @@ class Database:
         lock_path = self._path + ".lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
+            _make_private(fd)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
@@ -156,10 +157,30 @@ class Database:
             conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         else:
             Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._make_files_private()
             conn = sqlite3.connect(self._path, timeout=timeout, isolation_level=None)
         conn.execute(f"PRAGMA cache_size = -{int(self._options.cache_kib)}")
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
+
+    def _make_files_private(self) -> None:
+        """Create the database file ``0600`` whatever the umask, and take group and others'
+        bits off the files an older version left readable. SQLite gives the ``-wal`` and
+        ``-shm`` files it creates the database file's mode, so they follow."""
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            _make_private(fd)
+        finally:
+            os.close(fd)
+        for suffix in ("-wal", "-shm"):
+            try:
+                fd = os.open(self._path + suffix, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                _make_private(fd)
+            finally:
+                os.close(fd)
 
     def _prepare_writer(self) -> None:
         conn = self._db
@@ -342,3 +363,11 @@ class Database:
             row = self._exec("SELECT profile FROM profiles WHERE id = ?", (profile_id,)).fetchone()
             name = self._profile_names[profile_id] = row[0] if row else ""
         return name
+
+
+def _make_private(fd: int) -> None:
+    """Make an open file of the database ours alone (``0600``): the index names every file
+    of the watched trees, whoever may list the state directory."""
+    st = os.fstat(fd)
+    if st.st_mode & 0o7777 != 0o600 and st.st_uid == os.geteuid():
+        os.fchmod(fd, 0o600)

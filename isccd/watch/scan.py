@@ -8,9 +8,13 @@ move or tombstone.
 
 Rules:
 
+- Every directory is opened and listed beneath the root's directory
+  (:class:`isccd.beneath.RootDir`) and its entries are stat'ed relative to that descriptor, so
+  a directory swapped for a symbolic link during the walk leads nowhere outside the root.
 - Symbolic links are not followed unless :attr:`ScanOptions.follow_symlinks` is set; then a
-  link to a file is indexed under the link's path with the target's identity, and directory
-  loops are cut by remembering every directory's ``(st_dev, st_ino)``.
+  link that stays beneath the root is followed (one that leads outside it is skipped), a link
+  to a file is indexed under the link's path with the target's identity, and directory loops
+  are cut by remembering every directory's ``(st_dev, st_ino)``.
 - Only regular files are indexed: FIFOs, sockets and devices are skipped, never opened.
 - Ignore patterns are gitignore-style, relative to the root (``pathspec``'s ``GitIgnoreSpec``,
   which reproduces git's own matching, including negation and ``**``); an ignored directory is
@@ -20,8 +24,7 @@ Rules:
   knows about it rather than tombstoning files it cannot see. Nothing here raises for one bad
   entry.
 
-This module imports only :mod:`isccd.model` of isccd; the store is reached through the
-``lookup`` callable given to :class:`Walker`.
+The store is reached through the ``lookup`` callable given to :class:`Walker`.
 """
 
 from __future__ import annotations
@@ -32,10 +35,10 @@ import os
 import stat as stat_module
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pathspec
 
+from isccd.beneath import PATH_MAX, RootDir
 from isccd.fspath import is_below, is_under
 from isccd.model import FileStat
 
@@ -159,6 +162,31 @@ def _message(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+#: What opening a path beneath the root says when there is no directory there to walk: gone,
+#: a file, or a symbolic link that is not followed (or leads outside the root).
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
+
+
+#: Paths this long (in characters) may be too long in bytes (at most four per character).
+_LONG_PATH = PATH_MAX // 4
+
+
+def _check_length(path: str) -> None:
+    """Refuse a path longer than a path name may be: listed through its directory's
+    descriptor, it could be stat'ed, but nothing else (isccd or a client) could use it."""
+    if len(os.fsencode(path)) >= PATH_MAX:
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), path)
+
+
+def _stat_beneath(top: RootDir, path: str) -> os.stat_result:
+    """The stat of what ``path`` is beneath the root, links followed as the root's rule says."""
+    fd = top.open(path, os.O_PATH)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
 class Walker:
     """Walks a root (or a subtree of it) one directory at a time.
 
@@ -194,6 +222,7 @@ class Walker:
         self._options = options or ScanOptions()
         self._ignore = compile_ignore(self._options.ignore)
         self._visited_ids: dict[tuple[int, int], str] = {}
+        self._top: RootDir | None = None  # the root's directory, open during the walk
         self.visited: set[str] = set()
         self.unknown: list[str] = []
         self.files_seen = 0
@@ -205,34 +234,51 @@ class Walker:
         """Scan directory after directory, depth first."""
         if self._ignored(self.start, True):
             return
-        start_stat = self._stat_dir(self.start)
-        if isinstance(start_stat, ScanIssue):
-            self.unknown.append(self.start)
-            yield DirScan(self.start, issues=[start_stat])
+        try:
+            top = RootDir(self.root, follow_symlinks=self._options.follow_symlinks)
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                yield from self._missing()
+            else:
+                self.unknown.append(self.start)
+                yield DirScan(self.start, issues=[self._issue(self.start, exc)])
             return
-        if start_stat is None and self.start == self.root:
+        self._top = top
+        with top:
+            start_stat = self._stat_dir(self.start)
+            if isinstance(start_stat, ScanIssue):
+                self.unknown.append(self.start)
+                yield DirScan(self.start, issues=[start_stat])
+                return
+            if start_stat is None:
+                yield from self._missing()
+                return
+            self._visited_ids[(start_stat.st_dev, start_stat.st_ino)] = self.start
+            stack = [self.start]
+            while stack:
+                directory = stack.pop()
+                result, subdirs = self._scan_dir(directory)
+                stack.extend(reversed(subdirs))
+                yield result
+
+    def _missing(self) -> Iterator[DirScan]:
+        """The start is not a directory: a missing root is reported, a missing subtree is
+        simply gone."""
+        if self.start == self.root:
             # A missing root is far more often an unmounted disk or share than a deleted tree:
             # report it and keep what the store knows, rather than tombstone everything.
             self.unknown.append(self.start)
             issue = ScanIssue(self.start, IssueReason.MISSING, "the root is not a directory")
             yield DirScan(self.start, issues=[issue])
-            return
-        if start_stat is None:  # a subtree that is gone: everything below it vanished
-            return
-        self._visited_ids[(start_stat.st_dev, start_stat.st_ino)] = self.start
-        stack = [self.start]
-        while stack:
-            directory = stack.pop()
-            result, subdirs = self._scan_dir(directory)
-            stack.extend(reversed(subdirs))
-            yield result
+        # a subtree that is gone: everything below it vanished
 
     def _stat_dir(self, path: str) -> os.stat_result | ScanIssue | None:
+        assert self._top is not None
         try:
-            st = Path(path).stat(follow_symlinks=self._options.follow_symlinks)
-        except FileNotFoundError:
-            return None
+            st = _stat_beneath(self._top, path)
         except OSError as exc:
+            if exc.errno in _ABSENT:
+                return None
             return self._issue(path, exc)
         return st if stat_module.S_ISDIR(st.st_mode) else None
 
@@ -242,20 +288,40 @@ class Walker:
         return ScanIssue(path, IssueReason.UNREADABLE, f"cannot read: {_message(exc)}")
 
     def _scan_dir(self, directory: str) -> tuple[DirScan, list[str]]:
+        assert self._top is not None
         result = DirScan(directory)
         subdirs: list[str] = []
         try:
-            with os.scandir(directory) as it:
-                entries = list(it)
-        except (FileNotFoundError, NotADirectoryError):
-            # Gone or replaced since its parent was listed: not visited, so what the store
-            # held there counts as vanished.
-            return result, subdirs
+            fd = self._top.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
-            self.unknown.append(directory)
-            result.issues.append(self._issue(directory, exc))
+            if exc.errno not in _ABSENT:
+                self.unknown.append(directory)
+                result.issues.append(self._issue(directory, exc))
+            # Otherwise gone, or replaced by a file or a link, since its parent was listed:
+            # not visited, so what the store held there counts as vanished.
             return result, subdirs
-        self.visited.add(directory)
+        try:
+            try:
+                with os.scandir(fd) as it:
+                    entries = list(it)
+            except OSError as exc:  # the listing failed midway (an I/O error)
+                self.unknown.append(directory)
+                result.issues.append(self._issue(directory, exc))
+                return result, subdirs
+            self.visited.add(directory)
+            # The entries stat themselves relative to fd (fstatat): it stays open till then.
+            self._compare(directory, entries, result, subdirs)
+        finally:
+            os.close(fd)
+        return result, subdirs
+
+    def _compare(
+        self,
+        directory: str,
+        entries: list[os.DirEntry[str]],
+        result: DirScan,
+        subdirs: list[str],
+    ) -> None:
         stored = self._lookup(directory)
         seen: set[str] = set()
         prefix = directory if directory != "/" else ""
@@ -278,7 +344,6 @@ class Walker:
         for name, before in stored.items():
             if name not in seen:
                 result.items.append(ScanItem(ItemKind.VANISHED, f"{prefix}/{name}", before))
-        return result, subdirs
 
     def _file_stat(
         self,
@@ -291,17 +356,19 @@ class Walker:
         """The stat of a regular file to compare; ``None`` for anything else (a directory is
         queued in ``subdirs``; an entry that cannot be stat'ed is reported and kept in
         ``seen``, so that the store keeps what it knows)."""
-        follow = self._options.follow_symlinks
+        st: os.stat_result | None
         try:
-            if entry.is_dir(follow_symlinks=follow):
-                if self._enter(path, entry, result):
-                    subdirs.append(path)
-                return None
-            # is_file() without following is False for symbolic links: not followed, skipped.
-            if not entry.is_file(follow_symlinks=follow) or self._ignored(path, False):
-                result.skipped += 1
-                return None
-            st = entry.stat(follow_symlinks=follow)
+            if len(path) >= _LONG_PATH:
+                _check_length(path)
+            if entry.is_file(follow_symlinks=False):  # most entries: the quick way first
+                if self._ignored(path, False):
+                    result.skipped += 1
+                    return None
+                st = entry.stat(follow_symlinks=False)
+            else:
+                st = self._not_a_file(entry, path, result, subdirs)
+                if st is None:
+                    return None
         except FileNotFoundError:
             return None  # vanished (or a dangling link) since the listing
         except OSError as exc:
@@ -309,20 +376,53 @@ class Walker:
             self.unknown.append(path)
             result.issues.append(self._issue(path, exc))
             return None
-        if not stat_module.S_ISREG(st.st_mode):
+        if not stat_module.S_ISREG(st.st_mode):  # replaced since the listing
             result.skipped += 1
             return None
         return st
 
-    def _enter(self, path: str, entry: os.DirEntry[str], result: DirScan) -> bool:
-        """Whether to walk into a subdirectory (loop, ignore and symlink checks)."""
-        if not self._options.follow_symlinks and entry.is_symlink():
+    def _not_a_file(
+        self, entry: os.DirEntry[str], path: str, result: DirScan, subdirs: list[str]
+    ) -> os.stat_result | None:
+        """A directory (queued in ``subdirs`` unless ignored or a loop), a symbolic link
+        (followed as the options say) or anything else (skipped); the stat of a file a link
+        leads to."""
+        st: os.stat_result | None
+        if entry.is_dir(follow_symlinks=False):
+            st = entry.stat(follow_symlinks=False)
+        elif entry.is_symlink() and self._options.follow_symlinks:
+            st = self._followed(path, result)
+        else:
+            result.skipped += 1  # FIFOs, sockets, devices, and links not followed
+            return None
+        if st is None:
+            return None
+        if stat_module.S_ISDIR(st.st_mode):
+            if self._enter(path, st, result):
+                subdirs.append(path)
+            return None
+        if self._ignored(path, False):
             result.skipped += 1
-            return False
+            return None
+        return st
+
+    def _followed(self, path: str, result: DirScan) -> os.stat_result | None:
+        """What a symbolic link leads to, when it stays beneath the root; ``None`` (skipped)
+        otherwise."""
+        assert self._top is not None
+        try:
+            return _stat_beneath(self._top, path)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                result.skipped += 1  # out of the root, or a chain of links too long
+                return None
+            raise
+
+    def _enter(self, path: str, st: os.stat_result, result: DirScan) -> bool:
+        """Whether to walk into a subdirectory (loop and ignore checks)."""
         if self._ignored(path, True):
             result.skipped += 1
             return False
-        st = entry.stat(follow_symlinks=self._options.follow_symlinks)
         key = (st.st_dev, st.st_ino)
         first = self._visited_ids.get(key)
         if first is not None:

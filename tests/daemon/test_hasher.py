@@ -37,7 +37,7 @@ def test_replaced_workers_take_over_and_closed_ones_abandon(tmp_path: Path) -> N
         hashing = Hashing(old, Progress(limit=60))
         try:
             # A reload replaces the workers while a file is being hashed.
-            job = asyncio.create_task(hashing(str(big), None))
+            job = asyncio.create_task(hashing(str(tmp_path), str(big), None))
             await _until_busy(old)
             hashing.pool = new
             await old.close(grace=0)
@@ -45,7 +45,7 @@ def test_replaced_workers_take_over_and_closed_ones_abandon(tmp_path: Path) -> N
             assert record.datahash is not None
             assert new.statistics().done == 1
             # At shutdown there is no new pool: the file is abandoned, not failed.
-            job = asyncio.create_task(hashing(str(big), None))
+            job = asyncio.create_task(hashing(str(tmp_path), str(big), None))
             await _until_busy(new)
             await new.close(grace=0)
             with pytest.raises(asyncio.CancelledError):

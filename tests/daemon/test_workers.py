@@ -55,7 +55,7 @@ def test_records_equal_in_process_hashing(tmp_path: Path) -> None:
         pool = WorkerPool(WorkerOptions(workers=2))
         await pool.start()
         try:
-            records = await asyncio.gather(*(pool.compute(p) for p in files))
+            records = await asyncio.gather(*(pool.compute(p, root=str(tmp_path)) for p in files))
             stats = pool.statistics()
         finally:
             assert await pool.close(grace=5) == 0
@@ -68,6 +68,33 @@ def test_records_equal_in_process_hashing(tmp_path: Path) -> None:
     _run(main)
 
 
+def test_a_worker_opens_a_file_beneath_its_root_only(tmp_path: Path) -> None:
+    # The path names a file inside the root by name, through a directory that is a symbolic
+    # link to a folder outside it: the worker, which opens it, must refuse it.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not for the index " * 20)
+    (root / "inside.txt").write_text("for the index " * 20)
+    (root / "race").symlink_to(outside)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1))
+        await pool.start()
+        try:
+            refused = await pool.compute(f"{root}/race/secret.txt", root=str(root))
+            elsewhere = await pool.compute(str(outside / "secret.txt"), root=str(root))
+            inside = await pool.compute(str(root / "inside.txt"), root=str(root))
+        finally:
+            await pool.close(grace=5)
+        assert not refused.units and refused.issues[0].code is IssueCode.NOT_REGULAR
+        assert "symbolic link" in refused.issues[0].reason
+        assert not elsewhere.units and elsewhere.issues[0].code is IssueCode.NOT_REGULAR
+        assert inside.iscc is not None
+
+    _run(main)
+
+
 def test_every_worker_started_takes_files(tmp_path: Path) -> None:
     # Workers start side by side: each must join the pool under its own number.
     bigs = [str(_sparse(tmp_path / f"big{i}.bin", 8 << 30)) for i in range(3)]
@@ -75,7 +102,7 @@ def test_every_worker_started_takes_files(tmp_path: Path) -> None:
     async def main() -> None:
         pool = WorkerPool(WorkerOptions(workers=3, depth=1))
         await pool.start()
-        jobs = [asyncio.create_task(pool.compute(path)) for path in bigs]
+        jobs = [asyncio.create_task(pool.compute(path, root=str(tmp_path))) for path in bigs]
         try:
             await asyncio.wait_for(_until(lambda: len(pool.in_flight()) == 3), 20)
             assert {path for path, _, _ in pool.in_flight()} == set(bigs)
@@ -95,7 +122,7 @@ def test_max_in_flight_bounds_the_files_taken_at_once(tmp_path: Path) -> None:
     async def main() -> None:
         pool = WorkerPool(WorkerOptions(workers=2, depth=1, max_in_flight=1))
         await pool.start()
-        jobs = [asyncio.create_task(pool.compute(path)) for path in bigs]
+        jobs = [asyncio.create_task(pool.compute(path, root=str(tmp_path))) for path in bigs]
         try:
             await asyncio.wait_for(_until(lambda: len(pool.in_flight()) == 1), 20)
             # The second file waits for the first, though the second worker is free once it
@@ -120,8 +147,8 @@ def test_a_killed_worker_costs_only_its_file(tmp_path: Path) -> None:
         pool = WorkerPool(WorkerOptions(workers=1, depth=2))
         await pool.start()
         try:
-            first = asyncio.create_task(pool.compute(big))
-            second = asyncio.create_task(pool.compute(str(small)))
+            first = asyncio.create_task(pool.compute(big, root=str(tmp_path)))
+            second = asyncio.create_task(pool.compute(str(small), root=str(tmp_path)))
             await _until(lambda: bool(pool.in_flight()))
             ((path, pid, _),) = pool.in_flight()
             assert path == big
@@ -149,10 +176,10 @@ def test_a_file_over_the_time_limit_is_given_up(tmp_path: Path) -> None:
         pool = WorkerPool(WorkerOptions(workers=1, file_timeout=0.3))
         await pool.start()
         try:
-            record = await pool.compute(big)
+            record = await pool.compute(big, root=str(tmp_path))
             assert record.issues[0].code is IssueCode.INTERNAL
             assert "longer than 0.3 s" in record.issues[0].reason
-            assert (await pool.compute(str(small))).iscc is not None
+            assert (await pool.compute(str(small), root=str(tmp_path))).iscc is not None
             assert pool.statistics().timeouts == 1
         finally:
             await pool.close(grace=0)
@@ -166,8 +193,8 @@ def test_closing_abandons_what_is_in_flight(tmp_path: Path) -> None:
     async def main() -> None:
         pool = WorkerPool(WorkerOptions(workers=1, depth=1))
         await pool.start()
-        in_flight = asyncio.create_task(pool.compute(big))
-        waiting = asyncio.create_task(pool.compute(big))
+        in_flight = asyncio.create_task(pool.compute(big, root=str(tmp_path)))
+        waiting = asyncio.create_task(pool.compute(big, root=str(tmp_path)))
         await _until(lambda: bool(pool.in_flight()))
         assert await pool.close(grace=0.1) == 1  # the second never got a slot
         with pytest.raises(PoolClosedError):
@@ -175,7 +202,7 @@ def test_closing_abandons_what_is_in_flight(tmp_path: Path) -> None:
         with pytest.raises(PoolClosedError):
             await waiting
         with pytest.raises(PoolClosedError):
-            await pool.compute(big)
+            await pool.compute(big, root=str(tmp_path))
         assert pool.statistics().workers == 0
 
     _run(main)
@@ -189,13 +216,13 @@ def test_a_file_whose_caller_gave_up_is_not_hashed(tmp_path: Path) -> None:
         pool = WorkerPool(WorkerOptions(workers=1))
         starting = asyncio.create_task(pool.start())
         # Queued while the worker warms up, then given up (a reconcile cancelled at shutdown).
-        job = asyncio.create_task(pool.compute(str(small)))
+        job = asyncio.create_task(pool.compute(str(small), root=str(tmp_path)))
         await asyncio.sleep(0)
         job.cancel()
         with pytest.raises(asyncio.CancelledError):
             await job
         await starting
-        assert (await pool.compute(str(small))).iscc is not None
+        assert (await pool.compute(str(small), root=str(tmp_path))).iscc is not None
         assert pool.statistics().done == 1
         assert await pool.close(grace=0) == 0
 
@@ -214,7 +241,7 @@ def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced
         await pool.start()
         try:
             # Both are handed to the one worker at once: the second is not lost with it.
-            record, after = await asyncio.gather(pool.compute(huge), pool.compute(str(small)))
+            record, after = await asyncio.gather(pool.compute(huge, root=str(tmp_path)), pool.compute(str(small), root=str(tmp_path)))
             [issue] = [i for i in record.issues if i.kind is IssueKind.ERROR]
             assert (issue.stage, issue.code, issue.reason) == (
                 "image",
@@ -229,7 +256,7 @@ def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced
             statistics = pool.statistics()
             assert (statistics.over_memory, statistics.started, statistics.crashed) == (1, 2, 0)
             await _until(lambda: pool.statistics().workers == 1)
-            assert (await pool.compute(str(small))).iscc == after.iscc  # the new worker
+            assert (await pool.compute(str(small), root=str(tmp_path))).iscc == after.iscc  # the new worker
         finally:
             await pool.close(grace=0)
 

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from isccd import beneath
 from isccd.errors import (
     FileAccessError,
     FileUnstableError,
@@ -160,3 +161,72 @@ def test_unreadable_file_is_an_access_error(tmp_path: Path) -> None:
             check=False,
         )
     assert result.stdout.strip() == "refused: permission denied", result.stderr
+
+
+# -- beneath a root ------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=[True, False], ids=["openat2", "walk"])
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Both ways of opening beneath a root: openat2(2), and the walk where it is refused."""
+    if not request.param:
+        monkeypatch.setattr(beneath, "openat2_available", lambda: False)
+    return bool(request.param)
+
+
+def _race_tree(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "race").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret").write_text("secret")
+    (root / "race" / "secret").write_text("inside")
+    return root, outside
+
+
+@pytest.mark.usefixtures("kernel")
+def test_a_file_of_a_root_is_opened_beneath_it(tmp_path: Path) -> None:
+    root, outside = _race_tree(tmp_path)
+    with open_source(f"{root}/race/secret", root=str(root)) as src:
+        assert src.head() == b"inside"
+        src.check_unchanged()
+    # The directory becomes a link to the outside: the same name now leads nowhere.
+    (root / "race").rename(root / "moved")
+    (root / "race").symlink_to(outside)
+    with pytest.raises(NotRegularFileError, match="symbolic link on its path"):
+        open_source(f"{root}/race/secret", root=str(root))
+    with pytest.raises(NotRegularFileError, match="outside its root"):
+        open_source(f"{root}/race/secret", root=str(root), follow_symlinks=True)
+    with pytest.raises(NotRegularFileError, match="outside its root"):
+        open_source(str(outside / "secret"), root=str(root))
+    # A user naming the path on the command line is only guarded at its last component.
+    with open_source(f"{root}/race/secret") as src:
+        assert src.head() == b"secret"
+
+
+@pytest.mark.usefixtures("kernel")
+def test_links_that_stay_beneath_the_root_are_followed_when_asked(tmp_path: Path) -> None:
+    root, _ = _race_tree(tmp_path)
+    (root / "alias").symlink_to("race")
+    (root / "abs.txt").symlink_to(root / "race" / "secret")
+    for path in (f"{root}/alias/secret", f"{root}/abs.txt"):
+        with pytest.raises(NotRegularFileError):
+            open_source(path, root=str(root))
+        with open_source(path, root=str(root), follow_symlinks=True) as src:
+            assert src.head() == b"inside"
+            src.check_unchanged()
+
+
+@pytest.mark.usefixtures("kernel")
+def test_a_directory_swapped_for_a_link_while_read_is_caught(tmp_path: Path) -> None:
+    root, outside = _race_tree(tmp_path)
+    (outside / "secret").write_text("inside")  # same size and content: only the inode differs
+    with open_source(f"{root}/race/secret", root=str(root)) as src:
+        (root / "race").rename(root / "moved")
+        (root / "race").symlink_to(outside)
+        with pytest.raises(FileUnstableError):
+            src.check_unchanged()
+
+
+def test_a_missing_root_makes_the_file_vanished(tmp_path: Path) -> None:
+    with pytest.raises(FileVanishedError, match="root is gone"):
+        open_source(str(tmp_path / "gone" / "f"), root=str(tmp_path / "gone"))

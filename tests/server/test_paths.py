@@ -108,17 +108,8 @@ def test_nothing_outside_the_roots_is_ever_examined(
     start = str(tmp_tree.parent) if from_parent else root
     path = "/".join([start, *words])
     examined: list[str] = []
-
-    def lstat(p: str) -> os.stat_result:
-        examined.append(p)
-        return os.lstat(p)
-
-    def readlink(p: str) -> str:
-        examined.append(p)
-        return str(Path(p).readlink())
-
     try:
-        resolved: str | None = resolve_in_roots(path, [root], lstat=lstat, readlink=readlink)
+        resolved: str | None = resolve_in_roots(path, [root], examined=examined.append)
     except ProtocolError as exc:
         assert exc.code in ("outside_roots", "invalid_argument")
         resolved = None
@@ -132,3 +123,57 @@ def test_nothing_outside_the_roots_is_ever_examined(
             assert resolved == real
         else:
             assert resolved is None
+
+
+def _swap_for_link(directory: Path, target: Path) -> None:
+    """Replace ``directory`` by a symbolic link to ``target`` (the directory moves aside)."""
+    directory.rename(directory.with_name(directory.name + ".moved"))
+    directory.symlink_to(target)
+
+
+@pytest.fixture
+def race_tree(short_dir: Path) -> tuple[Path, Path]:
+    """A root holding the directory ``race``, and an outside directory whose ``link`` is a
+    relative symbolic link (a name an attacker would like to learn)."""
+    root, outside = short_dir / "root", short_dir / "outside"
+    (root / "race").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "link").symlink_to("shadow-of-something")
+    (outside / "secret").write_text("s")
+    return root, outside
+
+
+def test_a_directory_swapped_for_a_link_while_resolving_leads_nowhere_outside(
+    race_tree: tuple[Path, Path],
+) -> None:
+    # "race" is a directory when it is examined, then becomes a link to the outside just
+    # before the next component is examined: that one must be looked up in the directory
+    # examined (now moved aside), not through the link.
+    root, outside = race_tree
+
+    def swap(candidate: str) -> None:
+        if candidate == f"{root}/race/link":
+            _swap_for_link(root / "race", outside)
+
+    resolved = resolve_in_roots(f"{root}/race/link", [str(root)], examined=swap)
+    # Through the link the outside "link" would have been read, and its target named.
+    assert resolved == f"{root}/race/link"
+
+
+def test_outside_paths_answer_alike_whether_they_exist_or_not(
+    race_tree: tuple[Path, Path],
+) -> None:
+    root, outside = race_tree
+    (root / "race").rmdir()
+    (root / "race").symlink_to(outside)
+    base = root.parent  # an ancestor of the root
+    answers = {
+        rel: _code(f"{root}/{rel}", [str(root)])
+        for rel in ("race/secret", "race/missing", "race/link", "race/link/x", "race/missing/x")
+    }
+    answers |= {
+        rel: _code(f"{base}/{rel}", [str(root)])
+        for rel in ("outside/secret", "outside/missing", "nothing/x", "root/../outside/secret")
+    }
+    answers |= {p: _code(p, [str(root)]) for p in ("/etc/passwd", "/etc/no-such-file", "/")}
+    assert set(answers.values()) == {"outside_roots"}, answers

@@ -126,6 +126,43 @@ def test_paths_outside_the_roots_never_reach_the_daemon(root_dir: Path, short_di
     assert backend.calls == []
 
 
+def test_outside_paths_answer_alike_whether_they_exist_or_not(
+    root_dir: Path, short_dir: Path
+) -> None:
+    # Through a link in the root, through an ancestor of the root, and elsewhere: an existing
+    # and a missing path get the same reply, word for word but for the path itself.
+    (short_dir / "outside").mkdir()
+    (short_dir / "outside" / "secret").write_text("s")
+    (root_dir / "escape").symlink_to(short_dir / "outside")
+    pairs = [
+        (f"{root_dir}/escape/secret", f"{root_dir}/escape/missing"),
+        (f"{short_dir}/outside/secret", f"{short_dir}/outside/missing"),
+        (f"{short_dir}/outside/secret", f"{short_dir}/missing/secret"),
+        (f"{root_dir}/../outside/secret", f"{root_dir}/../missing/secret"),
+        ("/etc/passwd", "/etc/no-such-file"),
+        (str(short_dir), f"{short_dir}-missing"),
+    ]
+
+    async def scenario(client: AsyncClient, _: FakeBackend) -> None:
+        for key, cmd in (("path", c) for c in ("get", "similar", "rescan", "sync")):
+            for exists, missing in pairs:
+                answers = []
+                for path in (exists, missing):
+                    line = json.dumps({"id": 1, "cmd": cmd, key: path}).encode() + b"\n"
+                    await client.send_raw(line)
+                    reply = await client.read_reply()
+                    assert reply.error is not None, reply
+                    answers.append((reply.error.code, reply.error.message.replace(repr(path), "P")))
+                assert answers[0] == answers[1] == ("outside_roots", answers[0][1]), answers
+        await client.send_raw(
+            json.dumps({"id": 2, "cmd": "dupes", "root": "/nope"}).encode() + b"\n"
+        )
+        assert _code(await client.read_reply()) == "outside_roots"
+
+    backend = run(root_dir, short_dir, scenario)
+    assert backend.calls == []
+
+
 def test_similar_dupes_rescan_and_sync(root_dir: Path, short_dir: Path) -> None:
     async def scenario(client: AsyncClient, backend: FakeBackend) -> None:
         for name in ("a.txt", "sub/b.txt"):
@@ -277,5 +314,47 @@ def test_clients_over_the_limit_are_refused(root_dir: Path, short_dir: Path) -> 
             assert server.statistics().refused == 1
             await first.close()
             await second.close()
+
+    asyncio.run(main())
+
+
+def test_lone_surrogates_are_refused_and_the_connection_and_subscription_carry_on(
+    root_dir: Path, short_dir: Path
+) -> None:
+    # Each string field, with a JSON escape that stands for no character (and no byte of a
+    # file name), pipelined between good requests on a subscribed connection.
+    bad = [
+        {"cmd": "get", "path": f"{root_dir}/\ud800"},
+        {"cmd": "similar", "path": f"{root_dir}/\udfff"},
+        {"cmd": "dupes", "root": f"{root_dir}/\ud800"},
+        {"cmd": "rescan", "path": f"{root_dir}/\ud800"},
+        {"cmd": "sync", "path": f"{root_dir}/\ud800"},
+        {"cmd": "subscribe", "roots": [f"{root_dir}/\ud800"]},
+        {"cmd": "hello", "client": "\ud800"},
+    ]
+
+    async def main() -> None:
+        backend = FakeBackend([str(root_dir)])
+        async with (
+            serving(backend, short_dir) as (server, broker),
+            await AsyncClient.connect(server.path) as client,
+        ):
+            await client.subscribe()
+            lines = []
+            for i, fields in enumerate(bad):
+                lines.append(json.dumps({"id": f"bad{i}", **fields}))
+                lines.append(json.dumps({"id": f"ok{i}", "cmd": "status"}))
+            await client.send_raw("\n".join(lines).encode() + b"\n")
+            replies = [await client.read_reply() for _ in lines]
+            assert [(r.id, r.ok or _code(r)) for r in replies] == [
+                pair
+                for i in range(len(bad))
+                for pair in ((f"bad{i}", "invalid_argument"), (f"ok{i}", True))
+            ]
+            event = backend.commit(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a.txt")
+            broker.publish(event)
+            async with asyncio.timeout(10):
+                received = await anext(aiter(client.events()))
+            assert received.seq == event.seq
 
     asyncio.run(main())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import urllib.parse
 from pathlib import Path
 
@@ -32,6 +33,38 @@ def test_the_database_is_in_wal_mode_at_the_latest_schema(tmp_path: Path) -> Non
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
+
+
+def _modes(directory: Path) -> dict[str, int]:
+    return {p.name: stat.S_IMODE(p.stat().st_mode) for p in directory.iterdir()}
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o277])
+def test_the_database_files_are_the_owners_alone_whatever_the_umask(
+    tmp_path: Path, umask: int
+) -> None:
+    old = os.umask(umask)
+    try:
+        store = open_store(state_url(tmp_path))
+        try:
+            store.begin()
+            store.add_file(ROOT, make_record("/data/a", ino=1, datahash=hashed(1)), 1.0)
+            store.commit()  # the WAL and its index exist now
+            modes = _modes(tmp_path)
+        finally:
+            store.close()
+    finally:
+        os.umask(old)
+    assert {f"{DB_NAME}{s}" for s in ("", "-wal", "-shm", ".lock")} <= set(modes)
+    assert set(modes.values()) == {0o600}, {k: oct(v) for k, v in modes.items()}
+
+
+def test_database_files_left_readable_are_made_private(tmp_path: Path) -> None:
+    open_store(state_url(tmp_path)).close()
+    for name in (DB_NAME, f"{DB_NAME}.lock"):
+        (tmp_path / name).chmod(0o644)
+    open_store(state_url(tmp_path)).close()
+    assert set(_modes(tmp_path).values()) == {0o600}
 
 
 def test_a_garbage_file_is_reported_as_corrupt_not_crashed_on(tmp_path: Path) -> None:

@@ -149,6 +149,55 @@ def test_followed_links_index_the_target_and_loops_are_cut(tree: Path) -> None:
     assert len([p for p in found if p.endswith("c.txt")]) == 1
 
 
+def test_followed_links_that_leave_the_root_are_skipped(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s")
+    (tree / "out_dir").symlink_to(outside)
+    (tree / "out_file").symlink_to(outside / "secret.txt")
+    (tree / "up").symlink_to("../outside")
+    (tree / "in_abs").symlink_to(tree / "a.txt")
+    walker, scans = walk(tree, FakeStore(), ScanOptions(follow_symlinks=True))
+    assert rel(tree, items(scans)) == {
+        "a.txt": "new",
+        "in_abs": "new",
+        "sub/b.txt": "new",
+        "sub/deeper/c.txt": "new",
+    }
+    assert not [p for p in walker.visited if "out" in p or "up" in p]
+    assert sum(s.skipped for s in scans) == 3
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_directory_swapped_for_a_link_mid_walk_is_not_walked(
+    tree: Path, tmp_path: Path, follow: bool
+) -> None:
+    # "sub" is a directory when the root is listed, and a link to a directory outside by the
+    # time the walk gets to it (the store's lookup runs in between): what is outside must not
+    # be listed, and the files the store held in "sub" count as vanished.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s")
+    store = FakeStore()
+    _, first = walk(tree, store)
+    store.remember([i for s in first for i in s.items])
+
+    def lookup(directory: str) -> dict[str, FileStat]:
+        if directory == str(tree) and not (tree / "sub").is_symlink():
+            (tree / "sub").rename(tree / "moved")
+            (tree / "sub").symlink_to(outside)
+        return store.lookup(directory)
+
+    walker = Walker(str(tree), lookup, ScanOptions(follow_symlinks=follow))
+    scans = list(walker)
+    assert items(scans) == {}  # secret.txt would be new
+    assert walker.vanished_dirs(sorted(store.dirs)) == [
+        str(tree / "sub"),
+        str(tree / "sub" / "deeper"),
+    ]
+    assert all(not s.issues for s in scans)
+
+
 def test_ignore_patterns_are_gitignore_style_and_ignored_dirs_are_not_entered(
     tmp_path: Path,
 ) -> None:

@@ -1,0 +1,99 @@
+"""Connection limits under pressure: a burst of connections against ``max_clients``, and silent
+connections closed after ``idle_timeout``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from pathlib import Path
+
+from isccd.client import AsyncClient
+from isccd.model import EventType
+
+from .fakes import FakeBackend, serving
+
+#: Connections of the burst (all pending in the listen backlog at once, which holds 128), and
+#: the limit they run into.
+BURST = 100
+LIMIT = 16
+
+
+async def _first_line(sock: socket.socket) -> str:
+    """The reply to the hello a client sent: ``ok`` when served, else the error code."""
+    loop = asyncio.get_running_loop()
+    data = b""
+    while not data.endswith(b"\n"):
+        piece = await loop.sock_recv(sock, 4096)
+        assert piece, f"closed without a line: {data!r}"
+        data += piece
+    reply = json.loads(data)
+    return "ok" if reply.get("ok") else str(reply["error"]["code"])
+
+
+def test_a_burst_of_connections_never_passes_max_clients(root_dir: Path, short_dir: Path) -> None:
+    async def main() -> None:
+        backend = FakeBackend([str(root_dir)])
+        async with serving(backend, short_dir, max_clients=LIMIT) as (server, _):
+            # Connected while the server's loop is busy here: all of them wait in the backlog
+            # and are accepted in one go, as under a real burst.
+            socks = []
+            for _ in range(BURST):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(str(server.path))
+                sock.sendall(b'{"id": 1, "cmd": "hello"}\n')
+                sock.setblocking(False)
+                socks.append(sock)
+            try:
+                codes = await asyncio.gather(*(_first_line(sock) for sock in socks))
+                assert codes.count("ok") == LIMIT, codes.count("ok")
+                assert codes.count("too_many_clients") == BURST - LIMIT
+                assert server.statistics().refused == BURST - LIMIT
+                assert len(server.statistics().connections) == LIMIT
+            finally:
+                for sock in socks:
+                    sock.close()
+            # The slots are given back as the served clients leave.
+            async with asyncio.timeout(10):
+                while server.statistics().connections:
+                    await asyncio.sleep(0.01)
+            async with await AsyncClient.connect(server.path) as client:
+                await client.hello()
+
+    asyncio.run(main())
+
+
+def test_a_silent_connection_is_closed_after_the_idle_time(root_dir: Path, short_dir: Path) -> None:
+    async def main() -> None:
+        backend = FakeBackend([str(root_dir)])
+        async with serving(backend, short_dir, idle_timeout=0.5) as (server, broker):
+            silent_reader, silent = await asyncio.open_unix_connection(server.path)
+            partial_reader, partial = await asyncio.open_unix_connection(server.path)
+            partial.write(b'{"id": 1, "cmd": "hel')  # a line never finished is no request
+            async with await AsyncClient.connect(server.path) as subscriber:
+                await subscriber.subscribe()
+                talker = await AsyncClient.connect(server.path)
+                started = time.monotonic()
+                for _ in range(8):  # requests spaced by less than the idle time keep it open
+                    await asyncio.sleep(0.1)
+                    await talker.hello()
+                async with asyncio.timeout(10):
+                    for reader in (silent_reader, partial_reader):
+                        line = await reader.readline()
+                        assert json.loads(line)["error"]["code"] == "idle_timeout"
+                        assert await reader.read() == b""  # and closed
+                assert time.monotonic() - started >= 0.5
+                await talker.hello()
+                # Quiet for longer than the idle time, the subscriber still gets its events.
+                await asyncio.sleep(0.7)
+                event = backend.commit(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a.txt")
+                broker.publish(event)
+                async with asyncio.timeout(10):
+                    received = await anext(aiter(subscriber.events()))
+                assert received.seq == event.seq
+                await talker.close()
+            silent.close()
+            partial.close()
+
+    asyncio.run(main())
