@@ -45,6 +45,9 @@ ALLOWED: dict[str, set[str]] = {
     "watch": {"model", "errors", "fspath"},
     "server": {"protocol", "model", "errors", "fspath"},
     "client": {"protocol", "model", "errors"},
+    # protocol: the dupes answer it adapts (report.adapt); extract: safe opening, media types,
+    # image decoding, text extraction and ffmpeg for the previews.
+    "report": {"model", "errors", "fspath", "extract", "protocol"},
     "sdnotify": set(),
     "dirs": set(),
     "logconf": set(),
@@ -86,6 +89,7 @@ ALLOWED: dict[str, set[str]] = {
         "watch",
         "pipeline",
         "dirs",
+        "report",
     },
 }
 
