@@ -57,7 +57,8 @@ class Browser:
     """A headless Chromium with its own profile in ``profile``.
 
     Args:
-        profile: An empty directory for the browser's profile (``--user-data-dir``) and log.
+        profile: A directory for the browser's profile (``--user-data-dir``) and log (made
+            when missing).
         width: Window width in CSS pixels.
         height: Window height.
     """
@@ -65,6 +66,7 @@ class Browser:
     def __init__(self, profile: Path, width: int = 1280, height: int = 900) -> None:
         if CHROMIUM is None:
             raise BrowserError("chromium is not installed")
+        profile.mkdir(parents=True, exist_ok=True)
         self.profile = profile
         self.size = (width, height)
         self._next_id = 0
@@ -173,7 +175,7 @@ class Browser:
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
             "sessionId"
         ]
-        page = Page(self, session)
+        page = Page(self, session, target)
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=session)
         # The page gets the whole window: screenshots of one size, whatever the browser's frame.
@@ -218,9 +220,14 @@ class Browser:
 class Page:
     """One tab of a :class:`Browser`."""
 
-    def __init__(self, browser: Browser, session: str) -> None:
+    def __init__(self, browser: Browser, session: str, target: str) -> None:
         self.browser = browser
         self.session = session
+        self.target = target
+
+    def close(self) -> None:
+        """Close the tab."""
+        self.browser.call("Target.closeTarget", {"targetId": self.target})
 
     def evaluate(self, expression: str, timeout: float = 15.0) -> Any:
         """The value of a JavaScript expression (a promise is awaited).

@@ -49,7 +49,9 @@ def page(browser: Browser, report: Path) -> Iterator[Page]:
     tab = browser.open(report.as_uri())
     tab.wait_for("document.documentElement.dataset.firstRender")
     yield tab
-    assert tab.errors == []
+    errors = tab.errors
+    tab.close()
+    assert errors == []
 
 
 def dataset(page: Page, name: str) -> Any:
@@ -223,6 +225,7 @@ def test_a_script_the_policy_does_not_name_does_not_run(
     tab = browser.open(changed.as_uri())
     assert tab.evaluate("document.documentElement.dataset.ready") is None
     assert any("Content Security Policy" in e for e in tab.errors), tab.errors
+    tab.close()
 
 
 def test_a_screenshot(page: Page, tmp_path: Path) -> None:

@@ -153,6 +153,7 @@ def test_an_unwritable_page_is_an_error(
     assert err == f"isccd: cannot write {out}: No such file or directory\n"
 
 
+@pytest.mark.slow  # a daemon started, a root indexed
 def test_the_daemon_and_the_store_give_the_same_report(
     library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

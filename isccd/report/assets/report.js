@@ -182,10 +182,12 @@
     box.addEventListener("change", () => setKeep(x.i, mi, box.checked));
     label.append(box, el("span", "", "keep"));
     card.classList.toggle("kept", box.checked);
-    const name = shown(m.path);
+    // Inside its root, a path is shown from there; the whole of it is the tooltip.
+    const inRoot = m.path.startsWith(m.root.endsWith("/") ? m.root : m.root + "/");
+    const name = shown(inRoot ? m.path.slice(m.root.length).replace(/^\//, "") : m.path);
     const cut = name.lastIndexOf("/") + 1;
     const path = el("div", "path");
-    path.title = name;
+    path.title = shown(m.path);
     path.append(el("span", "dir", name.slice(0, cut)), el("span", "name", name.slice(cut)));
     const facts = [size(m.stat ? Number(m.stat.size) : m.size)];
     if (m.stat) facts.push(date(m.stat.mtime_ns));
@@ -421,9 +423,13 @@
     focus(pos, member ? Number(member.dataset.member) : 0, false);
   });
 
+  function showDistance() {
+    $("distance-value").textContent = plural(Number($("distance").value), "bit");
+  }
+
   for (const id of ["search", "kind", "type", "unit", "root", "distance", "sort"]) {
     $(id).addEventListener("input", () => {
-      $("distance-value").textContent = `${$("distance").value} bits`;
+      showDistance();
       apply();
     });
   }
@@ -433,7 +439,7 @@
     $("status").textContent = "";
   });
 
-  $("distance-value").textContent = `${$("distance").value} bits`;
+  showDistance();
   apply();
   root.dataset.ready = "1";
   // After the first frame is painted: the time to first render, for the benchmark.
