@@ -163,8 +163,8 @@ class Browser:
             if "method" in message:
                 self._events.append(message)
 
-    def events(self, session: str) -> list[dict[str, Any]]:
-        """The events received so far for ``session``."""
+    def events(self, session: str | None) -> list[dict[str, Any]]:
+        """The events received so far for ``session`` (``None``: the browser's own)."""
         return [e for e in self._events if e.get("sessionId") == session]
 
     # -- pages -----------------------------------------------------------------------------------

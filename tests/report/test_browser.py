@@ -18,6 +18,16 @@ from typing import Any
 import pytest
 
 from isccd.cli.main import main
+from isccd.report.model import (
+    FileFacts,
+    GroupView,
+    MemberView,
+    Preview,
+    PreviewKind,
+    ReportView,
+)
+from isccd.report.page import render_page
+from isccd.report.thumbs import file_stat
 from tests.report.browser import CHROMIUM, Browser, Page
 from tests.report.conftest import HOSTILE, Library, dupes, page_data
 
@@ -152,41 +162,50 @@ def _mark(page: Page, group: int, path: str) -> None:
     )
 
 
+def _save(page: Page, browser: Browser, folder: Path) -> tuple[dict[str, Any], str]:
+    """Press Save plan; the plan downloaded, and what the page says."""
+    saved = {e["params"]["guid"] for e in browser.events(None) if "guid" in e.get("params", {})}
+    browser.allow_downloads(folder)
+    page.evaluate("document.getElementById('save').click()")
+    done = browser.wait_event(
+        "Browser.downloadProgress",
+        lambda e: e["params"]["state"] == "completed" and e["params"]["guid"] not in saved,
+    )
+    plan = json.loads(Path(done["params"]["filePath"]).read_text())
+    return plan, page.evaluate("document.getElementById('status').textContent")
+
+
 def test_the_marks_save_a_plan_that_validates(
     page: Page, browser: Browser, library: Library, tmp_path: Path
 ) -> None:
     import jsonschema
 
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
     data = page_data(Path(page.evaluate("location.pathname")).read_text())
     index = {
         os.path.relpath(g["members"][0]["path"], library.root) + ":" + g["kind"]: i
         for i, g in enumerate(data["groups"])  # type: ignore[arg-type]
     }
+    beach, backup = library.path("photos/beach.jpg"), library.path("photos/backup/beach.jpg")
     newline = library.path("hostile/new\nline.txt")
     _mark(page, index["data-copy.bin:exact"], library.path("data.bin"))
-    _mark(page, index["photos/backup/beach.jpg:near"], library.path("photos/beach.jpg"))
-    _mark(page, index["photos/backup/beach.jpg:exact"], library.path("photos/backup/beach.jpg"))
+    _mark(page, index["photos/backup/beach.jpg:near"], beach)
+    _mark(page, index["photos/backup/beach.jpg:exact"], backup)
     _mark(page, index["texts/report-copy.txt:near"], library.path("texts/draft.txt"))
     hostile = next(k for k in index if k.startswith("hostile/"))
     _mark(page, index[hostile], library.path("hostile/new\\x0aline.txt"))
     assert dataset(page, "kept") == "5"
-    browser.allow_downloads(tmp_path)
-    page.evaluate("document.getElementById('save').click()")
-    browser.wait_event("Browser.downloadProgress", lambda e: e["params"]["state"] == "completed")
-    plan = json.loads((tmp_path / "isccd-plan.json").read_text())
-    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(plan)
 
-    # The exact beach group shares beach.jpg with the near one marked before it: left out.
-    status = page.evaluate("document.getElementById('status').textContent")
-    assert status.startswith("Saved isccd-plan.json: 4 groups. Left out the group of ")
-    assert "beach.jpg: that file is in an earlier group of the plan" in status
+    plan, status = _save(page, browser, tmp_path)
+    validator.validate(plan)
+    # The near group keeps beach.jpg, the exact one (marked after it) its backup: each would act
+    # on the file the other keeps, so the later group is left out.
+    assert status == (
+        "Saved isccd-plan.json: 4 groups. Left out the group of "
+        f"{backup}: {backup} is in an earlier group of the plan and not kept in both."
+    )
     kept = {m["path"] for g in plan["groups"] for m in g["members"] if m["keep"]}
-    assert kept == {
-        library.path("data.bin"),
-        library.path("photos/beach.jpg"),
-        library.path("texts/draft.txt"),
-        newline,
-    }
+    assert kept == {library.path("data.bin"), beach, library.path("texts/draft.txt"), newline}
     assert [g["kind"] for g in plan["groups"]] == ["exact", "near", "near", "exact"]
     for group in plan["groups"]:
         for member in group["members"]:
@@ -200,6 +219,48 @@ def test_the_marks_save_a_plan_that_validates(
     assert {m["path"] for m in plan["groups"][-1]["members"]} == {
         library.path(f"hostile/{name}") for name in HOSTILE
     }
+
+
+def test_a_file_kept_by_two_groups_may_be_in_both(browser: Browser, tmp_path: Path) -> None:
+    import jsonschema
+
+    files = {}
+    for name in ("a.jpg", "b.jpg", "c.jpg"):
+        (tmp_path / name).write_bytes(name.encode())
+        st = os.lstat(tmp_path / name)
+        files[str(tmp_path / name)] = FileFacts(
+            file_stat(st), Preview(PreviewKind.ICON, "image/jpeg")
+        )
+    a, b, c = files
+
+    def member(path: str, instance: str | None = None) -> MemberView:
+        return MemberView(path, (), str(tmp_path), 2, "instance" if instance else "image", 0,
+                          instance)  # fmt: skip
+
+    code = "ISCC:IAAZV3ZSNCAD3X7B"
+    view = ReportView(
+        (
+            GroupView("near", "image", 12, 2, (member(a), member(c))),
+            GroupView("exact", "instance", 0, 2, (member(a, code), member(b, code))),
+        )
+    )
+    page_file = tmp_path / "page.html"
+    page_file.write_text(render_page(view, files, source="a test", generated=1.0))
+    tab = browser.open(page_file.as_uri())
+    tab.wait_for("document.documentElement.dataset.ready")
+    _mark(tab, 0, a)
+    _mark(tab, 1, a)
+    plan, status = _save(tab, browser, tmp_path)
+    assert status == "Saved isccd-plan.json: 2 groups."
+    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(plan)
+    assert [[m["path"] for m in g["members"] if m["keep"]] for g in plan["groups"]] == [[a], [a]]
+    # Kept in one group and acted on in the other, it may not.
+    _mark(tab, 1, b)
+    plan, status = _save(tab, browser, tmp_path)
+    assert len(plan["groups"]) == 1
+    assert status.endswith(f": {a} is in an earlier group of the plan and not kept in both.")
+    assert tab.errors == []
+    tab.close()
 
 
 def test_hostile_names_are_shown_as_text(page: Page, library: Library) -> None:

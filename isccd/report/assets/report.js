@@ -300,22 +300,26 @@
 
   function plan() {
     const out = [];
+    // Each name in the plan, and whether every group so far keeps it: a file may be in two
+    // groups only as the file both keep (isccd dedupe acts on no file another group keeps).
     const seen = new Map();
     const left = [];
     for (const [gi, ki] of [...keeps].sort((a, b) => a[0] - b[0])) {
       const g = data.groups[gi];
       const present = g.members.filter((m) => m.stat);
-      if (present.length < 2 || !g.members[ki].stat) {
-        left.push(`a group of ${shown(g.members[ki].path)}: its files are not all there`);
+      const label = `the group of ${shown(g.members[ki].path)}`;
+      if (present.length < 2) {
+        left.push(`${label}: its other files are not there any more`);
         continue;
       }
+      const kept = new Set([g.members[ki].path, ...g.members[ki].links]);
       const names = present.flatMap((m) => [m.path, ...m.links]);
-      const twice = names.find((p) => seen.has(p));
-      if (twice !== undefined) {
-        left.push(`the group of ${shown(twice)}: that file is in an earlier group of the plan`);
+      const clash = names.find((p) => seen.has(p) && !(seen.get(p) && kept.has(p)));
+      if (clash !== undefined) {
+        left.push(`${label}: ${shown(clash)} is in an earlier group of the plan and not kept in both`);
         continue;
       }
-      names.forEach((p) => seen.set(p, gi));
+      names.forEach((p) => seen.set(p, kept.has(p)));
       const members = present.map((m) => {
         const member = { path: m.path };
         if (m.links.length) member.links = m.links;
