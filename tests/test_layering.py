@@ -49,6 +49,9 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"protocol", "model", "errors"},
     # iscc: the Instance-Code's BLAKE3, to verify content right before acting on it.
     "dedupe": {"model", "errors", "fspath", "iscc"},
+    # protocol: the dupes answer it adapts (report.adapt); extract: safe opening, media types,
+    # image decoding, text extraction and ffmpeg for the previews.
+    "report": {"model", "errors", "fspath", "extract", "protocol"},
     "sdnotify": set(),
     "dirs": set(),
     "logconf": set(),
@@ -93,6 +96,7 @@ ALLOWED: dict[str, set[str]] = {
         "pipeline",
         "dirs",
         "dedupe",
+        "report",
     },
 }
 

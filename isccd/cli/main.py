@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "isccd.cli.code",
     "isccd.cli.index",
     "isccd.cli.dedupe",
+    "isccd.cli.report",
     "isccd.cli.service",
 )
 

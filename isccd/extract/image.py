@@ -110,6 +110,40 @@ def extract_image(
         ToolMissingError: The format needs an optional plugin that is not installed.
         ExtractionError: The data is not an image Pillow can decode, or it is corrupt.
     """
+    with opened_image(fileobj, mediatype=mediatype, max_pixels=max_pixels) as img:
+        width, height = img.size
+        try:
+            # Decode first: a failed load leaves Pillow's image half set up, and a second
+            # load (metadata readers load PNGs for their EXIF) would then "succeed".
+            img.load()
+            pixels = normalize_image(img)
+        except Exception as exc:
+            # Decoders raise OSError, SyntaxError, ValueError, struct.error, EOFError, ...
+            # on truncated or corrupt data; all mean the same to the caller.
+            raise ExtractionError(f"cannot decode image: {_describe(exc)}") from exc
+        meta, problem = image_metadata(img) if read_meta else (Metadata(), None)
+    return ImageContent(tuple(pixels), width, height, meta, problem, extractor_profile(mediatype))
+
+
+@contextlib.contextmanager
+def opened_image(
+    fileobj: BinaryIO, *, mediatype: str = "", max_pixels: int = DEFAULT_MAX_PIXELS
+) -> Iterator[Image.Image]:
+    """An image opened (its header read, no pixel decoded) and checked against the pixel limit.
+
+    Pillow's warnings are silenced inside the block (see :func:`_quiet`); the image is closed
+    when it ends.
+
+    Args:
+        fileobj: The image file, positioned at its start.
+        mediatype: Its detected media type (to name a missing plugin in the message).
+        max_pixels: Refuse images with more pixels than this, before decoding them.
+
+    Raises:
+        ImageTooLargeError: More pixels than ``max_pixels``; nothing was decoded.
+        ToolMissingError: The format needs an optional plugin that is not installed.
+        ExtractionError: The data is not an image Pillow can open.
+    """
     _register_plugins()
     with _quiet():
         try:
@@ -135,17 +169,7 @@ def extract_image(
                     f"{width} x {height} = {width * height:,} pixels exceeds the limit of "
                     f"{max_pixels:,}; not decoded"
                 )
-            try:
-                # Decode first: a failed load leaves Pillow's image half set up, and a second
-                # load (metadata readers load PNGs for their EXIF) would then "succeed".
-                img.load()
-                pixels = normalize_image(img)
-            except Exception as exc:
-                # Decoders raise OSError, SyntaxError, ValueError, struct.error, EOFError, ...
-                # on truncated or corrupt data; all mean the same to the caller.
-                raise ExtractionError(f"cannot decode image: {_describe(exc)}") from exc
-            meta, problem = image_metadata(img) if read_meta else (Metadata(), None)
-    return ImageContent(tuple(pixels), width, height, meta, problem, extractor_profile(mediatype))
+            yield img
 
 
 def normalize_image(img: Image.Image) -> list[int]:

@@ -241,7 +241,9 @@ def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced
         await pool.start()
         try:
             # Both are handed to the one worker at once: the second is not lost with it.
-            record, after = await asyncio.gather(pool.compute(huge, root=str(tmp_path)), pool.compute(str(small), root=str(tmp_path)))
+            record, after = await asyncio.gather(
+                pool.compute(huge, root=str(tmp_path)), pool.compute(str(small), root=str(tmp_path))
+            )
             [issue] = [i for i in record.issues if i.kind is IssueKind.ERROR]
             assert (issue.stage, issue.code, issue.reason) == (
                 "image",
@@ -256,7 +258,9 @@ def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced
             statistics = pool.statistics()
             assert (statistics.over_memory, statistics.started, statistics.crashed) == (1, 2, 0)
             await _until(lambda: pool.statistics().workers == 1)
-            assert (await pool.compute(str(small), root=str(tmp_path))).iscc == after.iscc  # the new worker
+            assert (
+                await pool.compute(str(small), root=str(tmp_path))
+            ).iscc == after.iscc  # the new worker
         finally:
             await pool.close(grace=0)
 

@@ -1,0 +1,196 @@
+"""``isccd report``: the duplicate groups as one self-contained HTML page, with previews.
+
+The groups come from the daemon or a store exactly as ``isccd dupes --near`` lists them
+(:func:`isccd.cli.index._answer`), become the report's view through
+:func:`isccd.report.adapt.view_of_dupes`, and each file is looked at now: its identity (for a
+plan) and a preview, from the preview cache or made in this command's own low-priority worker
+processes (:mod:`isccd.report.thumbs`), never in the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+import time
+import webbrowser
+from pathlib import Path
+
+from isccd import __version__
+from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
+from isccd.cli.connect import add_socket_option
+from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_config_option
+from isccd.cli.output import Progress, format_size
+from isccd.client import Client
+from isccd.dirs import default_cache_dir
+from isccd.errors import ConfigError
+from isccd.extract.tools import ToolOptions
+from isccd.pipeline import answers
+from isccd.protocol import DupesQuery, DupesResult
+from isccd.protocol.requests import DUPES_LIMIT, DUPES_LIMIT_MAX
+from isccd.report.adapt import view_of_dupes
+from isccd.report.cache import PreviewCache
+from isccd.report.page import render_page
+from isccd.report.preview import PreviewOptions
+from isccd.report.thumbs import look_at
+
+#: Seconds ffmpeg may take for one video frame.
+FRAME_TIMEOUT = 30.0
+
+_DESCRIPTION = """\
+Write the duplicate groups as one HTML page to look at in a browser: exact and near duplicates
+apart, the most reclaimable space first, each file with a preview (a picture of an image or a
+video frame, the first lines of a text or document, an icon otherwise), its path, size, date,
+and its distance to the group. The page filters by type, unit, root and distance, searches
+paths, sorts, and is driven from the keyboard (j/k, h/l, space, /). Mark the file each group
+keeps and save the choice as a plan for `isccd dedupe --plan FILE`.
+
+The page is self-contained: it loads nothing (no network, no external script or font) and
+works from file://. The groups come from the daemon (or with --state DIR from that index, read
+directly), as `isccd dupes --near` lists them.
+"""
+
+_EPILOG = """\
+previews:
+  Made by this command, in -j worker processes at a lower priority (nice 10), never by the
+  daemon; images are decoded at a reduced scale where the format allows it and never past the
+  [code] max_image_pixels limit; video frames need ffmpeg. They are kept in the cache directory
+  ($CACHE_DIRECTORY, /var/cache/isccd as root, ~/.cache/isccd otherwise; at most 256 MiB, the
+  least recently used dropped) by path, device, inode, size and modification time, so a second
+  report decodes only what changed. A file that cannot be previewed gets an icon and the
+  reason; symbolic links are never followed.
+
+exit status: 0 when the page was written; 1 when the groups cannot be read or the page cannot
+be written; 2 for invalid arguments; 78 for an invalid configuration.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``report`` to the ``isccd`` parser."""
+    parser = subparsers.add_parser(
+        "report",
+        help="write the duplicates as an HTML page with previews",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-o", "--out", type=Path, metavar="FILE", default=Path("isccd-report.html"),
+        help="the page to write (default: isccd-report.html in the current directory; "
+        "- for standard output)",
+    )  # fmt: skip
+    parser.add_argument("--open", action="store_true", help="open the page in a web browser")
+    parser.add_argument("--root", metavar="PATH", help="only groups with a file under PATH")
+    parser.add_argument(
+        "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
+        help=f"most groups shown (default {DUPES_LIMIT:,}, at most {DUPES_LIMIT_MAX:,})",
+    )  # fmt: skip
+    parser.add_argument(
+        "-j", "--jobs", type=_limit(64), metavar="N", default=None,
+        help="previews made at once (default: the number of CPUs, at most 4)",
+    )  # fmt: skip
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--state", metavar="DIR", type=Path, default=None,
+        help="read the groups from the index in DIR instead of asking the daemon",
+    )  # fmt: skip
+    add_socket_option(where)
+    add_config_option(parser)
+    parser.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``isccd report``."""
+    try:
+        config = _configure(args)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_CONFIG)
+    root = os.path.realpath(args.root) if args.root else None
+    query = DupesQuery(near=True, root=root, limit=args.limit)
+    daemon: list[Path] = []
+
+    def ask(client: Client) -> DupesResult:
+        daemon.append(config.socket)
+        return client.dupes(query)
+
+    try:
+        result = _answer(args, ask, lambda ix, _: answers.dupes(ix, query))
+    except _Failed as exc:
+        return _fail(str(exc), exc.status)
+    source = f"the daemon on {daemon[0]}" if daemon else f"the index in {config.state_dir}"
+    if result.truncated:
+        print(f"isccd: more than {args.limit:,} groups: the first are shown; raise --limit",
+              file=sys.stderr)  # fmt: skip
+
+    view = view_of_dupes(result)
+    code = config.code
+    options = PreviewOptions(
+        max_pixels=code.max_image_pixels,
+        tools=ToolOptions(
+            ffmpeg=code.tools.ffmpeg, timeout=FRAME_TIMEOUT, temp_dir=code.tools.temp_dir
+        ),
+    )
+    cache = PreviewCache(default_cache_dir() / "previews", recipe=f"size={options.size}")
+    jobs = args.jobs or min(4, os.cpu_count() or 1)
+    paths = [m.path for g in view.groups for m in g.members]
+    with Progress("previews") as progress:
+
+        def show(done: int, total: int) -> None:
+            progress.total = total
+            progress.advance(done - progress.done)
+
+        facts = look_at(paths, options, cache, jobs=jobs, progress=show)
+    page = render_page(
+        view, facts, source=source, generated=time.time(), generator=f"isccd {__version__}"
+    )
+    try:
+        where_to = _write(args.out, page)
+    except OSError as exc:
+        return _fail(f"cannot write {args.out}: {exc.strerror}")
+    totals = view.totals()
+    without = sum(1 for f in facts.values() if f.preview.note)
+    summary = (
+        f"{totals.groups:,} groups, {totals.files:,} files, "
+        f"{format_size(totals.reclaimable)} reclaimable"
+    )
+    if without:
+        summary += f"; {without:,} files without a preview (the page says why)"
+    if where_to is None:
+        print(f"isccd: report: {summary}", file=sys.stderr)
+        return EXIT_OK
+    print(f"{where_to}: {summary}")
+    if args.open and not webbrowser.open(where_to.as_uri()):
+        print(f"isccd: no web browser could be started; open {where_to}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def _write(out: Path, page: str) -> Path | None:
+    """Write the page to ``out`` whole (a temporary file renamed into place), or to standard
+    output for ``-``; the absolute path written, or ``None`` for standard output.
+
+    Raises:
+        OSError: The file cannot be written.
+    """
+    if str(out) == "-":
+        sys.stdout.write(page)
+        sys.stdout.flush()
+        return None
+    target = out.absolute()
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(page)
+        # The permissions of any new file (mkstemp's are private to the user).
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o666 & ~umask)
+        tmp.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return target

@@ -1,0 +1,154 @@
+"""The report's view of the duplicates: groups and members as the page shows them.
+
+The view is made from the ``dupes`` answer by :func:`isccd.report.adapt.view_of_dupes`, the
+one function that knows that answer's shape; everything else in the report reads only these
+frozen dataclasses. What the files are now on disk (times, identity, a preview) is looked up
+when the report is made and kept apart, in :class:`FileFacts`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class PreviewKind(enum.StrEnum):
+    """What stands for a file on the page."""
+
+    IMAGE = "image"
+    """A small WebP picture: of the image itself, or a frame of a video."""
+    TEXT = "text"
+    """The first lines of a text or document."""
+    ICON = "icon"
+    """An icon of the file's type: no picture or text could be made (or none is made for
+    the type, e.g. audio)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberView:
+    """One file of a group (its hardlinks are the same member).
+
+    Attributes:
+        path: The file (the first of its names).
+        links: Its other names (hardlinks).
+        root: The watched root it is in.
+        size: Bytes, as indexed.
+        unit: The unit type by which it is nearest to another member (``instance`` in exact
+            groups).
+        distance: Hamming distance of that unit to the nearest other member (0 in exact
+            groups); ``None`` when not known.
+        instance: Its Instance-Code, in exact groups (the content's BLAKE3 prefix a plan
+            carries); ``None`` otherwise.
+    """
+
+    path: str
+    links: tuple[str, ...]
+    root: str
+    size: int | None
+    unit: str
+    distance: int | None
+    instance: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """A duplicate group.
+
+    Attributes:
+        kind: ``"exact"`` (the same bytes) or ``"near"`` (similar content).
+        unit: The unit type the group is compared by (``instance`` for exact groups).
+        threshold: The largest distance that unit type accepts (0 for exact groups).
+        reclaimable: Bytes that keeping only one member would free.
+        members: The files, largest first.
+    """
+
+    kind: str
+    unit: str
+    threshold: int
+    reclaimable: int
+    members: tuple[MemberView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """What a list of groups adds up to, as ``dupes`` counts it.
+
+    Attributes:
+        groups: Groups.
+        files: Members (a file with hardlinks counts once).
+        reclaimable: Bytes freed by keeping one member of each group.
+    """
+
+    groups: int
+    files: int
+    reclaimable: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReportView:
+    """The groups of a report, the most reclaimable bytes first.
+
+    Attributes:
+        groups: Exact and near groups.
+        truncated: The answer was cut at the group limit.
+    """
+
+    groups: tuple[GroupView, ...]
+    truncated: bool = False
+
+    def totals(self) -> Totals:
+        """Groups, files and reclaimable bytes of the whole report."""
+        return Totals(
+            len(self.groups),
+            sum(len(g.members) for g in self.groups),
+            sum(g.reclaimable for g in self.groups),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """What stands for a file's content on the page.
+
+    Attributes:
+        kind: A picture, lines of text, or an icon.
+        mediatype: The media type sniffed from the file (``""`` when it could not be read).
+        data: The WebP picture for :attr:`PreviewKind.IMAGE`, the UTF-8 text for
+            :attr:`PreviewKind.TEXT`, empty for an icon.
+        note: Why there is only an icon, when something failed (shown on the page).
+    """
+
+    kind: PreviewKind
+    mediatype: str = ""
+    data: bytes = b""
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """A file's identity and version, from ``lstat`` (what a plan records of it).
+
+    Attributes:
+        device: ``st_dev``.
+        inode: ``st_ino``.
+        size: Bytes.
+        mtime_ns: Modification time in nanoseconds.
+    """
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """A member's file as it is on disk when the report is made.
+
+    Attributes:
+        stat: Its identity and version; ``None`` when it is gone or cannot be looked at (then
+            the preview's note says why, and no plan can name it).
+        preview: What stands for its content.
+    """
+
+    stat: FileStat | None
+    preview: Preview

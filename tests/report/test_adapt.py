@@ -1,0 +1,79 @@
+"""The ``dupes`` answer as the report's view (isccd.report.adapt)."""
+
+from __future__ import annotations
+
+from isccd.model import UnitType
+from isccd.protocol import DupesResult, DupGroup, DupKind, DupMember, DupPair
+from isccd.report.adapt import view_of_dupes
+from isccd.report.model import GroupView, MemberView, Totals
+
+INSTANCE = "ISCC:IAAZV3ZSNCAD3X7B"
+
+
+def test_each_member_is_as_far_as_its_nearest_other_member() -> None:
+    # a ~ b by image at 5, b ~ c by image at 2, a ~ c by data at 1: a's nearest is c (data, 1),
+    # b's is c (image, 2), c's is a (data, 1). d is named by no pair: its distance to the first.
+    members = tuple(
+        DupMember(f"/r/{name}", "/r", size, "ISCC:EEA", distance)
+        for name, size, distance in (("a", 400, 0), ("b", 300, 5), ("c", 200, 7), ("d", 100, 9))
+    )
+    pairs = (
+        DupPair(0, 1, UnitType.IMAGE, 5, 12),
+        DupPair(1, 2, UnitType.IMAGE, 2, 12),
+        DupPair(0, 2, UnitType.DATA, 1, 8),
+    )
+    group = DupGroup(DupKind.NEAR, UnitType.IMAGE, 12, 600, members, pairs)
+    view = view_of_dupes(DupesResult((group,)))
+    assert [(m.path, m.unit, m.distance) for m in view.groups[0].members] == [
+        ("/r/a", "data", 1),
+        ("/r/b", "image", 2),
+        ("/r/c", "data", 1),
+        ("/r/d", "image", 9),
+    ]
+    assert all(m.instance is None for m in view.groups[0].members)
+    assert (view.groups[0].kind, view.groups[0].unit, view.groups[0].threshold) == (
+        "near",
+        "image",
+        12,
+    )
+
+
+def test_exact_members_carry_their_instance_code_and_links() -> None:
+    members = (
+        DupMember("/r/x", "/r", 10, INSTANCE, 0, ("/r/x-link",)),
+        DupMember("/r/y", "/r", 10, INSTANCE, 0),
+    )
+    group = DupGroup(DupKind.EXACT, UnitType.INSTANCE, 0, 10, members)
+    view = view_of_dupes(DupesResult((group,), truncated=True))
+    assert view.truncated
+    assert view.groups == (
+        GroupView(
+            "exact",
+            "instance",
+            0,
+            10,
+            (
+                MemberView("/r/x", ("/r/x-link",), "/r", 10, "instance", 0, INSTANCE),
+                MemberView("/r/y", (), "/r", 10, "instance", 0, INSTANCE),
+            ),
+        ),
+    )
+
+
+def test_totals_count_groups_members_and_reclaimable_bytes() -> None:
+    exact = DupGroup(
+        DupKind.EXACT,
+        UnitType.INSTANCE,
+        0,
+        30,
+        tuple(DupMember(f"/r/{i}", "/r", 10, INSTANCE) for i in range(4)),
+    )
+    near = DupGroup(
+        DupKind.NEAR,
+        UnitType.TEXT,
+        15,
+        5,
+        (DupMember("/r/t", "/r", 9, None), DupMember("/r/u", "/r", 5, None, 3)),
+        (DupPair(0, 1, UnitType.TEXT, 3, 15),),
+    )
+    assert view_of_dupes(DupesResult((exact, near))).totals() == Totals(2, 6, 35)

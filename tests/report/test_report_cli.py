@@ -1,0 +1,176 @@
+"""``isccd report`` on a real library, as users run it: from a store, and from a daemon."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from isccd.cli.main import main
+from tests.e2e.conftest import daemons
+from tests.report.conftest import HOSTILE_TEXT, Library, dupes, page_data
+
+
+def report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(["report", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def members(data: dict[str, Any]) -> list[list[str]]:
+    return [[m["path"] for m in g["members"]] for g in data["groups"]]
+
+
+def test_the_report_shows_what_dupes_lists(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report.html"
+    status, stdout, err = report(capsys, "--state", str(library.state), "--out", str(out))
+    assert status == 0, err
+    listed = dupes(library)
+    groups: list[dict[str, Any]] = listed["groups"]  # type: ignore[assignment]
+    files = sum(len(g["members"]) for g in groups)
+    wasted = sum(g["wasted_bytes"] for g in groups)
+    assert (len(groups), files) == (7, 19)
+    assert stdout == f"{out}: 7 groups, 19 files, {wasted / 1024:.1f} KiB reclaimable\n"
+    data = page_data(out.read_text())
+    assert data["totals"] == {"groups": 7, "files": 19, "reclaimable": wasted}
+    assert members(data) == [[m["path"] for m in g["members"]] for g in groups]
+    assert [g["kind"] for g in data["groups"]] == [g["kind"] for g in groups]
+    assert data["source"] == f"the index in {library.state}"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~_umask()
+
+    previews = {
+        os.path.relpath(m["path"], library.root): m["preview"]["kind"]
+        for g in data["groups"]
+        for m in g["members"]
+    }
+    assert previews["photos/beach.jpg"] == previews["photos/forest.webp"] == "image"
+    assert previews["texts/draft.txt"] == "text"
+    assert previews["data.bin"] == "icon"
+    hostile = next(g for g in data["groups"] if "hostile" in g["members"][0]["path"])
+    assert hostile["members"][0]["preview"]["text"].split("\n")[0] == HOSTILE_TEXT.split("\n")[0]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_second_report_takes_the_previews_from_the_cache(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = tmp_path / "1.html", tmp_path / "2.html"
+    assert report(capsys, "--state", str(library.state), "-o", str(first))[0] == 0
+    entries = list((tmp_path / "cache" / "previews").glob("*/*"))
+    # Every file of the library has its lasting preview (4 files are in two groups).
+    assert len(entries) == 15
+    inodes = {e: e.stat().st_ino for e in entries}
+    for entry in entries:
+        os.utime(entry, ns=(0, 0))
+    assert report(capsys, "--state", str(library.state), "-o", str(second))[0] == 0
+    # Nothing was made again (a new entry would be a new file); every entry was used.
+    assert {e: e.stat().st_ino for e in (tmp_path / "cache" / "previews").glob("*/*")} == inodes
+    assert all(e.stat().st_mtime_ns > 0 for e in entries)
+    a, b = page_data(first.read_text()), page_data(second.read_text())
+    assert (a["thumbs"], a["groups"]) == (b["thumbs"], b["groups"])
+
+
+def test_root_and_limit_choose_the_groups(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.html"
+    texts = library.root / "texts"
+    status, _, err = report(capsys, "--state", str(library.state), "--root", str(texts), "-o",
+                            str(out))  # fmt: skip
+    assert status == 0, err
+    data = page_data(out.read_text())
+    assert all(any(p.startswith(f"{texts}/") for p in g) for g in members(data))
+    assert [g["kind"] for g in data["groups"]] == ["near", "exact"]
+
+    status, _, err = report(capsys, "--state", str(library.state), "--limit", "2", "-o", str(out))
+    assert status == 0
+    assert err == "isccd: more than 2 groups: the first are shown; raise --limit\n"
+    data = page_data(out.read_text())
+    assert (len(data["groups"]), data["truncated"]) == (2, True)
+
+
+def test_the_page_goes_to_standard_output_with_a_dash(
+    library: Library, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = report(capsys, "--state", str(library.state), "--out", "-")
+    assert status == 0
+    assert out.startswith("<!DOCTYPE html>") and out.endswith("</html>\n")
+    assert err.startswith("isccd: report: 7 groups, 19 files, ")
+
+
+def test_open_starts_the_browser_on_the_page(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER", str(browser))
+    out = tmp_path / "r.html"
+    assert report(capsys, "--state", str(library.state), "-o", str(out), "--open")[0] == 0
+    assert opened.read_text() == out.as_uri()
+
+    browser.write_text("#!/bin/sh\nexit 1\n")
+    status, _, err = report(capsys, "--state", str(library.state), "-o", str(out), "--open")
+    assert status == 1
+    assert err == f"isccd: no web browser could be started; open {out}\n"
+
+
+def test_failures_are_said_with_their_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    status, out, err = report(capsys, "--state", str(empty), "-o", str(tmp_path / "r.html"))
+    assert (status, out) == (1, "")
+    assert err.startswith("isccd: ") and not (tmp_path / "r.html").exists()
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[code]\nbits = 7\n")
+    status, _, err = report(capsys, "--config", str(bad), "--state", str(empty))
+    assert status == 78
+    assert "bits" in err
+
+
+def test_an_unwritable_page_is_an_error(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "missing-folder" / "r.html"
+    status, _, err = report(capsys, "--state", str(library.state), "-o", str(out))
+    assert status == 1
+    assert err == f"isccd: cannot write {out}: No such file or directory\n"
+
+
+@pytest.mark.slow  # a daemon started, a root indexed
+def test_the_daemon_and_the_store_give_the_same_report(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with daemons() as make:
+        daemon = make()
+        shutil.copytree(library.root / "texts", daemon.root / "texts")
+        daemon.start()
+        assert main(["rescan", "--wait", "--socket", str(daemon.socket)]) == 0
+        capsys.readouterr()
+        asked, read = tmp_path / "asked.html", tmp_path / "read.html"
+        status, _, err = report(capsys, "--socket", str(daemon.socket), "-o", str(asked))
+        assert status == 0, err
+        status, _, err = report(capsys, "--state", str(daemon.state), "-o", str(read))
+        assert status == 0, err
+        assert daemon.stop() == 0
+    a, b = page_data(asked.read_text()), page_data(read.read_text())
+    assert a["source"] == f"the daemon on {daemon.socket}"
+    assert b["source"] == f"the index in {daemon.state}"
+    assert a["groups"] == b["groups"]
+    assert len(a["groups"]) == 2

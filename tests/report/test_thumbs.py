@@ -1,0 +1,125 @@
+"""The preview cache (isccd.report.cache) and the files of a report looked at now, their
+previews made in worker processes (isccd.report.thumbs)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from isccd.report.cache import PreviewCache
+from isccd.report.model import FileStat, Preview, PreviewKind
+from isccd.report.preview import PreviewOptions
+from isccd.report.thumbs import look_at
+from tests.report.conftest import picture
+from tests.report.crashing import crash_on
+
+OPTIONS = PreviewOptions()
+STAT = FileStat(1, 2, 3, 4)
+
+
+def test_an_entry_is_found_while_the_file_is_the_same(tmp_path: Path) -> None:
+    cache = PreviewCache(tmp_path / "cache", recipe="size=160")
+    preview = Preview(PreviewKind.TEXT, "text/plain", b"first\nlines", "")
+    cache.put(cache.key("/r/a", STAT), preview)
+    assert cache.get(cache.key("/r/a", STAT)) == preview
+    others = [
+        cache.key("/r/b", STAT),
+        cache.key("/r/a", FileStat(9, 2, 3, 4)),
+        cache.key("/r/a", FileStat(1, 9, 3, 4)),
+        cache.key("/r/a", FileStat(1, 2, 9, 4)),
+        cache.key("/r/a", FileStat(1, 2, 3, 9)),
+        PreviewCache(tmp_path / "cache", recipe="size=320").key("/r/a", STAT),
+    ]
+    assert [cache.get(key) for key in others] == [None] * len(others)
+    assert (tmp_path / "cache").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_name_that_is_not_utf8_has_its_own_entry(tmp_path: Path) -> None:
+    cache = PreviewCache(tmp_path)
+    odd = os.fsdecode(b"/r/caf\xe9")
+    cache.put(cache.key(odd, STAT), Preview(PreviewKind.ICON, "", b"", "why"))
+    assert cache.get(cache.key(odd, STAT)) == Preview(PreviewKind.ICON, "", b"", "why")
+    assert cache.get(cache.key("/r/caf\xe9", STAT)) is None
+
+
+def test_an_unreadable_entry_is_a_miss(tmp_path: Path) -> None:
+    cache = PreviewCache(tmp_path)
+    key = cache.key("/r/a", STAT)
+    cache.put(key, Preview(PreviewKind.IMAGE, "image/png", b"RIFF...."))
+    entry = tmp_path / key[:2] / key
+    entry.write_bytes(b"not json\n")
+    assert cache.get(key) is None
+    entry.write_bytes(b'{"kind": "image"}')
+    assert cache.get(key) is None
+
+
+def test_pruning_drops_the_least_recently_used(tmp_path: Path) -> None:
+    cache = PreviewCache(tmp_path, max_bytes=2500)
+    keys = [cache.key(f"/r/{i}", STAT) for i in range(4)]
+    for age, key in enumerate(keys):
+        cache.put(key, Preview(PreviewKind.IMAGE, "image/png", bytes(1000)))
+        entry = tmp_path / key[:2] / key
+        os.utime(entry, ns=(0, (10 - age) * 10**9))  # keys[0] the most recent, keys[3] oldest
+    assert cache.get(keys[3]) is not None  # used now: the most recent of all
+    assert cache.prune() == 2
+    assert [cache.get(k) is not None for k in keys] == [True, False, False, True]
+
+
+def _write_photo(path: Path, seed: int) -> None:
+    picture(seed, (320, 240)).save(path, quality=85)
+
+
+def test_a_second_look_decodes_nothing_that_did_not_change(tmp_path: Path) -> None:
+    photo = tmp_path / "photo.jpg"
+    _write_photo(photo, 1)
+    cache = PreviewCache(tmp_path / "cache")
+    first = look_at([str(photo)], OPTIONS, cache, jobs=1)[str(photo)]
+    assert first.preview.kind is PreviewKind.IMAGE
+    # Other bytes behind the same name, size and time: only a decode would notice.
+    st = photo.stat()
+    photo.write_bytes(bytes(st.st_size))
+    os.utime(photo, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert photo.stat().st_ino == st.st_ino
+    again = look_at([str(photo)], OPTIONS, cache, jobs=1)[str(photo)]
+    assert again == first
+    # Without the cache, the same file is decoded (and is no image any more).
+    assert look_at([str(photo)], OPTIONS, None, jobs=1)[str(photo)].preview.kind is (
+        PreviewKind.ICON
+    )
+
+
+def test_facts_say_what_each_file_is_now(tmp_path: Path) -> None:
+    photo = tmp_path / "photo.jpg"
+    _write_photo(photo, 2)
+    (tmp_path / "link.jpg").symlink_to(photo)
+    paths = [str(photo), str(tmp_path / "gone.jpg"), str(tmp_path / "link.jpg"), str(photo)]
+    seen: list[tuple[int, int]] = []
+    facts = look_at(paths, OPTIONS, None, jobs=2, progress=lambda d, t: seen.append((d, t)))
+    st = photo.stat()
+    assert facts[str(photo)].stat == FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    assert facts[str(photo)].preview.kind is PreviewKind.IMAGE
+    assert (facts[str(tmp_path / "gone.jpg")].stat, facts[str(tmp_path / "gone.jpg")].preview) == (
+        None,
+        Preview(PreviewKind.ICON, note="gone since it was indexed"),
+    )
+    assert facts[str(tmp_path / "link.jpg")].preview.note == "now a symbolic link"
+    assert seen == [(1, 1)]  # one file to decode, once
+
+
+def test_a_worker_that_dies_costs_only_a_preview(tmp_path: Path) -> None:
+    paths = []
+    for i in range(4):
+        name = "crash.jpg" if i == 2 else f"photo{i}.jpg"
+        _write_photo(tmp_path / name, i)
+        paths.append(str(tmp_path / name))
+    cache = PreviewCache(tmp_path / "cache")
+    facts = look_at(paths, OPTIONS, cache, jobs=2, make=crash_on)
+    kinds = {Path(p).name: f.preview.kind for p, f in facts.items()}
+    assert kinds == {Path(p).name: PreviewKind.IMAGE for p in paths} | {
+        "crash.jpg": PreviewKind.ICON
+    }
+    assert facts[paths[2]].preview.note == "no preview: the process making it died"
+    # Not kept: the next report tries again.
+    st = (tmp_path / "crash.jpg").stat()
+    key = cache.key(paths[2], FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    assert cache.get(key) is None
