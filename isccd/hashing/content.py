@@ -175,6 +175,9 @@ def _media_content(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Con
             )
         video = extract_video(inp, tools, fps=options.video_fps)
     code = gen_video_code_v0(video.frames, bits=options.bits)["iscc"]
+    if video.decode_errors:
+        reason = f"{video.decode_errors}; coded from the signature ffmpeg wrote completely"
+        run.issues.append(FileIssue("video", IssueKind.WARNING, reason, IssueCode.INVALID))
     return Content(
         make_unit(UnitType.VIDEO, code, run.profile(video.extractor, EXTRACTION_REVISION)),
         described,

@@ -367,3 +367,50 @@ def make_samples(folder: Path) -> dict[str, Path]:
             ffmpeg("-f", "lavfi", "-i", source, *options, str(media / name))
             out[name] = media / name
     return out
+
+
+def _ogg_crc_table() -> list[int]:
+    table = []
+    for i in range(256):
+        crc = i << 24
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x04C11DB7) if crc & 0x80000000 else crc << 1
+        table.append(crc & 0xFFFFFFFF)
+    return table
+
+
+_OGG_CRC = _ogg_crc_table()
+
+
+def _ogg_crc(page: bytes) -> int:
+    crc = 0
+    for byte in page:
+        crc = ((crc << 8) & 0xFFFFFFFF) ^ _OGG_CRC[(crc >> 24) ^ byte]
+    return crc
+
+
+def damage_ogg_video(data: bytes, keep: int) -> bytes:
+    """An Ogg Theora file with all but every ``keep``-th video frame damaged.
+
+    Two bytes near the start of each damaged frame's packet are inverted and every page's CRC
+    is recomputed, so that the demuxer passes the packets on and the decoder fails on them.
+    """
+    buf = bytearray(data)
+    at = frames = 0
+    while buf[at : at + 4] == b"OggS":
+        segments = buf[at + 26]
+        pos = at + 27 + segments
+        starts_packet = True
+        for lacing in buf[at + 27 : at + 27 + segments]:
+            # Data packets have the high bit clear (the three headers have it set).
+            if starts_packet and not buf[pos] & 0x80 and lacing > 6:
+                frames += 1
+                if frames % keep:
+                    buf[pos + 2] ^= 0xFF
+                    buf[pos + 3] ^= 0xFF
+            starts_packet = lacing < 255
+            pos += lacing
+        buf[at + 22 : at + 26] = bytes(4)
+        buf[at + 22 : at + 26] = _ogg_crc(bytes(buf[at:pos])).to_bytes(4, "little")
+        at = pos
+    return bytes(buf)
