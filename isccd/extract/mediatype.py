@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from isccd.extract.signatures import Signature, has_binary_bytes, sniff
+from isccd.extract.signatures import Signature, has_binary_bytes, sniff, unicode_text
 from isccd.model import Mode
 
 #: Media types with a Content-Code, and their mode (the SDK's SUPPORTED_MEDIATYPES).
@@ -273,7 +273,8 @@ _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
 def looks_like_text(head: bytes) -> bool:
-    """True when the bytes are plausibly text: a Unicode BOM, or clean UTF-8.
+    """True when the bytes are plausibly text: a Unicode BOM and text in its encoding, or clean
+    UTF-8.
 
     Only used to overrule a name that claims a binary format for content without any binary
     signature, so it is deliberately strict (no guessing of 8-bit encodings here).
@@ -281,7 +282,7 @@ def looks_like_text(head: bytes) -> bool:
     if not head:
         return False
     if head.startswith(_BOMS):
-        return True
+        return unicode_text(head)
     if has_binary_bytes(head):
         return False
     try:

@@ -7,11 +7,13 @@ the content. It replaces a walk over the ~1,400 signatures of ``puremagic`` (the
 ISCC SDK sniffs with; about 3,000 Python calls per file) and gives the same media type names for
 real files, except where that walk is fooled. Only strong evidence counts:
 
-- every binary signature is long (at least four fixed bytes) or checked for structure: a BMP's
-  reserved bytes and header size, an MPEG audio frame followed by a second one where the first
-  says it ends, a PNM header's numbers, an ICO directory entry. Footers are not used (a random
-  file ending in an MPEG end code is not a video) nor are two-byte guesses (a text beginning with
-  "if" is not a 669 tracker module, a binary beginning with ``{`` is not JSON);
+- every binary signature is long (four fixed bytes or more, or three that text cannot hold, as
+  JPEG's ``FF D8 FF``) or checked for structure: a BMP's reserved bytes and header size, an
+  MPEG audio frame followed by a second one where the first says it ends, a PNM header's
+  numbers, an ICO directory entry; short ASCII signatures also need control bytes where the
+  format puts binary fields. Footers are not used (a random file ending in an MPEG end code is
+  not a video) nor are two-byte guesses (a text beginning with "if" is not a 669 tracker
+  module, a binary beginning with ``{`` is not JSON);
 - signatures of text formats (markup, JSON, RTF, PostScript, scripts, patches) only count for
   content that reads as text (:func:`has_binary_bytes` is false), and they say ``text=True`` so
   that a caller lets them overrule no name;
@@ -23,8 +25,10 @@ real files, except where that walk is fooled. Only strong evidence counts:
 
 from __future__ import annotations
 
+import codecs
 import re
 import struct
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -55,6 +59,36 @@ _NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL)
 def has_binary_bytes(head: bytes) -> bool:
     """True when ``head`` holds a control byte that text does not contain (NUL, BEL, ...)."""
     return bool(head.translate(None, _NOT_CONTROL))
+
+
+_UNICODE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+)
+_CONTROL_CHARS = re.compile(f"[{re.escape(_CONTROL.decode('ascii'))}]")
+
+
+def unicode_text(head: bytes) -> bool:
+    """True when ``head`` begins with a Unicode byte order mark and what follows is text in
+    that encoding (two bytes alone begin one random file in 32,768 with a UTF-16 mark)."""
+    for bom, encoding in _UNICODE_BOMS:
+        if head.startswith(bom):
+            try:
+                # A character cut by the end of the sample is still text.
+                text = codecs.getincrementaldecoder(encoding)().decode(head[len(bom) :])
+            except UnicodeDecodeError:
+                return False
+            return _CONTROL_CHARS.search(text) is None and _assigned(text)
+    return False
+
+
+def _assigned(text: str) -> bool:
+    """No unassigned or private-use characters: random bytes decoded as UTF-16 are mostly
+    such characters, text hardly ever."""
+    printable = text.isprintable()  # fast and mostly true for text: no need to look further
+    return printable or all(unicodedata.category(c) not in ("Cn", "Co", "Cs") for c in text)
 
 
 def sniff(head: bytes) -> Signature | None:
@@ -457,9 +491,9 @@ for _kind in b"456":
 for _version in range(6):
     _BINARY[bytes((0x0A, _version))] = (_pcx,)
 # UTF-16 and UTF-32 text: its NUL bytes hide it from the text signatures, its byte order mark
-# tells it (after the MPEG audio check, whose sync FF FE also is).
-_BINARY[b"\xff\xfe"] = (_mpeg_audio, _fixed(b"\xff\xfe", "text/plain"))
-_BINARY[b"\xfe\xff"] = (_fixed(b"\xfe\xff", "text/plain"),)
+# and what follows it tell it (after the MPEG audio check, whose sync FF FE also is).
+_BINARY[b"\xff\xfe"] = (_mpeg_audio, lambda head: "text/plain" if unicode_text(head) else None)
+_BINARY[b"\xfe\xff"] = _BINARY[b"\xff\xfe"][1:]
 
 
 # -- text formats ----------------------------------------------------------------------------

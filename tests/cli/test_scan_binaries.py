@@ -18,7 +18,10 @@ from tests.extract.media import needs_ffmpeg
 
 #: Beginnings and ends that weak signatures take for a format, and strong signatures that
 #: random content then fails to live up to.
-PREFIXES = (b"{", b"\xff\xfb\x90\x00", b"BM", b"if", b"\xff\xd8\xff\xe0", b"OggS\x00\x02")
+PREFIXES = (
+    *(b"{", b"\xff\xfb\x90\x00", b"BM", b"if", b"\xff\xfe", b"\xfe\xff"),
+    *(b"\xff\xd8\xff\xe0", b"OggS\x00\x02"),
+)
 SUFFIXES = (b"\x00\x00\x01\xb7", b"\x00\x00\x01\xb9")
 
 

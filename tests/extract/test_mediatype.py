@@ -218,6 +218,7 @@ def test_weak_evidence_never_decides() -> None:
     binaries = [b"{" + rng.randbytes(300), rng.randbytes(300) + b"\x00\x00\x01\xb7"]
     binaries.append(b"\xff\xfb\x90\x00" + rng.randbytes(600))  # one MPEG audio frame header
     binaries.append(b"BM" + rng.randbytes(600))
+    binaries.append(b"\xff\xfe" + rng.randbytes(600))  # a UTF-16 byte order mark
     for data in binaries:
         assert puremagic.from_string(data, mime=True)  # puremagic names a format
         for name in ("blob.bin", "blob", None):
