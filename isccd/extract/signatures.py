@@ -108,6 +108,8 @@ def sniff(head: bytes) -> Signature | None:
             return Signature(found)
     if head[257:263] in _TAR and has_binary_bytes(head[:512]):
         return Signature("application/x-tar")
+    if head[60:68] == b"BOOKMOBI":
+        return Signature("application/x-mobipocket-ebook")
     return _sniff_text(head)
 
 

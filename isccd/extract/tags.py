@@ -23,8 +23,9 @@ from collections.abc import Collection, Iterator
 
 from isccd.extract.source import SourceFile
 
-#: The profile component of tags read here.
-COMPONENT = "isccd-tags/1"
+#: The profile component of tags read here, and its version (raise it when what is read changes).
+COMPONENT = "isccd-tags"
+VERSION = "1"
 
 #: Bytes of a file's beginning read for its tags; larger tags (cover art) go to ffprobe.
 MAX_TAG_BYTES = 1 << 20

@@ -17,6 +17,7 @@ from isccd.extract.meta import Metadata, name_from_filename, pick
 from isccd.extract.probe import MediaInfo, probe_media
 from isccd.extract.source import SourceFile
 from isccd.extract.tags import COMPONENT as TAGS_COMPONENT
+from isccd.extract.tags import VERSION as TAGS_VERSION
 from isccd.extract.tags import read_tags
 from isccd.extract.text import extract_text, extract_text_metadata, metadata_source
 from isccd.extract.tools import MISSING, ToolInput, ToolOptions, tool_input
@@ -200,9 +201,8 @@ def _media_meta(
     if mode is Mode.AUDIO:
         tags = read_tags(src, mediatype, AUDIO_TAGS)
         if tags is not None:
-            return MediaInfo(), Described(
-                pick(AUDIO_META_FIELDS, tags, clean=False), TAGS_COMPONENT
-            )
+            found = pick(AUDIO_META_FIELDS, tags, clean=False)
+            return MediaInfo(), Described(found, f"{TAGS_COMPONENT}/{TAGS_VERSION}")
     return _probe(inp, tools, mode)
 
 
