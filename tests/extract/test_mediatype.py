@@ -78,7 +78,6 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 @needs_sdk
-@pytest.mark.slow
 def test_real_files_are_decided_as_the_sdk_decides(
     samples: dict[str, bytes], tmp_path: Path
 ) -> None:
