@@ -77,8 +77,8 @@ class IssueKind(enum.StrEnum):
     SKIPPED = "skipped"
     """Nothing to compute, by design (no text in a document, audio too short, no tool)."""
     WARNING = "warning"
-    """A result with a caveat: the file was coded, but not as expected (a content the sniffed
-    format's decoder could not read, coded as generic data; a video signature written
+    """A result with a caveat: the file was coded, but not as expected (content that looked like
+    a format its decoder then could not read, coded as generic data; a video signature written
     completely although the decoder reported errors)."""
 
 
