@@ -20,7 +20,7 @@ import pytest
 
 from isccd.cli.main import main
 from isccd.store import open_store, state_url
-from tests.test_pipeline import snapshot
+from tests.pipeline.harness import snapshot
 
 WORDS = [
     "alpha",

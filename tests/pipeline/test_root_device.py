@@ -19,7 +19,7 @@ from isccd.daemon.scans import Scans
 from isccd.model import EventType
 from isccd.store import DB_NAME
 from isccd.watch.scan import IssueReason, ScanOptions
-from tests.test_pipeline import FamilyHasher, Harness, kinds
+from tests.pipeline.harness import FamilyHasher, Harness, kinds
 
 #: A device number no test directory is on.
 ELSEWHERE = 0x7FFF_0042
