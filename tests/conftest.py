@@ -8,15 +8,21 @@ examples; run it before a release and after touching an algorithm.
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import structlog
 from hypothesis import HealthCheck, settings
 
+from isccd.logconf import configure_logging
 from tests.pg import PgServer, find_bin_dir
 
 settings.register_profile(
@@ -74,3 +80,25 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     name = pg_server.new_database()
     yield pg_server.url(name)
     pg_server.drop_database(name)
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """The standard library's root logger, warning capture and structlog as they were before
+    the test, whatever the test configured."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.captureWarnings(False)
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def json_log(restored_logging: None) -> Callable[[], list[dict[str, Any]]]:
+    """Logging configured as the daemon configures it off a terminal (JSON lines, level info),
+    written to a buffer: the fixture's value returns the lines written so far, parsed."""
+    out = io.StringIO()
+    configure_logging("info", "json", stream=out, env={})
+    return lambda: [json.loads(line) for line in out.getvalue().splitlines()]

@@ -27,7 +27,6 @@ import enum
 import errno
 import os
 import threading
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,18 +118,12 @@ class WatcherOptions:
 
 
 class _InotifyFD(InotifyFD):
-    """watchdog's inotify reader, telling us what it otherwise only logs or swallows."""
+    """watchdog's inotify reader, telling us what it otherwise only logs or swallows, and not
+    warning of what is harmless."""
 
     def __init__(
         self, on_overflow: Callable[[], None], on_watch_failed: Callable[[bytes, int], None]
     ) -> None:
-        # When a tree is created quickly, watchdog adds the watch of a new subdirectory twice
-        # (once walking its new parent, once for its own creation event) and warns that the
-        # callback "will be overwritten" with the very same callback: harmless, and not to be
-        # turned into an error in watchdog's reader thread.
-        warnings.filterwarnings(
-            "ignore", message=r"Callback with id .* already exists", category=RuntimeWarning
-        )
         super().__init__()
         self._on_overflow = on_overflow
         self._on_watch_failed = on_watch_failed
@@ -142,6 +135,20 @@ class _InotifyFD(InotifyFD):
         # while it was not.
         if event.is_queue_overflow:
             self._on_overflow()
+
+    def _add_callback(
+        self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId
+    ) -> WatchDescriptor:
+        # watchdog's own version, without its warning. When a tree is created quickly, watchdog
+        # adds the watch of a new subdirectory twice (once walking its new parent, once for its
+        # own creation event) and warns that the callback "will be overwritten" with the very
+        # same callback: harmless. Silencing it with a warnings filter would change
+        # process-wide state, and warnings.catch_warnings is not thread-safe (the emitter and
+        # the event loop's threads add watches concurrently); so the warning is not raised.
+        # Called by add_callback under watchdog's lock, as the original.
+        watch = self._get_or_create_watch(path, mask)
+        watch.callbacks[id_] = callback
+        return watch.wd
 
     def add_callback(
         self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId
