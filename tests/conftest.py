@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,17 @@ def fork_server_dies(tmp_path: Path) -> dict[str, str]:
         "    os._exit(3)\n"
     )
     return {"PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])}
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A fresh directory under /tmp, symbolic links resolved: a Unix socket's path must fit in
+    107 bytes, which pytest's ``tmp_path`` may not leave room for."""
+    path = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp")).resolve()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import pty
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,16 +21,6 @@ from isccd.protocol import DaemonStatus, from_wire
 from tests.server.fakes import FakeBackend, ServerThread
 
 ISCCD = [sys.executable, "-m", "isccd"]
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    """A fresh directory under /tmp: Unix socket paths must fit in 107 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp")).resolve()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
