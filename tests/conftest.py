@@ -24,6 +24,7 @@ import structlog
 from hypothesis import HealthCheck, settings
 
 from isccd.logconf import configure_logging
+from tests.leaks import Running
 from tests.pg import PgServer, find_bin_dir
 
 settings.register_profile(
@@ -40,6 +41,21 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+#: How long a thread or process a test started may take to end after the test.
+LEAK_GRACE = 5.0
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_running() -> Iterator[None]:
+    """Fail a test that leaves a thread or a process it started running (:mod:`tests.leaks`),
+    naming what it left."""
+    before = Running.now()
+    yield
+    leaked = Running.now().leaked_since(before, LEAK_GRACE)
+    if leaked:
+        pytest.fail("left running after the test: " + "; ".join(leaked), pytrace=False)
 
 
 @pytest.fixture
