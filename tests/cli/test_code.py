@@ -148,6 +148,7 @@ def test_readable_summary_on_a_terminal(tmp_path: Path, monkeypatch: pytest.Monk
     assert sum(line.startswith("    ISCC:") for line in lines) == 4  # the units
 
 
+@pytest.mark.slow
 def test_a_process_pool_gives_the_same_output_in_the_same_order(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -60,6 +60,7 @@ def _apply(root: Path, op: str, x: int, y: int, content: str) -> None:
 
 @settings(max_examples=25)
 @given(ops=operations, scan_every=st.integers(1, 4))
+@pytest.mark.slow
 def test_incremental_updates_converge_to_a_fresh_scan(
     tmp_path_factory: pytest.TempPathFactory,
     ops: list[tuple[str, int, int, str, bool]],

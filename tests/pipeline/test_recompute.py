@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import iscc_core
+import pytest
 
 from isccd.hashing import CodeOptions, compute_record, current_versions
 from isccd.model import EventType, FileRecord, IssueCode, UnitType
@@ -79,6 +80,7 @@ def _age(db: Path, name: str, unit: UnitType, component: str) -> None:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_unit_of_an_older_tool_is_computed_again_alone(tmp_path: Path) -> None:
     media = tmp_path / "media"
     aged: dict[str, tuple[UnitType, str]] = {"picture.png": (UnitType.IMAGE, "pillow")}
@@ -208,7 +210,7 @@ def test_a_changed_wide_option_composes_the_iscc_codes_again_without_reading(
     (root / "blob.bin").write_bytes(bytes(range(256)) * 16)  # Data and Instance only
     (root / "notes.txt").write_text("Words with a Meta- and a Text-Code. " * 30)
 
-    def scan(wide: bool, calls: Calls) -> tuple[dict[str, FileRecord], list[EventType]]:
+    def scan(wide: bool, calls: Calls) -> tuple[dict[str, FileRecord], list[str]]:
         options = CodeOptions(bits=128, wide=wide)
 
         async def hasher(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:

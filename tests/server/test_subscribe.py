@@ -319,6 +319,7 @@ bursts = st.lists(
     plan=bursts,
     filtered=st.booleans(),
 )
+@pytest.mark.slow
 def test_replay_and_live_join_without_gap_or_duplicate_under_concurrent_publishing(
     tmp_tree: Path,
     sizes: tuple[int, float, int, int, int],

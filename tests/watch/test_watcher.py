@@ -14,6 +14,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +70,7 @@ def _change(kind: ChangeKind, path: Path, dest: Path | None = None) -> Callable[
     return match
 
 
+@pytest.mark.slow
 def test_changes_moves_and_new_directories(tmp_path: Path) -> None:
     root = tmp_path / "root"
     outside = tmp_path / "outside"
@@ -180,6 +182,7 @@ _STALLED = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_kernel_queue_overflow_is_reported_as_a_recrawl(tmp_path: Path) -> None:
     # A stalled process (stopped here) leaves the events queued in the kernel while more than
     # fs.inotify.max_queued_events (16384 by default) are produced; then it reads them.
@@ -325,7 +328,7 @@ _LIMITED = textwrap.dedent(
 )
 
 
-def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, object]:
+def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, Any]:
     unshare = unshare_tool()
     limits = [str(watches), str(instances)]
     result = subprocess.run(
@@ -336,7 +339,7 @@ def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, ob
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    data: dict[str, object] = json.loads(result.stdout)
+    data: dict[str, Any] = json.loads(result.stdout)
     return data
 
 
@@ -363,6 +366,7 @@ def test_no_watch_at_all_polls_the_root(tmp_path: Path) -> None:
     assert data["polled"] == [str(tmp_path)]
 
 
+@pytest.mark.slow
 def test_no_inotify_instance_polls_the_root(tmp_path: Path) -> None:
     data = _run_limited(tmp_path, watches=100, instances=0)
     assert data["mode"] == "polling"
