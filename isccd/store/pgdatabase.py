@@ -59,6 +59,8 @@ _UNAVAILABLE = frozenset({"57P01", "57P02", "57P03", "53300", "08000", "08003", 
 _FULL = frozenset({"53100"})
 _CORRUPT = frozenset({"XX001", "XX002"})
 _CONFIG_WORDS = ("authentication", "password", "does not exist", "pg_hba.conf", "permission")
+#: Statements that write (every statement of the backends that writes starts with one of these).
+_WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +114,8 @@ class PgDatabase:
         self._conn: psycopg.Connection[Any] | None = None
         self._in_transaction = False
         self._events_locked = False
-        self._marks: list[bool] = []
+        self._notified = False
+        self._marks: list[tuple[bool, bool]] = []
         self._host_id: int | None = None
         self._roots: dict[bytes, int] = {}
         self._dirs: dict[bytes, int] = {}
@@ -380,14 +383,18 @@ class PgDatabase:
         return self._session()
 
     def _exec(self, query: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
-        """Run one statement on the session. Outside a transaction (a read, or ``BEGIN``) a
+        """Run one statement on the session (a write in a transaction takes the writers' lock
+        first, see :meth:`_lock_events`). Outside a transaction (a read, or ``BEGIN``) a
         session found lost is replaced and the statement run once more."""
         doing = "read" if query.startswith("SELECT") else "write"
+        statement = query.encode()
+        if self._in_transaction and statement.startswith(_WRITES):
+            self._lock_events()
         retry = not self._in_transaction
         while True:
             conn = self._live_session()
             try:
-                return conn.execute(query.encode(), params)
+                return conn.execute(statement, params)
             except psycopg.Error as exc:
                 if retry and (conn.broken or conn.closed):
                     retry = False
@@ -398,6 +405,8 @@ class PgDatabase:
     def _exec_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
+        if self._in_transaction:
+            self._lock_events()
         conn = self._live_session()
         try:
             with conn.cursor() as cursor:
@@ -413,20 +422,20 @@ class PgDatabase:
         self._drop_broken()
         self._exec("BEGIN")
         self._in_transaction = True
-        self._events_locked = False
+        self._events_locked = self._notified = False
         self._marks.clear()
 
     def commit(self) -> None:
         """Commit the transaction."""
         self._exec("COMMIT")
         self._in_transaction = False
-        self._events_locked = False
+        self._events_locked = self._notified = False
 
     def rollback(self) -> None:
         """Roll back the transaction, if one is open; a lost session has nothing to undo."""
         self._forget_interned()
         in_transaction, self._in_transaction = self._in_transaction, False
-        self._events_locked = False
+        self._events_locked = self._notified = False
         self._marks.clear()
         self._drop_broken()
         if self._conn is not None and in_transaction:
@@ -437,7 +446,7 @@ class PgDatabase:
     def savepoint(self) -> None:
         """Start a unit of work."""
         self._exec("SAVEPOINT unit")
-        self._marks.append(self._events_locked)
+        self._marks.append((self._events_locked, self._notified))
 
     def release(self) -> None:
         """Keep the unit of work."""
@@ -445,27 +454,47 @@ class PgDatabase:
         self._marks.pop()
 
     def rollback_to(self) -> None:
-        """Undo the unit of work (and a lock on the event log taken in it)."""
+        """Undo the unit of work (and the writers' lock and the notification taken in it)."""
         self._exec("ROLLBACK TO SAVEPOINT unit")
         self._exec("RELEASE SAVEPOINT unit")
-        self._events_locked = self._marks.pop()
+        self._events_locked, self._notified = self._marks.pop()
         self._forget_interned()
 
     def _drop_broken(self) -> None:
         if self._conn is not None and (self._conn.broken or self._conn.closed):
             self._drop_session()
 
+    @property
+    def shared(self) -> bool:
+        """A fleet's database: the daemons of other hosts write it too."""
+        return True
+
+    def exclusive(self) -> None:
+        """Take the writers' lock now, before the first write (see :meth:`_lock_events`)."""
+        if self._in_transaction:
+            self._lock_events()
+
     def _lock_events(self) -> None:
-        """Before the transaction's first event: wait for the event log's lock, so that no
-        other transaction numbers events until this one has committed (commit order is
-        sequence order), and notify listeners when this one commits."""
+        """Before the transaction's first write: wait for the writers' lock, held until the
+        transaction ends. No other transaction then numbers events until this one has
+        committed (commit order is sequence order); every writer holds it before it takes a
+        row lock, so writers of the fleet never deadlock each other; and what this one read
+        since is what it commits against (no other host commits meanwhile)."""
         if self._events_locked:
             return
-        self._exec(
-            "SELECT pg_advisory_xact_lock(%s, %s), pg_notify(%s, %s)",
-            (LOCK_SPACE, EVENTS_LOCK, EVENTS_CHANNEL, self._host),
-        )
+        self._exec("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, EVENTS_LOCK))
         self._events_locked = True
+
+    def _notify_once(self, now: float) -> None:
+        """Before the transaction's first event: notify listeners when it commits, and note
+        that this host was heard from."""
+        if self._notified:
+            return
+        self._exec(
+            "WITH seen AS (UPDATE hosts SET seen_at = %s WHERE name = %s) SELECT pg_notify(%s, %s)",
+            (now, self._host, EVENTS_CHANNEL, self._host),
+        )
+        self._notified = True
 
     # -- interning -----------------------------------------------------------------------------
 

@@ -60,6 +60,14 @@ class SqliteStore(Database):
     thread-safe: use it from the thread that opened it.
     """
 
+    @property
+    def shared(self) -> bool:
+        """One host's database: no other daemon writes it."""
+        return False
+
+    def exclusive(self) -> None:
+        """Nothing to do: a write transaction holds SQLite's write lock from its start."""
+
     # -- reading files -------------------------------------------------------------------------
 
     def _files(self, where: str, params: Sequence[Any] = ()) -> list[StoredFile]:
@@ -119,6 +127,7 @@ class SqliteStore(Database):
                     (dev, ino) if dev is not None else None,
                     bytes(datahash).hex() if datahash is not None else None,
                     size,
+                    self._host,
                 )
         return found
 
@@ -396,8 +405,8 @@ class SqliteStore(Database):
             [(p.a, p.b, p.unit.value) for p in pairs],
         )
 
-    def near_pairs(self) -> Iterator[NearPair]:
-        """All relations."""
+    def near_pairs(self, *, fleet: bool = False) -> Iterator[NearPair]:
+        """All relations (one host's: ``fleet`` changes nothing)."""
         rows = self._exec("SELECT a, b, unit, distance FROM near ORDER BY a, b, unit").fetchall()
         for a, b, unit, distance in rows:
             yield NearPair(a, b, UnitType(unit), distance)
@@ -428,15 +437,24 @@ class SqliteStore(Database):
     # -- events --------------------------------------------------------------------------------
 
     def append_event(
-        self, type: EventType, root: str, path: str, data: Mapping[str, Any], now: float
+        self,
+        type: EventType,
+        root: str,
+        path: str,
+        data: Mapping[str, Any],
+        now: float,
+        *,
+        host: str | None = None,
+        file_id: int | None = None,
     ) -> Event:
-        """Log an event in the current transaction."""
+        """Log an event in the current transaction. Every file here is this host's, and no
+        other daemon follows the log: ``host`` and ``file_id`` are not stored."""
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
         row = self._exec(
             "INSERT INTO events (type, time, root, path, data) VALUES (?,?,?,?,?) RETURNING seq",
             (type.value, now, to_fs(root), to_fs(path), text),
         ).fetchone()
-        return Event(int(row[0]), type, now, root, path, json.loads(text))
+        return Event(int(row[0]), type, now, root, path, json.loads(text), self._host)
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``."""
@@ -446,16 +464,16 @@ class SqliteStore(Database):
             (seq, limit),
         )
         return [
-            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data))
+            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data), self._host)
             for s, t, tm, root, path, data in rows
         ]
 
-    def last_seq(self) -> int:
+    def last_seq(self, *, fleet: bool = False) -> int:
         """The highest sequence number ever used."""
         row = self._exec("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
         return int(row[0]) if row else 0
 
-    def first_seq(self) -> int:
+    def first_seq(self, *, fleet: bool = False) -> int:
         """The lowest sequence number still logged."""
         row = self._exec("SELECT min(seq) FROM events").fetchone()
         return int(row[0]) if row[0] is not None else self.last_seq() + 1

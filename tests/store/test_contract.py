@@ -343,5 +343,8 @@ def test_file_keys_and_digests_read_only_what_duplicate_decisions_need(store: St
     store.remove_file(gone, 2.0)
     store.commit()
     keys = store.file_keys([b, a, gone, 999])
-    assert keys == {a: FileKey((1, 1), hashed(1), 10), b: FileKey((1, 2), None, 7)}
+    assert keys == {
+        a: FileKey((1, 1), hashed(1), 10, "host-a"),
+        b: FileKey((1, 2), None, 7, "host-a"),
+    }
     assert store.unit_digests_of([a, b, gone], UnitType.DATA) == {a: b"\x01" * 32}
