@@ -28,6 +28,10 @@ just the units that depend on it.
 SIGTERM or SIGINT: ``STOPPING=1``; watching stops and no new work is taken; files being hashed
 get ``shutdown_timeout`` seconds to finish and be committed, the rest is abandoned (the next
 start's reconcile picks it up); the store is committed and closed, the socket removed, exit 0.
+
+A store a fleet shares (PostgreSQL): the events subscribers receive, the daemon's own and the
+other hosts', come from the shared log, which :mod:`isccd.daemon.fleetlog` follows; it also
+keeps the in-memory index current with the other hosts' changes.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from isccd import __version__
 from isccd.daemon.backend import DaemonBackend
 from isccd.daemon.config import DaemonConfig, build_config
 from isccd.daemon.feed import Feed
+from isccd.daemon.fleetlog import FleetLog
 from isccd.daemon.hasher import Hashing
 from isccd.daemon.heartbeat import Progress, run_heartbeat
 from isccd.daemon.scans import Scans
@@ -64,6 +69,7 @@ from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
 from isccd.store import SqliteOptions, redact_url
+from isccd.store.pgurl import is_postgres_url
 from isccd.watch.debounce import Dirty
 from isccd.watch.watcher import Watcher
 
@@ -145,6 +151,7 @@ class Daemon:
         self._status_line = ""
         self._failure: BaseException | None = None
         self._unwatched: dict[str, str] = {}
+        self._fleet: FleetLog | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -184,6 +191,10 @@ class Daemon:
             await self._pool.close(grace=0)
             workers.cancel()
             raise
+        if is_postgres_url(config.store_url):
+            self._fleet = FleetLog(
+                config.store_url, self._pipeline.host, self._pipeline, self._publish
+            )
         try:
             await self._server.start()
         except BaseException:
@@ -213,6 +224,7 @@ class Daemon:
             ("schedule", self._schedule()),
             ("reloads", self._reloads()),
             ("status", self._status_loop()),
+            *((("fleet", self._fleet.run()),) if self._fleet is not None else ()),
         ):
             self._tasks.append(asyncio.create_task(coro, name=name))
         interval = self._notifier.watchdog_interval
@@ -289,6 +301,8 @@ class Daemon:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._fleet is not None:
+            await self._fleet.close()
         await self._pool.close(grace=0)
         await asyncio.to_thread(self._pipeline.close)
         await self._server.close()
@@ -506,8 +520,9 @@ class Daemon:
     # -- events and status ---------------------------------------------------------------------
 
     def _committed(self, events: Sequence[Event]) -> None:
-        """On the store's thread: hand a committed batch to the loop, in order."""
-        if self._loop is not None and events:
+        """On the store's thread: hand a committed batch to the loop, in order (a shared log's
+        events are the follower's to publish)."""
+        if self._loop is not None and events and self._fleet is None:
             with contextlib.suppress(RuntimeError):  # the loop is gone: shutting down
                 self._loop.call_soon_threadsafe(self._publish, list(events))
 
@@ -525,7 +540,7 @@ class Daemon:
     async def status(self) -> DaemonStatus:
         """What ``isccd status`` shows; the counts are the index's at the time of the reply."""
         live, last = await self._pipeline.call(
-            lambda ix: (ix.store.live_by_root(), ix.store.last_seq())
+            lambda ix: (ix.store.live_by_root(), ix.store.last_seq(fleet=True))
         )
         watch = {s.root: s for s in (self._watcher.status() if self._watcher else [])}
         roots = []
@@ -563,10 +578,13 @@ class Daemon:
             queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
             files_indexed=sum(live.values()),
             last_seq=last,
+            database=self._fleet.status() if self._fleet is not None else None,
         )
 
     def _compose_status(self) -> str:
         parts = [f"watching {len(self.config.roots)} root(s)"]
+        if self._fleet is not None and self._fleet.status().error is not None:
+            parts.insert(0, "degraded: the index database is unavailable")
         scans = self._scans.summary()
         if scans:
             parts.append(scans)
