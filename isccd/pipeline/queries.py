@@ -286,8 +286,8 @@ def dupes(ix: Indexer, near: bool = False, host: str | None = None) -> list[DupG
     store = ix.store
     policy = ix.options.thresholds
     groups: list[DupGroup] = []
-    for datahash in store.exact_datahashes(fleet=True):
-        files = store.files_by_datahash(datahash, fleet=True)
+    copies = store.files_by_datahashes(store.exact_datahashes(fleet=True), fleet=True)
+    for files in copies.values():
         members = [m for m, _ in _members(files) if policy.admits(m.size)]
         if len(members) > 1:
             size = members[0].size or 0

@@ -223,6 +223,13 @@ class Store(Transactional, Protocol):
         host)."""
         ...
 
+    def files_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[StoredFile]]:
+        """:meth:`files_by_datahash` of many datahashes at once: datahash -> its live files in
+        id order (datahashes no live file has are left out)."""
+        ...
+
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """What duplicate decisions need of the live files among ``ids``, without loading
         their records (the cheap path for many near-duplicate candidates)."""

@@ -111,9 +111,20 @@ class SqliteStore(Database):
 
     def files_by_datahash(self, datahash: str, *, fleet: bool = False) -> list[StoredFile]:
         """Live files with this datahash."""
-        return self._files(
-            "f.datahash = ? AND f.removed_at IS NULL ORDER BY f.id", (bytes.fromhex(datahash),)
-        )
+        return self.files_by_datahashes([datahash]).get(datahash, [])
+
+    def files_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[StoredFile]]:
+        """Live files with each datahash."""
+        found: dict[str, list[StoredFile]] = {}
+        for start in range(0, len(datahashes), _IN_CHUNK):
+            chunk = [bytes.fromhex(h) for h in datahashes[start : start + _IN_CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            where = f"f.datahash IN ({marks}) AND f.removed_at IS NULL ORDER BY f.id"
+            for stored in self._files(where, chunk):
+                found.setdefault(stored.record.datahash or "", []).append(stored)
+        return found
 
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """Identity and datahash of the live files among ``ids``."""

@@ -107,6 +107,11 @@ def test_identity_and_datahash_lookups(store: Store) -> None:
     store.commit()
     assert [f.id for f in store.files_by_identity(1, 1)] == [a, link]
     assert [f.id for f in store.files_by_datahash(hashed(7))] == [a, link, copy]
+    many = store.files_by_datahashes([hashed(8), hashed(9), hashed(7)])
+    assert {h: [f.id for f in found] for h, found in many.items()} == {
+        hashed(7): [a, link, copy],
+        hashed(8): [other],
+    }
     # Two names of one file are not duplicates; a second identity with the same bytes is.
     assert store.exact_datahashes() == [hashed(7)]
     store.begin()
