@@ -76,6 +76,10 @@ class IssueKind(enum.StrEnum):
     """Something went wrong (corrupt input, a tool failed, the file vanished)."""
     SKIPPED = "skipped"
     """Nothing to compute, by design (no text in a document, audio too short, no tool)."""
+    WARNING = "warning"
+    """A result with a caveat: the file was coded, but not as expected (content that looked like
+    a format its decoder then could not read, coded as generic data; a video signature written
+    completely although the decoder reported errors)."""
 
 
 class IssueCode(enum.StrEnum):
@@ -147,12 +151,12 @@ def sort_units(units: Iterable[Unit]) -> tuple[Unit, ...]:
 
 @dataclass(frozen=True, slots=True)
 class FileIssue:
-    """A per-file problem: why a stage or unit has no result.
+    """A per-file problem: why a stage or unit has no result, or what to know about its result.
 
     Attributes:
         stage: Where it happened: ``"read"``, ``"mediatype"``, or a unit type value
             (``"meta"``, ``"text"``, ``"image"``, ``"audio"``, ``"video"``, ``"data"``, ...).
-        kind: Error or deliberate skip.
+        kind: Error, deliberate skip, or warning (a result with a caveat).
         reason: A sentence a user can act on.
         code: The cause, for programs (e.g. retry on ``UNSTABLE``); ``None`` if unclassified.
         profile: For a unit not computed because a component is missing (``TOOL_MISSING``)

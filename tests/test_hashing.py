@@ -7,6 +7,7 @@ import io
 import json
 import multiprocessing
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -183,6 +184,32 @@ def test_misnamed_files_are_coded_by_content(tmp_path: Path) -> None:
     assert (as_image.mediatype, as_image.mode, as_image.issues) == ("image/jpeg", Mode.IMAGE, ())
     assert (as_text.mediatype, as_text.mode, as_text.issues) == ("text/plain", Mode.TEXT, ())
     assert as_text.characters is not None and as_text.characters > 100
+
+
+@needs_ffmpeg
+def test_a_wrong_guess_from_the_content_is_coded_as_generic_data(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    # File name, what the content begins like, and a name saying that format.
+    cases = (
+        ("photo.bin", b"\xff\xd8\xff\xe0", "photo.jpg"),
+        ("picture", b"\x89PNG\r\n\x1a\n", "picture.png"),
+        ("stream.bin", b"OggS\x00\x02", "stream.ogv"),
+    )
+    for name, signature, format_name in cases:
+        path = tmp_path / name
+        path.write_bytes(signature + rng.randbytes(3000))
+        record = _codes(path)
+        assert not record.failed, record.issues
+        assert (record.mediatype, record.mode) == ("application/octet-stream", None)
+        assert [u.type for u in record.units] == [UnitType.DATA, UnitType.INSTANCE]
+        [issue] = record.issues
+        assert issue.kind is IssueKind.WARNING and issue.stage in {"image", "video"}, issue
+        assert issue.code in {IssueCode.INVALID, IssueCode.TOOL_FAILED}
+        assert "coded as generic data" in issue.reason
+        # Named for that format, the same bytes are a broken file: an error.
+        named = tmp_path / format_name
+        named.write_bytes(path.read_bytes())
+        assert _codes(named).failed
 
 
 def test_png_bomb_is_refused(tmp_path: Path) -> None:

@@ -2,10 +2,12 @@
 
 The normalization is iscc-sdk 0.9.7's ``image_normalize`` with its defaults, step by step:
 
-1. ``ImageOps.exif_transpose``;
+1. ``ImageOps.exif_transpose`` (only the transposition it does: no copy of an image without an
+   orientation to correct);
 2. transparency filled with white (RGBA/LA pasted on white through the alpha channel, palette
    images with a ``transparency`` entry through RGBA, every other mode converted to RGB);
-3. the tolerant border trim (:func:`trim_tolerant`);
+3. the tolerant border trim (:func:`trim_tolerant`; the four one-pixel edges are checked before
+   the whole frame, as most images have no border to trim);
 4. conversion to ``L`` (ITU-R 601-2 luma) and a BICUBIC resize to 32x32;
 5. the 1024 pixel values, row by row.
 
@@ -23,7 +25,7 @@ from functools import cache
 from typing import BinaryIO
 
 import PIL
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, UnidentifiedImageError
 
 from isccd.errors import ExtractionError, ImageTooLargeError, ToolMissingError
 from isccd.extract.meta import Metadata
@@ -33,6 +35,17 @@ from isccd.extract.xmp import image_metadata
 #: The SDK's tolerant trim: per-channel tolerance and the most passes.
 TRIM_TOLERANCE = 16
 TRIM_MAX_PASSES = 16
+
+#: The transposition ``ImageOps.exif_transpose`` does for each EXIF orientation.
+_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
 
 #: The SDK's pixel limit (``image_max_pixels``).
 DEFAULT_MAX_PIXELS = 128_000_000
@@ -181,11 +194,18 @@ def normalize_image(img: Image.Image) -> list[int]:
     Returns:
         1024 ints in 0..255, row-major.
     """
-    img = ImageOps.exif_transpose(img)
+    img = upright(img)
     img = fill_transparency(img)
     img = trim_tolerant(img)
     small = img.convert("L").resize((32, 32), Image.Resampling.BICUBIC)
     return list(small.tobytes())
+
+
+def upright(img: Image.Image) -> Image.Image:
+    """The image as its EXIF orientation says to show it: the pixels of
+    ``ImageOps.exif_transpose``, but the image itself (no copy) when there is nothing to turn."""
+    method = _TRANSPOSE.get(img.getexif().get(ExifTags.Base.Orientation, 1))
+    return img if method is None else img.transpose(method)
 
 
 def fill_transparency(img: Image.Image) -> Image.Image:
@@ -216,6 +236,8 @@ def trim_tolerant(img: Image.Image, tolerance: int = TRIM_TOLERANCE) -> Image.Im
     """
     mask = img if img.mode in ("RGB", "L") else img.convert("RGB")
     for _ in range(TRIM_MAX_PASSES):
+        if _edges_differ(mask, tolerance):
+            break  # the bounding box is the whole image: nothing to crop
         bbox = border_bbox(mask, tolerance)
         if bbox is None or bbox == (0, 0, *mask.size):
             break
@@ -225,6 +247,26 @@ def trim_tolerant(img: Image.Image, tolerance: int = TRIM_TOLERANCE) -> Image.Im
             break
         img, mask = img.crop(bbox), mask.crop(bbox)
     return img
+
+
+def _edges_differ(img: Image.Image, tolerance: int) -> bool:
+    """True when each of the four one-pixel edges has a pixel differing from the top-left one
+    by more than ``tolerance``: then :func:`border_bbox` is the whole image, found without
+    mapping every pixel of it."""
+    width, height = img.size
+    lut = _lut(img, tolerance)
+    edges = ((0, 0, width, 1), (0, height - 1, width, height), (0, 0, 1, height))
+    return all(
+        img.crop(edge).point(lut).getbbox() is not None
+        for edge in (*edges, (width - 1, 0, width, height))
+    )
+
+
+def _lut(img: Image.Image, tolerance: int) -> list[int]:
+    """A point table marking values more than ``tolerance`` from the top-left pixel's."""
+    ref = img.getpixel((0, 0))
+    channels = ref if isinstance(ref, tuple) else (ref,)
+    return [255 if abs(v - int(c or 0)) > tolerance else 0 for c in channels for v in range(256)]
 
 
 def border_bbox(img: Image.Image, tolerance: int) -> tuple[int, int, int, int] | None:
@@ -237,10 +279,7 @@ def border_bbox(img: Image.Image, tolerance: int) -> tuple[int, int, int, int] |
     Returns:
         ``(left, upper, right, lower)``, or ``None`` when every pixel is within tolerance.
     """
-    ref = img.getpixel((0, 0))
-    channels = ref if isinstance(ref, tuple) else (ref,)
-    lut = [255 if abs(v - int(c or 0)) > tolerance else 0 for c in channels for v in range(256)]
-    return img.point(lut).getbbox()
+    return img.point(_lut(img, tolerance)).getbbox()
 
 
 @contextlib.contextmanager

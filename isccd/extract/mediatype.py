@@ -1,28 +1,35 @@
 """Media type detection and the processing mode it selects, following the ISCC SDK 0.9.7.
 
 The type is guessed twice, from the file name (the system's MIME table plus the SDK's additions)
-and from the first 4096 bytes (``puremagic``, the pure-Python signature database the SDK sniffs
-with), both normalized through the SDK's alias table, and the two guesses are reconciled by the
-SDK's rules: prefer whichever is supported; prefer the name over a generic XML sniff; keep the
-name within the OGG family; upgrade XML with an ``<svg>`` root to SVG.
+and from the first 4096 bytes (:mod:`isccd.extract.signatures`: a compact table of strong
+signatures that names formats as ``puremagic``, the database the SDK sniffs with, does), both
+normalized through the SDK's alias table, and the two guesses are reconciled by the SDK's rules:
+prefer whichever is supported; prefer the name over a generic XML sniff; keep the name within
+the Ogg family; upgrade XML with an ``<svg>`` root to SVG.
 
-Where the SDK trusts a wrong name, isccd trusts the content, so misnamed files are still coded
-by what they are (the SDK would fail on them):
+The SDK's sniffing also takes weak evidence for a format (two bytes, a footer, a ``{``); the
+signature table does not, so a weak guess never overrides a name or gives a random binary a
+decoder. Where the SDK trusts a wrong name, isccd trusts the content, so misnamed files are
+still coded by what they are (the SDK would fail on them):
 
-- a name that only says "text" (``text/*``) loses to a binary signature found in the content
-  (a JPEG named ``.txt`` is an image, a PDF named ``.txt`` a PDF);
+- a name that only says "text" (``text/*``) loses to the signature of a binary format found in
+  the content (a JPEG named ``.txt`` is an image, a PDF named ``.txt`` a PDF);
 - an image, audio or video name loses to content that has no binary signature and reads as
-  text (a text named ``.jpg`` is text).
+  text (a text named ``.jpg`` is text, an HTML page named ``.mp3`` is HTML): a text file is never
+  sent to an image, audio or video decoder.
+
+:func:`mediatype_detect` also says whether the content decided (``from_content``): when such a
+file then cannot be decoded, the guess was wrong and the file is coded as generic data.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import re
+from dataclasses import dataclass
 from functools import cache
 
-import puremagic
-
+from isccd.extract.signatures import Signature, has_binary_bytes, sniff, unicode_text
 from isccd.model import Mode
 
 #: Media types with a Content-Code, and their mode (the SDK's SUPPORTED_MEDIATYPES).
@@ -119,14 +126,31 @@ _EXTRA_EXTENSIONS = (
 #: Sniffed types that yield to a supported type from the name.
 _GENERIC_SNIFF = frozenset({"text/xml", "application/xml"})
 
-#: Text-like types whose sniff says nothing about a binary format.
-_TEXTUAL_SNIFF = frozenset({"text/xml", "application/xml", "application/json"})
-
 _FIRST_ELEMENT = re.compile(rb"<([a-zA-Z][\w.-]*)")
 _XML_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
 _SVG_XMLNS = (b'xmlns="http://www.w3.org/2000/svg"', b"xmlns='http://www.w3.org/2000/svg'")
 
 OCTET_STREAM = "application/octet-stream"
+
+_DECODED_MODES = frozenset({Mode.IMAGE, Mode.AUDIO, Mode.VIDEO})
+
+#: Image formats that are text: text content does not contradict their names.
+_TEXT_BASED = frozenset({"image/svg+xml", "application/postscript"})
+
+
+@dataclass(frozen=True, slots=True)
+class MediaType:
+    """A file's media type and what decided it.
+
+    Attributes:
+        mediatype: The media type, ``application/octet-stream`` when nothing is recognized.
+        from_content: The content decided it against the name, or without one (the name gave
+            no type, an unsupported one, or one the content contradicts). A content extractor
+            that then fails means the guess was wrong, not that the file is broken.
+    """
+
+    mediatype: str
+    from_content: bool
 
 
 @cache
@@ -153,14 +177,9 @@ def mediatype_from_name(name: str) -> str | None:
 
 
 def mediatype_from_data(head: bytes) -> str | None:
-    """The media type the first bytes' signature suggests, or ``None``."""
-    if not head:
-        return None
-    try:
-        found = puremagic.from_string(head, mime=True)
-    except (puremagic.PureError, ValueError):  # no signature matched
-        return None
-    return found or None
+    """The media type the first bytes' signature clearly shows, or ``None``."""
+    found = sniff(head)
+    return found.mediatype if found else None
 
 
 def mediatype_normalize(mediatype: str | None) -> str | None:
@@ -187,17 +206,25 @@ def mediatype_to_mode(mediatype: str) -> Mode | None:
 
 
 def mediatype_guess(head: bytes, name: str | None = None) -> str:
-    """The media type of a file from its first bytes and its name.
-
-    Args:
-        head: The first bytes of the file (4096 are enough).
-        name: The file name, if known.
+    """The media type of a file from its first bytes and its name (see :func:`mediatype_detect`).
 
     Returns:
         A media type; ``application/octet-stream`` when nothing is recognized.
     """
+    return mediatype_detect(head, name).mediatype
+
+
+def mediatype_detect(head: bytes, name: str | None = None) -> MediaType:
+    """The media type of a file from its first bytes and its name, and whether the content
+    decided it.
+
+    Args:
+        head: The first bytes of the file (4096 are enough).
+        name: The file name, if known.
+    """
     by_name = mediatype_normalize(mediatype_from_name(name)) if name else None
-    by_data = mediatype_normalize(mediatype_from_data(head))
+    signature = sniff(head)
+    by_data = mediatype_normalize(signature.mediatype) if signature else None
 
     if by_name and by_data and by_name != by_data:
         if (mediatype_supported(by_name) and not mediatype_supported(by_data)) or (
@@ -214,44 +241,40 @@ def mediatype_guess(head: bytes, name: str | None = None) -> str:
     else:
         chosen = by_name or by_data
 
-    chosen = _trust_content(chosen, by_name, by_data, head)
+    if chosen is not None and chosen == by_name != by_data:
+        chosen = _trust_content(chosen, signature, by_data, head)
 
     if chosen in _GENERIC_SNIFF and head and _has_svg_root(head):
         chosen = "image/svg+xml"
-    return chosen or OCTET_STREAM
+    return MediaType(chosen or OCTET_STREAM, chosen is not None and chosen != by_name)
 
 
 def _trust_content(
-    chosen: str | None, by_name: str | None, by_data: str | None, head: bytes
-) -> str | None:
-    """Correct the SDK's choice where the name contradicts what the content clearly is."""
-    if chosen is None or chosen != by_name:
-        return chosen
+    chosen: str, signature: Signature | None, by_data: str | None, head: bytes
+) -> str:
+    """Correct the SDK's choice of the name where it contradicts what the content clearly is."""
+    mode = mediatype_to_mode(chosen)
     if (
-        chosen.startswith("text/")
+        mode is Mode.TEXT
+        and chosen.startswith("text/")
+        and signature is not None
+        and not signature.text
         and by_data is not None
-        and not by_data.startswith("text/")
-        and by_data not in _TEXTUAL_SNIFF
         and mediatype_to_mode(by_data) is not None
     ):
         return by_data
-    if (
-        mediatype_to_mode(chosen) in {Mode.IMAGE, Mode.AUDIO, Mode.VIDEO}
-        and by_data in {None, "text/plain"}
-        and looks_like_text(head)
-    ):
-        return "text/plain"
+    if mode in _DECODED_MODES and chosen not in _TEXT_BASED and looks_like_text(head):
+        # Text, or a text format (HTML, JSON, an SVG), whatever the name says.
+        return by_data or "text/plain"
     return chosen
 
 
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
-# Control characters that do not occur in text: everything below 0x20 but TAB, LF, VT, FF, CR
-# and ESC, plus DEL.
-_BINARY_BYTES = frozenset(range(0x20)) - {0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1B} | {0x7F}
 
 
 def looks_like_text(head: bytes) -> bool:
-    """True when the bytes are plausibly text: a Unicode BOM, or clean UTF-8.
+    """True when the bytes are plausibly text: a Unicode BOM and text in its encoding, or clean
+    UTF-8.
 
     Only used to overrule a name that claims a binary format for content without any binary
     signature, so it is deliberately strict (no guessing of 8-bit encodings here).
@@ -259,8 +282,8 @@ def looks_like_text(head: bytes) -> bool:
     if not head:
         return False
     if head.startswith(_BOMS):
-        return True
-    if any(b in _BINARY_BYTES for b in head):
+        return unicode_text(head)
+    if has_binary_bytes(head):
         return False
     try:
         head.decode("utf-8")

@@ -168,11 +168,15 @@ def decode_text(data: bytes) -> tuple[str, str, bool]:
         detector (rather than known from a BOM or strict UTF-8).
 
     Raises:
-        ExtractionError: No encoding fits: the content is binary.
+        ExtractionError: No encoding fits (the content is binary), or the text does not decode
+            in the encoding its byte order mark names.
     """
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            return _decode_prefix(data[len(bom) :], encoding), encoding, False
+            try:
+                return _decode_prefix(data[len(bom) :], encoding), encoding, False
+            except UnicodeDecodeError as exc:
+                raise ExtractionError(f"not {encoding} text after its byte order mark") from exc
     try:
         return _decode_prefix(data, "utf-8"), "utf-8", False
     except UnicodeDecodeError:

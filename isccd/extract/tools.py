@@ -36,6 +36,7 @@ from isccd.errors import ToolError, ToolMissingError
 _PROC_FD = Path("/proc/self/fd")
 _SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 _VERSION = re.compile(r"version\s+(\S+)")
+_REPEATED = re.compile(r"Last message repeated \d+ times")
 
 #: Seconds one tool run may take by default (a feature film's signature takes minutes).
 DEFAULT_TIMEOUT = 600.0
@@ -80,8 +81,10 @@ class ToolResult:
     stderr: str
 
     def last_error_line(self) -> str:
-        """The last non-empty line of stderr, the usual place for a tool's reason."""
+        """The last non-empty line of stderr, the usual place for a tool's reason (ffmpeg's
+        "Last message repeated N times" stands for the line before it)."""
         lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        lines = [line for line in lines if not _REPEATED.fullmatch(line)]
         return lines[-1] if lines else f"exit status {self.returncode}"
 
 

@@ -3,17 +3,25 @@
 The ISCC SDK runs ``ffmpeg -i FILE -vf fps=fps=5,signature=format=binary:filename=SIG -f null -``
 and decodes the binary signature file (see :mod:`isccd.extract.mp7`); so does this module, in a
 private directory with a bounded signature size.
+
+The SDK uses the signature when ffmpeg exits with status 0. ffmpeg also finishes, writing every
+output completely, when more frames failed to decode than its ``-max_error_rate`` allows (two
+thirds by default), and then exits with status 69; a damaged stream some of whose frames decode
+(or that another ffmpeg build decodes entirely) still has a Video-Code then, with the decoder's
+complaint kept as a warning. Any other failure (a crash, a fatal error part-way, a signature
+that is missing or cut short) is an error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from isccd.errors import ExtractionError, NoContentError, ToolError
-from isccd.extract.mp7 import read_signature
+from isccd.extract.mp7 import Signature, read_signature
 from isccd.extract.tools import ToolInput, ToolOptions, require_tool, run_tool, tool_version
 
 #: The SDK's frame rate for signatures (``video_fps``).
@@ -24,6 +32,10 @@ COMPONENT = "ffmpeg"
 FPS_COMPONENT = "fps"
 
 _VIDEO_ONLY = ("-an", "-sn", "-dn")
+
+#: ffmpeg's exit status when the share of frames that failed to decode exceeded
+#: ``-max_error_rate``: processing went on to the end and the outputs were written.
+DECODE_ERRORS_EXIT = 69
 
 #: Largest signature file read (about 20 hours of video at 5 frames per second).
 MAX_SIGNATURE_BYTES = 32 * 1024 * 1024
@@ -38,12 +50,15 @@ class VideoContent:
         width: Frame width the signature saw.
         height: Frame height.
         extractor: ``ffmpeg/<version>`` and the frame rate (the Video-Code depends on both).
+        decode_errors: What ffmpeg reported when frames failed to decode but it finished and
+            wrote the signature completely (exit status 69); ``None`` after a clean run.
     """
 
     frames: npt.NDArray[np.uint8]
     width: int
     height: int
     extractor: str
+    decode_errors: str | None = None
 
 
 def extract_video(inp: ToolInput, tools: ToolOptions, *, fps: int = DEFAULT_FPS) -> VideoContent:
@@ -70,10 +85,35 @@ def extract_video(inp: ToolInput, tools: ToolOptions, *, fps: int = DEFAULT_FPS)
         cwd=inp.workdir,
         pass_fds=inp.pass_fds,
     )
+    decode_errors = None
     if result.returncode != 0:
         if "does not contain any stream" in result.stderr:
             raise NoContentError("no video stream")
-        raise ToolError(f"ffmpeg failed: {result.last_error_line()}")
+        if result.returncode != DECODE_ERRORS_EXIT:
+            raise ToolError(f"ffmpeg failed: {result.last_error_line()}")
+        decode_errors = f"frames failed to decode ({result.last_error_line()})"
+    try:
+        signature = _signature(sigfile)
+    except (NoContentError, ExtractionError) as exc:
+        if decode_errors is None:
+            raise
+        raise ToolError(f"ffmpeg failed: {decode_errors}; {exc}") from exc
+    return VideoContent(
+        signature.frames,
+        signature.width,
+        signature.height,
+        f"{COMPONENT}/{tool_version(exe)} {FPS_COMPONENT}/{fps}",
+        decode_errors,
+    )
+
+
+def _signature(sigfile: Path) -> Signature:
+    """The signature ffmpeg wrote, complete (every frame its header announces) and not empty.
+
+    Raises:
+        NoContentError: No signature, or one without frames.
+        ExtractionError: The signature is over the size limit, cut short or corrupt.
+    """
     try:
         size = sigfile.stat().st_size
     except FileNotFoundError as exc:
@@ -86,9 +126,4 @@ def extract_video(inp: ToolInput, tools: ToolOptions, *, fps: int = DEFAULT_FPS)
         raise ExtractionError(str(exc)) from exc
     if not signature.times:
         raise NoContentError("no video frames")
-    return VideoContent(
-        signature.frames,
-        signature.width,
-        signature.height,
-        f"{COMPONENT}/{tool_version(exe)} {FPS_COMPONENT}/{fps}",
-    )
+    return signature

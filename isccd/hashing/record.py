@@ -11,7 +11,7 @@ from isccd.errors import (
     FileVanishedError,
     UnsupportedMediaTypeError,
 )
-from isccd.extract.mediatype import mediatype_guess, mediatype_to_mode
+from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to_mode
 from isccd.extract.source import SourceFile, open_source
 from isccd.hashing.content import Content, content_unit, make_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
@@ -85,8 +85,8 @@ def compute_record(
 
 def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileRecord:
     with run.stage("mediatype"):
-        mediatype = mediatype_guess(src.head(), PurePath(src.path).name)
-        mode = mediatype_to_mode(mediatype)
+        detected = mediatype_detect(src.head(), PurePath(src.path).name)
+        mediatype, mode = detected.mediatype, mediatype_to_mode(detected.mediatype)
     if mode is None:
         run.issue("mediatype", UnsupportedMediaTypeError(f"no Content-Code for {mediatype}"))
 
@@ -96,8 +96,10 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
 
     content: Content | None = None
     if mode is not None and CONTENT_UNIT_OF_MODE[mode] in wanted:
-        stage = CONTENT_UNIT_OF_MODE[mode].value
-        content = run.guarded(stage, lambda: content_unit(src, mediatype, mode, run))
+        stage, sniffed = CONTENT_UNIT_OF_MODE[mode].value, mode
+        content = run.guarded(stage, lambda: content_unit(src, mediatype, sniffed, run))
+        if content is None and detected.from_content and _undecodable(run, stage, mediatype):
+            mediatype, mode = OCTET_STREAM, None  # coded as generic data: no Meta-Code either
 
     meta: tuple[Unit, dict[str, str], bool] | None = None
     if mode is not None and UnitType.META in wanted:
@@ -136,6 +138,32 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         metahash=fields.get("metahash"),
         named_by_file=meta[2] if meta else None,
     )
+
+
+#: Content failures that, after a guess from the content, mean the guess was wrong.
+_UNDECODABLE = frozenset({IssueCode.INVALID, IssueCode.TOOL_FAILED})
+
+
+def _undecodable(run: Run, stage: str, mediatype: str) -> bool:
+    """Turn the content stage's decoding error into a warning, when it is one.
+
+    A file whose media type came from its content (its name said nothing, or something else)
+    and whose content then cannot be decoded as that type was sniffed wrongly: a random binary
+    that begins like a JPEG is not a broken JPEG. It is coded as generic data and the issue
+    says so as a warning, not an error.
+
+    Returns:
+        True when the error was replaced by the warning.
+    """
+    last = run.issues[-1] if run.issues else None
+    if last is None or last.stage != stage or last.kind is not IssueKind.ERROR:
+        return False
+    if last.code not in _UNDECODABLE:
+        return False
+    reason = f"content looked like {mediatype} but is not ({last.reason}); coded as generic data"
+    run.issues[-1] = FileIssue(stage, IssueKind.WARNING, reason, last.code)
+    run.described = None
+    return True
 
 
 def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from isccd.extract import audio, image, probe, text, video
+from isccd.extract import audio, image, probe, tags, text, video
 from isccd.extract.tools import installed_version
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, META_SOURCE, CodeOptions
 
@@ -60,4 +60,5 @@ def current_versions(options: CodeOptions | None = None) -> Mapping[str, str]:
         video.COMPONENT: installed_version(tools.ffmpeg),
         video.FPS_COMPONENT: str(options.video_fps),
         probe.COMPONENT: installed_version(tools.ffprobe),
+        tags.COMPONENT: tags.VERSION,
     }

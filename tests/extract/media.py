@@ -7,6 +7,7 @@ import io
 import shutil
 import struct
 import subprocess
+import zipfile
 import zlib
 from pathlib import Path
 
@@ -305,3 +306,138 @@ def jpeg_bytes(img: Image.Image) -> bytes:
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=85)
     return buf.getvalue()
+
+
+#: ffmpeg arguments of audio and video samples: (file name, lavfi source, encoder options).
+_TONE = "sine=frequency=440:duration=0.5"
+_PATTERN = "testsrc=duration=0.4:size=96x64:rate=25"
+_MEDIA_SAMPLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("song.mp3", _TONE, ("-metadata", "title=Song")),
+    ("bare.mp3", _TONE, ("-write_id3v2", "0", "-write_xing", "0")),
+    ("sound.wav", _TONE, ()),
+    ("vorbis.ogg", _TONE, ("-c:a", "libvorbis")),
+    ("voice.opus", _TONE, ("-c:a", "libopus")),
+    ("lossless.flac", _TONE, ()),
+    ("sound.aiff", _TONE, ()),
+    ("packed.wv", _TONE, ()),
+    ("music.m4a", _TONE, ()),
+    ("speech.wma", _TONE, ("-c:a", "wmav2")),
+    ("clip.mp4", _PATTERN, ("-pix_fmt", "yuv420p")),
+    ("clip.m4v", _PATTERN, ("-c:v", "libx264", "-f", "mp4")),
+    ("clip.mov", _PATTERN, ()),
+    ("clip.mkv", _PATTERN, ()),
+    ("clip.webm", _PATTERN, ("-c:v", "libvpx")),
+    ("clip.avi", _PATTERN, ()),
+    ("clip.mpeg", _PATTERN, ("-c:v", "mpeg2video")),
+    ("clip.ogv", _PATTERN, ("-c:v", "libtheora")),
+    ("clip.flv", _PATTERN, ()),
+    ("clip.swf", _PATTERN, ("-c:v", "flv")),
+    ("clip.wmv", _PATTERN, ("-c:v", "wmv2")),
+    ("clip.asf", _PATTERN, ("-c:v", "wmv2")),
+    ("clip.3gp", _PATTERN, ("-c:v", "h263", "-s", "176x144")),
+    ("clip.3g2", _PATTERN, ("-c:v", "h263", "-s", "176x144")),
+    ("clip.rm", _PATTERN, ("-c:v", "rv10")),
+    ("clip.h264", _PATTERN, ("-c:v", "libx264")),
+)
+
+
+def make_samples(folder: Path) -> dict[str, Path]:
+    """A sample of every media type the SDK supports (and a few it codes by their top-level
+    type): images, documents, text, audio and video, written by the programs that make them.
+
+    Audio and video need ffmpeg (they are left out without it); documents need the writers of
+    the test extra. The clips are short: only their beginning matters for media types.
+    """
+    out = dict(make_images(folder / "images"))
+    out.update(make_texts(folder / "texts"))
+    out.update(make_documents(folder / "documents"))
+    img = scene((64, 48))
+    for name, kwargs in (("picture.eps", {}), ("icon.ico", {}), ("picture.jp2", {})):
+        img.save(folder / "images" / name, **kwargs)
+        out[name] = folder / "images" / name
+    try:
+        import pillow_heif
+
+        pillow_heif.register_heif_opener()
+        for name in ("picture.heic", "picture.avif"):
+            img.save(folder / "images" / name)
+            out[name] = folder / "images" / name
+    except ImportError:
+        pass
+    docs = folder / "documents"
+    extra = {
+        # A Photoshop header (Pillow reads PSD but does not write it): signature, version 1,
+        # 3 channels of 48 x 64 pixels, 8 bits, RGB.
+        "layers.psd": b"8BPS\0\1" + bytes(6) + struct.pack(">HIIHH", 3, 48, 64, 8, 3),
+        # A Compound File header, as Word 97-2003 documents begin.
+        "legacy.doc": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(16) + b"\x3e\0\x03\0\xfe\xff",
+        "drawing.svg": b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" '
+        b'width="9" height="9"><rect width="4" height="4"/></svg>',
+        "page.xhtml": b'<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org'
+        b'/1999/xhtml"><head><title>Page</title></head><body><p>'
+        + PROSE.encode()
+        + b"</p></body></html>",
+    }
+    for name, data in extra.items():
+        (docs / name).write_bytes(data)
+        out[name] = docs / name
+    book = docs / "story.epub"
+    with zipfile.ZipFile(book, "w") as epub:
+        epub.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")
+        epub.writestr("META-INF/container.xml", '<?xml version="1.0"?><container/>')
+        epub.writestr("content.xhtml", f"<html><body><p>{PROSE}</p></body></html>")
+    out[book.name] = book
+    if shutil.which("ffmpeg"):
+        media = folder / "media"
+        media.mkdir(parents=True, exist_ok=True)
+        for name, source, options in _MEDIA_SAMPLES:
+            ffmpeg("-f", "lavfi", "-i", source, *options, str(media / name))
+            out[name] = media / name
+    return out
+
+
+def _ogg_crc_table() -> list[int]:
+    table = []
+    for i in range(256):
+        crc = i << 24
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x04C11DB7) if crc & 0x80000000 else crc << 1
+        table.append(crc & 0xFFFFFFFF)
+    return table
+
+
+_OGG_CRC = _ogg_crc_table()
+
+
+def _ogg_crc(page: bytes) -> int:
+    crc = 0
+    for byte in page:
+        crc = ((crc << 8) & 0xFFFFFFFF) ^ _OGG_CRC[(crc >> 24) ^ byte]
+    return crc
+
+
+def damage_ogg_video(data: bytes, keep: int) -> bytes:
+    """An Ogg Theora file with all but every ``keep``-th video frame damaged.
+
+    Two bytes near the start of each damaged frame's packet are inverted and every page's CRC
+    is recomputed, so that the demuxer passes the packets on and the decoder fails on them.
+    """
+    buf = bytearray(data)
+    at = frames = 0
+    while buf[at : at + 4] == b"OggS":
+        segments = buf[at + 26]
+        pos = at + 27 + segments
+        starts_packet = True
+        for lacing in buf[at + 27 : at + 27 + segments]:
+            # Data packets have the high bit clear (the three headers have it set).
+            if starts_packet and not buf[pos] & 0x80 and lacing > 6:
+                frames += 1
+                if frames % keep:
+                    buf[pos + 2] ^= 0xFF
+                    buf[pos + 3] ^= 0xFF
+            starts_packet = lacing < 255
+            pos += lacing
+        buf[at + 22 : at + 26] = bytes(4)
+        buf[at + 22 : at + 26] = _ogg_crc(bytes(buf[at:pos])).to_bytes(4, "little")
+        at = pos
+    return bytes(buf)

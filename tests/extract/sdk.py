@@ -39,6 +39,17 @@ def run(job):
         return list(idk.image_normalize(Image.open(job["path"])))
     if kind == "mediatype":
         return idk.mediatype_guess(bytes.fromhex(job["head"]), file_name=job["name"])
+    if kind == "sniff":
+        return idk.mediatype_from_data(bytes.fromhex(job["head"]))
+    if kind == "mediatype_sniffed":
+        # The SDK's reconciliation of name and content, given another sniff of the content.
+        module = sys.modules["iscc_sdk.mediatype"]
+        original = module.mediatype_from_data
+        module.mediatype_from_data = lambda data: job["sniffed"]
+        try:
+            return idk.mediatype_guess(bytes.fromhex(job["head"]), file_name=job["name"])
+        finally:
+            module.mediatype_from_data = original
     if kind == "mp7":
         with open(job["path"], "rb") as f:
             frames = idk.read_mp7_signature(f.read())

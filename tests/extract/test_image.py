@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from isccd.errors import ExtractionError, ImageTooLargeError
-from isccd.extract.image import extract_image, normalize_image, trim_tolerant
+from isccd.extract.image import extract_image, normalize_image, trim_tolerant, upright
 from isccd.extract.xmp import xmp_properties
 from isccd.iscc import gen_image_code_v0
 from tests.extract.media import jpeg_bytes, make_images, png_bomb, scene, with_border
@@ -36,6 +36,82 @@ def test_pixels_equal_the_sdk_normalization(images: dict[str, Path], tmp_path: P
         assert gen_image_code_v0(ours, bits=256) == iscc_core.gen_image_code_v0(
             expected["ok"], bits=256
         )
+
+
+def varied_images(folder: Path) -> dict[str, Path]:
+    """Images for every branch of the normalization: each EXIF orientation, borders on one,
+    two, three and four sides (flat, noisy within the tolerance, nested), none at all, alpha,
+    palettes, 16-bit and 1-bit pixels, and images one pixel wide or high."""
+    folder.mkdir(parents=True, exist_ok=True)
+    base = scene((120, 90), seed=4)
+    out: dict[str, Path] = {}
+
+    def save(name: str, img: Image.Image, **kwargs: object) -> None:
+        out[name] = folder / name
+        img.save(out[name], **kwargs)
+
+    for orientation in range(1, 9):
+        exif = Image.Exif()
+        exif[0x0112] = orientation
+        framed = with_border(base, 6, (255, 255, 255)) if orientation % 2 else base
+        save(f"orientation-{orientation}.jpg", framed, quality=92, exif=exif.tobytes())
+    white = (250, 250, 250)
+    # Border widths (top, right, bottom, left): each side alone, two, three.
+    for margins in ((14, 0, 0, 0), (0, 14, 0, 0), (0, 0, 14, 0), (0, 0, 0, 14), (9, 0, 0, 14),
+                    (0, 11, 7, 0), (5, 5, 5, 0), (0, 6, 6, 6)):  # fmt: skip
+        top, right, bottom, left = margins
+        canvas = Image.new("RGB", (left + 120 + right, top + 90 + bottom), white)
+        canvas.paste(base, (left, top))
+        save("border-{}-{}-{}-{}.png".format(*margins), canvas)
+        if not top and not left:
+            # The border colour is the top-left pixel's only when the picture has it there.
+            canvas.putpixel((0, 0), white)
+            save("corner-border-{}-{}-{}-{}.png".format(*margins), canvas)
+    noisy = with_border(base, 10, (240, 240, 240))
+    for i in range(0, noisy.width, 3):
+        noisy.putpixel((i, 2), (236, 244, 240))  # within the tolerance of the border colour
+    save("border-noisy.png", noisy)
+    save("border-nested.png", with_border(with_border(base, 5, (0, 0, 0)), 9, (255, 0, 0)))
+    save("no-border.png", base)
+    transparent = Image.new("RGBA", (140, 110), (0, 0, 0, 0))
+    transparent.paste(base.convert("RGBA"), (10, 10))
+    save("alpha-border.png", transparent)
+    save("palette.png", base.convert("P", palette=Image.Palette.ADAPTIVE, colors=16))
+    clear = base.convert("P", palette=Image.Palette.ADAPTIVE, colors=16)
+    save("palette-transparent.png", clear, transparency=3)
+    save("gray-alpha.png", with_border(base, 8, (0, 0, 0)).convert("LA"))
+    save("gray16.png", with_border(base, 8, (255, 255, 255)).convert("I;16"))
+    save("gray32.tiff", base.convert("I"))
+    save("bilevel.png", base.convert("1"))
+    save("cmyk.jpg", with_border(base, 4, (255, 255, 255)).convert("CMYK"), quality=95)
+    save("row.png", base.resize((120, 1)))
+    save("column.png", base.resize((1, 90)))
+    save("pixel.png", Image.new("RGB", (1, 1), (9, 99, 199)))
+    save("flat.png", Image.new("RGB", (40, 30), (50, 60, 70)))
+    return out
+
+
+@needs_sdk
+def test_varied_images_normalize_as_the_sdk_does(tmp_path: Path) -> None:
+    images = varied_images(tmp_path / "varied")
+    names = sorted(images)
+    reference = run_sdk([{"kind": "pixels", "path": str(images[n])} for n in names], tmp_path)
+    for name, expected in zip(names, reference, strict=True):
+        with images[name].open("rb") as f:
+            ours = extract_image(f).pixels
+        assert "ok" in expected, (name, expected)
+        assert list(ours) == expected["ok"], name
+
+
+def test_an_image_without_orientation_is_not_copied() -> None:
+    img = scene((40, 30))
+    assert upright(img) is img
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", exif=exif.tobytes())
+    with Image.open(buf) as rotated:
+        assert upright(rotated).size == (30, 40)
 
 
 def test_extract_reads_size_and_embedded_title(images: dict[str, Path]) -> None:

@@ -70,6 +70,12 @@ def test_binary_is_not_text() -> None:
         decode_text(bytes(range(256)) * 20)
 
 
+def test_a_bom_followed_by_something_else_is_a_clean_error() -> None:
+    for data in (b"\xfe\xff\xd8\x00\x00\x41", b"\xff\xfe\x00\xdc\x41\x00"):  # lone surrogates
+        with pytest.raises(ExtractionError, match="byte order mark"):
+            decode_text(data)
+
+
 def test_plain_text_is_capped(tmp_path: Path) -> None:
     path = tmp_path / "long.txt"
     path.write_text("abcdefghij" * 1000)

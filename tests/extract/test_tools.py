@@ -10,7 +10,7 @@ import pytest
 
 from isccd.errors import ToolError, ToolMissingError
 from isccd.extract.source import open_source
-from isccd.extract.tools import require_tool, run_tool, tool_input, tool_version
+from isccd.extract.tools import ToolResult, require_tool, run_tool, tool_input, tool_version
 
 
 def test_timeout_kills_the_tool_and_its_children(tmp_path: Path) -> None:
@@ -47,6 +47,13 @@ def test_stderr_keeps_its_tail_and_a_failure_is_not_an_exception() -> None:
     assert result.returncode == 3
     assert len(result.stderr) <= 1000
     assert result.last_error_line() == "line 4999"
+
+
+def test_the_reason_is_not_ffmpegs_repeat_note() -> None:
+    stderr = "[theora] error in unpack_block_qpis\nError while decoding\n"
+    stderr += "    Last message repeated 2 times\n"
+    assert ToolResult(69, b"", stderr).last_error_line() == "Error while decoding"
+    assert ToolResult(1, b"", "").last_error_line() == "exit status 1"
 
 
 def test_stdin_is_closed() -> None:
