@@ -64,7 +64,7 @@ from isccd.pipeline import events as payload
 from isccd.pipeline.announce import announce
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.options import PipelineOptions
-from isccd.store import Store, StoredFile
+from isccd.store import FileKey, Store, StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
 
@@ -299,20 +299,21 @@ class Indexer:
         """
         self._decide()
         me = side_of(file_id, record)
-        host = self.store.host
         thresholds = self.options.thresholds
-        sides: dict[int, Side] = {}
-        if record.stat is not None:
-            for stored in self.store.files_by_identity(*record.stat.identity):
-                sides[stored.id] = side_of(stored.id, stored.record)
-        if not thresholds.admits(me.size):
-            # Too small to be anyone's duplicate: only its other names count. Not looking up
-            # its copies keeps a tree of a thousand empty files linear, not quadratic.
+        identity = record.stat.identity if record.stat is not None else None
+        # Too small to be anyone's duplicate: only its other names count. Not looking up its
+        # copies keeps a tree of a thousand empty files linear, not quadratic.
+        admitted = thresholds.admits(me.size)
+        # Hardlinks and exact copies: their relation follows from their keys alone.
+        sides = {
+            other: self._key_side(other, key, {})
+            for other, key in self.store.related_keys(
+                identity, record.datahash if admitted else None
+            ).items()
+        }
+        if not admitted:
             sides.pop(file_id, None)
             return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
-        if record.datahash:
-            for stored in self.store.files_by_datahash(record.datahash, fleet=True):
-                sides[stored.id] = stored_side(stored, host)
         digests: dict[int, dict[UnitType, bytes]] = {}
         for unit in record.units:
             radius = thresholds.of(unit.type)
@@ -327,10 +328,15 @@ class Indexer:
                 digests.setdefault(other, {})[unit.type] = digest
         fresh = sorted(digests.keys() - sides.keys())
         for other, key in self.store.file_keys(fresh).items():
-            identity = key.identity if key.host in ("", host) else None
-            sides[other] = Side(other, identity, key.datahash, key.size, digests[other])
+            sides[other] = self._key_side(other, key, digests[other])
         sides.pop(file_id, None)
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
+
+    def _key_side(self, file_id: int, key: FileKey, digests: dict[UnitType, bytes]) -> Side:
+        """What :mod:`isccd.match` needs of a file known by its key (another host's identity
+        means nothing here)."""
+        identity = key.identity if key.host in ("", self.store.host) else None
+        return Side(file_id, identity, key.datahash, key.size, digests)
 
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
         return [s.id for s in exact_copies(self.store, file_id, record, self.options.thresholds)]

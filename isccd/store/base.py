@@ -235,6 +235,14 @@ class Store(Transactional, Protocol):
         their records (the cheap path for many near-duplicate candidates)."""
         ...
 
+    def related_keys(
+        self, identity: tuple[int, int] | None, datahash: str | None
+    ) -> dict[int, FileKey]:
+        """:meth:`file_keys` of this host's live files with ``identity`` (hardlinks) and of the
+        fleet's with ``datahash`` (exact copies), by id: what a duplicate decision needs of
+        them, in one read."""
+        ...
+
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
         """The full digests of one unit type of the live files among ``ids``."""
         ...

@@ -19,6 +19,10 @@ the database by its URL without its password (:func:`isccd.store.pgurl.redact_ur
 
 Names stored once and referred to by id (roots, directories, profiles) are interned here, with
 caches that a rolled-back transaction clears.
+
+Statements whose result nothing waits for (savepoints and their release, the writers' lock, the
+notification, the hosts' last sequence numbers) are queued and sent with the next statement in
+one round trip (libpq's pipeline mode).
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ _CORRUPT = frozenset({"XX001", "XX002"})
 _CONFIG_WORDS = ("authentication", "password", "does not exist", "pg_hba.conf", "permission")
 #: Statements that write (every statement of the backends that writes starts with one of these).
 _WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
+_SAVEPOINT = b"SAVEPOINT unit"
+_RELEASE = b"RELEASE SAVEPOINT unit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +121,10 @@ class PgDatabase:
         self._in_transaction = False
         self._events_locked = False
         self._notified = False
-        self._marks: list[tuple[bool, bool]] = []
+        self._marks: list[tuple[bool, bool, dict[str, int]]] = []
+        self._queued: list[tuple[bytes, Sequence[Any] | None]] = []
+        # Host -> the highest seq this transaction logged about it (hosts.last_seq, at commit).
+        self._logged: dict[str, int] = {}
         self._host_id: int | None = None
         self._roots: dict[bytes, int] = {}
         self._dirs: dict[bytes, int] = {}
@@ -394,7 +403,13 @@ class PgDatabase:
         while True:
             conn = self._live_session()
             try:
-                return conn.execute(statement, params)
+                if not self._queued:
+                    return conn.execute(statement, params)
+                queued, self._queued = self._queued, []
+                with conn.pipeline():
+                    for before, values in queued:
+                        conn.execute(before, values)
+                    return conn.execute(statement, params)  # read once the pipeline synced
             except psycopg.Error as exc:
                 if retry and (conn.broken or conn.closed):
                     retry = False
@@ -409,7 +424,10 @@ class PgDatabase:
             self._lock_events()
         conn = self._live_session()
         try:
-            with conn.cursor() as cursor:
+            queued, self._queued = self._queued, []
+            with conn.pipeline(), conn.cursor() as cursor:
+                for before, values in queued:
+                    cursor.execute(before, values)
                 cursor.executemany(query.encode(), rows)
         except psycopg.Error as exc:
             self._raise(exc, "write")
@@ -420,13 +438,16 @@ class PgDatabase:
         """Start a write transaction (reconnecting, and taking the host's lock, if needed)."""
         self._in_transaction = False  # one lost with its session is given up by now
         self._drop_broken()
+        self._queued.clear()
         self._exec("BEGIN")
         self._in_transaction = True
         self._events_locked = self._notified = False
         self._marks.clear()
+        self._logged.clear()
 
     def commit(self) -> None:
         """Commit the transaction."""
+        self._queue_logged()
         self._exec("COMMIT")
         self._in_transaction = False
         self._events_locked = self._notified = False
@@ -437,6 +458,8 @@ class PgDatabase:
         in_transaction, self._in_transaction = self._in_transaction, False
         self._events_locked = self._notified = False
         self._marks.clear()
+        self._queued.clear()
+        self._logged.clear()
         self._drop_broken()
         if self._conn is not None and in_transaction:
             # A session lost now took its transaction with it: nothing is left to undo.
@@ -444,20 +467,26 @@ class PgDatabase:
                 self._exec("ROLLBACK")
 
     def savepoint(self) -> None:
-        """Start a unit of work."""
-        self._exec("SAVEPOINT unit")
-        self._marks.append((self._events_locked, self._notified))
+        """Start a unit of work (sent with its first statement)."""
+        self._queued.append((_SAVEPOINT, None))
+        self._marks.append((self._events_locked, self._notified, dict(self._logged)))
 
     def release(self) -> None:
-        """Keep the unit of work."""
-        self._exec("RELEASE SAVEPOINT unit")
+        """Keep the unit of work (sent with the next statement; nothing, when it ran none)."""
+        if self._queued and self._queued[-1][0] is _SAVEPOINT:
+            self._queued.pop()
+        else:
+            self._queued.append((_RELEASE, None))
         self._marks.pop()
 
     def rollback_to(self) -> None:
         """Undo the unit of work (and the writers' lock and the notification taken in it)."""
-        self._exec("ROLLBACK TO SAVEPOINT unit")
-        self._exec("RELEASE SAVEPOINT unit")
-        self._events_locked, self._notified = self._marks.pop()
+        if self._queued and self._queued[-1][0] is _SAVEPOINT:
+            self._queued.pop()  # it ran no statement: nothing to undo
+        else:
+            self._exec("ROLLBACK TO SAVEPOINT unit")
+            self._queued.append((_RELEASE, None))
+        self._events_locked, self._notified, self._logged = self._marks.pop()
         self._forget_interned()
 
     def _drop_broken(self) -> None:
@@ -482,7 +511,7 @@ class PgDatabase:
         since is what it commits against (no other host commits meanwhile)."""
         if self._events_locked:
             return
-        self._exec("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, EVENTS_LOCK))
+        self._queued.append((b"SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, EVENTS_LOCK)))
         self._events_locked = True
 
     def _notify_once(self, now: float) -> None:
@@ -490,11 +519,30 @@ class PgDatabase:
         that this host was heard from."""
         if self._notified:
             return
-        self._exec(
-            "WITH seen AS (UPDATE hosts SET seen_at = %s WHERE name = %s) SELECT pg_notify(%s, %s)",
+        self._lock_events()
+        self._queued.append((
+            b"WITH seen AS (UPDATE hosts SET seen_at = %s WHERE name = %s) "
+            b"SELECT pg_notify(%s, %s)",
             (now, self._host, EVENTS_CHANNEL, self._host),
-        )
+        ))  # fmt: skip
         self._notified = True
+
+    def _logged_about(self, host: str, seq: int) -> None:
+        """An event about ``host`` was logged in this transaction with ``seq``."""
+        self._logged[host] = max(seq, self._logged.get(host, 0))
+
+    def _queue_logged(self) -> None:
+        """Queue the update of the hosts' last sequence numbers this transaction logged, once
+        (before its commit, or before they are read)."""
+        if not self._logged:
+            return
+        names, seqs = list(self._logged), list(self._logged.values())
+        self._queued.append((
+            b"UPDATE hosts h SET last_seq = greatest(h.last_seq, v.seq) FROM "
+            b"unnest(%s::text[], %s::bigint[]) AS v(name, seq) WHERE h.name = v.name",
+            (names, seqs),
+        ))  # fmt: skip
+        self._logged = {}
 
     # -- interning -----------------------------------------------------------------------------
 

@@ -140,11 +140,33 @@ class PostgresStore(PgDatabase):
         return found
 
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
-        """Identity and datahash of the live files among ``ids``."""
+        """Identity and datahash of the live files among ``ids`` (of any host)."""
+        if not ids:
+            return {}
+        return self._keys("id = ANY(%s)", (list(ids),))
+
+    def related_keys(
+        self, identity: tuple[int, int] | None, datahash: str | None
+    ) -> dict[int, FileKey]:
+        """Keys of this host's live files with this identity and of the fleet's with this
+        datahash (one round trip, two index lookups)."""
+        found = []
+        params: list[Any] = []
+        if identity is not None:
+            found.append("(host = %s AND dev = %s AND ino = %s)")
+            params += [self._host, *identity]
+        if datahash is not None:
+            found.append("datahash = %s")
+            params.append(bytes.fromhex(datahash))
+        if not found:
+            return {}
+        return self._keys(f"({' OR '.join(found)}) ORDER BY id", params)
+
+    def _keys(self, where: str, params: Sequence[Any]) -> dict[int, FileKey]:
         rows = self._exec(
-            "SELECT id, dev, ino, datahash, coalesce(filesize, size), host FROM files "
-            "WHERE removed_at IS NULL AND id = ANY(%s)",
-            (list(ids),),
+            "SELECT id, dev, ino, datahash, coalesce(filesize, size), host FROM files "  # noqa: S608 -- fixed fragments; values are bound
+            f"WHERE removed_at IS NULL AND {where}",
+            params,
         )
         return {
             file_id: FileKey(
@@ -500,13 +522,12 @@ class PostgresStore(PgDatabase):
         about = host or self._host
         self._notify_once(now)
         row = self._exec(
-            "WITH e AS (INSERT INTO events (host, type, time, root, path, data, file_id) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq), "
-            "h AS (UPDATE hosts SET last_seq = greatest(last_seq, (SELECT seq FROM e)) "
-            "WHERE name = %s) SELECT seq FROM e",
-            (about, type.value, now, to_fs(root), to_fs(path), text, file_id, about),
+            "INSERT INTO events (host, type, time, root, path, data, file_id) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+            (about, type.value, now, to_fs(root), to_fs(path), text, file_id),
         ).fetchone()
         assert row is not None
+        self._logged_about(about, int(row[0]))
         return Event(int(row[0]), type, now, root, path, json.loads(text), about, file_id)
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
@@ -524,6 +545,7 @@ class PostgresStore(PgDatabase):
 
     def last_seq(self, *, fleet: bool = False) -> int:
         """The highest sequence number of this host's log, or of the whole log."""
+        self._queue_logged()
         if fleet:
             row = self._exec("SELECT coalesce(max(last_seq), 0) FROM hosts").fetchone()
         else:
@@ -534,6 +556,7 @@ class PostgresStore(PgDatabase):
         """The lowest sequence number still in this host's log; ``fleet``: in the whole log,
         and above every number a host's purge removed (another host may keep older events
         than the ones purged)."""
+        self._queue_logged()
         if not fleet:
             row = self._exec(
                 "SELECT min(seq) FROM events WHERE host = %s", (self._host,)

@@ -130,17 +130,35 @@ class SqliteStore(Database):
         """Identity and datahash of the live files among ``ids``."""
         found: dict[int, FileKey] = {}
         for chunk, marks in _chunks(ids):
-            sql = "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files WHERE "
-            for file_id, dev, ino, datahash, size in self._exec(
-                f"{sql}removed_at IS NULL AND id IN ({marks})", chunk
-            ):
-                found[file_id] = FileKey(
-                    (dev, ino) if dev is not None else None,
-                    bytes(datahash).hex() if datahash is not None else None,
-                    size,
-                    self._host,
-                )
+            found.update(self._keys(f"id IN ({marks})", chunk))
         return found
+
+    def related_keys(
+        self, identity: tuple[int, int] | None, datahash: str | None
+    ) -> dict[int, FileKey]:
+        """Keys of the live files with this identity or this datahash."""
+        found: dict[int, FileKey] = {}
+        if identity is not None:
+            found.update(self._keys("dev = ? AND ino = ?", identity))
+        if datahash is not None:
+            found.update(self._keys("datahash = ?", (bytes.fromhex(datahash),)))
+        return dict(sorted(found.items()))
+
+    def _keys(self, where: str, params: Sequence[Any]) -> dict[int, FileKey]:
+        rows = self._exec(
+            "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files "  # noqa: S608 -- fixed fragments; values are bound
+            f"WHERE removed_at IS NULL AND {where}",
+            params,
+        )
+        return {
+            file_id: FileKey(
+                (dev, ino) if dev is not None else None,
+                bytes(datahash).hex() if datahash is not None else None,
+                size,
+                self._host,
+            )
+            for file_id, dev, ino, datahash, size in rows
+        }
 
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
         """Digests of one unit type of the live files among ``ids``."""

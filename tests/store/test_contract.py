@@ -107,6 +107,11 @@ def test_identity_and_datahash_lookups(store: Store) -> None:
     store.commit()
     assert [f.id for f in store.files_by_identity(1, 1)] == [a, link]
     assert [f.id for f in store.files_by_datahash(hashed(7))] == [a, link, copy]
+    related = store.related_keys((1, 1), hashed(8))  # its hardlink, and a file of those bytes
+    assert sorted(related) == [a, link, other]
+    assert related[other] == FileKey((1, 3), hashed(8), 10, "host-a")
+    assert sorted(store.related_keys(None, hashed(7))) == [a, link, copy]
+    assert store.related_keys(None, None) == {}
     many = store.files_by_datahashes([hashed(8), hashed(9), hashed(7)])
     assert {h: [f.id for f in found] for h, found in many.items()} == {
         hashed(7): [a, link, copy],
