@@ -14,7 +14,8 @@ With a PostgreSQL store, several daemons (one per host name) write one event log
   order holds for all;
 - it keeps the in-memory index of the fleet's codes current: the files that other hosts'
   ``file.*`` events changed are read again and offered to the store's owner thread
-  (:mod:`isccd.pipeline.fleetindex`), which applies them before its next use of the index;
+  (:mod:`isccd.pipeline.fleetindex`), which applies them before its next use of the index (and
+  is asked to at once when :data:`MAX_WAITING` files wait, which bounds the memory they hold);
 - every :data:`CHECK_EVERY` seconds it measures the database's round trip and reads which
   hosts opened it and when each was last heard from (``isccd status``); every
   :data:`HEARTBEAT_EVERY` seconds it tells the fleet that this host is alive.
@@ -58,8 +59,9 @@ CHECK_EVERY = 5.0
 HEARTBEAT_EVERY = 30.0
 #: The longest pause between attempts to reach the database.
 MAX_PAUSE = 30.0
-#: Files waiting to enter the index after which the follower waits for the owner thread.
-MAX_WAITING = 100_000
+#: Files waiting to enter the index after which the follower waits for the owner thread to
+#: apply them (about 100 bytes each).
+MAX_WAITING = 20_000
 
 
 class FleetLog:
@@ -166,14 +168,11 @@ class FleetLog:
         return self._listener
 
     async def _into_index(self, index: FleetIndex, update: IndexUpdate) -> None:
-        """Offer what other hosts changed to the owner thread, and have it applied soon (at
-        once, when much is waiting)."""
+        """Offer what other hosts changed to the owner thread (which applies it before it
+        next uses the index); when much is waiting, have it applied now."""
         index.offer(update)
-        if not update.codes:
-            return
-        applied = self._pipeline.submit(lambda ix: None)  # a batch applies what waits first
         if index.waiting > MAX_WAITING:
-            await asyncio.wrap_future(applied)
+            await self._pipeline.call(lambda ix: ix.refresh())
 
     async def _check(self, listener: Listener) -> None:
         now = self._clock()
