@@ -108,6 +108,46 @@ def test_a_failed_commit_fails_every_job_of_the_batch_and_keeps_nothing() -> Non
         owner.close()
 
 
+class FullStore(MemoryStore):
+    """A memory store on a full disk: a transaction that wrote a file cannot be committed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wrote = False
+
+    def begin(self) -> None:
+        super().begin()
+        self.wrote = False
+
+    def add_file(self, *args: object, **kwargs: object) -> int:
+        self.wrote = True
+        return super().add_file(*args, **kwargs)  # type: ignore[arg-type]
+
+    def commit(self) -> None:
+        if self.wrote:
+            raise StoreFullError("disk full")
+        super().commit()
+
+
+def test_questions_batched_with_writes_that_cannot_be_committed_are_still_answered() -> None:
+    store = FullStore()
+    owner = StoreOwner(lambda: store, clock=_still)
+    owner.start()
+    gate = threading.Event()
+    try:
+        blocker = owner.submit(lambda s: gate.wait(10))
+        writes = [owner.submit(functools.partial(add_numbered, i)) for i in range(3)]
+        question = owner.submit(lambda s: s.count_files())
+        gate.set()  # all of them form one batch, whose commit fails
+        assert blocker.result(10) is True
+        assert question.result(10) == (0, 0)
+        for write in writes:
+            with pytest.raises(StoreFullError):
+                write.result(10)
+    finally:
+        owner.close()
+
+
 def test_a_result_arrives_only_once_its_changes_are_visible_to_other_readers(
     tmp_path: Path,
 ) -> None:
