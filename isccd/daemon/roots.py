@@ -17,8 +17,9 @@ change). :meth:`Roots.check` compares what is watched with what the path holds n
 - a root not watched (missing at start, gone since, unreadable) whose directory is there is
   watched and reconciled;
 - a watched root with directories that could not be read, one of which can be now, is watched
-  again whole (which watches them) and reconciled. The daemon also asks for this check after
-  each reconcile asked for by a client (``rescan``, ``sync``).
+  again whole (which watches them) and reconciled. The watcher asks for this check when a
+  directory's mode changes, and the daemon after each reconcile a client asked for
+  (``rescan``, ``sync``).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ class InotifyReader(InotifyFD):
         on_overflow: The kernel queue overflowed.
         on_watch_failed: A directory could not be watched (its path and the errno).
         on_root_left: The root was moved, deleted or unmounted; no event is passed on after it.
+        on_dir_attrib: A directory's mode or owner changed (it may be readable now).
     """
 
     def __init__(
@@ -47,6 +48,7 @@ class InotifyReader(InotifyFD):
         on_overflow: Callable[[], None],
         on_watch_failed: Callable[[bytes, int], None],
         on_root_left: Callable[[], None],
+        on_dir_attrib: Callable[[], None],
     ) -> None:
         # When a tree is created quickly, watchdog adds the watch of a new subdirectory twice
         # (once walking its new parent, once for its own creation event) and warns that the
@@ -62,6 +64,7 @@ class InotifyReader(InotifyFD):
         self._on_overflow = on_overflow
         self._on_watch_failed = on_watch_failed
         self._on_root_left = on_root_left
+        self._on_dir_attrib = on_dir_attrib
 
     def handle_event(self, event: InotifyEvent) -> None:
         if self._left:
@@ -78,6 +81,8 @@ class InotifyReader(InotifyFD):
         # while it was not.
         if event.is_queue_overflow:
             self._on_overflow()
+        elif event.is_attrib and event.is_directory:
+            self._on_dir_attrib()
 
     def add_callback(
         self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId

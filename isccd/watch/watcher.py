@@ -12,7 +12,8 @@ isccd learns of them and answers:
 - a directory that cannot be watched for the watch limit becomes a polled subtree, announced as
   a :class:`Degradation` with the sysctl that would fix it, and scanned at once;
 - a directory that cannot be read is announced as a :class:`Degradation` too; the daemon asks
-  :meth:`Watcher.readable_again` periodically and watches the root again once it is;
+  :meth:`Watcher.readable_again` periodically, and at once when a directory's mode changes
+  (``on_root``), and watches the root again once it is;
 - the root moved, deleted or unmounted detaches its observer at once (later events of the
   moved tree would name paths that are no longer its) and tells ``on_root``; so does a change
   of the root's entry in its parent (:class:`~isccd.watch.presence.ParentWatch`). The daemon
@@ -48,7 +49,10 @@ from isccd.watch.inotify import InotifyObserver, InotifyReader
 
 FORCED = "polling forced by configuration"
 #: The reason of a :class:`Degradation` for directories that cannot be read.
-UNREADABLE = "cannot be read (permission denied): tried again periodically and at every rescan"
+UNREADABLE = (
+    "cannot be read (permission denied): tried again when its mode changes, periodically and at "
+    "every rescan"
+)
 
 
 class WatchMode(enum.StrEnum):
@@ -330,7 +334,14 @@ class Watcher:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._on_root, root)
 
-        inotify_fd = InotifyReader(os.fsencode(root), overflowed, watch_failed, left)
+        def attrib() -> None:
+            with self._lock:
+                unreadable = bool(state.unreadable)
+            if unreadable:  # one of them may be readable now: have them checked at once
+                with contextlib.suppress(RuntimeError):
+                    self._loop.call_soon_threadsafe(self._on_root, root)
+
+        inotify_fd = InotifyReader(os.fsencode(root), overflowed, watch_failed, left, attrib)
         observer = InotifyObserver(inotify_fd)
         observer.schedule(
             LoopHandler(self._loop, root, self._on_change),
