@@ -131,6 +131,9 @@ class DaemonStatus:
         files_indexed: Files in the index (tombstones excluded).
         last_seq: The last sequence number in the event log.
         server: The socket server's figures (filled in by the server).
+        problems: What keeps the daemon from working fully, a sentence each: the store cannot
+            be written, a background loop failed, a reload was refused. Empty when all is well;
+            problems of one root are in its ``note``.
     """
 
     version: str
@@ -142,6 +145,7 @@ class DaemonStatus:
     files_indexed: int
     last_seq: int
     server: ServiceStatistics | None = None
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
