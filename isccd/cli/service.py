@@ -147,6 +147,7 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
             f"  clients        {s.connections} ({s.subscribers} subscribed; "
             f"{s.events_published:,} events published, {s.subscribers_lagged} lagged)"
         )
+    lines += [f"  problem        {problem}" for problem in status.problems]
     lines.append("roots" if status.roots else "roots: none")
     width = max((len(r.path) for r in status.roots), default=0)
     for root in status.roots:

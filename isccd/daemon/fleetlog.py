@@ -70,7 +70,9 @@ class FleetLog:
     Args:
         url: The database's URL.
         host: This daemon's host name.
-        pipeline: The daemon's pipeline (open): its index is kept current.
+        pipeline: The daemon's pipeline (open).
+        index: Its in-memory index's place in the shared log, kept current: the follower
+            starts reading where the index stands.
         publish: Hands events to the broker, in order (called on the event loop).
         clock: Unix time.
     """
@@ -80,6 +82,7 @@ class FleetLog:
         url: str,
         host: str,
         pipeline: Pipeline,
+        index: FleetIndex,
         publish: Callable[[list[Event]], None],
         *,
         clock: Callable[[], float] = time.time,
@@ -87,12 +90,13 @@ class FleetLog:
         self._url = url
         self._host = host
         self._pipeline = pipeline
+        self._index = index
         self._publish = publish
         self._clock = clock
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="isccd-fleet")
         self._reader: Store | None = None
         self._listener: Listener | None = None
-        self._position: int | None = None
+        self._position = index.position
         self._connected = False
         self._error: str | None = None
         self._latency: float | None = None
@@ -103,8 +107,8 @@ class FleetLog:
 
     @property
     def position(self) -> int:
-        """The last sequence number read (0 before the follower started)."""
-        return self._position or 0
+        """The last sequence number read (where the index stood, before the first read)."""
+        return self._position
 
     def status(self) -> DatabaseStatus:
         """The database as the follower last saw it."""
@@ -120,20 +124,15 @@ class FleetLog:
         )
 
     async def run(self) -> None:
-        """Follow the log until cancelled."""
-        index = await self._pipeline.call(lambda ix: ix.fleet)
-        if index is None:
-            raise RuntimeError("the store is not shared: there is no fleet log to follow")
-        if self._position is None:  # a restart goes on from where it was
-            self._position = index.position
+        """Follow the log until cancelled (started again, from where it was)."""
         pause = 1.0
         while True:
             try:
-                await self._follow(index)
+                await self._follow(self._index)
             except StoreError as exc:
+                pause = 1.0 if self._connected else min(MAX_PAUSE, pause * 2)
                 self._down(str(exc))
                 await asyncio.sleep(pause)
-                pause = min(MAX_PAUSE, pause * 2)
 
     async def close(self) -> None:
         """Close the connections and the reader's thread; idempotent."""

@@ -174,6 +174,9 @@ class DaemonStatus:
         last_seq: The last sequence number in the event log (the fleet's, for a database
             a fleet shares).
         server: The socket server's figures (filled in by the server).
+        problems: What keeps the daemon from working fully, a sentence each: the store cannot
+            be written, a background loop failed, a reload was refused. Empty when all is well;
+            problems of one root are in its ``note``.
         database: The shared database, for a store a fleet shares; ``None`` for one host's.
     """
 
@@ -186,6 +189,7 @@ class DaemonStatus:
     files_indexed: int
     last_seq: int
     server: ServiceStatistics | None = None
+    problems: tuple[str, ...] = ()
     database: DatabaseStatus | None = None
 
 

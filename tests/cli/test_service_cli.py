@@ -17,7 +17,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from isccd.cli.main import main
-from isccd.cli.service import format_event
+from isccd.cli.service import format_event, format_status
 from isccd.model import Event, EventType
 from isccd.protocol import DaemonStatus, from_wire
 from tests.server.fakes import FakeBackend, ServerThread
@@ -108,6 +108,23 @@ def test_readable_status_on_a_terminal(daemon: ServerThread, root_dir: Path) -> 
     assert str(root_dir) in out
     assert "inotify" in out
     assert "last seq       0" in out
+
+
+def test_readable_status_lists_the_problems() -> None:
+    status = DaemonStatus(
+        version="1.0",
+        pid=1,
+        state="ready",
+        started=0.0,
+        roots=(),
+        queue_depth=0,
+        files_indexed=0,
+        last_seq=0,
+        problems=("the store cannot be written", "the reload was refused"),
+    )
+    text = format_status(status, now=60.0)
+    assert "  problem        the store cannot be written\n" in text
+    assert "  problem        the reload was refused\n" in text
 
 
 def test_subscribe_replays_streams_and_prints_where_to_resume_on_sigint(

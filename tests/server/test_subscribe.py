@@ -431,3 +431,25 @@ def test_clients_skip_events_they_do_not_know_but_count_their_seq(short_dir: Pat
             assert client.last_seq == 2
 
     asyncio.run(main())
+
+
+def test_a_notice_outside_the_log_reaches_live_subscribers_in_order(
+    root_dir: Path, short_dir: Path
+) -> None:
+    async def scenario(server: Server, broker: Broker, backend: FakeBackend) -> None:
+        _commit(backend, broker, root_dir, 3)
+        async with await AsyncClient.connect(server.path) as client:
+            await client.subscribe(since=0)
+            assert [e.seq for e in await _take(client, 3)] == [1, 2, 3]
+            await client.sync()  # the replay has caught up: the subscription is live
+            notice = Event(3, EventType.STORE_DEGRADED, 9.0, "", "", {"reason": "disk full"})
+            broker.notify(notice)
+            _commit(backend, broker, root_dir, 1)
+            got = await _take(client, 2)
+            assert [(e.type, e.seq) for e in got] == [
+                (EventType.STORE_DEGRADED, 3),
+                (EventType.FILE_ADDED, 4),
+            ]
+            assert got[0].data == {"reason": "disk full"}
+
+    _run(root_dir, short_dir, scenario)
