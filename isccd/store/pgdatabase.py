@@ -65,6 +65,12 @@ _CORRUPT = frozenset({"XX001", "XX002"})
 _CONFIG_WORDS = ("authentication", "password", "does not exist", "pg_hba.conf", "permission")
 #: Statements that write (every statement of the backends that writes starts with one of these).
 _WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
+#: Seconds a store that found its database unreachable answers at once that it still is, before
+#: it tries again: while the server is down, each of a daemon's jobs must not wait for a
+#: connection in turn (``isccd status``, the changes it defers, its health checks).
+RETRY_AFTER = 1.0
+#: Seconds to wait for a connection once the database was found unreachable.
+RECONNECT_TIMEOUT = 2.0
 _SAVEPOINT = b"SAVEPOINT unit"
 _RELEASE = b"RELEASE SAVEPOINT unit"
 
@@ -126,6 +132,8 @@ class PgDatabase:
         # Host -> the highest seq this transaction logged about it (hosts.last_seq, at commit).
         self._logged: dict[str, int] = {}
         self._host_id: int | None = None
+        # While the database is unreachable: until when to say so at once, and why.
+        self._unreachable: tuple[float, str] | None = None
         self._roots: dict[bytes, int] = {}
         self._dirs: dict[bytes, int] = {}
         self._profiles: dict[str, int] = {}
@@ -194,10 +202,21 @@ class PgDatabase:
             return self._conn
         if self._pool is None:
             raise StoreError(f"the index database {self._redacted} is closed")
+        timeout = self._options.connect_timeout
+        if self._unreachable is not None:
+            until, reason = self._unreachable
+            if time.monotonic() < until:
+                raise StoreUnavailableError(reason)
+            timeout = min(timeout, RECONNECT_TIMEOUT)
         try:
-            conn = self._pool.getconn()
+            conn = self._pool.getconn(timeout=timeout)
         except PoolTimeout:
-            self._connect_failed()
+            try:
+                self._connect_failed()
+            except StoreUnavailableError as exc:
+                self._unreachable = (time.monotonic() + RETRY_AFTER, str(exc))
+                raise
+        self._unreachable = None
         self._conn = conn
         try:
             if not self._readonly:
@@ -367,6 +386,8 @@ class PgDatabase:
         where = f"the index database {self._redacted}"
         if lost or state in _UNAVAILABLE or isinstance(exc, psycopg.InterfaceError):
             self._drop_session()
+            # The next session is waited for briefly: the server may be down.
+            self._unreachable = (time.monotonic(), str(exc))
             raise StoreUnavailableError(
                 f"{where} is unavailable ({exc}) while trying to {doing}; isccd reconnects on "
                 "the next transaction"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from isccd.client import AsyncClient, Client
+from isccd.errors import ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import DupesQuery
 from tests.cli.test_index_cli import prose
@@ -125,3 +127,85 @@ def test_copies_near_copies_and_renames_reach_every_host(fleet: dict[str, Daemon
     assert status.database.host == "fleet-c" and "postgresql://" in status.database.url
     assert [h.name for h in status.database.hosts] == ["fleet-a", "fleet-b"]
     assert all(h.heard is not None for h in status.database.hosts)
+
+
+def _until(daemon: Daemon, check: Callable[[Client], bool], timeout: float = 60) -> None:
+    """Poll ``check`` on a client of ``daemon`` until it holds; the database may still be
+    coming back (``unavailable``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with Client(daemon.socket) as client:
+                if check(client):
+                    return
+        except ProtocolError:
+            pass  # the store is not back yet
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not in time; log:\n{daemon.log_tail()}")
+        time.sleep(0.2)
+
+
+def _indexed(client: Client, paths: list[Path]) -> bool:
+    client.sync()
+    return all(client.get(str(p)).removed is None for p in paths)
+
+
+def _written(root: Path, prefix: str, count: int, seed: int) -> list[Path]:
+    paths = []
+    for i in range(count):
+        path = root / f"{prefix}-{i:02d}.txt"
+        path.write_text(prose(seed + i, words=80))
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.slow
+def test_a_killed_daemon_and_a_restarted_database_lose_no_event(
+    fleet: dict[str, Daemon], pg_server: PgServer
+) -> None:
+    a, b, c = (fleet[h] for h in HOSTS)
+    with Client(c.socket) as client:
+        store = client.hello().store
+        since = client.status().last_seq
+
+    # b is killed, files come while it is dead, and it starts again: its start finds them.
+    b.kill()
+    expected = {"fleet-b": _written(b.root, "while-dead", 4, 100)}
+    b.start()
+
+    # Files keep coming on a and c while the database stops and starts again.
+    expected["fleet-a"] = _written(a.root, "before", 5, 200)
+    expected["fleet-c"] = _written(c.root, "before", 3, 300)
+    pg_server.pause()
+    try:
+        expected["fleet-a"] += _written(a.root, "during", 5, 400)
+        expected["fleet-c"] += _written(c.root, "during", 3, 500)
+        # The daemons keep watching, and say they work without their database.
+        _until(a, lambda client: client.status().state == "degraded")
+        notice = a.wait_notice("STATUS", timeout=30)
+        while "degraded" not in notice["STATUS"]:
+            notice = a.wait_notice("STATUS", timeout=30)
+    finally:
+        pg_server.resume()
+    expected["fleet-a"] += _written(a.root, "after", 5, 600)
+
+    for host, paths in expected.items():
+        _until(fleet[host], lambda client, paths=paths: _indexed(client, paths))
+    _until(a, lambda client: client.status().state == "ready")
+
+    # A subscriber of the fleet resuming from before all this gets exactly what it missed.
+    with Client(c.socket) as client:
+        head = client.status().last_seq
+        client.subscribe(since, store=store, fleet=True)
+        received = []
+        for event in client.events():
+            received.append(event)
+            if event.seq >= head:
+                break
+    database = a.env_extra["ISCCD_STORE__URL"].rsplit("/", 1)[1]
+    rows = pg_server.sql(database, f"SELECT seq FROM events WHERE seq > {since} ORDER BY seq")
+    logged = [row[0] for row in rows if isinstance(row[0], int) and row[0] <= head]
+    assert [e.seq for e in received] == logged
+    added = {(e.host, e.path) for e in received if e.type is EventType.FILE_ADDED}
+    for host, paths in expected.items():
+        assert {(host, str(p)) for p in paths} <= added, host
