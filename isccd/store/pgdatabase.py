@@ -435,6 +435,7 @@ class PgDatabase:
                 if retry and (conn.broken or conn.closed):
                     retry = False
                     self._drop_session()
+                    self._unreachable = (time.monotonic(), str(exc))  # wait briefly: it may be down
                     continue
                 self._raise(exc, doing)
 

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import psycopg
+import pytest
 
+from isccd.errors import StoreUnavailableError
 from isccd.model import EventType, UnitType
 from isccd.store import NearPair, open_store
 from isccd.store.pglisten import Listener
 from isccd.store.pgschema import EVENTS_LOCK, LOCK_SPACE
+from tests.pg import PgServer
 from tests.store.conftest import hashed
 from tests.store.test_postgres import ROOT, _add
 
@@ -146,3 +150,35 @@ def test_a_listener_is_woken_by_each_commit_that_logged_events(pg_url: str) -> N
             await listener.close()
 
     asyncio.run(scenario())
+
+
+def test_a_store_whose_server_is_down_says_so_at_once_and_reconnects(
+    pg_server: PgServer, pg_url: str
+) -> None:
+    store = open_store(pg_url, host="a")
+    try:
+        pg_server.pause()
+        try:
+            with pytest.raises(StoreUnavailableError):
+                store.begin()
+            # Asked again at once (status, the next change), it answers at once.
+            started = time.monotonic()
+            for _ in range(5):
+                with pytest.raises(StoreUnavailableError):
+                    store.begin()
+            assert time.monotonic() - started < 0.5
+        finally:
+            pg_server.resume()
+        deadline = time.monotonic() + 30
+        while True:  # after a second it tries again, and gets a new session
+            try:
+                store.begin()
+                break
+            except StoreUnavailableError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        store.append_event(EventType.FILE_ADDED, ROOT, "/x", {}, 1.0)
+        store.commit()
+        assert [e.path for e in store.events_since(0)] == ["/x"]
+    finally:
+        store.close()
