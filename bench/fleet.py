@@ -10,9 +10,10 @@
    (250 ms by default) is part of it by design: the target is settle + 100 ms.
 3. **1,000,000 fleet rows** (``--rows``; synthetic files of three hosts, one in a hundred an
    exact copy of another host's, inserted directly with COPY): start-up to ``READY=1`` of a
-   daemon that loads the fleet's codes into its in-memory index (and its RSS before and after,
-   the memory the index costs), then ``similar`` (a code, over the socket) and ``dupes`` (the
-   whole fleet's exact groups), median and p99.
+   daemon that loads the fleet's codes into its in-memory index (and its RSS next to an empty
+   daemon's, the memory the index costs), then ``similar`` (a code, over the socket) and
+   ``dupes`` (the whole fleet's exact groups), median and p99. Anchor: the same flat Hamming
+   scan of the Text-Codes done by PostgreSQL in SQL (``bit_count(code # query)``).
 4. **Database size per file**: tables, indexes and TOAST (``pg_total_relation_size``, after
    ``VACUUM``) over the rows of 3, per file and per table; the in-memory index's arrays per file.
 
@@ -301,6 +302,21 @@ def table_sizes(server: PgServer, database: str) -> dict[str, int]:
     return {str(name): int(size) for name, size in rows}  # type: ignore[call-overload]
 
 
+def sql_scans(server: PgServer, database: str, code: bytes, rounds: int = 3) -> list[float]:
+    """Seconds of the near-duplicate scan of the Text-Codes done in SQL, ``rounds`` times."""
+    query = "".join(f"{b:08b}" for b in code)
+    scans = []
+    for _ in range(rounds):
+        begun = time.perf_counter()
+        server.sql(
+            database,
+            "SELECT count(*) FROM units WHERE type = 'text' AND bit_count(('x' || "
+            f"encode(digest, 'hex'))::bit(64) # B'{query}') <= 8",
+        )
+        scans.append(time.perf_counter() - begun)
+    return scans
+
+
 def bench_rows(server: PgServer, rows: int, rounds: int) -> None:
     print(f"\n3. {rows:,} fleet rows (three hosts; synthetic)")
     database = server.new_database()
@@ -338,12 +354,15 @@ def bench_rows(server: PgServer, rows: int, rounds: int) -> None:
     finally:
         daemon.stop()
         shutil.rmtree(base, ignore_errors=True)
+    scans = sql_scans(server, database, probes[0])
     per_million = (rss - baseline) * 1_000_000 / rows
     print(f"   start-up to READY=1 (index of the fleet's codes loaded) {ready:6.2f} s")
     print(f"   RSS of the daemon {rss:,.0f} MiB; an empty daemon's {baseline:,.0f} MiB: "
           f"{per_million:,.0f} MiB per million fleet files")  # fmt: skip
     print(f"   similar (a code, over the socket): median {statistics.median(similar) * 1000:6.1f} "
           f"ms  p99 {pct(similar, 0.99) * 1000:6.1f} ms  (target < 50 ms)")  # fmt: skip
+    print(f"   anchor: the same scan in SQL over {rows // 2:,} Text-Codes: median "
+          f"{statistics.median(scans) * 1000:6.0f} ms")  # fmt: skip
     print(f"   dupes (the fleet's {groups:,} exact groups): median "
           f"{statistics.median(dupes):6.2f} s")  # fmt: skip
     assert status.database is not None
