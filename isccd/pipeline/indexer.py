@@ -94,6 +94,15 @@ def _same_content(a: FileRecord, b: FileRecord) -> bool:
     )
 
 
+def _links_change(old: FileRecord, new: FileRecord) -> bool:
+    """Whether the path now names another inode, one of several names (a copy replaced by a
+    hardlink of its original changes its relations; an editor's save of the same bytes through
+    a new inode, or a tree copied to a new disk, does not)."""
+    if old.stat is None or new.stat is None or old.stat.identity == new.stat.identity:
+        return False
+    return new.stat.nlink > 1 or old.stat.nlink > 1
+
+
 def exact_copies(
     store: Store, file_id: int, record: FileRecord, thresholds: Thresholds
 ) -> list[StoredFile]:
@@ -336,24 +345,10 @@ class Indexer:
         self._index_put(file_id, record)
         return stored
 
-    def _links_change(self, existing: StoredFile, record: FileRecord) -> bool:
-        """Whether the path now names another inode and that makes or ends a hardlink: a copy
-        replaced by a link of its original changes the file's relations, an editor's save of the
-        same bytes through a new inode does not."""
-        old = existing.record.stat.identity if existing.record.stat else None
-        new = record.stat.identity if record.stat else None
-        if old == new:
-            return False
-        return any(
-            any(f.id != existing.id for f in self.store.files_by_identity(*identity))
-            for identity in (old, new)
-            if identity is not None
-        )
-
     def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
         old = existing.record
         now = self._clock()
-        if _same_content(old, record) and not self._links_change(existing, record):
+        if _same_content(old, record) and not _links_change(old, record):
             self.store.update_file(existing.id, root, record, now)
             self._report_issues(root, record, old.issues)
             return
