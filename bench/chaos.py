@@ -54,8 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from isccd.client import AsyncClient
 from isccd.daemon.supervisor import Backoff
 from isccd.errors import StoreFullError
+from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
 from tests.chaos.harness import (
+    Snapshot,
     descendants,
     fresh_scan,
     make_tree,
@@ -163,13 +165,24 @@ def bench_kill(options: Options) -> Figures:
     equal = index.files == fresh.files and index.groups == fresh.groups
     return {
         "kills survived": options.kills if equal and index.integrity == ["ok"] else 0,
-        "index equals a fresh scan": "yes" if equal else "NO",
+        "index equals a fresh scan": "yes" if equal else f"NO: {_differences(index, fresh)}",
         "integrity_check": " ".join(index.integrity),
         "files": len(index.files),
         "duplicate groups": len(index.groups),
         "seconds to READY after a kill (median)": median(ready),
         "seconds from the last restart to caught up": round(caught_up[0], 3),
     }
+
+
+def _differences(index: Snapshot, fresh: Snapshot) -> str:
+    paths = sorted(p for p in index.files.keys() | fresh.files.keys()
+                   if index.files.get(p) != fresh.files.get(p))  # fmt: skip
+    groups = index.groups ^ fresh.groups
+    detail = "; ".join(
+        f"{p}: index {index.files.get(p)}, fresh scan {fresh.files.get(p)}" for p in paths[:3]
+    )
+    shown = "; ".join(f"{k} {u} {sorted(m)}" for k, u, m in sorted(groups, key=str)[:4])
+    return f"{len(paths)} files differ ({detail}); {len(groups)} groups differ ({shown})"
 
 
 # -- 2.-7. faults of the machine -----------------------------------------------------------------
@@ -343,6 +356,8 @@ def bench_missing_root(options: Options) -> Figures:
 
 
 def bench_store_failures(options: Options) -> Figures:
+    # This daemon runs in this process: its log goes to stderr, and only its problems.
+    configure_logging("warning", "console", stream=sys.stderr)
     recovered, indexed = [], []
     full = StoreFullError("the disk is full (injected)")
     rng = random.Random(options.seed)

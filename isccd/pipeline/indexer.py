@@ -489,6 +489,11 @@ class Indexer:
             if st is None or old_stat is None or st.identity != old_stat.identity:
                 self.remove_file(stored)  # not the same file any more: the caller rescans dst
                 continue
+            if (st.size, st.mtime_ns) != (old_stat.size, old_stat.mtime_ns):
+                # Written to before the rename was seen: keep the validators its codes were
+                # computed from, so that the next look at the new path (the write's own event,
+                # or a reconcile after a crash) hashes it again.
+                st = old_stat
             self.move_file(stored, root, new, st)
         return self._pending[mark:]
 
