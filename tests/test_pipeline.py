@@ -239,7 +239,7 @@ def test_a_file_written_to_then_renamed_before_the_write_was_seen_is_hashed_agai
     assert kinds(changed) == [("file.changed", "b"), ("scan.done", "")]
     view = h.run(h.pipeline.get(h.p("b")))
     assert view is not None
-    assert view.file.record.datahash == h.run(h.hasher(h.p("b"), None)).datahash
+    assert view.file.record.datahash == h.run(h.hasher(str(h.root), h.p("b"), None)).datahash
 
 
 def test_a_removal_leaves_a_tombstone_and_resolves_duplicates(h: Harness) -> None:
