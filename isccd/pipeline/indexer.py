@@ -107,6 +107,15 @@ def stored_side(stored: StoredFile, host: str) -> Side:
     return side_of(stored.id, stored.record, foreign=bool(stored.host) and stored.host != host)
 
 
+def _links_change(old: FileRecord, new: FileRecord) -> bool:
+    """Whether the path now names another inode, one of several names (a copy replaced by a
+    hardlink of its original changes its relations; an editor's save of the same bytes through
+    a new inode, or a tree copied to a new disk, does not)."""
+    if old.stat is None or new.stat is None or old.stat.identity == new.stat.identity:
+        return False
+    return new.stat.nlink > 1 or old.stat.nlink > 1
+
+
 def exact_copies(
     store: Store, file_id: int, record: FileRecord, thresholds: Thresholds
 ) -> list[StoredFile]:
@@ -389,25 +398,11 @@ class Indexer:
         self._index_put(file_id, record)
         return stored
 
-    def _links_change(self, existing: StoredFile, record: FileRecord) -> bool:
-        """Whether the path now names another inode and that makes or ends a hardlink: a copy
-        replaced by a link of its original changes the file's relations, an editor's save of the
-        same bytes through a new inode does not."""
-        old = existing.record.stat.identity if existing.record.stat else None
-        new = record.stat.identity if record.stat else None
-        if old == new:
-            return False
-        return any(
-            any(f.id != existing.id for f in self.store.files_by_identity(*identity))
-            for identity in (old, new)
-            if identity is not None
-        )
-
     def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
         self.store.exclusive()  # the relations read below are the ones this change ends
         old = existing.record
         now = self._clock()
-        if _same_content(old, record) and not self._links_change(existing, record):
+        if _same_content(old, record) and not _links_change(old, record):
             self.store.update_file(existing.id, root, record, now)
             self._report_issues(root, record, old.issues)
             return
@@ -550,6 +545,11 @@ class Indexer:
             if st is None or old_stat is None or st.identity != old_stat.identity:
                 self.remove_file(stored)  # not the same file any more: the caller rescans dst
                 continue
+            if (st.size, st.mtime_ns) != (old_stat.size, old_stat.mtime_ns):
+                # Written to before the rename was seen: keep the validators its codes were
+                # computed from, so that the next look at the new path (the write's own event,
+                # or a reconcile after a crash) hashes it again.
+                st = old_stat
             self.move_file(stored, root, new, st)
         return self._pending[mark:]
 
