@@ -17,11 +17,13 @@
     |   `-- ToolError             an external tool failed or timed out
     |       `-- ToolMissingError  a tool or optional extractor is not installed: a skip
     |-- StoreError                the store cannot be opened or written: fatal at start-up, clear
-    |   |                         message; during a run the batch is retried after a pause
+    |   |                         message; during a run the daemon reports it degraded, retries
+    |   |                         with a pause and reconciles what failed once it can write
     |   |-- StoreCorruptError     integrity check failed
     |   |-- StoreFullError        the disk is full
     |   |-- StoreLockedError      another process writes the store (the daemon, a scan), or
     |   |                         another daemon holds the host name on a shared database
+    |   |-- StoreRemovedError     the database file was deleted or replaced while open: fatal
     |   `-- StoreUnavailableError the database server cannot be reached or the connection was
     |                             lost: retryable; the batch failed whole, the next one reconnects
     |-- ProtocolError             a bad client request: an error reply; the connection carries on
@@ -123,6 +125,12 @@ class StoreCorruptError(StoreError):
 
 class StoreFullError(StoreError):
     """The disk holding the store is full."""
+
+
+class StoreRemovedError(StoreError):
+    """The database file was deleted or replaced while it was open (its state directory
+    removed): whatever is written goes to a file no one will read again, and the writer lock
+    went with it. Never retried: the daemon stops (exit 74)."""
 
 
 class StoreLockedError(StoreError):

@@ -296,7 +296,15 @@ class EventType(enum.StrEnum):
     WATCH_RECRAWL = "watch.recrawl"
     """Events were lost (kernel queue overflow); the root is being reconciled."""
     WATCH_DEGRADED = "watch.degraded"
-    """Part of a root cannot be watched and is polled instead."""
+    """Part of a root cannot be watched: it is polled instead, or cannot be read."""
+    ROOT_UNAVAILABLE = "root.unavailable"
+    """A root is gone (moved away, deleted, its disk unmounted); its index is kept."""
+    ROOT_AVAILABLE = "root.available"
+    """A root that was unavailable is back, watched and reconciled again."""
+    STORE_DEGRADED = "store.degraded"
+    """The store cannot be written (disk full, I/O error); not part of the log."""
+    STORE_RECOVERED = "store.recovered"
+    """The store can be written again; what failed meanwhile is reconciled."""
     SUBSCRIBER_LAGGED = "subscriber.lagged"
     """A subscriber did not keep up and was disconnected; resume from the given seq."""
 
@@ -313,6 +321,12 @@ class Event:
         path: The file concerned (``""`` for root- or daemon-wide events).
         data: Further JSON-serializable fields (the other path of a duplicate, the unit,
             distance and threshold, ISCC-CODEs, scan counters, ...).
+        host: The host whose file or root the event is about (``""`` for a notice that is
+            not part of the log). In a database a fleet shares, another host's daemon may log
+            an event about this host's file (the other side of a duplicate it found).
+        file_id: The store's id of the file a ``file.*`` event changed, kept by a store that
+            other daemons follow (so that they keep their in-memory index current); ``None``
+            otherwise. Never sent to clients.
     """
 
     seq: int
@@ -321,3 +335,5 @@ class Event:
     root: str
     path: str
     data: Mapping[str, Any] = field(default_factory=dict)
+    host: str = ""
+    file_id: int | None = None

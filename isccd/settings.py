@@ -83,7 +83,8 @@ class WatchSettings(_Section):
     max_delay: float = Field(default=5.0, gt=0, le=3600)
     """Seconds after a path's first change by which it is processed even if it never settles."""
     poll_interval: float = Field(default=10.0, gt=0, le=86400)
-    """Seconds between polls of roots and subtrees that cannot be watched by inotify."""
+    """Seconds between polls of roots and subtrees that cannot be watched by inotify, and between
+    checks that each root is still there and whether unreadable directories can be read."""
     force_polling: bool = False
     """Poll every root instead of using inotify."""
     reconcile_interval: float = Field(default=3600.0, ge=0)

@@ -9,5 +9,7 @@ Modules: :mod:`.run` (the entry point and its exit statuses), :mod:`.config` (se
 component options), :mod:`.app` (the lifecycle), :mod:`.workers` (the hashing processes),
 :mod:`.hasher` (the pipeline's hasher), :mod:`.feed` (watcher to work queue),
 :mod:`.workqueue`, :mod:`.scans` (reconciles of whole roots), :mod:`.backend` (the socket
-server's questions), :mod:`.heartbeat`, :mod:`.signals`.
+server's questions), :mod:`.heartbeat`, :mod:`.signals`, :mod:`.supervisor` (every background
+loop), :mod:`.storehealth` (a store that cannot be written), :mod:`.roots` (the watcher, and
+roots that come and go).
 """

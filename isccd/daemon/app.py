@@ -28,17 +28,51 @@ just the units that depend on it.
 SIGTERM or SIGINT: ``STOPPING=1``; watching stops and no new work is taken; files being hashed
 get ``shutdown_timeout`` seconds to finish and be committed, the rest is abandoned (the next
 start's reconcile picks it up); the store is committed and closed, the socket removed, exit 0.
+
+Faults. Every background loop runs supervised (:mod:`isccd.daemon.supervisor`); what a failure
+of each leads to:
+
+============  =======  ========================================================================
+loop          policy   why
+============  =======  ========================================================================
+feed          restart  its state lives in the debouncer; every root is reconciled after a
+                       restart, for the changes it held when it failed
+queue         stop     entries in flight cannot be accounted for; the next start reconciles
+schedule      restart  keeps nothing between rounds
+reloads       stop     a reload that failed half-way leaves a half-applied configuration
+status        restart  keeps nothing
+heartbeat     restart  keeps nothing; no ``WATCHDOG=1`` while it is down
+store         stop     the store's health is what the other loops rely on
+roots         restart  keeps nothing; every root is checked again
+adopt         restart  re-evaluating relations and composing codes again resume where they were
+fleet         restart  follows the shared log from the last event it read (a database a
+                       fleet shares); it retries its own connection problems
+deferred      restart  queues the changes the store could not take, once it can
+============  =======  ========================================================================
+
+A stop ends the daemon with exit status 70 (systemd restarts it), after the heartbeat stopped. A
+store that cannot be written is not a loop failure: the store is reported degraded and retried
+(:mod:`isccd.daemon.storehealth`), the changes it could not take are kept (bounded) and applied
+once it can (:mod:`isccd.daemon.deferred`); a database deleted under the daemon stops it (exit
+74). A root that goes or comes back is noticed by :mod:`isccd.daemon.roots`. ``isccd status``
+(``state`` ``degraded``) and the systemd status line show each of these, and a reload that was
+refused.
+
+A store a fleet shares (PostgreSQL): the events subscribers receive, the daemon's own and the
+other hosts', come from the shared log, which :mod:`isccd.daemon.fleetlog` follows; it also
+keeps the in-memory index current with the other hosts' changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +81,19 @@ import structlog
 from isccd import __version__
 from isccd.daemon.backend import DaemonBackend
 from isccd.daemon.config import DaemonConfig, build_config
+from isccd.daemon.deferred import Deferred
 from isccd.daemon.feed import Feed
+from isccd.daemon.fleetlog import FleetLog
 from isccd.daemon.hasher import Hashing
 from isccd.daemon.heartbeat import Progress, run_heartbeat
-from isccd.daemon.scans import Scans
+from isccd.daemon.roots import Roots
+from isccd.daemon.scans import Outcome, Scans
 from isccd.daemon.signals import handle_signals
+from isccd.daemon.storehealth import StoreHealth
+from isccd.daemon.supervisor import Backoff, LoopFailedError, Policy, Supervisor
 from isccd.daemon.workers import WorkerPool
 from isccd.daemon.workqueue import WorkQueue
-from isccd.errors import ConfigError
+from isccd.errors import ConfigError, StoreError
 from isccd.hashing import current_versions
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
@@ -64,8 +103,8 @@ from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
 from isccd.store import SqliteOptions, redact_url
-from isccd.watch.debounce import Dirty
-from isccd.watch.watcher import Watcher
+from isccd.store.pgurl import is_postgres_url
+from isccd.watch.debounce import Dirty, Moved
 
 #: Seconds between purges of expired tombstones and events.
 PURGE_EVERY = 3600.0
@@ -94,6 +133,11 @@ class Daemon:
         config_path: The file it was read from, re-read on SIGHUP (``None``: none).
         overrides: Command-line values, applied again on every reload.
         env: Where ``NOTIFY_SOCKET`` and default locations are read.
+        notifier: Where systemd notifications go (by default systemd's, from ``env``).
+        make_pipeline: Builds the pipeline (called like :class:`~isccd.pipeline.Pipeline`).
+        clock: Monotonic seconds for settling watcher changes.
+        backoff: Pauses before a failed loop is restarted and between attempts to write a
+            store that could not be written.
     """
 
     def __init__(
@@ -103,12 +147,17 @@ class Daemon:
         config_path: Path | None = None,
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
         env: Mapping[str, str] | None = None,
+        notifier: Notifier | None = None,
+        make_pipeline: Callable[..., Pipeline] = Pipeline,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
     ) -> None:
         self.config = config
         self._config_path = config_path
         self._overrides = overrides or {}
         self._env = os.environ if env is None else env
-        self._notifier = Notifier(self._env)
+        self._notifier = Notifier(self._env) if notifier is None else notifier
+        self._supervisor = Supervisor(self._loop_failed, self._update_status, backoff=backoff)
         self._state = "starting"
         self._started = time.time()
         self._stop = asyncio.Event()
@@ -118,7 +167,7 @@ class Daemon:
         self._broker = Broker(queue_size=config.server.subscriber_queue)
         self._pool = WorkerPool(config.workers)
         self._hashing = Hashing(self._pool, self._progress)
-        self._pipeline = Pipeline(
+        self._pipeline = make_pipeline(
             config.store_url,
             config.pipeline,
             host=config.store_host,
@@ -126,12 +175,35 @@ class Daemon:
             sqlite=SqliteOptions(),
             on_commit=self._committed,
         )
-        self._scans = Scans(self._pipeline, config.scan, on_change=self._update_status)
-        self._queue = WorkQueue(self._pipeline, concurrency=WATCH_CONCURRENCY)
-        self._feed = Feed(
-            config.debounce, self._queue, self._scans, self._emit, ignore=config.scan.ignore
+        self._health = StoreHealth(
+            self._pipeline,
+            notify=self._store_degraded,
+            on_recovered=self._store_recovered,
+            on_fatal=self._store_lost,
+            on_change=self._update_status,
+            backoff=backoff,
         )
-        self._watcher: Watcher | None = None
+        self._scans = Scans(
+            self._pipeline, config.scan, on_change=self._update_status, on_done=self._reconciled
+        )
+        self._queue = WorkQueue(
+            self._pipeline, concurrency=WATCH_CONCURRENCY, on_failed=self._change_failed
+        )
+        self._feed = Feed(
+            config.debounce,
+            self._queue,
+            self._scans,
+            self._emit,
+            ignore=config.scan.ignore,
+            clock=clock,
+        )
+        self._roots = Roots(
+            config.watcher,
+            self._feed,
+            roots=lambda: self.config.roots,
+            request=self._scans.request,
+            interval=lambda: self.config.schedule.poll_interval,
+        )
         backend = DaemonBackend(
             self._pipeline,
             self._scans,
@@ -144,7 +216,12 @@ class Daemon:
         self._tasks: list[asyncio.Task[Any]] = []
         self._status_line = ""
         self._failure: BaseException | None = None
-        self._unwatched: dict[str, str] = {}
+        self._refused: str | None = None
+        self._head = 0  # the last sequence number committed, for notices outside the log
+        self._redo: set[str] = set()  # what the store failed to do, done again once it can
+        self._deferred = Deferred()  # the changes the store could not take
+        self._fleet: FleetLog | None = None  # the shared log's follower (PostgreSQL)
+        self._counts: tuple[dict[str, int], int] = ({}, 0)  # for status while the store fails
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -152,10 +229,12 @@ class Daemon:
         """Start, serve until SIGTERM/SIGINT, then stop.
 
         Raises:
-            StoreError: The store cannot be opened (nothing else was started).
+            StoreError: The store cannot be opened (nothing else was started), or its database
+                was deleted while running (after an orderly stop).
             SocketSetupError: The socket cannot be created (the store is closed again).
             WorkersUnavailableError: No hashing worker could be started (after an orderly
                 stop).
+            LoopFailedError: A background loop failed for good (after an orderly stop).
         """
         self._loop = asyncio.get_running_loop()
         log = structlog.get_logger()
@@ -180,6 +259,11 @@ class Daemon:
         try:
             # The duplicate policy is adopted once serving (see _adopt_policy).
             await asyncio.to_thread(functools.partial(self._pipeline.open, adopt=False))
+            if is_postgres_url(config.store_url):
+                index = await self._pipeline.call(lambda ix: ix.fleet)
+                assert index is not None  # a PostgreSQL store is shared
+                url, host = config.store_url, self._pipeline.host
+                self._fleet = FleetLog(url, host, self._pipeline, index, self._publish)
         except BaseException:
             await self._pool.close(grace=0)
             workers.cancel()
@@ -198,27 +282,44 @@ class Daemon:
             return
         # Without workers nothing can be hashed: stop, and say why (systemd restarts it).
         # The error itself is the exit's last line (isccd.daemon.run.main).
-        self._failure = task.exception()
-        structlog.get_logger().warning("daemon_stopping", reason="workers_unavailable")
+        self._fail(task.exception(), "workers_unavailable")
+
+    def _fail(self, error: BaseException | None, reason: str) -> None:
+        """Stop because of ``error``: the heartbeat at once (systemd must not take a daemon
+        that stops for a healthy one), then everything in order."""
+        if self._failure is None:
+            self._failure = error
+        heartbeat = self._supervisor.task("heartbeat")
+        if heartbeat is not None:
+            heartbeat.cancel()
+        structlog.get_logger().warning("daemon_stopping", reason=reason)
         self._stop.set()
+
+    def _loop_failed(self, error: LoopFailedError) -> None:
+        self._fail(error, "loop_failed")
 
     async def _serve(self) -> None:
         assert self._loop is not None
-        self._watcher = self._new_watcher()
+        # The last event subscribers may have: the follower publishes from there on.
+        fleet = self._fleet
+        self._head = fleet.position if fleet is not None else await self._pipeline.last_seq()
+        self._roots.start()
         for root in self.config.roots:
-            await self._watch(root)
-        for name, coro in (
-            ("feed", self._feed.run()),
-            ("queue", self._queue.run()),
-            ("schedule", self._schedule()),
-            ("reloads", self._reloads()),
-            ("status", self._status_loop()),
-        ):
-            self._tasks.append(asyncio.create_task(coro, name=name))
+            await self._roots.watch(root)
+        start = self._supervisor.start
+        start("feed", self._feed.run, Policy.RESTART, on_restart=self._feed_restarted)
+        start("queue", self._queue.run, Policy.STOP)
+        start("schedule", self._schedule, Policy.RESTART)
+        start("reloads", self._reloads, Policy.STOP)
+        start("status", self._status_loop, Policy.RESTART)
+        start("store", self._health.run, Policy.STOP)
+        start("roots", self._roots.run, Policy.RESTART)
+        if fleet is not None:
+            start("fleet", fleet.run, Policy.RESTART)
         interval = self._notifier.watchdog_interval
         if interval is not None:
-            beat = run_heartbeat(self._notifier, interval, self._healthy)
-            self._tasks.append(asyncio.create_task(beat, name="heartbeat"))
+            beat = functools.partial(run_heartbeat, self._notifier, interval, self._healthy)
+            start("heartbeat", beat, Policy.RESTART)
         self._state = "ready"
         self._notifier.ready(self._compose_status())
         structlog.get_logger().info(
@@ -227,20 +328,27 @@ class Daemon:
             roots=list(self.config.roots),
             seconds=round(time.time() - self._started, 3),
         )
-        self._tasks.append(asyncio.create_task(self._adopt_stored(), name="adopt"))
+        start("adopt", self._adopt_stored, Policy.RESTART)
         for root in self.config.roots:
             self._scans.request(root, "startup")
         await self._stop.wait()
 
+    def _feed_restarted(self) -> None:
+        """The feed failed and runs again: what it held may be lost, so every root is
+        reconciled."""
+        for root in self.config.roots:
+            self._scans.request(root, "feed restarted")
+
     async def _adopt_stored(self) -> None:
         """Bring what is stored under the configuration it starts with, as a reload does,
         while serving (it may take a while): the relations under a duplicate policy changed
-        while the daemon was not running, and the ISCC-CODEs under ``[code] wide``."""
+        while the daemon was not running, and the ISCC-CODEs under ``[code] wide``. A store
+        that cannot be written has it done again once it can."""
         log = structlog.get_logger()
         try:
             adopted = await self._pipeline.adopt()  # the policy in force when it runs
-        except Exception:  # the store failed (disk full): the next start or reload finishes it
-            log.exception("thresholds_reevaluation_failed")
+        except StoreError as exc:
+            self._store_failed(exc, "adopt")
         else:
             if adopted.previous is not None:
                 log.info(
@@ -258,8 +366,8 @@ class Daemon:
         log = structlog.get_logger()
         try:
             events = await self._pipeline.recompose()  # the option in force when it runs
-        except Exception:  # the store failed (disk full): the next start or reload does it
-            log.exception("iscc_code_composition_failed")
+        except StoreError as exc:
+            self._store_failed(exc, "adopt")
             return
         if events:
             log.info("iscc_codes_composed", at=at, wide=self._pipeline.options.wide,
@@ -275,51 +383,40 @@ class Daemon:
         self._state = "stopping"
         self._notifier.stopping()
         grace = self.config.shutdown_timeout
-        if self._watcher is not None:
-            await asyncio.to_thread(self._watcher.close)
-        await self._queue.close()
-        await self._scans.close()
+        failed: list[Exception] = []
+
+        async def step(name: str, action: Callable[[], Awaitable[object]]) -> None:
+            # A step that fails must not leave the later ones undone: workers, the store's
+            # thread or the socket left behind would keep the process from ever exiting.
+            try:
+                await action()
+            except Exception as exc:
+                log.exception("shutdown_step_failed", step=name)
+                failed.append(exc)
+
+        await step("watcher", self._roots.close)
+        await step("queue", self._queue.close)
+        await step("scans", self._scans.close)
         # Files being hashed for the queue get the grace period to finish and be applied.
-        queue_task = next((t for t in self._tasks if t.get_name() == "queue"), None)
+        queue_task = self._supervisor.task("queue")
         if queue_task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(queue_task), grace)
         pool = self._pool.statistics()
         abandoned = pool.busy + pool.waiting  # picked up again by the next start's reconcile
+        await step("supervisor", self._supervisor.close)
+        if self._fleet is not None:
+            await step("fleet", self._fleet.close)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._pool.close(grace=0)
-        await asyncio.to_thread(self._pipeline.close)
-        await self._server.close()
+        await step("workers", lambda: self._pool.close(grace=0))
+        await step("store", lambda: asyncio.to_thread(self._pipeline.close))
+        await step("server", self._server.close)
         self._notifier.close()
         log.info("daemon_stopped", abandoned=abandoned)
-
-    # -- watching ------------------------------------------------------------------------------
-
-    def _new_watcher(self) -> Watcher:
-        assert self._loop is not None
-        return Watcher(
-            self._loop,
-            self.config.watcher,
-            self._feed.on_change,
-            self._feed.on_recrawl,
-            self._feed.on_degraded,
-        )
-
-    async def _watch(self, root: str) -> None:
-        """Watch a root; one that cannot be read any more is reported, not fatal."""
-        assert self._watcher is not None
-        log = structlog.get_logger()
-        try:
-            status = await asyncio.to_thread(self._watcher.watch, root)
-        except OSError as exc:
-            self._unwatched[root] = f"cannot be watched: {exc.strerror or exc}"
-        else:
-            self._unwatched.pop(root, None)
-            log.info("watching", root=root, mode=status.mode.value, fstype=status.fstype)
-            return
-        log.error("root_unavailable", root=root, error=self._unwatched[root])
+        if failed:
+            raise failed[0]
 
     # -- periodic work -------------------------------------------------------------------------
 
@@ -343,9 +440,13 @@ class Daemon:
                 await self._poll()
                 next_poll = now + schedule.poll_interval
             if now >= next_purge:
-                files, events = await self._pipeline.purge()
-                if files or events:
-                    structlog.get_logger().info("purged", tombstones=files, events=events)
+                try:
+                    files, events = await self._pipeline.purge()
+                except StoreError as exc:  # purged at the next round
+                    self._store_failed(exc, "purge")
+                else:
+                    if files or events:
+                        structlog.get_logger().info("purged", tombstones=files, events=events)
                 next_purge = now + PURGE_EVERY
 
     async def _refresh_versions(self) -> None:
@@ -367,17 +468,22 @@ class Daemon:
         structlog.get_logger().info("versions_changed", components=changed)
 
     async def _poll(self) -> None:
-        if self._watcher is None:
-            return
-        for root, path in await asyncio.to_thread(self._watcher.polled_paths):
+        for root, path in await self._roots.polled_paths():
             if path == root:
                 self._scans.request(root, "poll")
             else:
                 await self._queue.put(Dirty(root, path, is_dir=True))
 
     async def _healthy(self) -> str | None:
-        """The heartbeat's probe: the store answers and work moves."""
-        await self._pipeline.call(lambda ix: None)
+        """The heartbeat's probe: no loop failed for good, the store's thread answers (a store
+        that cannot be written is degraded, not stuck: the daemon keeps watching), work
+        moves."""
+        if self._supervisor.dead is not None:
+            return str(self._supervisor.dead)
+        try:
+            await self._pipeline.call(lambda ix: None)
+        except StoreError as exc:
+            self._health.failed(exc)
         pending = self._queue.depth() + self._pool.statistics().busy
         stalled = self._progress.stalled(pending)
         if stalled is not None:
@@ -417,6 +523,12 @@ class Daemon:
             log.info("reloaded", roots=list(self.config.roots))
         if refused is not None:
             log.error("reload_refused", error=str(refused), kept="the running configuration")
+            when = time.strftime("%Y-%m-%d %H:%M:%S")
+            self._refused = (
+                f"the reload at {when} was refused ({refused}); running the previous configuration"
+            )
+        else:
+            self._refused = None
         self._state = "ready"
         self._notifier.ready(self._compose_status())
         return applied
@@ -441,8 +553,12 @@ class Daemon:
         # First: the start's re-evaluation, if it has not begun yet, then adopts these.
         self._pipeline.options = options
         if new.pipeline.thresholds != old.pipeline.thresholds:
-            events = await self._pipeline.set_thresholds(new.pipeline.thresholds)
-            log.info("thresholds_changed", events=len(events))
+            try:
+                events = await self._pipeline.set_thresholds(new.pipeline.thresholds)
+            except StoreError as exc:  # re-evaluated once the store can be written
+                self._store_failed(exc, "adopt")
+            else:
+                log.info("thresholds_changed", events=len(events))
         await self._pipeline.call(lambda ix: setattr(ix, "options", options))
         changed = _changed_versions(old.pipeline.versions, options.versions)
         if options.wide != old.pipeline.wide:
@@ -454,64 +570,142 @@ class Daemon:
         self._feed.reconfigure(new.debounce)
         self.config = new
         if new.watcher != old.watcher:
-            await self._rewatch(old.roots)
+            await self._roots.rewatch(new.watcher, [r for r in old.roots if r in new.roots])
         for root in [r for r in old.roots if r not in new.roots]:
             await self._drop_root(root)
         for root in [r for r in new.roots if r not in old.roots]:
-            if self._watcher is not None:
-                await self._watch(root)
+            await self._roots.watch(root)
             self._scans.request(root, "added")
         if changed:
             log.info("versions_changed", components=changed)
             for root in [r for r in new.roots if r in old.roots]:
                 self._scans.request(root, "versions")
-        await self._retry_limited()
-
-    async def _retry_limited(self) -> None:
-        """Watch again the roots that hit an inotify limit: the administrator may have raised
-        it (the sysctl ``isccd status`` named) before reloading."""
-        if self._watcher is None:
-            return
-        for status in self._watcher.status():
-            if status.root in self.config.roots and any(d.fix for d in status.degradations):
-                await asyncio.to_thread(self._watcher.unwatch, status.root)
-                await self._watch(status.root)
-                self._scans.request(status.root, "rewatch")
+        await self._roots.retry_limited()
 
     async def _replace_workers(self, new: DaemonConfig) -> None:
         pool = WorkerPool(new.workers)
         await pool.start()
         old, self._pool, self._hashing.pool = self._pool, pool, pool
         self._progress.limit = new.workers.file_timeout + 60
-        closing = asyncio.create_task(old.close(grace=new.shutdown_timeout))
-        self._tasks.append(closing)
-
-    async def _rewatch(self, roots: Sequence[str]) -> None:
-        if self._watcher is not None:
-            await asyncio.to_thread(self._watcher.close)
-        self._watcher = self._new_watcher()
-        for root in roots:
-            if root in self.config.roots:
-                await self._watch(root)
-                self._scans.request(root, "rewatch")
+        closing = functools.partial(old.close, grace=new.shutdown_timeout)
+        self._supervisor.start("old workers", closing, Policy.STOP)
 
     async def _drop_root(self, root: str) -> None:
-        if self._watcher is not None:
-            await asyncio.to_thread(self._watcher.unwatch, root)
+        await self._roots.drop(root)
         self._feed.discard_root(root)
         self._scans.forget(root)
-        events = await self._pipeline.call(lambda ix: ix.remove_path(root))
+        await self._forget_root(root)
+
+    async def _forget_root(self, root: str) -> None:
+        """Tombstone the files of a root no longer configured (once the store can)."""
+        try:
+            events = await self._pipeline.call(lambda ix: ix.remove_path(root))
+        except StoreError as exc:
+            self._store_failed(exc, f"drop {root}")
+            return
         structlog.get_logger().info("root_removed", root=root, files=len(events))
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def _store_failed(self, exc: StoreError, redo: str) -> None:
+        """A write of ``redo`` failed: the store is degraded, and ``redo`` is done again once it
+        can be written (``adopt``, ``drop ROOT``; the roots are reconciled anyway)."""
+        if self._health.failed(exc):
+            self._redo.add(redo)
+
+    def _change_failed(self, action: Dirty | Moved, exc: Exception) -> bool:
+        """A change from the watcher could not be applied (the work queue's ``on_failed``)."""
+        paths = [action.path] if isinstance(action, Dirty) else [action.src, action.dest]
+        if self._state == "stopping":
+            return True  # the next start's reconcile finds it
+        if self._health.failed(exc):
+            structlog.get_logger().warning("change_deferred", paths=paths, error=str(exc))
+            self._deferred.add(action)
+            return True
+        # Not the store: logged by the queue; a reconcile finds the change another way.
+        self._scans.request(action.root, "change failed")
+        return False
+
+    def _reconciled(self, outcome: Outcome) -> None:
+        """A reconcile ended (the scans' ``on_done``): a failure for the store, a root that
+        became unavailable or available again, unreadable directories to try again."""
+        error = outcome.error if self._state != "stopping" else None
+        if error is not None and self._health.failed(error):  # again once the store can write
+            self._deferred.reconcile(outcome.root)
+        root, log = outcome.root, structlog.get_logger()
+        if outcome.unavailable is not None and outcome.was_unavailable is None:
+            self._emit(EventType.ROOT_UNAVAILABLE, root, "", {"reason": outcome.unavailable})
+        elif outcome.unavailable is None and outcome.was_unavailable is not None:
+            log.info("root_available", root=root)
+            self._emit(EventType.ROOT_AVAILABLE, root, "", {})
+        if outcome.reason in ("request", "sync"):
+            self._roots.wake(root)
+
+    def _store_degraded(self, reason: str) -> None:
+        """Tell subscribers; the log cannot say it (not part of it, numbered as the last
+        event committed)."""
+        notice = Event(
+            self._head, EventType.STORE_DEGRADED, time.time(), "", "", {"reason": reason}
+        )
+        self._broker.notify(notice)
+
+    def _store_recovered(self) -> None:
+        """The store takes writes again: apply the changes it could not take, reconcile the
+        roots whose changes overflowed or whose reconcile failed, and do again what failed
+        otherwise."""
+        backlog = self._deferred.take()
+        for root in sorted(backlog.roots & set(self.config.roots)):
+            self._scans.request(root, "store recovered")
+        if backlog.changes:
+            structlog.get_logger().info("changes_resumed", changes=len(backlog.changes))
+            self._supervisor.start(
+                "deferred", functools.partial(self._resume, backlog.changes), Policy.RESTART
+            )
+        redo, self._redo = self._redo, set()
+        if "adopt" in redo:
+            self._supervisor.start("adopt", self._adopt_stored, Policy.RESTART)
+        for item in sorted(redo):
+            if item.startswith("drop ") and item[5:] not in self.config.roots:
+                self._supervisor.start(
+                    item, functools.partial(self._forget_root, item[5:]), Policy.RESTART
+                )
+
+    async def _resume(self, changes: Sequence[Dirty | Moved]) -> None:
+        """Queue the changes the store could not take, in the order they were seen."""
+        roots = set(self.config.roots)
+        for change in changes:
+            if change.root in roots:
+                await self._queue.put(change)
+
+    def _store_lost(self, error: StoreError) -> None:
+        """The database is gone or corrupt: stop (exit 74), the index cannot be trusted."""
+        structlog.get_logger().error("store_lost", error=str(error))
+        self._fail(error, "store_lost")
+
+    def _problems(self) -> list[str]:
+        """What keeps the daemon from working fully, for ``status`` and the status line."""
+        found = self._supervisor.problems()
+        store = self._health.problem()
+        if store is not None:
+            found.append(store)
+        shared = self._fleet.status() if self._fleet is not None else None
+        if shared is not None and shared.error is not None:
+            found.append(f"the shared event log cannot be read ({shared.error}); retrying")
+        if self._refused is not None:
+            found.append(self._refused)
+        return found
 
     # -- events and status ---------------------------------------------------------------------
 
     def _committed(self, events: Sequence[Event]) -> None:
-        """On the store's thread: hand a committed batch to the loop, in order."""
-        if self._loop is not None and events:
+        """On the store's thread: hand a committed batch to the loop, in order (a shared log's
+        events are its follower's to publish, in the log's one order)."""
+        if self._loop is not None and events and self._fleet is None:
             with contextlib.suppress(RuntimeError):  # the loop is gone: shutting down
                 self._loop.call_soon_threadsafe(self._publish, list(events))
 
     def _publish(self, events: list[Event]) -> None:
+        self._head = max(self._head, events[-1].seq)
         for event in events:
             try:
                 self._broker.publish(event)
@@ -520,28 +714,31 @@ class Daemon:
 
     def _emit(self, type: EventType, root: str, path: str, data: dict[str, Any]) -> None:
         """Log a daemon-level event (watch problems); it is published once committed."""
-        self._pipeline.submit(lambda ix: ix.emit(type, root, path, data))
+        future = self._pipeline.submit(lambda ix: ix.emit(type, root, path, data))
+        future.add_done_callback(self._emitted)
+
+    def _emitted(self, future: concurrent.futures.Future[Event]) -> None:
+        """On the store's thread: an event that could not be written degrades the store."""
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, StoreError) and self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: shutting down
+                self._loop.call_soon_threadsafe(self._health.failed, error)
 
     async def status(self) -> DaemonStatus:
-        """What ``isccd status`` shows; the counts are the index's at the time of the reply."""
-        live, last = await self._pipeline.call(
-            lambda ix: (ix.store.live_by_root(), ix.store.last_seq())
-        )
-        watch = {s.root: s for s in (self._watcher.status() if self._watcher else [])}
+        """What ``isccd status`` shows; the counts are the index's at the time of the reply
+        (the last known ones while the store cannot be read)."""
+        try:
+            self._counts = await self._pipeline.call(
+                lambda ix: (ix.store.live_by_root(), ix.store.last_seq(fleet=True))
+            )
+        except StoreError as exc:
+            self._health.failed(exc)
+        live, last = self._counts
+        watch = self._roots.status()
         roots = []
         for root in self.config.roots:
             ws = watch.get(root)
-            notes = []
-            if ws is not None:
-                for d in ws.degradations:
-                    where = ", ".join(d.paths[:3]) + (" ..." if len(d.paths) > 3 else "")
-                    notes.append(
-                        f"{where}: {d.reason}" + (f"; fix: sysctl {d.fix}" if d.fix else "")
-                    )
-                if ws.overflows:
-                    notes.append(f"{ws.overflows} event queue overflows; fix: sysctl {ws.hint}")
-            if root in self._unwatched:
-                notes.append(self._unwatched[root])
+            notes = self._roots.notes(root)
             unavailable = self._scans.unavailable(root)
             if unavailable is not None:
                 notes.append(f"unavailable: {unavailable}")
@@ -557,16 +754,30 @@ class Daemon:
         return DaemonStatus(
             version=__version__,
             pid=os.getpid(),
-            state=self._state,
+            state="degraded" if self._state == "ready" and self._degraded() else self._state,
             started=self._started,
             roots=tuple(roots),
             queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
             files_indexed=sum(live.values()),
             last_seq=last,
+            problems=tuple(self._problems()),
+            database=self._fleet.status() if self._fleet is not None else None,
         )
 
+    def _degraded(self) -> bool:
+        """Whether the daemon works without its store: it cannot be written, or the shared
+        log cannot be read."""
+        shared = self._fleet.status() if self._fleet is not None else None
+        return self._health.reason is not None or (shared is not None and shared.error is not None)
+
     def _compose_status(self) -> str:
-        parts = [f"watching {len(self.config.roots)} root(s)"]
+        parts = ["degraded"] if self._degraded() else []
+        parts += self._problems()
+        roots = self.config.roots
+        gone = [r for r in roots if self._roots.unwatched(r) or self._scans.unavailable(r)]
+        parts.append(f"watching {len(roots) - len(gone)} root(s)")
+        if gone:
+            parts.append(f"{len(gone)} unavailable: {', '.join(gone)}")
         scans = self._scans.summary()
         if scans:
             parts.append(scans)
@@ -582,6 +793,9 @@ class Daemon:
             self._notifier.status(line)
 
     async def _status_loop(self) -> None:
+        """Refresh the status line, sent again even when unchanged: a notification may be lost
+        (sending is best effort), and the next one repairs it."""
         while True:
             await asyncio.sleep(STATUS_EVERY)
-            self._update_status()
+            self._status_line = self._compose_status()
+            self._notifier.status(self._status_line)

@@ -3,11 +3,12 @@
 :func:`build_config`, with the functions it shares with the one-shot commands
 (:mod:`isccd.daemon.options`), is the only code that knows both the settings model and the
 components' option dataclasses. It resolves what the settings leave to defaults (state
-directory, socket, worker count) and checks what only the machine can tell (do the roots exist,
-are they directories, do they overlap once symbolic links are resolved), so that a
-configuration is either accepted whole or refused with one clear
-:class:`~isccd.errors.ConfigError`: at start (exit 78) and on reload (the old configuration
-stays).
+directory, socket, worker count) and checks what only the machine can tell (are the roots
+directories, do they overlap once symbolic links are resolved), so that a configuration is
+either accepted whole or refused with one clear :class:`~isccd.errors.ConfigError`: at start
+(exit 78) and on reload (the old configuration stays). A root that does not exist is accepted:
+its disk may be unplugged, and the daemon watches it once it appears (it is reported
+unavailable meanwhile), rather than leave every other root unwatched.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class DaemonConfig:
     """Everything the daemon builds its components from; frozen, compared on reload.
 
     Attributes:
-        roots: The watched roots: absolute, symbolic links resolved, existing directories.
+        roots: The watched roots: absolute, symbolic links resolved (as far as they exist),
+            directories or missing.
         store_url: Where the store lives.
         store_host: The host name the store is opened for.
         state_dir: The state directory (created at start when missing).
@@ -100,9 +102,9 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
         env: Where default locations are looked up (the process environment by default).
 
     Raises:
-        ConfigError: No root, or a root that is missing, not a directory, unreadable, or
-            overlapping another once symbolic links are resolved; an invalid ignore pattern; a
-            tool timeout longer than the file timeout.
+        ConfigError: No root, or a root that is not a directory, unreadable, or overlapping
+            another once symbolic links are resolved; an invalid ignore pattern; a tool timeout
+            longer than the file timeout. A missing root is not an error.
     """
     env = os.environ if env is None else env
     roots = _check_roots(settings.watch.roots)
@@ -161,9 +163,7 @@ def _check_roots(configured: tuple[Path, ...]) -> tuple[str, ...]:
         try:
             os.scandir(real).close()
         except FileNotFoundError:
-            raise ConfigError(
-                f"invalid configuration: watch.roots: {str(root)!r} does not exist"
-            ) from None
+            pass  # unavailable until it appears (an unplugged disk): watched then
         except NotADirectoryError:
             raise ConfigError(
                 f"invalid configuration: watch.roots: {str(root)!r} is not a directory"

@@ -57,7 +57,7 @@ async def run_heartbeat(notifier: Notifier, interval: float, probe: Probe) -> No
     """Send a heartbeat every ``interval`` seconds while ``probe`` finds nothing wrong.
 
     Runs until cancelled. The probe gets half the interval to answer; a probe that does not
-    answer in time counts as a problem.
+    answer in time, or that raises, counts as a problem.
     """
     log = structlog.get_logger()
     withheld = False
@@ -66,6 +66,8 @@ async def run_heartbeat(notifier: Notifier, interval: float, probe: Probe) -> No
             problem = await asyncio.wait_for(probe(), timeout=interval / 2)
         except TimeoutError:
             problem = f"health check did not answer within {interval / 2:g} s"
+        except Exception as exc:  # the check itself failed (the store is closed): no beat
+            problem = f"health check failed: {type(exc).__name__}: {exc}"
         if problem is None:
             notifier.watchdog()
             if withheld:

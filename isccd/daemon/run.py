@@ -12,17 +12,22 @@ import structlog
 
 from isccd.daemon.app import Daemon
 from isccd.daemon.config import build_config
+from isccd.daemon.supervisor import LoopFailedError
 from isccd.daemon.workers import WorkersUnavailableError
 from isccd.errors import ConfigError, SocketSetupError, StoreError, StoreUnavailableError
 from isccd.logconf import configure_logging
 from isccd.settings import config_file, load_settings
 
-__all__ = ["EXIT_CONFIG", "EXIT_STORE", "main"]
+__all__ = ["EXIT_CONFIG", "EXIT_SOFTWARE", "EXIT_STORE", "main"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
-#: The store cannot be opened (corrupt, unreadable, disk full): an administrator must act, so
-#: the systemd unit does not restart on it (``RestartPreventExitStatus=``).
+#: A background loop failed for good (EX_SOFTWARE, a bug; the traceback is in the log): the
+#: systemd unit restarts the daemon, which resumes from its store.
+EXIT_SOFTWARE = 70
+#: The store cannot be opened (corrupt, unreadable, disk full), or its database was deleted
+#: while the daemon ran (EX_IOERR): an administrator must act, so the systemd unit does not
+#: restart on it (``RestartPreventExitStatus=``).
 EXIT_STORE = 74
 #: Invalid configuration (EX_CONFIG).
 EXIT_CONFIG = 78
@@ -43,8 +48,9 @@ def main(
 
     Returns:
         The exit status: 0 after an orderly stop, 78 for an invalid configuration, 74 when the
-        store cannot be opened, 1 when its database server cannot be reached, the socket cannot
-        be created or no hashing worker can start.
+        store cannot be opened or was deleted while running, 70 when a background loop failed
+        for good, 1 when its database server cannot be reached, the socket cannot be created or
+        no hashing worker can start.
     """
     path = config_file(config, env)
     try:
@@ -66,6 +72,8 @@ def main(
         failure = ("socket_unavailable", EXIT_FAILURE, exc)
     except WorkersUnavailableError as exc:
         failure = ("workers_unavailable", EXIT_FAILURE, exc)
+    except LoopFailedError as exc:  # its traceback was logged when it failed
+        failure = ("loop_failed", EXIT_SOFTWARE, exc)
     if failure is None:
         return EXIT_OK
     # Expected failures with a message that says it all: no traceback.

@@ -10,7 +10,8 @@ part of the outer one). Each request returns a future of the final counters, whi
 
 Progress is reported three ways: :meth:`Scans.progress` for ``isccd status``, ``scan.progress``
 events every few seconds (``scan.done`` is logged by the pipeline at the end), and a callback
-the daemon turns into the systemd status line.
+the daemon turns into the systemd status line. How each reconcile ended (:class:`Outcome`: its
+counters or its error, and whether the root is available) goes to a second callback.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from isccd.errors import StoreError
 from isccd.fspath import is_below, is_under
 from isccd.model import EventType
 from isccd.pipeline import Pipeline, ScanStats
@@ -72,6 +74,27 @@ def _unavailable(root: str, stats: ScanStats) -> str | None:
 _ROOT_UNAVAILABLE = frozenset({IssueReason.MISSING, IssueReason.UNAVAILABLE})
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a reconcile of a whole root ended.
+
+    Attributes:
+        root: The root.
+        reason: Why it ran.
+        stats: Its final counters; None when it failed.
+        error: Why it failed (a store that cannot be written, ...); None when it did not.
+        unavailable: Why the root is unavailable after it (see :meth:`Scans.unavailable`).
+        was_unavailable: Why it was unavailable before it.
+    """
+
+    root: str
+    reason: str
+    stats: ScanStats | None
+    error: Exception | None
+    unavailable: str | None
+    was_unavailable: str | None
+
+
 class Scans:
     """Runs and coalesces the reconciles of roots and of directories inside them.
 
@@ -80,6 +103,7 @@ class Scans:
         scan_options: Symlink policy and ignore patterns (replaced on reload).
         on_change: Called whenever a reconcile starts, progresses or ends (the status line).
         clock: Monotonic seconds, to pace progress events.
+        on_done: Called with the :class:`Outcome` of each reconcile.
     """
 
     def __init__(
@@ -88,10 +112,12 @@ class Scans:
         scan_options: ScanOptions,
         on_change: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
+        on_done: Callable[[Outcome], None] = lambda outcome: None,
     ) -> None:
         self._pipeline = pipeline
         self.scan_options = scan_options
         self._on_change = on_change
+        self._on_done = on_done
         self._clock = clock
         self._roots: dict[str, _Root] = {}
         self._closing = False
@@ -182,6 +208,8 @@ class Scans:
             state.started, state.stats, state.last_report = time.time(), None, self._clock()
             self._on_change()
             result: ScanStats | None = None
+            error: Exception | None = None
+            was_unavailable = state.unavailable
             try:
                 starts: list[str | None] = [None] if request.starts is None else [*request.starts]
                 for start in starts:
@@ -189,12 +217,19 @@ class Scans:
             except asyncio.CancelledError:
                 self._resolve(request, None)
                 raise
-            except Exception:
-                # The store failed (disk full, ...): the next request or the periodic
-                # reconcile tries again.
+            except StoreError as exc:
+                # The disk is full, ...: the daemon has it done again once the store can be
+                # written (on_done).
+                log.warning("reconcile_failed", root=root, reason=request.reason, error=str(exc))
+                error = exc
+            except Exception as exc:
                 log.exception("reconcile_failed", root=root, reason=request.reason)
                 result = None
+                error = exc
             self._resolve(request, result)
+            self._on_done(
+                Outcome(root, request.reason, result, error, state.unavailable, was_unavailable)
+            )
             state.running, state.queued = state.queued, None
             self._on_change()
 

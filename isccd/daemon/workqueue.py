@@ -14,6 +14,9 @@ consumers. Its rules:
   flood into a reconcile instead (:attr:`~isccd.watch.debounce.RecrawlReason.PENDING`).
 - *Barriers.* :meth:`WorkQueue.barrier` takes a ticket; :meth:`WorkQueue.wait_barrier` returns
   once everything queued before it is done (``sync``).
+- *Failures are handed on.* An entry whose application fails goes to ``on_failed``, which
+  says whether it took care of it (a store that cannot be written: the daemon has the root
+  reconciled once it can); otherwise it is logged with its traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -93,10 +97,20 @@ class WorkQueue:
         applier: The pipeline.
         capacity: Entries waiting at most.
         concurrency: Entries applied at once.
+        on_failed: Told of an entry whose application raised; returns True when it took care
+            of it.
     """
 
-    def __init__(self, applier: Applier, capacity: int = 10_000, concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        applier: Applier,
+        capacity: int = 10_000,
+        concurrency: int = 4,
+        *,
+        on_failed: Callable[[Dirty | Moved, Exception], bool] = lambda action, exc: False,
+    ) -> None:
         self._applier = applier
+        self._on_failed = on_failed
         self._capacity = capacity
         self._concurrency = concurrency
         self._queue: OrderedDict[int, _Entry] = OrderedDict()
@@ -230,9 +244,10 @@ class WorkQueue:
         while (entry := await self._take()) is not None:
             try:
                 await self._apply(entry.action)
-            except Exception:
-                # A store error or a bug: logged; the periodic reconcile repairs the index.
-                structlog.get_logger().exception("change_failed", paths=list(entry.paths))
+            except Exception as exc:
+                if not self._on_failed(entry.action, exc):
+                    # A bug: logged; the periodic reconcile repairs the index.
+                    structlog.get_logger().exception("change_failed", paths=list(entry.paths))
             finally:
                 async with self._changed:
                     del self._in_flight[entry.ticket]

@@ -303,7 +303,8 @@ class Reconciler:
         if waiting is not None:
             waiting.append((item.path, st))
             return None
-        stored = self._ix.store.file_at(item.path)
+        # A new path is one the walk found no stored file at (in this job): no need to ask.
+        stored = None if item.kind is ItemKind.NEW else self._ix.store.file_at(item.path)
         if stored is None or (stored.record.stat and stored.record.stat.identity != st.identity):
             known = known_elsewhere(self._ix, item.path, st)
             if known is not None:

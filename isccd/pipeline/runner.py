@@ -121,6 +121,7 @@ class Pipeline:
 
         self._owner: StoreOwner[Indexer] = StoreOwner(build, name="isccd-store", options=owner)
         self._store_id: str | None = None
+        self._host = ""
 
     def open(self, *, adopt: bool = True) -> policy.Adopted:
         """Open the store and load the index (blocking), and bring the stored relations under
@@ -140,7 +141,9 @@ class Pipeline:
         """
         self._owner.start()
         try:
-            self._store_id = self._owner.call(lambda ix: ix.store.identity)
+            self._store_id, self._host = self._owner.call(
+                lambda ix: (ix.store.identity, ix.store.host)
+            )
             if adopt:
                 adopted = self._adopt(None)
                 self._recompose()
@@ -165,6 +168,11 @@ class Pipeline:
         if self._store_id is None:
             raise RuntimeError("the pipeline is not open")
         return self._store_id
+
+    @property
+    def host(self) -> str:
+        """The host name the store was opened for (``""`` until it is open)."""
+        return self._host
 
     def submit(self, fn: Callable[[Indexer], T]) -> concurrent.futures.Future[T]:
         """Run ``fn(indexer)`` on the owner thread; the future resolves once it is committed."""
@@ -426,9 +434,11 @@ class Pipeline:
         """Duplicate groups, the most wasted bytes first."""
         return await self.call(lambda ix: queries.dupes(ix, near))
 
-    async def events_since(self, seq: int, limit: int = 1000) -> list[Event]:
-        """Committed events after ``seq`` (for ``subscribe since=N``)."""
-        return await self.call(lambda ix: ix.store.events_since(seq, limit))
+    async def events_since(
+        self, seq: int, limit: int = 1000, *, fleet: bool = False
+    ) -> list[Event]:
+        """Committed events after ``seq`` (for ``subscribe since=N``; ``fleet``: every host's)."""
+        return await self.call(lambda ix: ix.store.events_since(seq, limit, fleet=fleet))
 
     async def last_seq(self) -> int:
         """The last sequence number committed."""

@@ -13,6 +13,10 @@ before the daemon got to publish it). A live
 subscription whose queue overflows has *lagged*: it is removed, its queue dropped, and its
 connection told (through ``on_lagged``) to send ``subscriber.lagged`` with the resume point and
 disconnect. Memory per subscriber is bounded by its queue size; a slow subscriber slows no one.
+
+A notice that is not part of the log (``store.degraded``: the log cannot be written) goes to
+the live subscriptions it matches through :meth:`Broker.notify`, numbered with the last
+sequence number published, which is where a subscriber that received it may resume.
 """
 
 from __future__ import annotations
@@ -84,7 +88,9 @@ class Subscription:
         on_lagged: Callable[[Subscription], None],
     ) -> None:
         self.filter = event_filter
-        self.everything = event_filter.types is None and event_filter.roots is None
+        self.everything = (
+            event_filter.types is None and event_filter.roots is None and event_filter.host is None
+        )
         self.on_lagged = on_lagged
         self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
         self._size = queue_size
@@ -97,8 +103,14 @@ class Subscription:
         """Every matching event up to this seq has been handed to the connection."""
         self.delivered = 0
 
-    def offer(self, seq: int, line: bytes) -> bool:
+    def offer(self, seq: int, line: bytes, *, logged: bool = True) -> bool:
         """Queue an encoded event (called by the broker).
+
+        Args:
+            seq: The event's sequence number.
+            line: The encoded event.
+            logged: False for a notice that is not part of the log (it repeats the last
+                sequence number, and is never one the replay has sent).
 
         Returns:
             False when the subscription just lagged (live and its queue full).
@@ -112,7 +124,7 @@ class Subscription:
             self.lagged = True
             self._wake()
             return False
-        if not self.replaying and seq <= self.cursor:
+        if logged and not self.replaying and seq <= self.cursor:
             # Replayed already: the store showed it before the daemon got to publish it.
             return True
         queue.append((seq, line))
@@ -253,12 +265,32 @@ class Broker:
                 subscription.skip(event.seq)
             elif not subscription.offer(event.seq, line):
                 lagged.append(subscription)
+        self._lag(lagged)
+
+    def _lag(self, lagged: list[Subscription]) -> None:
         if lagged:
             loop = asyncio.get_running_loop()
             for subscription in lagged:
                 self._subscriptions.discard(subscription)
                 self._lagged += 1
                 loop.call_soon(subscription.on_lagged, subscription)
+
+    def notify(self, event: Event) -> None:
+        """Hand a notice that is not part of the log to every live subscription it matches.
+        Never blocks; a subscription whose queue is full lags, as with :meth:`publish`.
+
+        Its ``seq`` should be :attr:`last_seq`: every event published before it is queued
+        before it, so a subscriber resuming from it misses nothing.
+        """
+        line = encode_event(event)
+        lagged = [
+            subscription
+            for subscription in self._subscriptions
+            if not subscription.replaying
+            and (subscription.everything or subscription.filter.matches(event))
+            and not subscription.offer(event.seq, line, logged=False)
+        ]
+        self._lag(lagged)
 
     def statistics(self) -> BrokerStatistics:
         """The broker's figures now."""

@@ -6,9 +6,12 @@ it reads a consistent snapshot while another process writes: WAL lets readers an
 proceed together, and a busy timeout covers checkpoints.
 
 Only one process writes a database at a time (an advisory lock next to it); readers are not
-limited. Every SQLite failure leaves this module as a :class:`~isccd.errors.StoreError` whose
-message names the database and says what to do; corruption and a full disk get their own
-subclasses.
+limited. A writer checks before each commit that its path still leads to the file it opened
+(device and inode): a database deleted or replaced while open (its state directory removed)
+fails every commit with :class:`~isccd.errors.StoreRemovedError` instead of writing to a file
+no one will read again. Every SQLite failure leaves this module as a
+:class:`~isccd.errors.StoreError` whose message names the database and says what to do;
+corruption and a full disk get their own subclasses.
 
 Names stored once and referred to by id (roots, directories, unit profiles) are interned here,
 with caches that a rolled-back transaction clears.
@@ -25,7 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from isccd.errors import StoreCorruptError, StoreError, StoreFullError, StoreLockedError
+from isccd.errors import (
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreLockedError,
+    StoreRemovedError,
+)
 from isccd.store.rows import to_fs
 from isccd.store.schema import LATEST, MIGRATIONS
 
@@ -93,6 +102,7 @@ class Database:
         self._profile_names: dict[int, str] = {}
         self._conn: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
+        self._identity: tuple[int, int] | None = None
         try:
             if not readonly:
                 self._lock_fd = self._take_writer_lock()
@@ -101,6 +111,7 @@ class Database:
                 self._check_version_readable()
             else:
                 self._prepare_writer()
+                self._identity = self._file_identity()
         except sqlite3.Error as exc:
             self.close()
             raise self._error(exc, "open") from exc
@@ -294,8 +305,25 @@ class Database:
         self._exec("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
-        """Commit the transaction."""
+        """Commit the transaction.
+
+        Raises:
+            StoreRemovedError: The database file was deleted or replaced since it was opened.
+        """
+        if self._identity is not None and self._file_identity() != self._identity:
+            raise StoreRemovedError(
+                f"the index database {self._path} was deleted or replaced while isccd was "
+                "running (was its state directory removed?): nothing more is written to it; "
+                "start isccd again to rebuild the index there"
+            )
         self._exec("COMMIT")
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = Path(self._path).stat()
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
 
     def rollback(self) -> None:
         """Roll back the transaction, if one is open."""

@@ -11,8 +11,10 @@ Group commit: the owner opens one transaction, runs every job already waiting (u
 is undone alone, then commits once and resolves the futures. Under load this batches hundreds of
 changes per transaction (SQLite manages about 1,000 commits per second but 500,000 rows per second
 in batches); when idle a job commits at once. A future resolves only after its changes are
-committed, so nothing is announced that could still be rolled back; if the commit fails, every
-job of the batch fails with the error.
+committed, so nothing is announced that could still be rolled back. If the commit fails (a full
+disk), the batch is rolled back and each of its jobs run again in a transaction of its own, so
+that only the jobs whose own writes cannot be committed fail (a question asked while the disk
+is full is still answered).
 """
 
 from __future__ import annotations
@@ -156,12 +158,13 @@ class StoreOwner(Generic[C]):
             if item.future.set_running_or_notify_cancel():
                 item.future.set_exception(exc)
             return True
-        outcomes: list[tuple[Future[Any], bool, Any]] = []
+        ran: list[_Job] = []
+        outcomes: list[tuple[bool, Any]] = []
         deadline = self._clock() + self._options.max_batch_seconds
         keep_going = True
         try:
-            self._run_job(owned, item, outcomes)
-            while len(outcomes) < self._options.max_batch and self._clock() < deadline:
+            self._run_job(owned, item, ran, outcomes)
+            while len(ran) < self._options.max_batch and self._clock() < deadline:
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
@@ -170,39 +173,55 @@ class StoreOwner(Generic[C]):
                     keep_going = False
                     break
                 assert isinstance(item, _Job)
-                self._run_job(owned, item, outcomes)
+                self._run_job(owned, item, ran, outcomes)
             owned.commit()
         except BaseException as exc:
             with contextlib.suppress(Exception):  # the original error is what callers need
                 owned.rollback()
-            for future, _, _ in outcomes:
-                future.set_exception(exc)
-            return keep_going
-        for future, ok, value in outcomes:
-            if ok:
-                future.set_result(value)
+            if isinstance(exc, Exception) and len(ran) > 1:
+                self._run_alone(owned, ran)
             else:
-                future.set_exception(value)
+                _resolve(ran, [(False, exc)] * len(ran))
+            return keep_going
+        _resolve(ran, outcomes)
         return keep_going
 
-    def _run_job(self, owned: C, job: _Job, outcomes: list[tuple[Future[Any], bool, Any]]) -> None:
+    def _run_job(
+        self, owned: C, job: _Job, ran: list[_Job], outcomes: list[tuple[bool, Any]]
+    ) -> None:
         if not job.future.set_running_or_notify_cancel():
             return
-        # Listed first: if the savepoint itself fails (a lost database connection), the batch
-        # fails, and this job with it.
-        outcomes.append((job.future, False, None))
+        ran.append(job)
+        try:
+            outcomes.append(self._apply(owned, job))
+        except BaseException as exc:
+            outcomes.append((False, exc))
+            raise
+
+    @staticmethod
+    def _apply(owned: C, job: _Job) -> tuple[bool, Any]:
+        """Run a job in a savepoint: ``(True, result)``, or ``(False, its error)`` undone."""
         owned.savepoint()
         try:
             value = job.fn(owned)
         except Exception as exc:  # the job's own failure goes to its caller, not the batch
-            outcomes[-1] = (job.future, False, exc)
-            owned.rollback_to()  # if this fails too, so does the batch
-            return
-        except BaseException as exc:
-            outcomes[-1] = (job.future, False, exc)
-            raise
+            owned.rollback_to()
+            return False, exc
         owned.release()
-        outcomes[-1] = (job.future, True, value)
+        return True, value
+
+    def _run_alone(self, owned: C, jobs: list[_Job]) -> None:
+        """After a batch failed to commit: each job again, committed on its own."""
+        for job in jobs:
+            try:
+                owned.begin()
+                ok, value = self._apply(owned, job)
+                owned.commit()
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    owned.rollback()
+                ok, value = False, exc
+            _resolve([job], [(ok, value)])
 
     def _fail_waiting(self, exc: BaseException) -> None:
         while True:
@@ -212,3 +231,11 @@ class StoreOwner(Generic[C]):
                 return
             if isinstance(item, _Job) and item.future.set_running_or_notify_cancel():
                 item.future.set_exception(exc)
+
+
+def _resolve(jobs: list[_Job], outcomes: list[tuple[bool, Any]]) -> None:
+    for job, (ok, value) in zip(jobs, outcomes, strict=True):
+        if ok:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(value)

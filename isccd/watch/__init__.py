@@ -5,6 +5,10 @@
 - :mod:`isccd.watch.handler`: the watchdog handler; on the observer thread it only hands events
   to the event loop.
 - :mod:`isccd.watch.watcher`: one observer per root, inotify or polling, and the detection of
-  what watchdog keeps quiet (queue overflow, watch-limit exhaustion, network filesystems).
+  what watchdog keeps quiet (queue overflow, watch-limit exhaustion, unreadable directories,
+  network filesystems, a root moved or deleted); :mod:`isccd.watch.inotify` is watchdog's
+  reader, hooked to tell it.
+- :mod:`isccd.watch.presence`: whether a root is still the directory watched (its identity, a
+  watch on its parent).
 - :mod:`isccd.watch.scan`: the reconcile scan (walk, stat, diff against the store).
 """

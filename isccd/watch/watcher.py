@@ -1,14 +1,24 @@
 """One inotify observer per root, and the detection of everything watchdog keeps quiet.
 
 watchdog recovers from a kernel queue overflow (``IN_Q_OVERFLOW``) by re-adding its watches,
-and skips subdirectories it cannot watch (``ENOSPC`` from ``inotify_add_watch`` once
-``fs.inotify.max_user_watches`` is used up); in both cases events are lost without a word to the
-handler. :class:`_InotifyFD` hooks the two public methods of watchdog's inotify reader through
-which both pass, so isccd learns of them and answers:
+skips subdirectories it cannot watch (``ENOSPC`` from ``inotify_add_watch`` once
+``fs.inotify.max_user_watches`` is used up, ``EACCES`` for a directory it may not read), and
+ignores the root itself being moved (``IN_MOVE_SELF``); in each case events are lost, or
+reported under the wrong path, without a word to the handler. The reader of
+:mod:`isccd.watch.inotify` hooks the public methods of watchdog's through which they pass, so
+isccd learns of them and answers:
 
 - an overflow becomes a :class:`~isccd.watch.debounce.Recrawl` of the root (stat-only reconcile);
-- a directory that cannot be watched becomes a polled subtree, announced as a
-  :class:`Degradation` with the sysctl that would fix it, and scanned at once.
+- a directory that cannot be watched for the watch limit becomes a polled subtree, announced as
+  a :class:`Degradation` with the sysctl that would fix it, and scanned at once;
+- a directory that cannot be read is announced as a :class:`Degradation` too; the daemon asks
+  :meth:`Watcher.readable_again` periodically, and at once when a directory's mode changes
+  (``on_root``), and watches the root again once it is;
+- the root moved, deleted or unmounted detaches its observer at once (later events of the
+  moved tree would name paths that are no longer its) and tells ``on_root``; so does a change
+  of the root's entry in its parent (:class:`~isccd.watch.presence.ParentWatch`). The daemon
+  then compares the root's identity (:meth:`Watcher.stale`) and watches it again, or reports
+  it unavailable.
 
 Roots (and mounts below roots) on network or FUSE filesystems are polled from the start, because
 inotify never hears of changes made on another machine. Polling itself is the daemon's job (a
@@ -31,23 +41,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from watchdog.observers.api import BaseObserver
-from watchdog.observers.inotify import InotifyEmitter
-from watchdog.observers.inotify_c import (
-    CallbackId,
-    InotifyEvent,
-    InotifyFD,
-    Mask,
-    WatchCallback,
-    WatchDescriptor,
-)
-
 from isccd.fspath import is_below
-from isccd.watch import mounts
+from isccd.watch import mounts, presence
 from isccd.watch.debounce import Change, Recrawl, RecrawlReason
 from isccd.watch.handler import EVENT_FILTER, LoopHandler
+from isccd.watch.inotify import InotifyObserver, InotifyReader
+
+#: Seconds to wait for an observer's thread to end when a root is no longer watched.
+_STOP_TIMEOUT = 10.0
 
 FORCED = "polling forced by configuration"
+#: The reason of a :class:`Degradation` for directories that cannot be read.
+UNREADABLE = (
+    "cannot be read (permission denied): tried again when its mode changes, periodically and at "
+    "every rescan"
+)
 
 
 class WatchMode(enum.StrEnum):
@@ -56,7 +64,8 @@ class WatchMode(enum.StrEnum):
     INOTIFY = "inotify"
     """Every directory is watched by inotify."""
     PARTIAL = "partial"
-    """inotify, with some subtrees polled (watch limit, or a network mount below the root)."""
+    """inotify, with some subtrees polled (watch limit, or a network mount below the root) or
+    not watched because they cannot be read."""
     POLLING = "polling"
     """The whole root is polled."""
 
@@ -117,74 +126,17 @@ class WatcherOptions:
     proc_sys: Path = Path("/proc/sys")
 
 
-class _InotifyFD(InotifyFD):
-    """watchdog's inotify reader, telling us what it otherwise only logs or swallows, and not
-    warning of what is harmless."""
-
-    def __init__(
-        self, on_overflow: Callable[[], None], on_watch_failed: Callable[[bytes, int], None]
-    ) -> None:
-        super().__init__()
-        self._on_overflow = on_overflow
-        self._on_watch_failed = on_watch_failed
-
-    def handle_event(self, event: InotifyEvent) -> None:
-        super().handle_event(event)
-        # After watchdog has rebuilt its watches (it removes and re-adds them): the reconcile
-        # this triggers then starts once the root is watched again, and finds whatever changed
-        # while it was not.
-        if event.is_queue_overflow:
-            self._on_overflow()
-
-    def _add_callback(
-        self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId
-    ) -> WatchDescriptor:
-        # watchdog's own version, without its warning. When a tree is created quickly, watchdog
-        # adds the watch of a new subdirectory twice (once walking its new parent, once for its
-        # own creation event) and warns that the callback "will be overwritten" with the very
-        # same callback: harmless. Silencing it with a warnings filter would change
-        # process-wide state, and warnings.catch_warnings is not thread-safe (the emitter and
-        # the event loop's threads add watches concurrently); so the warning is not raised.
-        # Called by add_callback under watchdog's lock, as the original.
-        watch = self._get_or_create_watch(path, mask)
-        watch.callbacks[id_] = callback
-        return watch.wd
-
-    def add_callback(
-        self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId
-    ) -> WatchDescriptor:
-        try:
-            return super().add_callback(path, mask, callback, id_)
-        except OSError as exc:
-            # watchdog drops this for every directory but the root; we poll instead.
-            if exc.errno == errno.ENOSPC:
-                self._on_watch_failed(path, exc.errno)
-            raise
-
-
-class _InotifyObserver(BaseObserver):
-    """An observer with its own (hooked) inotify instance."""
-
-    def __init__(self, inotify_fd: _InotifyFD) -> None:
-        self._inotify_fd = inotify_fd
-        inotify_fd.start()
-        super().__init__(InotifyEmitter, inotify_fd=inotify_fd)
-
-    def on_thread_stop(self) -> None:
-        super().on_thread_stop()
-        self._inotify_fd.stop()
-        if self._inotify_fd.is_alive():
-            self._inotify_fd.join()
-
-
 @dataclass
 class _Root:
     root: str
     fstype: str
-    observer: _InotifyObserver | None = None
+    identity: presence.Identity | None = None
+    observer: InotifyObserver | None = None
     degradations: list[Degradation] = field(default_factory=list)
     polled: set[str] = field(default_factory=set)
+    unreadable: set[str] = field(default_factory=set)
     overflows: int = 0
+    left: bool = False
 
 
 class Watcher:
@@ -195,10 +147,13 @@ class Watcher:
         options: How roots are watched.
         on_change: Each meaningful change (to the debouncer).
         on_recrawl: A root lost events and must be reconciled.
-        on_degraded: Part of a root is now polled.
+        on_degraded: Part of a root is now polled, or cannot be read.
+        on_root: A root (watched or only tracked) may have been moved, deleted, unmounted or
+            created: check it (:meth:`stale`).
 
-    :meth:`watch` and :meth:`unwatch` block (adding watches walks the tree); call them from a
-    worker thread. Everything else is cheap.
+    :meth:`watch`, :meth:`unwatch`, :meth:`track`, :meth:`stale` and :meth:`readable_again`
+    block (adding watches walks the tree); call them from a worker thread. Everything else is
+    cheap.
     """
 
     def __init__(
@@ -208,15 +163,19 @@ class Watcher:
         on_change: Callable[[Change], None],
         on_recrawl: Callable[[Recrawl], None],
         on_degraded: Callable[[Degradation], None],
+        *,
+        on_root: Callable[[str], None] = lambda root: None,
     ) -> None:
         self._loop = loop
         self._options = options
         self._on_change = on_change
         self._on_recrawl = on_recrawl
         self._on_degraded = on_degraded
+        self._on_root = on_root
         self._lock = threading.Lock()
         self._roots: dict[str, _Root] = {}
-        self._failed: dict[str, set[str]] = {}
+        self._failed: dict[str, dict[str, int]] = {}
+        self._parents = presence.ParentWatch(loop, on_root)
 
     def watch(self, root: str) -> RootStatus:
         """Start watching ``root`` (blocking). Watching a root twice does nothing.
@@ -232,7 +191,7 @@ class Watcher:
         table = mounts.read_mountinfo(self._options.mountinfo)
         real = mounts.resolve(root)
         mount = mounts.mount_of(real, table)
-        state = _Root(root, mount.fstype if mount else "unknown")
+        state = _Root(root, mount.fstype if mount else "unknown", presence.identity(root))
         with self._lock:
             if root in self._roots:
                 return self._status(self._roots[root])
@@ -253,7 +212,7 @@ class Watcher:
             )
         else:
             try:
-                observer = self._start_inotify(root)
+                observer = self._start_inotify(state)
             except OSError as exc:
                 degradations.append(self._limit_degradation(root, root, exc))
             else:
@@ -287,17 +246,59 @@ class Watcher:
         if state is not None and state.observer is not None:
             state.observer.stop()
             if state.observer.is_alive():
-                state.observer.join()
+                state.observer.join(_STOP_TIMEOUT)
 
     def close(self) -> None:
         """Stop every observer (blocking); idempotent."""
         for root in list(self._roots):
             self.unwatch(root)
+        self._parents.close()
 
     def roots(self) -> list[str]:
         """The roots being watched."""
         with self._lock:
             return list(self._roots)
+
+    def watching(self, root: str) -> bool:
+        """Whether ``root`` is watched (possibly by polling)."""
+        with self._lock:
+            return root in self._roots
+
+    def track(self, root: str) -> bool:
+        """Watch the parent of ``root``, watched or not, so that it is noticed at once when it
+        appears, goes or is renamed (blocking; idempotent). Returns False when the parent
+        cannot be watched now; call again later."""
+        return self._parents.add(root)
+
+    def untrack(self, root: str) -> None:
+        """Stop watching the parent of a root that is no longer configured (blocking)."""
+        self._parents.remove(root)
+
+    def stale(self, root: str) -> bool:
+        """Whether the watched ``root`` is no longer the directory at its path: it was moved,
+        deleted, replaced or unmounted since :meth:`watch` (blocking: one ``stat``). A stale
+        root must be unwatched, and watched again if a directory is there now."""
+        with self._lock:
+            state = self._roots.get(root)
+        if state is None:
+            return False
+        return state.left or presence.identity(root) != state.identity
+
+    def readable_again(self, root: str) -> bool:
+        """Whether a directory of ``root`` that could not be read can be now, or is gone
+        (blocking): then watching the root again watches it."""
+        with self._lock:
+            state = self._roots.get(root)
+            paths = sorted(state.unreadable) if state is not None else []
+        for path in paths:
+            try:
+                os.scandir(path).close()
+            except (FileNotFoundError, NotADirectoryError):
+                return True
+            except OSError:
+                continue
+            return True
+        return False
 
     def status(self) -> list[RootStatus]:
         """How each root is watched."""
@@ -318,7 +319,9 @@ class Watcher:
                         self._roots[root].polled.discard(path)
         return kept
 
-    def _start_inotify(self, root: str) -> _InotifyObserver:
+    def _start_inotify(self, state: _Root) -> InotifyObserver:
+        root = state.root
+
         # These run on watchdog's threads; a closed loop means shutdown, when nothing matters.
         def overflowed() -> None:
             with contextlib.suppress(RuntimeError):
@@ -328,8 +331,21 @@ class Watcher:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._watch_failed, root, os.fsdecode(path), err)
 
-        inotify_fd = _InotifyFD(overflowed, watch_failed)
-        observer = _InotifyObserver(inotify_fd)
+        def left() -> None:
+            with self._lock:
+                state.left = True
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._on_root, root)
+
+        def attrib() -> None:
+            with self._lock:
+                unreadable = bool(state.unreadable)
+            if unreadable:  # one of them may be readable now: have them checked at once
+                with contextlib.suppress(RuntimeError):
+                    self._loop.call_soon_threadsafe(self._on_root, root)
+
+        inotify_fd = InotifyReader(os.fsencode(root), overflowed, watch_failed, left, attrib)
+        observer = InotifyObserver(inotify_fd)
         observer.schedule(
             LoopHandler(self._loop, root, self._on_change),
             root,
@@ -353,19 +369,22 @@ class Watcher:
         self._on_recrawl(Recrawl(root, RecrawlReason.OVERFLOW))
 
     def _watch_failed(self, root: str, path: str, err: int) -> None:
-        """A directory below ``root`` could not be watched: poll it (batched per loop turn)."""
-        pending = self._failed.setdefault(root, set())
+        """A directory below ``root`` could not be watched: poll it, or note that it cannot
+        be read (batched per loop turn)."""
+        pending = self._failed.setdefault(root, {})
         if not pending:
             self._loop.call_soon(self._poll_failed, root)
-        pending.add(path)
+        pending[path] = err
 
     def _poll_failed(self, root: str) -> None:
-        failed = self._failed.pop(root, set())
+        failed = self._failed.pop(root, {})
+        limited = {path for path, err in failed.items() if err == errno.ENOSPC}
+        self._unreadable(root, set(failed) - limited)
         with self._lock:
             state = self._roots.get(root)
-            if state is None or not failed:
+            if state is None or not limited:
                 return
-            new = _outermost(failed - {root}, already=state.polled)
+            new = _outermost(limited - {root}, already=state.polled)
             if not new:
                 return
             state.polled = {p for p in state.polled if not any(is_below(p, n) for n in new)}
@@ -386,6 +405,27 @@ class Watcher:
         # Whatever happened in those directories before they were polled is found by a
         # reconcile of the root.
         self._on_recrawl(Recrawl(root, RecrawlReason.WATCH_LIMIT))
+
+    def _unreadable(self, root: str, paths: set[str]) -> None:
+        """Directories below ``root`` that inotify may not watch because they cannot be read:
+        say so; nothing is lost meanwhile (a reconcile reports them as unreadable too)."""
+        with self._lock:
+            state = self._roots.get(root)
+            if state is None or not paths:
+                return
+            new = _outermost(paths - {root}, already=state.unreadable)
+            if not new:
+                return
+            state.unreadable.update(new)
+            degradation = Degradation(root, tuple(sorted(new)), UNREADABLE)
+            for i, old in enumerate(state.degradations):
+                if old.reason == UNREADABLE:
+                    paths_now = tuple(sorted(state.unreadable))
+                    state.degradations[i] = Degradation(root, paths_now, UNREADABLE)
+                    break
+            else:
+                state.degradations.append(degradation)
+        self._on_degraded(degradation)
 
     def _limit_degradation(self, root: str, path: str, exc: OSError) -> Degradation:
         if exc.errno == errno.EMFILE:
@@ -426,7 +466,7 @@ class Watcher:
     def _status(self, state: _Root) -> RootStatus:
         if state.observer is None:
             mode = WatchMode.POLLING
-        elif state.polled:
+        elif state.polled or state.unreadable:
             mode = WatchMode.PARTIAL
         else:
             mode = WatchMode.INOTIFY

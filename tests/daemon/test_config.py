@@ -70,8 +70,9 @@ def test_settings_reach_the_components(tmp_path: Path) -> None:
 def test_roots_are_checked_on_the_machine(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no directory to watch"):
         build_config(load_settings(env={}), env={})
-    with pytest.raises(ConfigError, match="does not exist"):
-        build_config(_settings(tmp_path / "missing"), env={})
+    # A missing root is accepted (an unplugged disk), the daemon watches it once it appears.
+    missing = build_config(_settings(tmp_path / "missing"), env={})
+    assert missing.roots == (str(tmp_path.resolve() / "missing"),)
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="is not a directory"):
         build_config(_settings(tmp_path / "file"), env={})

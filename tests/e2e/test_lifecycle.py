@@ -249,9 +249,10 @@ def test_a_bad_configuration_exits_78_naming_the_key(tmp_path: Path) -> None:
     assert result.returncode == 78
     assert "watch.roots: no directory to watch" in result.stderr
 
-    result = _run("--watch", str(tmp_path / "missing"), cwd=tmp_path)
+    (tmp_path / "file").write_text("not a directory")
+    result = _run("--watch", str(tmp_path / "file"), cwd=tmp_path)
     assert result.returncode == 78
-    assert "does not exist" in result.stderr
+    assert "is not a directory" in result.stderr
 
     result = _run("--config", str(tmp_path / "nope.toml"), cwd=tmp_path)
     assert result.returncode == 78

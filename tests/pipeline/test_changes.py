@@ -74,6 +74,24 @@ def test_a_rename_keeps_the_codes_and_is_not_rehashed(h: Harness) -> None:
     assert sorted(m.paths[0] for m in group.members) == [h.p("copy"), h.p("elsewhere/renamed")]
 
 
+def test_a_file_written_to_then_renamed_before_the_write_was_seen_is_hashed_again(
+    h: Harness,
+) -> None:
+    h.write("a", "A:0")
+    h.scan()
+    h.write("a", "A:12")  # its event still settling when the rename comes
+    (h.root / "a").rename(h.root / "b")
+    moved = h.run(h.pipeline.move_path(h.p("a"), str(h.root), h.p("b")))
+    assert kinds(moved) == [("file.moved", "b")]
+    # The write is found, by the write's own event (settled under the new name) or, if the
+    # daemon was killed meanwhile, by the next reconcile.
+    changed = h.scan()
+    assert kinds(changed) == [("file.changed", "b"), ("scan.done", "")]
+    view = h.run(h.pipeline.get(h.p("b")))
+    assert view is not None
+    assert view.file.record.datahash == h.run(h.hasher(str(h.root), h.p("b"), None)).datahash
+
+
 def test_a_removal_leaves_a_tombstone_and_resolves_duplicates(h: Harness) -> None:
     h.write("a", "A:0")
     h.write("copy", "A:0")

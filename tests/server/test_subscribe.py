@@ -18,7 +18,7 @@ from isccd.model import Event, EventType
 from isccd.protocol import SubscribeRequest
 from isccd.server import Broker, Server
 
-from .fakes import FakeBackend, publish_all, serving
+from .fakes import HOST, FakeBackend, publish_all, serving
 
 A, B = EventType.DUP_EXACT, EventType.FILE_ADDED
 
@@ -103,6 +103,37 @@ def test_filters_select_types_and_roots(root_dir: Path, short_dir: Path) -> None
             _commit(backend, broker, root_dir, 2)  # live: 10 (B), 11 (A)
             assert [e.seq for e in await _take(by_type, 1)] == [11]
             assert [e.seq for e in await _take(by_root, 2)] == [10, 11]
+
+    _run(root_dir, short_dir, scenario)
+
+
+def test_a_subscription_follows_its_host_unless_it_asks_for_the_fleet(
+    root_dir: Path, short_dir: Path
+) -> None:
+    async def scenario(server: Server, broker: Broker, backend: FakeBackend) -> None:
+        backend.commit(B, str(root_dir), f"{root_dir}/mine", host=HOST)  # 1
+        backend.commit(B, "/srv/b", "/srv/b/theirs", host="host-b")  # 2
+        backend.commit(A, str(root_dir), f"{root_dir}/mine", host=HOST)  # 3: about this host
+        backend.commit(A, "", "")  # 4: a notice about no host
+        publish_all(backend, broker)
+        async with (
+            await AsyncClient.connect(server.path) as own,
+            await AsyncClient.connect(server.path) as fleet,
+        ):
+            await own.subscribe(since=0)
+            await fleet.subscribe(since=0, fleet=True)
+            assert [e.seq for e in await _take(own, 3)] == [1, 3, 4]
+            replayed = await _take(fleet, 4)
+            assert [(e.seq, e.host) for e in replayed] == [
+                (1, HOST), (2, "host-b"), (3, HOST), (4, "")
+            ]  # fmt: skip
+            backend.commit(B, "/srv/b", "/srv/b/more", host="host-b")  # 5
+            backend.commit(B, str(root_dir), f"{root_dir}/new", host=HOST)  # 6
+            publish_all(backend, broker)
+            assert [e.seq for e in await _take(own, 1)] == [6]
+            assert [e.seq for e in await _take(fleet, 2)] == [5, 6]
+            # The other host's events were skipped over: resuming from here misses nothing.
+            assert (await own.unsubscribe()).seq == 6
 
     _run(root_dir, short_dir, scenario)
 
@@ -401,3 +432,25 @@ def test_clients_skip_events_they_do_not_know_but_count_their_seq(short_dir: Pat
             assert client.last_seq == 2
 
     asyncio.run(main())
+
+
+def test_a_notice_outside_the_log_reaches_live_subscribers_in_order(
+    root_dir: Path, short_dir: Path
+) -> None:
+    async def scenario(server: Server, broker: Broker, backend: FakeBackend) -> None:
+        _commit(backend, broker, root_dir, 3)
+        async with await AsyncClient.connect(server.path) as client:
+            await client.subscribe(since=0)
+            assert [e.seq for e in await _take(client, 3)] == [1, 2, 3]
+            await client.sync()  # the replay has caught up: the subscription is live
+            notice = Event(3, EventType.STORE_DEGRADED, 9.0, "", "", {"reason": "disk full"})
+            broker.notify(notice)
+            _commit(backend, broker, root_dir, 1)
+            got = await _take(client, 2)
+            assert [(e.type, e.seq) for e in got] == [
+                (EventType.STORE_DEGRADED, 3),
+                (EventType.FILE_ADDED, 4),
+            ]
+            assert got[0].data == {"reason": "disk full"}
+
+    _run(root_dir, short_dir, scenario)

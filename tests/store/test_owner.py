@@ -119,6 +119,47 @@ def test_a_failed_commit_fails_every_job_of_the_batch_and_keeps_nothing(
         owner.close()
 
 
+class FullStore(SqliteStore):
+    """A SQLite store on a full disk: a transaction that wrote a file cannot be committed."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path / "isccd.db")
+        self.wrote = False
+
+    def begin(self) -> None:
+        super().begin()
+        self.wrote = False
+
+    def add_file(self, *args: object, **kwargs: object) -> int:
+        self.wrote = True
+        return super().add_file(*args, **kwargs)  # type: ignore[arg-type]
+
+    def commit(self) -> None:
+        if self.wrote:
+            raise StoreFullError("disk full")
+        super().commit()
+
+
+def test_questions_batched_with_writes_that_cannot_be_committed_are_still_answered(
+    tmp_path: Path,
+) -> None:
+    owner = StoreOwner(lambda: FullStore(tmp_path), clock=_still)
+    owner.start()
+    gate = threading.Event()
+    try:
+        blocker = owner.submit(lambda s: gate.wait(10))
+        writes = [owner.submit(functools.partial(add_numbered, i)) for i in range(3)]
+        question = owner.submit(lambda s: s.files_under("/"))
+        gate.set()  # all of them form one batch, whose commit fails
+        assert blocker.result(10) is True
+        assert question.result(10) == []
+        for write in writes:
+            with pytest.raises(StoreFullError):
+                write.result(10)
+    finally:
+        owner.close()
+
+
 def test_a_result_arrives_only_once_its_changes_are_visible_to_other_readers(
     store_url: str,
 ) -> None:

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from isccd.errors import StoreCorruptError, StoreError, StoreFullError, StoreLockedError
+from isccd.errors import (
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreLockedError,
+    StoreRemovedError,
+)
 from isccd.model import EventType
 from isccd.store import DB_NAME, SqliteOptions, SqliteStore, open_store, state_url
 from isccd.store.schema import LATEST, MIGRATIONS
@@ -268,3 +274,33 @@ def test_events_written_in_a_transaction_appear_only_on_commit(tmp_path: Path) -
     finally:
         reader.close()
         writer.close()
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_database_deleted_or_replaced_while_open_commits_nothing(
+    tmp_path: Path, how: str
+) -> None:
+    state = tmp_path / "state"
+    store = SqliteStore(_db(state))
+    try:
+        store.begin()
+        store.add_file(ROOT, make_record("/data/a", ino=1), 1.0)
+        store.commit()
+        moved = tmp_path / "moved"
+        state.rename(moved)  # the state directory removed (its files kept here to look at)
+        if how == "replaced":
+            state.mkdir()
+            SqliteStore(_db(state)).close()  # another database at the path
+        store.begin()
+        store.add_file(ROOT, make_record("/data/b", ino=2), 1.0)
+        with pytest.raises(StoreRemovedError, match="was deleted or replaced"):
+            store.commit()
+        store.rollback()
+    finally:
+        store.close()
+    kept = SqliteStore(_db(moved), readonly=True)
+    try:
+        assert kept.file_at("/data/a") is not None
+        assert kept.file_at("/data/b") is None
+    finally:
+        kept.close()

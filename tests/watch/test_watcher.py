@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -371,3 +372,113 @@ def test_no_inotify_instance_polls_the_root(tmp_path: Path) -> None:
     data = _run_limited(tmp_path, watches=100, instances=0)
     assert data["mode"] == "polling"
     assert data["fix"] == ["user.max_inotify_instances=1024"]
+
+
+class RootEvents:
+    """Collects the roots the watcher tells of (``on_root``)."""
+
+    def __init__(self) -> None:
+        self.told: list[str] = []
+        self._changed = asyncio.Event()
+
+    def add(self, root: str) -> None:
+        self.told.append(root)
+        self._changed.set()
+
+    async def wait(self, count: int, timeout: float = 10) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.told) < count:
+                self._changed.clear()
+                await self._changed.wait()
+
+
+def test_a_root_moved_away_is_told_and_its_tree_is_no_longer_reported(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    away = tmp_path / "away"
+
+    async def main() -> None:
+        collector, roots = Collector(), RootEvents()
+        loop = asyncio.get_running_loop()
+        add = collector.add
+        watcher = Watcher(loop, WatcherOptions(), add, add, add, on_root=roots.add)
+        await asyncio.to_thread(watcher.track, str(root))
+        await asyncio.to_thread(watcher.watch, str(root))
+        try:
+            assert not await asyncio.to_thread(watcher.stale, str(root))
+            root.rename(away)
+            await roots.wait(1)
+            assert set(roots.told) == {str(root)}
+            assert await asyncio.to_thread(watcher.stale, str(root))
+            # The moved tree is still watched by the kernel: its changes must not be taken
+            # for changes under the root's path.
+            (away / "sub" / "x.txt").write_text("x")
+            (away / "marker").write_text("m")
+            away.rename(root)  # and back: the parent's watch tells
+            await roots.wait(2)
+            assert await asyncio.to_thread(watcher.stale, str(root))  # detached for good
+            assert not [n for n in collector.seen if isinstance(n, Change)]
+        finally:
+            await asyncio.to_thread(watcher.close)
+
+    asyncio.run(main())
+
+
+def test_a_root_deleted_and_created_again_is_told_and_stale(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a")
+
+    async def main() -> None:
+        collector, roots = Collector(), RootEvents()
+        loop = asyncio.get_running_loop()
+        add = collector.add
+        watcher = Watcher(loop, WatcherOptions(), add, add, add, on_root=roots.add)
+        await asyncio.to_thread(watcher.track, str(root))
+        await asyncio.to_thread(watcher.watch, str(root))
+        try:
+            (root / "a.txt").unlink()
+            await collector.wait_for(_change(ChangeKind.REMOVED, root / "a.txt"))
+            root.rmdir()
+            await roots.wait(1)
+            # The root's own removal is not a removal of everything below it.
+            assert not [n for n in collector.seen if isinstance(n, Change) and n.path == str(root)]
+            root.mkdir()
+            await roots.wait(len(roots.told) + 1)  # its parent saw it come back
+            assert await asyncio.to_thread(watcher.stale, str(root))
+            await asyncio.to_thread(watcher.unwatch, str(root))
+            await asyncio.to_thread(watcher.watch, str(root))
+            assert not await asyncio.to_thread(watcher.stale, str(root))
+        finally:
+            await asyncio.to_thread(watcher.close)
+
+    asyncio.run(main())
+
+
+def test_an_observer_that_fails_to_stop_is_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # watchdog keys its inotify watches by path, and a watched directory swapped for a symbolic
+    # link can make its stop fail (KeyError): closing the watcher must still end, or the
+    # daemon never exits.
+    from watchdog.observers.api import BaseObserver
+
+    def failing(self: BaseObserver) -> None:
+        raise KeyError(b"/a/directory/swapped/for/a/link")
+
+    monkeypatch.setattr(BaseObserver, "on_thread_stop", failing)
+    before = set(threading.enumerate())
+    root = tmp_path / "root"
+    root.mkdir()
+
+    async def main() -> None:
+        collector = Collector()
+        watcher = _watcher(collector)
+        await asyncio.to_thread(watcher.watch, str(root))
+        await asyncio.wait_for(asyncio.to_thread(watcher.close), 15)
+        assert watcher.roots() == []
+
+    asyncio.run(main())
+    assert [r for r in caplog.records if r.getMessage() == "watch_stop_failed"]
+    # The inotify reader went too (the observer's own thread ends at its next poll).
+    assert not [t for t in set(threading.enumerate()) - before if "Inotify" in type(t).__name__]
