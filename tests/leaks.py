@@ -26,6 +26,21 @@ _SINGLETONS = (
 )
 _FORK_SERVER = _SINGLETONS[0]
 
+#: Processes that a fixture of a wider scope than one test owns and ends (a module's daemons):
+#: a test may start one again, and it lives on into the next test by design.
+_OWNED_WIDER: set[int] = set()
+
+
+def owned_wider(pid: int) -> None:
+    """Let the process ``pid`` outlive the test that started it: a fixture of a wider scope
+    owns it and ends it (and then calls :func:`released`)."""
+    _OWNED_WIDER.add(pid)
+
+
+def released(pid: int) -> None:
+    """``pid`` has ended: a later process with the same number is a test's again."""
+    _OWNED_WIDER.discard(pid)
+
 
 @dataclass(frozen=True, slots=True)
 class Process:
@@ -63,7 +78,9 @@ class Running:
         threads = [t for t in self.threads if t not in before.threads]
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        processes = [p for p in self.processes if p not in before.processes]
+        processes = [
+            p for p in self.processes if p not in before.processes and p.pid not in _OWNED_WIDER
+        ]
         while any(p.running() for p in processes) and time.monotonic() < deadline:
             time.sleep(0.01)  # no way to wait for a process that is not our child but to poll
         return [

@@ -193,7 +193,11 @@ def test_a_killed_daemon_and_a_restarted_database_lose_no_event(
     expected["fleet-a"] += _written(a.root, "after", 5, 600)
 
     for host, paths in expected.items():
-        _until(fleet[host], lambda client, paths=paths: _indexed(client, paths))
+
+        def indexed(client: Client, paths: list[Path] = paths) -> bool:
+            return _indexed(client, paths)
+
+        _until(fleet[host], indexed)
     _until(a, lambda client: client.status().state == "ready")
 
     # A subscriber of the fleet resuming from before all this gets exactly what it missed.

@@ -77,6 +77,7 @@ def test_a_lower_number_never_commits_after_a_higher_one_was_read(pg_url: str) -
             store.close()
 
 
+@pytest.mark.slow
 def test_concurrent_writers_and_a_tailing_reader_miss_nothing(pg_url: str) -> None:
     hosts = [f"h{i}" for i in range(4)]
     stores = [open_store(pg_url, host=h) for h in hosts]
