@@ -4,12 +4,15 @@ Every line goes to stderr: readable console lines on a terminal, one JSON object
 otherwise (under systemd the journal stores them; ``journalctl -o cat`` shows the JSON). Loggers
 of the standard library (watchdog, asyncio, anything else) are routed through the same processors,
 so a line from watchdog looks like a line from isccd: ``timestamp``, ``level``, ``logger``,
-``event`` and the key/value context.
+``event`` and the key/value context. The fields a standard library call passes in ``extra=`` are
+that context: they become keys of the line, as a structlog call's keyword arguments do.
 
 When stderr is the journal (``$JOURNAL_STREAM`` names the stream), each line is prefixed with its
 syslog priority (``<4>`` for a warning), so ``journalctl -p warning`` filters by level.
 
-Event names are snake_case facts (``file_processed``, ``watch_overflow``). Loggers are obtained with
+Event names are snake_case facts (``file_processed``, ``watch_overflow``) with key/value fields,
+whichever API writes them (``log.warning("root_device_unavailable", extra={"root": ...})`` in the
+pipeline, ``log.warning("root_unavailable", root=...)`` with structlog). Loggers are obtained with
 ``structlog.get_logger()`` where they are used; nothing is bound at module scope.
 
 Imports nothing of isccd.
@@ -82,7 +85,10 @@ def configure_logging(
     else:
         final.append(renderer)
 
-    formatter = structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processors=final)
+    # Lines of the standard library's loggers: their ``extra=`` fields first, so that the
+    # processors after it (level, logger, timestamp) win over an extra of the same name.
+    foreign: list[Processor] = [_add_extra, *shared]
+    formatter = structlog.stdlib.ProcessorFormatter(foreign_pre_chain=foreign, processors=final)
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(formatter)
     root = logging.getLogger()
@@ -104,6 +110,25 @@ def configure_logging(
         # Not cached: a reload may replace this configuration while loggers exist.
         cache_logger_on_first_use=False,
     )
+
+
+#: The attributes of every log record, and those a formatter adds to it (another handler's,
+#: pytest's, may have formatted the record first): anything else came in ``extra=``.
+_RECORD_KEYS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+def _add_extra(logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
+    """Add the ``extra=`` fields of a standard library record as keys of the line.
+
+    structlog's ``ExtraAdder`` would take the ``message`` a formatter leaves on the record for
+    an extra, and repeat the event in every line.
+    """
+    record = event_dict.get("_record")
+    if isinstance(record, logging.LogRecord):
+        for key, value in vars(record).items():
+            if key not in _RECORD_KEYS:
+                event_dict[key] = value
+    return event_dict
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

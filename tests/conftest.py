@@ -8,15 +8,23 @@ examples; run it before a release and after touching an algorithm.
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import structlog
 from hypothesis import HealthCheck, settings
 
+from isccd.logconf import configure_logging
+from tests.leaks import Running
 from tests.pg import PgServer, find_bin_dir
 
 settings.register_profile(
@@ -35,6 +43,21 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+#: How long a thread or process a test started may take to end after the test.
+LEAK_GRACE = 5.0
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_running() -> Iterator[None]:
+    """Fail a test that leaves a thread or a process it started running (:mod:`tests.leaks`),
+    naming what it left."""
+    before = Running.now()
+    yield
+    leaked = Running.now().leaked_since(before, LEAK_GRACE)
+    if leaked:
+        pytest.fail("left running after the test: " + "; ".join(leaked), pytrace=False)
+
+
 @pytest.fixture
 def fork_server_dies(tmp_path: Path) -> dict[str, str]:
     """Environment variables under which the multiprocessing fork server, that every hashing
@@ -48,6 +71,17 @@ def fork_server_dies(tmp_path: Path) -> dict[str, str]:
         "    os._exit(3)\n"
     )
     return {"PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])}
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A fresh directory under /tmp, symbolic links resolved: a Unix socket's path must fit in
+    107 bytes, which pytest's ``tmp_path`` may not leave room for."""
+    path = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp")).resolve()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -74,3 +108,25 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     name = pg_server.new_database()
     yield pg_server.url(name)
     pg_server.drop_database(name)
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """The standard library's root logger, warning capture and structlog as they were before
+    the test, whatever the test configured."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.captureWarnings(False)
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def json_log(restored_logging: None) -> Callable[[], list[dict[str, Any]]]:
+    """Logging configured as the daemon configures it off a terminal (JSON lines, level info),
+    written to a buffer: the fixture's value returns the lines written so far, parsed."""
+    out = io.StringIO()
+    configure_logging("info", "json", stream=out, env={})
+    return lambda: [json.loads(line) for line in out.getvalue().splitlines()]

@@ -7,24 +7,19 @@ import io
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
 
 from isccd.logconf import configure_logging
 
+JSON = dict[str, Any]
 
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    logging.captureWarnings(False)
-    structlog.reset_defaults()
+
+pytestmark = pytest.mark.usefixtures("restored_logging")
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, object]]:
@@ -59,6 +54,30 @@ def test_stdlib_loggers_go_through_the_same_pipeline() -> None:
         "logger": "watchdog.observers.inotify_c",
         "timestamp": line["timestamp"],
     }
+
+
+def test_the_extra_fields_of_stdlib_calls_are_kept(json_log: Callable[[], list[JSON]]) -> None:
+    logging.getLogger("isccd.pipeline").warning(
+        "root_device_unavailable", extra={"root": "/srv/disk", "present": 1, "missing": 4}
+    )
+    (line,) = json_log()
+    assert line == {
+        "event": "root_device_unavailable",
+        "level": "warning",
+        "logger": "isccd.pipeline",
+        "timestamp": line["timestamp"],
+        "root": "/srv/disk",
+        "present": 1,
+        "missing": 4,
+    }
+
+
+def test_an_extra_field_does_not_replace_the_standard_keys(
+    json_log: Callable[[], list[JSON]],
+) -> None:
+    logging.getLogger("isccd.pipeline").info("composed", extra={"level": "x", "logger": "y"})
+    (line,) = json_log()
+    assert (line["level"], line["logger"]) == ("info", "isccd.pipeline")
 
 
 def test_exceptions_are_structured_in_json() -> None:

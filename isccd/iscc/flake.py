@@ -10,6 +10,10 @@ by every caller in a process (two calls in one millisecond must not collide), so
 one explicit :class:`FlakeGenerator`, guarded by a lock; :func:`gen_flake_code_v0` and
 :class:`Flake` use the process-wide :data:`DEFAULT_GENERATOR`. Tests and other callers can
 make their own generator with an injected clock and entropy source.
+
+Reached only through the public API: neither the daemon nor the commands make Flake-Codes. The
+module is here so that :mod:`isccd.iscc` offers what iscc-core 1.5.0 offers; the differential
+tests against iscc-core (``tests/iscc/test_flake.py``) keep it right.
 """
 
 from __future__ import annotations

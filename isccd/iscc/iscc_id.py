@@ -6,6 +6,12 @@
   address, optionally followed by a uvarint uniqueness counter; the SubType is the ledger.
 
 This module may read the clock (for the default v1 timestamp) and nothing else.
+
+Reached only through the public API: neither the daemon nor the commands use ISCC-IDs (they are
+issued by an ISCC registry, not computed from a file). The module is here so that
+:mod:`isccd.iscc` offers what iscc-core 1.5.0 offers; the conformance vectors have no ISCC-ID
+entries, so the differential tests against iscc-core (``tests/iscc/test_iscc_id.py``) are what
+keeps it right.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ The reader is strict: canonical headers only, MainTypes META, SEMANTIC, CONTENT,
 INSTANCE only, bodies of 32 to 256 bits present in full, nothing after the last unit. Unknown
 SubType and Version values are kept as they are, so decoding and re-encoding is lossless.
 
+Reached only through the public API: neither the daemon nor the commands read or write
+ISCC-SEQs (they keep units apart, in the store). The conformance vectors (``encode_seq``,
+``decode_seq``; ``isccd selftest`` and ``tests/conformance``) and ``tests/iscc/test_seq.py``
+exercise it.
+
 Pure: no I/O.
 """
 

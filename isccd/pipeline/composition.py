@@ -36,7 +36,7 @@ def _decode(text: str) -> bool | None:
     except (ValueError, KeyError, TypeError):
         found = None
     if not isinstance(found, bool):
-        _log.warning("unreadable ISCC-CODE composition in the store", extra={"found": text})
+        _log.warning("composition_record_unreadable", extra={"found": text})
         return None
     return found
 

@@ -259,7 +259,7 @@ class Indexer:
             try:
                 self._on_commit(committed)
             except Exception:  # the batch is committed; a faulty listener must not undo that
-                _log.exception("event listener failed", extra={"events": len(committed)})
+                _log.exception("event_listener_failed", extra={"events": len(committed)})
 
     def rollback(self) -> None:
         """Undo the batch, in the store and the index."""

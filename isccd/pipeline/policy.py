@@ -126,7 +126,7 @@ def recorded(ix: Indexer) -> Recorded | None:
     try:
         return parse(text)
     except ValueError as exc:
-        _log.warning("unreadable duplicate policy in the store, replaced", extra={"error": exc})
+        _log.warning("policy_record_unreadable", extra={"error": str(exc)})
         return None
 
 

@@ -416,18 +416,16 @@ class Reconciler:
             missing = len(self._vanished)
             if device.unavailable(self._present, missing):
                 self.stats.issues.append(device.issue(self._present, missing))
+                # Kept as unavailable (nothing tombstoned): likely an unmounted disk's mount point.
                 _log.warning(
-                    "root on another device with few of its files: kept as unavailable",
+                    "root_device_unavailable",
                     extra={"root": self.root, "present": self._present, "missing": missing},
                 )
                 return False
         if whole and self.root not in self._walker.unknown:
             moved = device.settle(self._ix.store)
             if moved:
-                _log.info(
-                    "root on a new device: files re-identified",
-                    extra={"root": self.root, "files": moved},
-                )
+                _log.info("root_device_reidentified", extra={"root": self.root, "files": moved})
         return True
 
     def close(self) -> tuple[ScanStats, Event | None]:

@@ -14,7 +14,6 @@ import contextlib
 import errno
 import logging
 import os
-import warnings
 from collections.abc import Callable
 
 from watchdog.observers.api import BaseObserver
@@ -38,7 +37,8 @@ _log = logging.getLogger(__name__)
 
 
 class InotifyReader(InotifyFD):
-    """watchdog's inotify reader, telling us what it otherwise only logs or swallows.
+    """watchdog's inotify reader, telling us what it otherwise only logs or swallows, and not
+    warning of what is harmless.
 
     Args:
         root: The watched root.
@@ -56,13 +56,6 @@ class InotifyReader(InotifyFD):
         on_root_left: Callable[[], None],
         on_dir_attrib: Callable[[], None],
     ) -> None:
-        # When a tree is created quickly, watchdog adds the watch of a new subdirectory twice
-        # (once walking its new parent, once for its own creation event) and warns that the
-        # callback "will be overwritten" with the very same callback: harmless, and not to be
-        # turned into an error in watchdog's reader thread.
-        warnings.filterwarnings(
-            "ignore", message=r"Callback with id .* already exists", category=RuntimeWarning
-        )
         super().__init__()
         self._root = root
         self._root_wd: WatchDescriptor | None = None
@@ -94,6 +87,20 @@ class InotifyReader(InotifyFD):
             self._on_overflow()
         elif event.is_attrib and event.is_directory:
             self._on_dir_attrib()
+
+    def _add_callback(
+        self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId
+    ) -> WatchDescriptor:
+        # watchdog's own version, without its warning. When a tree is created quickly, watchdog
+        # adds the watch of a new subdirectory twice (once walking its new parent, once for its
+        # own creation event) and warns that the callback "will be overwritten" with the very
+        # same callback: harmless. Silencing it with a warnings filter would change
+        # process-wide state, and warnings.catch_warnings is not thread-safe (the emitter and
+        # the event loop's threads add watches concurrently); so the warning is not raised.
+        # Called by add_callback under watchdog's lock, as the original.
+        watch = self._get_or_create_watch(path, mask)
+        watch.callbacks[id_] = callback
+        return watch.wd
 
     def add_callback(
         self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId

@@ -42,7 +42,23 @@ WEIGHTS = {
 }
 
 _COMMANDS = ("hello", "status", "get", "similar", "dupes", "rescan", "sync", "subscribe")
-_WRONG = (None, True, False, 0, -1, 1.5, 10**400, "", "x", [], [1], {}, {"a": 1}, "/", -(2**70))
+_WRONG: tuple[object, ...] = (
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    10**400,
+    "",
+    "x",
+    [],
+    [1],
+    {},
+    {"a": 1},
+    "/",
+    -(2**70),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +181,8 @@ class _Generator:
         return obj
 
     def line(self, category: str) -> bytes:
-        return getattr(self, f"_{category}")()
+        make: Callable[[], bytes] = getattr(self, f"_{category}")
+        return make()
 
     def _valid(self) -> bytes:
         return _dump(self.valid())
@@ -440,8 +457,9 @@ def _first_lines(
         waiting = set(socks)
         while waiting and time.monotonic() < deadline:
             for key, _ in selector.select(0.5):
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
+                ready = key.fileobj
+                assert isinstance(ready, socket.socket)
+                sock = ready
                 try:
                     piece = sock.recv(65536)
                 except OSError:

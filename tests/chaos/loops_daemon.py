@@ -12,10 +12,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import shutil
 import signal
-import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -179,16 +177,6 @@ class Running:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-@contextlib.contextmanager
-def short_dir() -> Iterator[Path]:
-    """A short directory under /tmp (a Unix socket path holds at most 107 bytes)."""
-    base = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp"))
-    try:
-        yield base
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-
-
 @contextlib.asynccontextmanager
 async def running(
     base: Path,
@@ -198,7 +186,7 @@ async def running(
     config: Path | None = None,
     backoff: Backoff | None = None,
     watch: dict[str, Any] | None = None,
-    arm: dict[str, tuple[BaseException, int]] | None = None,
+    arm: Mapping[str, tuple[BaseException, int]] | None = None,
 ) -> AsyncIterator[Running]:
     """Start a daemon on ``base/root`` and wait for ``READY=1``; stop it (SIGTERM) at the end
     unless it already ended (its result is the task's).

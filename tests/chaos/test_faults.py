@@ -17,8 +17,12 @@ import pytest
 
 from isccd.client import AsyncClient
 from isccd.model import Event, EventType
+from isccd.protocol import DaemonStatus
 from tests.e2e.conftest import Daemon, daemons, next_event, of_type
 from tests.namespaces import unshare_tool
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -36,7 +40,9 @@ def _files(root: Path, count: int, prefix: str = "f") -> list[Path]:
     return made
 
 
-async def _until(client: AsyncClient, check: Callable[..., bool], timeout: float = 30) -> object:
+async def _until(
+    client: AsyncClient, check: Callable[[DaemonStatus], bool], timeout: float = 30
+) -> DaemonStatus:
     """``status`` until ``check(status)`` holds."""
     async with asyncio.timeout(timeout):
         while not check(status := await client.status()):
@@ -268,7 +274,6 @@ def test_a_directory_unreadable_at_start_is_watched_once_readable(
     assert daemon.stop() == 0
 
 
-@pytest.mark.slow
 def test_a_full_disk_degrades_the_store_and_the_index_converges_once_space_returns(
     make_daemon: Callable[..., Daemon],
 ) -> None:

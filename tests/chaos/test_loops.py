@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +26,10 @@ from isccd.daemon.supervisor import Backoff, LoopFailedError
 from isccd.errors import StoreFullError
 from isccd.model import Event, EventType
 
-from .loops_daemon import Clock, Notices, Running, running, short_dir
+from .loops_daemon import Clock, Notices, Running, running
+
+#: Each test runs a daemon (in this process).
+pytestmark = pytest.mark.slow
 
 FULL = StoreFullError("the index database cannot grow: the disk is full (injected)")
 
@@ -33,7 +38,7 @@ def _run(main: Any) -> None:
     asyncio.run(asyncio.wait_for(main(), 90))
 
 
-def _failed(logs: list[dict[str, Any]], loop: str) -> list[dict[str, Any]]:
+def _failed(logs: Sequence[Mapping[str, Any]], loop: str) -> list[Mapping[str, Any]]:
     return [e for e in logs if e["event"] == "loop_failed" and e["loop"] == loop]
 
 
@@ -73,9 +78,10 @@ async def _stops_with(run: Running, loop: str) -> None:
 # -- restarted -----------------------------------------------------------------------------------
 
 
-def test_the_schedule_loop_is_restarted_and_its_failure_shown() -> None:
+def test_the_schedule_loop_is_restarted_and_its_failure_shown(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base, capture_logs() as logs:
+        base = short_dir
+        with capture_logs() as logs:
             backoff = Backoff(initial=1.5, maximum=1.5, attempts=3)
             arm = {"purge": (RuntimeError("purge exploded"), 1)}  # the first round purges
             async with running(base, backoff=backoff, arm=arm) as run:
@@ -92,9 +98,10 @@ def test_the_schedule_loop_is_restarted_and_its_failure_shown() -> None:
     _run(main)
 
 
-def test_the_heartbeat_loop_is_restarted() -> None:
+def test_the_heartbeat_loop_is_restarted(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base, capture_logs() as logs:
+        base = short_dir
+        with capture_logs() as logs:
             notices = Notices(watchdog_usec=200_000)
             notices.fail["watchdog"] = 1
             async with running(base, notices=notices) as run:
@@ -105,10 +112,11 @@ def test_the_heartbeat_loop_is_restarted() -> None:
     _run(main)
 
 
-@pytest.mark.slow  # the status line is refreshed every 5 s
-def test_the_status_loop_is_restarted() -> None:
+# The status line is refreshed every 5 s.
+def test_the_status_loop_is_restarted(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base, capture_logs() as logs:
+        base = short_dir
+        with capture_logs() as logs:
             notices = Notices()
             async with running(base, notices=notices) as run:
                 await _status_until(run, lambda s: all(r.scan is None for r in s.roots))
@@ -122,9 +130,10 @@ def test_the_status_loop_is_restarted() -> None:
     _run(main)
 
 
-def test_a_restarted_feed_has_every_root_reconciled() -> None:
+def test_a_restarted_feed_has_every_root_reconciled(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base, capture_logs() as logs:
+        base = short_dir
+        with capture_logs() as logs:
             clock = Clock()
             clock.fail = 1  # the feed's first look at the clock
             async with running(base, clock=clock) as run:
@@ -142,9 +151,10 @@ def test_a_restarted_feed_has_every_root_reconciled() -> None:
     _run(main)
 
 
-def test_the_start_s_re_evaluation_is_restarted() -> None:
+def test_the_start_s_re_evaluation_is_restarted(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base, capture_logs() as logs:
+        base = short_dir
+        with capture_logs() as logs:
             arm = {"adopt": (RuntimeError("adopt exploded"), 1)}
             async with running(base, arm=arm) as run:
                 await _status_until(run, lambda s: run.faults.calls.get("adopt", 0) >= 2)
@@ -158,9 +168,10 @@ def test_the_start_s_re_evaluation_is_restarted() -> None:
 # -- stopped -------------------------------------------------------------------------------------
 
 
-def test_a_loop_that_keeps_failing_stops_the_daemon_and_its_heartbeat() -> None:
+def test_a_loop_that_keeps_failing_stops_the_daemon_and_its_heartbeat(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base, capture_logs() as logs:
+        base = short_dir
+        with capture_logs() as logs:
             notices = Notices(watchdog_usec=200_000)
             arm = {"purge": (RuntimeError("purge keeps exploding"), 1_000)}
             backoff = Backoff(initial=0.3, maximum=0.3, attempts=3)
@@ -171,39 +182,39 @@ def test_a_loop_that_keeps_failing_stops_the_daemon_and_its_heartbeat() -> None:
     _run(main)
 
 
-def test_a_reload_that_fails_half_way_stops_the_daemon() -> None:
+def test_a_reload_that_fails_half_way_stops_the_daemon(short_dir: Path) -> None:
     # A reload configures logging anew: its log is not captured here.
     async def main() -> None:
-        with short_dir() as base:
-            config = base / "isccd.toml"
-            config.write_text("[match]\ndata = 8\n")
-            notices = Notices(watchdog_usec=400_000)
-            async with running(base, notices=notices, config=config) as run:
-                await _status_until(run, lambda s: run.faults.calls.get("adopt", 0) >= 1)
-                run.faults.arm("adopt", RuntimeError("re-evaluation exploded"))
-                config.write_text("[match]\ndata = 12\n")  # new thresholds: re-evaluated
-                os.kill(os.getpid(), signal.SIGHUP)
-                await _stops_with(run, "reloads")
+        base = short_dir
+        config = base / "isccd.toml"
+        config.write_text("[match]\ndata = 8\n")
+        notices = Notices(watchdog_usec=400_000)
+        async with running(base, notices=notices, config=config) as run:
+            await _status_until(run, lambda s: run.faults.calls.get("adopt", 0) >= 1)
+            run.faults.arm("adopt", RuntimeError("re-evaluation exploded"))
+            config.write_text("[match]\ndata = 12\n")  # new thresholds: re-evaluated
+            os.kill(os.getpid(), signal.SIGHUP)
+            await _stops_with(run, "reloads")
 
     _run(main)
 
 
-def test_a_refused_reload_shows_in_status_until_one_is_applied() -> None:
+def test_a_refused_reload_shows_in_status_until_one_is_applied(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base:
-            config = base / "isccd.toml"
+        base = short_dir
+        config = base / "isccd.toml"
+        config.write_text("[match]\ndata = 8\n")
+        async with running(base, config=config) as run:
+            config.write_text('[log]\nlevel = "loud"\n')
+            os.kill(os.getpid(), signal.SIGHUP)
+            status = await _status_until(run, lambda s: bool(s.problems))
+            assert "was refused" in status.problems[0]
+            assert "log.level" in status.problems[0]
+            ready = [n for n in run.notices.sent if "READY" in n]
+            assert "was refused" in ready[-1]["STATUS"]
             config.write_text("[match]\ndata = 8\n")
-            async with running(base, config=config) as run:
-                config.write_text('[log]\nlevel = "loud"\n')
-                os.kill(os.getpid(), signal.SIGHUP)
-                status = await _status_until(run, lambda s: bool(s.problems))
-                assert "was refused" in status.problems[0]
-                assert "log.level" in status.problems[0]
-                ready = [n for n in run.notices.sent if "READY" in n]
-                assert "was refused" in ready[-1]["STATUS"]
-                config.write_text("[match]\ndata = 8\n")
-                os.kill(os.getpid(), signal.SIGHUP)
-                await _status_until(run, lambda s: not s.problems)
+            os.kill(os.getpid(), signal.SIGHUP)
+            await _status_until(run, lambda s: not s.problems)
 
     _run(main)
 
@@ -211,9 +222,12 @@ def test_a_refused_reload_shows_in_status_until_one_is_applied() -> None:
 # -- store failures ------------------------------------------------------------------------------
 
 
-def test_a_store_failure_in_the_schedule_degrades_the_store_until_it_recovers() -> None:
+def test_a_store_failure_in_the_schedule_degrades_the_store_until_it_recovers(
+    short_dir: Path,
+) -> None:
     async def main() -> None:
-        with short_dir() as base, capture_logs() as logs:
+        base = short_dir
+        with capture_logs() as logs:
             backoff = Backoff(initial=0.3, maximum=0.6)
             async with running(base, backoff=backoff) as run:
                 watcher = await run.client()
@@ -247,16 +261,16 @@ def test_a_store_failure_in_the_schedule_degrades_the_store_until_it_recovers() 
     _run(main)
 
 
-def test_a_reconcile_that_fails_on_the_store_is_done_again_once_it_can() -> None:
+def test_a_reconcile_that_fails_on_the_store_is_done_again_once_it_can(short_dir: Path) -> None:
     async def main() -> None:
-        with short_dir() as base:
-            (base / "root").mkdir()
-            for i in range(5):
-                (base / "root" / f"f{i}.txt").write_text(f"file {i} " * 50)
-            arm = {"reconcile": (FULL, 1)}  # the startup reconcile
-            async with running(base, arm=arm, backoff=Backoff(initial=0.3, maximum=0.3)) as run:
-                status = await _status_until(run, lambda s: s.files_indexed == 5)
-                assert not status.problems
-                assert run.faults.calls["reconcile"] >= 2
+        base = short_dir
+        (base / "root").mkdir()
+        for i in range(5):
+            (base / "root" / f"f{i}.txt").write_text(f"file {i} " * 50)
+        arm = {"reconcile": (FULL, 1)}  # the startup reconcile
+        async with running(base, arm=arm, backoff=Backoff(initial=0.3, maximum=0.3)) as run:
+            status = await _status_until(run, lambda s: s.files_indexed == 5)
+            assert not status.problems
+            assert run.faults.calls["reconcile"] >= 2
 
     _run(main)

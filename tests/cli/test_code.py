@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import iscc_core
 import pytest
 
-from isccd.cli.code import _summary, record_json, walk
+from isccd.cli.code import walk
 from isccd.cli.main import main
-from isccd.hashing import compute_record
+from tests.cli.test_index_cli import Terminal
 from tests.extract.media import PROSE, jpeg_bytes, scene
 
 
@@ -135,16 +136,19 @@ def test_symlinked_argument_is_followed(tmp_path: Path, capsys: pytest.CaptureFi
     assert status == 0 and json.loads(out)["path"] == str(link)
 
 
-def test_readable_summary(tmp_path: Path) -> None:
+def test_readable_summary_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "a.png"
     scene().save(path)
-    text = _summary(record_json(compute_record(str(path)), str(path), units=True))
-    lines = text.splitlines()
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    assert main(["code", "--units", str(path)]) == 0
+    lines = screen.getvalue().splitlines()
     assert lines[0].startswith("ISCC:K") and lines[0].endswith(str(path))
     assert "image/png" in lines[1] and "320x240" in lines[1]
     assert sum(line.startswith("    ISCC:") for line in lines) == 4  # the units
 
 
+@pytest.mark.slow
 def test_a_process_pool_gives_the_same_output_in_the_same_order(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -45,6 +45,7 @@ def isccd_on_a_terminal(*args: str) -> tuple[int, str]:
     return status, b"".join(chunks).decode().replace("\r\n", "\n")
 
 
+@pytest.mark.slow
 def test_selftest_passes_every_vector() -> None:
     result = isccd("selftest")
     assert result.stdout.splitlines()[-1] == (
@@ -53,6 +54,7 @@ def test_selftest_passes_every_vector() -> None:
     assert result.returncode == 0
 
 
+@pytest.mark.slow
 def test_selftest_json_report() -> None:
     result = isccd("selftest", "--json")
     report = json.loads(result.stdout)
@@ -62,6 +64,7 @@ def test_selftest_json_report() -> None:
     assert result.returncode == (0 if report["ok"] else 1)
 
 
+@pytest.mark.slow
 def test_selftest_lists_failures_and_exits_1() -> None:
     # A real isccd process with one function replaced by a wrong one: the four decode_seq
     # vectors must be reported, the rest still pass.
@@ -152,6 +155,7 @@ def test_compare_on_a_terminal() -> None:
     assert out.splitlines()[-1] == "CONTENT-TEXT-V0   64 bits  distance   8  similarity  87%"
 
 
+@pytest.mark.slow
 def test_compare_iscc_ids() -> None:
     a = ic.gen_iscc_id_v1(1714503123456789, 42)["iscc"]
     b = ic.gen_iscc_id_v1(1714503123456790, 42)["iscc"]
@@ -174,6 +178,7 @@ def test_compare_errors_exit_2(a: str, b: str, message: str) -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_help_documents_the_exit_status() -> None:
     for command in ("selftest", "explain", "compare"):
         result = isccd(command, "--help")

@@ -20,7 +20,7 @@ import pytest
 
 from isccd.cli.main import main
 from isccd.store import open_store, state_url
-from tests.test_pipeline import snapshot
+from tests.pipeline.harness import snapshot
 
 WORDS = [
     "alpha",
@@ -80,6 +80,7 @@ def test_scan_then_rescan(
     assert (status, root["unchanged"], root["hashed"], root["added"]) == (0, 6, 0, 0)
 
 
+@pytest.mark.slow
 def test_dupes_get_and_similar(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -177,6 +178,7 @@ def test_readable_text_on_a_terminal(
     assert f"{library / 'docs' / 'report.txt'} (indexed)" in text
 
 
+@pytest.mark.slow
 def test_read_only_commands_work_while_another_process_writes(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -234,6 +236,7 @@ def _scan_command(state: Path, root: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_scan_killed_at_random_moments_converges(tmp_path: Path) -> None:
     root = tmp_path / "root"
     rng = random.Random(int(os.environ.get("ISCCD_KILL_SEED", "11")))

@@ -138,6 +138,7 @@ def test_an_invalid_configuration_is_one_line_and_exit_78(
     assert status == 78 and "ISCCD_CODE__BITS" in err
 
 
+@pytest.mark.slow
 def test_scan_codes_and_ignores_as_configured_and_flags_win(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

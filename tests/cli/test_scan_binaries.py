@@ -26,6 +26,7 @@ SUFFIXES = (b"\x00\x00\x01\xb7", b"\x00\x00\x01\xb9")
 
 
 @needs_ffmpeg
+@pytest.mark.slow
 def test_random_binaries_scan_without_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

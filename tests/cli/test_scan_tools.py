@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from isccd.hashing import compute_record
 from isccd.model import IssueCode, UnitType
 from isccd.store import open_store, state_url
@@ -33,6 +35,7 @@ def _scan(state: Path, root: Path, path: str) -> dict[str, Any]:
 
 @needs_ffmpeg
 @needs_fpcalc
+@pytest.mark.slow
 def test_an_audio_code_skipped_without_fpcalc_is_computed_once_it_is_installed(
     tmp_path: Path,
 ) -> None:

@@ -6,11 +6,9 @@ import dataclasses
 import json
 import os
 import pty
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,16 +22,6 @@ from isccd.protocol import DaemonStatus, DatabaseStatus, FleetHost, from_wire
 from tests.server.fakes import FakeBackend, ServerThread
 
 ISCCD = [sys.executable, "-m", "isccd"]
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    """A fresh directory under /tmp: Unix socket paths must fit in 107 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp")).resolve()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from isccd.hashing import compute_record
 from isccd.model import IssueCode
 from isccd.store import open_store, state_url
@@ -40,6 +42,7 @@ def _isccd(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_code_gives_up_a_file_over_the_time_limit_and_codes_the_rest(tmp_path: Path) -> None:
     small = _tree(tmp_path / "root", 40)
     result = _isccd("code", "--jsonl", "-j", "2", "--file-timeout", "0.5", str(tmp_path / "root"))
@@ -53,6 +56,7 @@ def test_code_gives_up_a_file_over_the_time_limit_and_codes_the_rest(tmp_path: P
         assert records[name]["iscc"] == compute_record(str(path)).iscc
 
 
+@pytest.mark.slow
 def test_scan_gives_up_a_file_over_the_time_limit_and_indexes_the_rest(tmp_path: Path) -> None:
     small = _tree(tmp_path / "root", 5)
     state = tmp_path / "state"
@@ -72,6 +76,7 @@ def test_scan_gives_up_a_file_over_the_time_limit_and_indexes_the_rest(tmp_path:
         assert stored[name].iscc == compute_record(str(path)).iscc
 
 
+@pytest.mark.slow
 def test_workers_that_cannot_start_fail_the_command_and_record_nothing(
     tmp_path: Path, fork_server_dies: dict[str, str]
 ) -> None:

@@ -25,6 +25,7 @@ async def _until_busy(pool: WorkerPool) -> None:
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.slow
 def test_replaced_workers_take_over_and_closed_ones_abandon(tmp_path: Path) -> None:
     big = tmp_path / "big.bin"
     with big.open("wb") as fh:

@@ -62,7 +62,7 @@ async def _settle() -> None:
 
 def test_a_restartable_loop_is_restarted_with_doubling_pauses() -> None:
     async def main() -> None:
-        time, fatal = FakeTime(), []
+        time, fatal = FakeTime(), list[LoopFailedError]()
         supervisor = _supervisor(time, fatal, initial=1, maximum=3, attempts=10)
         loop = Failing(time, times=4)
         restarts: list[int] = []
@@ -87,7 +87,7 @@ def test_a_restartable_loop_is_restarted_with_doubling_pauses() -> None:
 
 def test_a_loop_that_keeps_failing_is_given_up_and_a_stop_loop_at_once() -> None:
     async def main() -> None:
-        time, fatal = FakeTime(), []
+        time, fatal = FakeTime(), list[LoopFailedError]()
         supervisor = _supervisor(time, fatal, initial=1, maximum=1, attempts=3)
         with capture_logs():
             supervisor.start("flaky", Failing(time, times=100), Policy.RESTART)
@@ -97,7 +97,7 @@ def test_a_loop_that_keeps_failing_is_given_up_and_a_stop_loop_at_once() -> None
         assert supervisor.dead is fatal[0]
         assert supervisor.problems() == [f"{fatal[0]}; stopping"]
 
-        time, fatal = FakeTime(), []
+        time, fatal = FakeTime(), list[LoopFailedError]()
         supervisor = _supervisor(time, fatal)
         with capture_logs():
             supervisor.start("queue", Failing(time, times=1), Policy.STOP)
@@ -110,7 +110,7 @@ def test_a_loop_that_keeps_failing_is_given_up_and_a_stop_loop_at_once() -> None
 
 def test_a_loop_that_ran_long_enough_starts_counting_again() -> None:
     async def main() -> None:
-        time, fatal = FakeTime(), []
+        time, fatal = FakeTime(), list[LoopFailedError]()
         supervisor = _supervisor(time, fatal, initial=1, maximum=8, attempts=2, stable=60)
         with capture_logs():
             supervisor.start("steady", Failing(time, times=5, runs=120), Policy.RESTART)
@@ -185,7 +185,7 @@ def test_cancelling_is_not_a_failure() -> None:
 @pytest.mark.parametrize("policy", list(Policy))
 def test_the_first_fatal_failure_is_the_one_reported(policy: Policy) -> None:
     async def main() -> None:
-        time, fatal = FakeTime(), []
+        time, fatal = FakeTime(), list[LoopFailedError]()
         supervisor = _supervisor(time, fatal, attempts=1)
         with capture_logs():
             supervisor.start("a", Failing(time, times=1), policy)

@@ -95,6 +95,7 @@ def test_a_worker_opens_a_file_beneath_its_root_only(tmp_path: Path) -> None:
     _run(main)
 
 
+@pytest.mark.slow
 def test_every_worker_started_takes_files(tmp_path: Path) -> None:
     # Workers start side by side: each must join the pool under its own number.
     bigs = [str(_sparse(tmp_path / f"big{i}.bin", 8 << 30)) for i in range(3)]
@@ -116,6 +117,7 @@ def test_every_worker_started_takes_files(tmp_path: Path) -> None:
     _run(main)
 
 
+@pytest.mark.slow
 def test_max_in_flight_bounds_the_files_taken_at_once(tmp_path: Path) -> None:
     bigs = [str(_sparse(tmp_path / f"big{i}.bin", 8 << 30)) for i in range(2)]
 
@@ -167,6 +169,7 @@ def test_a_killed_worker_costs_only_its_file(tmp_path: Path) -> None:
     _run(main)
 
 
+@pytest.mark.slow
 def test_a_file_over_the_time_limit_is_given_up(tmp_path: Path) -> None:
     big = str(_sparse(tmp_path / "big.bin", 8 << 30))
     small = tmp_path / "small.txt"
@@ -187,6 +190,7 @@ def test_a_file_over_the_time_limit_is_given_up(tmp_path: Path) -> None:
     _run(main)
 
 
+@pytest.mark.slow
 def test_closing_abandons_what_is_in_flight(tmp_path: Path) -> None:
     big = str(_sparse(tmp_path / "big.bin", 8 << 30))
 
@@ -229,6 +233,7 @@ def test_a_file_whose_caller_gave_up_is_not_hashed(tmp_path: Path) -> None:
     _run(main)
 
 
+@pytest.mark.slow
 def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced(
     tmp_path: Path,
 ) -> None:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from isccd.dedupe.apply import Outcome, Status
-from isccd.dedupe.plan import Action, GroupKind
+from isccd.dedupe.apply import Applier, Status
+from isccd.dedupe.log import ActionLog
+from isccd.dedupe.plan import Action, GroupKind, steps_of
 from tests.dedupe.conftest import mounted, plan_of, run_plan, write
 
 DATA = random.Random(1).randbytes(300_000)
@@ -270,6 +271,19 @@ def test_reflink_is_refused_clearly_where_the_file_system_cannot(tmp_path: Path,
         assert not list(root.rglob(".isccd-dedupe-*"))
 
 
+class _ChangingLog(ActionLog):
+    """An action log that runs ``change`` once its intents are synced: after the checks of a
+    batch's steps and before their swaps."""
+
+    def __init__(self, path: Path, change: Callable[[], None]) -> None:
+        super().__init__(path)
+        self._change = change
+
+    def sync(self) -> None:
+        super().sync()
+        self._change()
+
+
 @pytest.mark.parametrize("action", [Action.LINK, Action.REFLINK, Action.REMOVE, Action.MOVE])
 @pytest.mark.parametrize("change", ["replaced", "written"])
 def test_a_file_changed_between_its_checks_and_its_swap_is_left_as_it_is(
@@ -277,31 +291,29 @@ def test_a_file_changed_between_its_checks_and_its_swap_is_left_as_it_is(
 ) -> None:
     """The instant between the checks (and the logged intent) and the swap: each action looks
     again when it swaps, and reverts."""
-    import contextlib
-
-    from isccd.dedupe.apply import Applier
-    from isccd.dedupe.log import ActionLog
-    from isccd.dedupe.plan import steps_of
-
     root = tmp_path / "root"
     files = copies(root, 2)
     plan = plan_of(root, [files])
     attic = str(tmp_path / "attic")
     [step], _ = steps_of(plan, action, move_to=attic)
-    with ActionLog(tmp_path / "log") as log, contextlib.ExitStack() as stack:
-        applier = Applier(log, attic)
-        ready = applier._prepare(step, stack)
+    before: list[object] = []
+
+    def meanwhile() -> None:
         if change == "replaced":
             _replaced(files[1], files[0])
         else:
             with files[1].open("r+b") as f:
                 f.write(b"new")
-        before = _state(files[1])
-        assert not isinstance(ready, Outcome), ready
-        outcome = applier._act(ready)
+        before.append(_state(files[1]))
+
+    with _ChangingLog(tmp_path / "log", meanwhile) as log:
+        [outcome] = Applier(log, attic).run([step])
     if action is Action.REFLINK and outcome.status is Status.FAILED:
         pytest.skip("this file system has no reflinks: nothing reaches the swap")
+    # The checks passed (the intent was logged), the swap found the change (and failed).
+    ops = [r["op"] for r in log_records(tmp_path / "log")]
+    assert ops[-2:] == ["intent", "failed"], ops
     assert outcome.status is Status.SKIPPED, outcome
-    assert _state(files[1]) == before
+    assert _state(files[1]) == before[0]
     assert files[0].read_bytes() == DATA and files[0].stat().st_nlink == 1
     assert not list(root.rglob(".isccd-dedupe-*"))

@@ -26,6 +26,7 @@ import pytest
 
 from isccd.client import AsyncClient
 from isccd.model import Event, EventType
+from tests import leaks
 
 
 class Daemon:
@@ -42,6 +43,9 @@ class Daemon:
         #: A command the daemon is run under (e.g. ``unshare ...``).
         self.wrap: list[str] = []
         self.notices: list[dict[str, str]] = []
+        #: Owned by a fixture of a wider scope than a test: started again by a test, the
+        #: process lives on into the next (:mod:`tests.leaks`).
+        self.owned_wider = False
         self._notify: socket.socket | None = None
 
     def start(self, *extra: str, watch: bool = True, timeout: float = 60) -> None:
@@ -73,6 +77,8 @@ class Daemon:
         command += ["--state", str(self.state), "--socket", str(self.socket), *extra]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        if self.owned_wider:
+            leaks.owned_wider(self.proc.pid)
         self.wait_notice("READY", timeout)
 
     def wait_notice(self, key: str, timeout: float = 30) -> dict[str, str]:
@@ -117,6 +123,8 @@ class Daemon:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
             self.proc.wait(10)
+        if self.proc is not None:
+            leaks.released(self.proc.pid)
         self._close_notify()
 
     def signal(self, sig: int) -> None:
@@ -151,13 +159,14 @@ class Daemon:
 @pytest.fixture
 def make_daemon() -> Iterator[Callable[..., Daemon]]:
     """Build daemons (not started) in a short temporary directory; all are killed at the end."""
-    with daemons() as make:
+    with daemons(owned_wider=False) as make:
         yield make
 
 
 @contextlib.contextmanager
-def daemons() -> Iterator[Callable[..., Daemon]]:
-    """What :func:`make_daemon` gives, for fixtures of a wider scope (one daemon per module)."""
+def daemons(*, owned_wider: bool = True) -> Iterator[Callable[..., Daemon]]:
+    """What :func:`make_daemon` gives, for fixtures of a wider scope (one daemon per module):
+    their daemons, started again by a test, may outlive it (``owned_wider``)."""
     base = Path(tempfile.mkdtemp(prefix="isccd-e2e-", dir="/tmp"))
     made: list[Daemon] = []
 
@@ -168,6 +177,7 @@ def daemons() -> Iterator[Callable[..., Daemon]]:
             root = where / "root"
             root.mkdir()
         daemon = Daemon(where, root, {k: str(v) for k, v in env.items()})
+        daemon.owned_wider = owned_wider
         made.append(daemon)
         return daemon
 

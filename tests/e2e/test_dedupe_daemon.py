@@ -10,9 +10,14 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+import pytest
+
 from isccd.client import Client
 from isccd.model import EventType
 from tests.e2e.conftest import Daemon, events_until
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
 
 DATA = os.urandom(50_000)
 

@@ -14,10 +14,15 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from isccd.model import Event, EventType
 from tests.namespaces import unshare_tool
 
 from .conftest import Daemon, next_event, of_type
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
 
 
 def test_unwatchable_subtrees_are_polled_and_reported(make_daemon: Callable[..., Daemon]) -> None:

@@ -27,6 +27,9 @@ from tests.e2e.conftest import Daemon, daemons, next_event
 from tests.extract.media import scene
 from tests.pg import PgServer
 
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
+
 HOSTS = ("fleet-a", "fleet-b", "fleet-c")
 
 
@@ -74,7 +77,6 @@ async def until(client: AsyncClient, match: Callable[[Event], bool]) -> list[Eve
     raise AssertionError(f"the subscription ended after {seen}")
 
 
-@pytest.mark.slow
 def test_copies_near_copies_and_renames_reach_every_host(fleet: dict[str, Daemon]) -> None:
     a, b, c = (fleet[h] for h in HOSTS)
     original, copy = a.root / "report.txt", b.root / "report-copy.txt"
@@ -160,7 +162,6 @@ def _written(root: Path, prefix: str, count: int, seed: int) -> list[Path]:
     return paths
 
 
-@pytest.mark.slow
 def test_a_killed_daemon_and_a_restarted_database_lose_no_event(
     fleet: dict[str, Daemon], pg_server: PgServer
 ) -> None:
@@ -192,7 +193,11 @@ def test_a_killed_daemon_and_a_restarted_database_lose_no_event(
     expected["fleet-a"] += _written(a.root, "after", 5, 600)
 
     for host, paths in expected.items():
-        _until(fleet[host], lambda client, paths=paths: _indexed(client, paths))
+
+        def indexed(client: Client, paths: list[Path] = paths) -> bool:
+            return _indexed(client, paths)
+
+        _until(fleet[host], indexed)
     _until(a, lambda client: client.status().state == "ready")
 
     # A subscriber of the fleet resuming from before all this gets exactly what it missed.

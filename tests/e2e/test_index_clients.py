@@ -23,6 +23,9 @@ from isccd.protocol import SimilarQuery, SimilarRequest
 from tests.cli.test_index_cli import prose
 from tests.e2e.conftest import Daemon, daemons
 
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def daemon() -> Iterator[Daemon]:

@@ -11,12 +11,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from isccd.client import Client
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import Event, EventType, IssueCode, UnitType
 from isccd.protocol import DupesQuery
 
 from .conftest import Daemon, events_until, next_event, of_type
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
 
 
 def _config(path: Path, roots: list[Path], extra: str = "") -> None:

@@ -17,6 +17,9 @@ from isccd.model import EventType
 
 from .conftest import Daemon, next_event, of_type
 
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
+
 FLOOD = 20_000
 
 
@@ -26,7 +29,6 @@ def _create(directory: Path, count: int, prefix: str) -> None:
             fh.write(f"{prefix} file {i}\n")
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_flood_while_stopped_is_recrawled_and_converges(
     make_daemon: Callable[..., Daemon],

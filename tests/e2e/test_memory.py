@@ -7,10 +7,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 from isccd.model import EventType
 from tests.extract.media import huge_png
 
 from .conftest import Daemon, next_event, of_type
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
 
 
 def test_a_file_over_the_worker_memory_is_too_large_and_nothing_else_is_lost(

@@ -17,6 +17,9 @@ from tests.cli.test_index_cli import prose
 from tests.e2e.conftest import Daemon
 from tests.pg import PASSWORD, PgServer
 
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
+
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
     status = main(list(args))
@@ -28,7 +31,6 @@ def _groups(found: Any) -> list[set[str]]:
     return sorted(({m["path"] for m in g["members"]} for g in found["groups"]), key=sorted)
 
 
-@pytest.mark.slow
 def test_the_daemon_indexes_into_postgres_and_answers(
     make_daemon: Any,
     pg_server: PgServer,
@@ -75,7 +77,6 @@ def test_the_daemon_indexes_into_postgres_and_answers(
     assert _groups(read) == [{*expected[0], str(daemon.root / "third.txt")}]
 
 
-@pytest.mark.slow
 def test_a_second_daemon_with_the_same_host_name_is_refused(make_daemon: Any, pg_url: str) -> None:
     env = {"ISCCD_STORE__URL": pg_url, "ISCCD_STORE__HOST": "media-01"}
     first: Daemon = make_daemon(**env)

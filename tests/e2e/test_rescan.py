@@ -12,6 +12,7 @@ import io
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from isccd.errors import ProtocolError
@@ -19,6 +20,9 @@ from isccd.model import EventType
 from isccd.protocol import RescanRequest
 
 from .conftest import Daemon, next_event, of_type
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
 
 
 def _truncated_png() -> bytes:

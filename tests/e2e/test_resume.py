@@ -15,6 +15,9 @@ from isccd.model import Event, EventType
 
 from .conftest import Daemon, events_until
 
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
+
 
 def test_events_missed_while_stopped_are_replayed_exactly(
     make_daemon: Callable[..., Daemon],

@@ -17,6 +17,9 @@ from tests.extract.media import make_audio, needs_ffmpeg, needs_fpcalc, scene
 
 from .conftest import Daemon, next_event, of_type
 
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
+
 
 @needs_ffmpeg
 @needs_fpcalc

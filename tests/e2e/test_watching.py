@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PIL import Image, ImageDraw
 
 from isccd.cli.main import main
@@ -22,6 +23,9 @@ from isccd.model import Event, EventType
 from isccd.protocol import DupesResult
 
 from .conftest import Daemon, events_until, next_event, of_type
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
 
 SETTLE = 0.25
 

@@ -10,6 +10,7 @@ import subprocess
 import zipfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw, PngImagePlugin
@@ -56,7 +57,7 @@ def make_images(folder: Path) -> dict[str, Path]:
     base = scene()
     out: dict[str, Path] = {}
 
-    def save(name: str, img: Image.Image, **kwargs: object) -> None:
+    def save(name: str, img: Image.Image, **kwargs: Any) -> None:
         path = folder / name
         img.save(path, **kwargs)
         out[name] = path
@@ -352,8 +353,8 @@ def make_samples(folder: Path) -> dict[str, Path]:
     out.update(make_texts(folder / "texts"))
     out.update(make_documents(folder / "documents"))
     img = scene((64, 48))
-    for name, kwargs in (("picture.eps", {}), ("icon.ico", {}), ("picture.jp2", {})):
-        img.save(folder / "images" / name, **kwargs)
+    for name in ("picture.eps", "icon.ico", "picture.jp2"):
+        img.save(folder / "images" / name)
         out[name] = folder / "images" / name
     try:
         import pillow_heif

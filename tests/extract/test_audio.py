@@ -30,6 +30,7 @@ def _extract(path: Path, tools: ToolOptions | None = None) -> object:
 
 @needs_fpcalc
 @pytest.mark.parametrize("name", ["tone.mp3", "tone.wav", "chirp.flac", "chirp.ogg"])
+@pytest.mark.slow
 def test_features_are_fpcalcs_and_codes_the_references(audio: dict[str, Path], name: str) -> None:
     content = _extract(audio[name])
     direct = run_tool(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import resource
 from pathlib import Path
+from typing import Any
 
 import iscc_core
 import pytest
@@ -24,6 +25,7 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @needs_sdk
+@pytest.mark.slow
 def test_pixels_equal_the_sdk_normalization(images: dict[str, Path], tmp_path: Path) -> None:
     names = sorted(images)
     reference = run_sdk([{"kind": "pixels", "path": str(images[n])} for n in names], tmp_path)
@@ -46,7 +48,7 @@ def varied_images(folder: Path) -> dict[str, Path]:
     base = scene((120, 90), seed=4)
     out: dict[str, Path] = {}
 
-    def save(name: str, img: Image.Image, **kwargs: object) -> None:
+    def save(name: str, img: Image.Image, **kwargs: Any) -> None:
         out[name] = folder / name
         img.save(out[name], **kwargs)
 
@@ -92,6 +94,7 @@ def varied_images(folder: Path) -> dict[str, Path]:
 
 
 @needs_sdk
+@pytest.mark.slow
 def test_varied_images_normalize_as_the_sdk_does(tmp_path: Path) -> None:
     images = varied_images(tmp_path / "varied")
     names = sorted(images)

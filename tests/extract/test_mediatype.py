@@ -78,6 +78,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 @needs_sdk
+@pytest.mark.slow
 def test_real_files_are_decided_as_the_sdk_decides(
     samples: dict[str, bytes], tmp_path: Path
 ) -> None:
@@ -138,6 +139,7 @@ def _heads(tmp_path: Path) -> dict[str, bytes]:
 
 
 @needs_sdk
+@pytest.mark.slow
 def test_name_and_content_are_reconciled_by_the_sdks_rules(tmp_path: Path) -> None:
     """Given the same sniff of the content, the SDK's rules decide as isccd does, but where the
     name contradicts content with a clear signature, or content that is text."""
@@ -202,13 +204,20 @@ TRAPS = [
 ]
 
 
+def _mode_of(mediatype: str) -> Mode | None:
+    """The mode of a media type puremagic names, by its preferred name."""
+    normalized = mediatype_normalize(mediatype)
+    assert normalized is not None
+    return mediatype_to_mode(normalized)
+
+
 def test_weak_evidence_never_decides() -> None:
     rng = random.Random(12)
     texts = [trap + b" " + " ".join(rng.choices(WORDS, k=60)).encode() for trap in TRAPS]
     # The traps are real: puremagic gives every one of these texts an image, audio or video
     # type, or JSON.
     fooled = [puremagic.from_string(t, mime=True) for t in texts]
-    assert all(m and mediatype_to_mode(mediatype_normalize(m)) is not None for m in fooled)
+    assert all(m and _mode_of(m) is not None for m in fooled)
     for text in texts:
         for name in ("notes.txt", "notes.md"):
             assert mediatype_to_mode(mediatype_guess(text, name)) is Mode.TEXT, (text, name)
@@ -220,10 +229,12 @@ def test_weak_evidence_never_decides() -> None:
     binaries.append(b"\xff\xfe" + rng.randbytes(600))  # a UTF-16 byte order mark
     for data in binaries:
         assert puremagic.from_string(data, mime=True)  # puremagic names a format
-        for name in ("blob.bin", "blob", None):
-            assert mediatype_to_mode(mediatype_guess(data, name)) is None, (data[:8], name)
+        for maybe_name in ("blob.bin", "blob", None):
+            guessed = mediatype_guess(data, maybe_name)
+            assert mediatype_to_mode(guessed) is None, (data[:8], maybe_name)
 
 
+@pytest.mark.slow
 def test_random_binaries_get_no_decoder() -> None:
     rng = random.Random(13)
     fooled = 0
@@ -235,7 +246,7 @@ def test_random_binaries_get_no_decoder() -> None:
             found = puremagic.from_string(data, mime=True)
         except puremagic.PureError:
             continue
-        fooled += bool(found and mediatype_to_mode(mediatype_normalize(found)))
+        fooled += bool(found and _mode_of(found))
     assert fooled > 0  # about 1 in 256 random files take a weak guess with puremagic
 
 

@@ -30,6 +30,7 @@ def signature(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_reads_what_ffmpeg_wrote(signature: Path) -> None:
     sig = read_signature(signature.read_bytes())
     assert len(sig.times) == 15  # 3 seconds sampled at 5 frames per second
@@ -40,6 +41,7 @@ def test_reads_what_ffmpeg_wrote(signature: Path) -> None:
 
 
 @needs_sdk
+@pytest.mark.slow
 def test_equals_the_sdk_reader(signature: Path, tmp_path: Path) -> None:
     (reference,) = run_sdk([{"kind": "mp7", "path": str(signature)}], tmp_path)
     sig = read_signature(signature.read_bytes())

@@ -19,7 +19,7 @@ TONE = ("-f", "lavfi", "-i", "sine=frequency=440:duration=0.5")
 ISCC = ("-metadata", "iscc_name=Näme", "-metadata", "iscc:description=Dèscription ☃")
 
 #: File name, media type, ffmpeg options: tags the reader must read as ffprobe does.
-READABLE = (
+READABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("v24.mp3", "audio/mpeg", ("-metadata", "title=Tïtle ☃", *ISCC)),
     ("v23.mp3", "audio/mpeg", ("-id3v2_version", "3", "-metadata", "title=Tïtle", *ISCC)),
     ("v23-wide.mp3", "audio/mpeg", ("-id3v2_version", "3", "-metadata", "title=Snow ☃")),
@@ -31,7 +31,7 @@ READABLE = (
 )
 
 #: Files whose tags ffprobe must read: an ID3v1 tag at the end, an ID3v2.2 tag, two titles.
-UNSURE = (
+UNSURE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("v1.mp3", "audio/mpeg", ("-write_id3v1", "1", "-metadata", "title=Both")),
     ("wave.wav", "audio/wav", ("-metadata", "title=Wave")),
 )
@@ -49,6 +49,7 @@ def _read(path: Path, mediatype: str) -> dict[str, str] | None:
 
 
 @needs_ffmpeg
+@pytest.mark.slow
 def test_tags_are_read_as_ffprobe_reports_them(tmp_path: Path) -> None:
     for name, mediatype, options in READABLE:
         path = tmp_path / name
@@ -102,6 +103,7 @@ def test_what_ffprobe_may_read_otherwise_is_left_to_it(tmp_path: Path) -> None:
 
 @needs_ffmpeg
 @needs_fpcalc
+@pytest.mark.slow
 def test_an_mp3_is_coded_without_ffprobe(tmp_path: Path) -> None:
     path = tmp_path / "song.mp3"
     ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:duration=8", "-metadata", "title=Song",

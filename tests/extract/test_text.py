@@ -25,6 +25,7 @@ _NATIVE = {"utf-8-sig": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}
 
 
 @given(st.text(max_size=300), st.sampled_from(sorted(_NATIVE)))
+@pytest.mark.slow
 def test_a_bom_decides_the_encoding(text: str, encoding: str) -> None:
     # Lone surrogates cannot be encoded by any UTF: leave them out. A UTF-16 text starting
     # with U+0000 looks exactly like a UTF-32 BOM; real text does not start with NUL.
@@ -86,6 +87,7 @@ def test_plain_text_is_capped(tmp_path: Path) -> None:
 
 
 @needs_extractors
+@pytest.mark.slow
 def test_documents_give_their_text_without_markup(tmp_path: Path) -> None:
     docs = make_documents(tmp_path)
     types = {

@@ -13,6 +13,7 @@ from isccd.extract.source import open_source
 from isccd.extract.tools import ToolResult, require_tool, run_tool, tool_input, tool_version
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_tool_and_its_children(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     script = f"sleep 60 & echo $! > {pidfile}; wait"

@@ -31,6 +31,7 @@ def _signature_run(path: Path) -> int:
 
 
 @needs_ffmpeg
+@pytest.mark.slow
 def test_decode_errors_with_a_complete_signature_are_a_warning(
     theora: bytes, tmp_path: Path
 ) -> None:

@@ -144,7 +144,8 @@ def near_codes(draw: st.DrawFn) -> str:
             st.binary(max_size=40)
         )
     prefix = draw(st.sampled_from(["ISCC:", "", "iscc:"]))
-    return prefix + ic.encode_base32(header + body)
+    code: str = prefix + ic.encode_base32(header + body)
+    return code
 
 
 def structural_defect(code: str) -> str | None:

@@ -52,6 +52,7 @@ def test_any_split_gives_the_same_code(data: bytes, sizes: list[int]) -> None:
     st.integers(0, 2**32 - 1),
     st.lists(PUSH_SIZES, min_size=1, max_size=4),
 )
+@pytest.mark.slow
 def test_megabytes_in_random_pushes(kind: str, size: int, seed: int, sizes: list[int]) -> None:
     data = make_data(kind, size, seed)
     hasher = DataHasherV0()

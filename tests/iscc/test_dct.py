@@ -76,6 +76,7 @@ def test_rows_at_once_equal_one_by_one(rows: list[list[float]]) -> None:
 
 
 @given(st.lists(st.integers(0, 255), min_size=1024, max_size=1024))
+@pytest.mark.slow
 def test_32x32_rows_then_columns_equal_reference(pixels: list[int]) -> None:
     matrix = np.array(pixels, dtype=np.float64).reshape(32, 32)
     got = dct_rows(dct_rows(matrix).T).T

@@ -48,6 +48,7 @@ def images(draw: st.DrawFn) -> list[int]:
 
 @pytest.mark.parametrize("bits", ALL_BITS)
 @given(pixels=images())
+@pytest.mark.slow
 def test_equals_reference(pixels: list[int], bits: int) -> None:
     expected = iscc_core.gen_image_code_v0(pixels, bits)
     assert gen_image_code_v0(pixels, bits) == expected

@@ -57,6 +57,7 @@ def unit_sets(draw: st.DrawFn) -> tuple[list[str], bool]:
         False,
     )
 )
+@pytest.mark.slow
 def test_equals_reference(case: tuple[list[str], bool]) -> None:
     codes, wide = case
     try:

@@ -29,6 +29,7 @@ def digest_lists(draw: st.DrawFn) -> list[bytes]:
 
 
 @given(digest_lists())
+@pytest.mark.slow
 def test_equals_reference(digests: list[bytes]) -> None:
     expected = iscc_core.alg_simhash(digests)
     assert alg_simhash(digests) == expected

@@ -29,6 +29,7 @@ long_text = st.lists(
 @example("", 64)
 @example("Hello World", 64)
 @example("  !!! ... ", 256)
+@pytest.mark.slow
 def test_matches_reference(text: str, bits: int) -> None:
     assert gen_text_code_v0(text, bits) == ic.gen_text_code_v0(text, bits)
 
@@ -38,6 +39,7 @@ def test_soft_hash_matches_reference_on_uncollapsed_text(text: str) -> None:
     assert soft_hash_text_v0(text) == ic.soft_hash_text_v0(text)
 
 
+@pytest.mark.slow
 def test_matches_iscc_lib_on_a_large_multilingual_text() -> None:
     il = pytest.importorskip("iscc_lib")
     rng = random.Random(4)

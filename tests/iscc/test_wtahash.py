@@ -23,11 +23,13 @@ vectors = st.one_of(
 
 
 @given(vectors, byte_bits)
+@pytest.mark.slow
 def test_equals_reference(vec: list[float], bits: int) -> None:
     assert alg_wtahash(vec, bits) == iscc_core.alg_wtahash(vec, bits)
 
 
 @given(vectors)
+@pytest.mark.slow
 def test_numpy_input_equals_list_input(vec: list[float]) -> None:
     assert alg_wtahash(np.array(vec), 256) == alg_wtahash(vec, 256)
 

@@ -23,6 +23,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw
@@ -137,9 +138,9 @@ def dupes(library: Library) -> dict[str, object]:
     return result
 
 
-def page_data(page: str) -> dict[str, object]:
+def page_data(page: str) -> dict[str, Any]:
     """The data a report page embeds."""
     start = page.index('<script type="application/json" id="report-data">')
     start = page.index(">", start) + 1
-    data: dict[str, object] = json.loads(page[start : page.index("</script>", start)])
+    data: dict[str, Any] = json.loads(page[start : page.index("</script>", start)])
     return data

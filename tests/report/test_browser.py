@@ -77,6 +77,7 @@ def choose(page: Page, control: str, value: str) -> int:
     return int(dataset(page, "matched"))
 
 
+@pytest.mark.slow
 def test_previews_render(page: Page) -> None:
     loaded = page.evaluate(
         "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length"
@@ -129,10 +130,11 @@ def test_filters_search_and_sorting(page: Page) -> None:
 
 def test_the_keyboard_moves_and_marks(page: Page) -> None:
     def current() -> list[Any]:
-        return page.evaluate(
+        found: list[Any] = page.evaluate(
             "[document.documentElement.dataset.cursor,"
             " document.querySelector('article.member.current .path').title]"
         )
+        return found
 
     page.press("j")
     assert current()[0] == "0"  # the most reclaimable group: data.bin and its copy
@@ -184,7 +186,7 @@ def test_the_marks_save_a_plan_that_validates(
     data = page_data(Path(page.evaluate("location.pathname")).read_text())
     index = {
         os.path.relpath(g["members"][0]["path"], library.root) + ":" + g["kind"]: i
-        for i, g in enumerate(data["groups"])  # type: ignore[arg-type]
+        for i, g in enumerate(data["groups"])
     }
     beach, backup = library.path("photos/beach.jpg"), library.path("photos/backup/beach.jpg")
     newline = library.path("hostile/new\nline.txt")

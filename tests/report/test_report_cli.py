@@ -25,6 +25,7 @@ def members(data: dict[str, Any]) -> list[list[str]]:
     return [[m["path"] for m in g["members"]] for g in data["groups"]]
 
 
+@pytest.mark.slow
 def test_the_report_shows_what_dupes_lists(
     library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -62,6 +63,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.slow
 def test_a_second_report_takes_the_previews_from_the_cache(
     library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -81,6 +83,7 @@ def test_a_second_report_takes_the_previews_from_the_cache(
     assert (a["thumbs"], a["groups"]) == (b["thumbs"], b["groups"])
 
 
+@pytest.mark.slow
 def test_root_and_limit_choose_the_groups(
     library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,6 +103,7 @@ def test_root_and_limit_choose_the_groups(
     assert (len(data["groups"]), data["truncated"]) == (2, True)
 
 
+@pytest.mark.slow
 def test_the_page_goes_to_standard_output_with_a_dash(
     library: Library, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -109,6 +113,7 @@ def test_the_page_goes_to_standard_output_with_a_dash(
     assert err.startswith("isccd: report: 7 groups, 19 files, ")
 
 
+@pytest.mark.slow
 def test_open_starts_the_browser_on_the_page(
     library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -144,6 +149,7 @@ def test_failures_are_said_with_their_status(
     assert "bits" in err
 
 
+@pytest.mark.slow
 def test_an_unwritable_page_is_an_error(
     library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from isccd.report.cache import PreviewCache
 from isccd.report.model import FileStat, Preview, PreviewKind
 from isccd.report.preview import PreviewOptions
@@ -69,6 +71,7 @@ def _write_photo(path: Path, seed: int) -> None:
     picture(seed, (320, 240)).save(path, quality=85)
 
 
+@pytest.mark.slow
 def test_a_second_look_decodes_nothing_that_did_not_change(tmp_path: Path) -> None:
     photo = tmp_path / "photo.jpg"
     _write_photo(photo, 1)
@@ -106,6 +109,7 @@ def test_facts_say_what_each_file_is_now(tmp_path: Path) -> None:
     assert seen == [(1, 1)]  # one file to decode, once
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_costs_only_a_preview(tmp_path: Path) -> None:
     paths = []
     for i in range(4):

@@ -11,16 +11,6 @@ import pytest
 
 
 @pytest.fixture
-def short_dir() -> Iterator[Path]:
-    """A fresh directory under /tmp: Unix socket paths must fit in 107 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
 def root_dir(short_dir: Path) -> Path:
     """A watched root with a few files, symbolic links resolved."""
     root = short_dir / "root"

@@ -9,6 +9,8 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from isccd.client import AsyncClient
 from isccd.model import EventType
 
@@ -64,6 +66,7 @@ def test_a_burst_of_connections_never_passes_max_clients(root_dir: Path, short_d
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_a_silent_connection_is_closed_after_the_idle_time(root_dir: Path, short_dir: Path) -> None:
     async def main() -> None:
         backend = FakeBackend([str(root_dir)])

@@ -323,7 +323,7 @@ def test_lone_surrogates_are_refused_and_the_connection_and_subscription_carry_o
 ) -> None:
     # Each string field, with a JSON escape that stands for no character (and no byte of a
     # file name), pipelined between good requests on a subscribed connection.
-    bad = [
+    bad: list[dict[str, Any]] = [
         {"cmd": "get", "path": f"{root_dir}/\ud800"},
         {"cmd": "similar", "path": f"{root_dir}/\udfff"},
         {"cmd": "dupes", "root": f"{root_dir}/\ud800"},

@@ -70,6 +70,7 @@ _examples = itertools.count()
 # One store for every example, each example in a directory of its own.
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(names, min_size=1, max_size=4))
+@pytest.mark.slow
 def test_paths_round_trip_byte_exact(store: Store, parts: list[bytes]) -> None:
     # Names that are not UTF-8 arrive as surrogate escapes and must come back as the same bytes.
     path = f"/data/{next(_examples)}/" + "/".join(os.fsdecode(p) for p in parts)

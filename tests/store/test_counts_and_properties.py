@@ -170,6 +170,7 @@ def test_every_store_has_an_identity_of_its_own_for_its_life(
     other.close()
 
 
+@pytest.mark.slow
 def test_a_schema_5_database_gets_an_identity(tmp_path: Path) -> None:
     identities = set()
     for name in ("one", "two"):

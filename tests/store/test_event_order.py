@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from isccd.model import EventType
 from isccd.store import Store, open_store
 from tests.store.conftest import make_record
@@ -25,6 +27,7 @@ def _tail(reader: Store, since: int, seen: list[int]) -> int:
     return since
 
 
+@pytest.mark.slow
 def test_a_lower_number_never_commits_after_a_higher_one_was_read(pg_url: str) -> None:
     # Without the log's lock: A numbers an event, B numbers the next and commits, a reader
     # reads B's, then A commits its lower number behind the reader's back.
@@ -74,6 +77,7 @@ def test_a_lower_number_never_commits_after_a_higher_one_was_read(pg_url: str) -
             store.close()
 
 
+@pytest.mark.slow
 def test_concurrent_writers_and_a_tailing_reader_miss_nothing(pg_url: str) -> None:
     hosts = [f"h{i}" for i in range(4)]
     stores = [open_store(pg_url, host=h) for h in hosts]
@@ -103,7 +107,7 @@ def test_concurrent_writers_and_a_tailing_reader_miss_nothing(pg_url: str) -> No
             since = _tail(reader, since, seen)
         _tail(reader, since, seen)
         assert failures == []
-        everything = []
+        everything: list[int] = []
         since = 0
         while batch := reader.events_since(since, limit=1000, fleet=True):
             everything.extend(e.seq for e in batch)

@@ -152,6 +152,7 @@ def test_a_listener_is_woken_by_each_commit_that_logged_events(pg_url: str) -> N
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_a_store_whose_server_is_down_says_so_at_once_and_reconnects(
     pg_server: PgServer, pg_url: str
 ) -> None:

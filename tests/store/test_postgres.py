@@ -186,7 +186,9 @@ def _kill_session(pg_server: PgServer, pg_url: str, application: str) -> int:
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
         f"WHERE datname = '{database}' AND application_name LIKE '{application}%'",
     )
-    return int(rows[0][0])  # type: ignore[call-overload]
+    (count,) = rows[0]
+    assert isinstance(count, int)
+    return count
 
 
 def test_a_lost_connection_is_retryable_and_the_next_transaction_reconnects(
@@ -292,6 +294,7 @@ def test_hosts_starting_together_migrate_once(pg_url: str) -> None:
     assert errors == []
 
 
+@pytest.mark.slow
 def test_the_driver_is_imported_only_for_a_postgres_url(tmp_path: Path) -> None:
     script = (
         "import sys\n"

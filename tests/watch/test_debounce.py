@@ -195,4 +195,4 @@ class DebouncerMachine(RuleBasedStateMachine):
         assert len(self.d) == len(self.model)
 
 
-TestDebouncerMachine = DebouncerMachine.TestCase
+TestDebouncerMachine = pytest.mark.slow(DebouncerMachine.TestCase)

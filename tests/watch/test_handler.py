@@ -77,16 +77,12 @@ def test_the_handler_delivers_on_the_loop_thread() -> None:
                 done.set()
 
         handler = LoopHandler(loop, R, sink)
-        observer_thread = threading.Thread(
-            target=lambda: [
+
+        def observe() -> None:  # as watchdog's observer thread does
+            for e in (FileCreatedEvent("/r/a"), DirModifiedEvent("/r"), FileDeletedEvent("/r/a")):
                 handler.dispatch(e)
-                for e in (
-                    FileCreatedEvent("/r/a"),
-                    DirModifiedEvent("/r"),
-                    FileDeletedEvent("/r/a"),
-                )
-            ]
-        )
+
+        observer_thread = threading.Thread(target=observe)
         observer_thread.start()
         await asyncio.wait_for(done.wait(), 5)
         observer_thread.join()

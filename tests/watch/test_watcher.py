@@ -4,13 +4,18 @@ overflow, and watch-limit exhaustion (in a user namespace with a lowered limit).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,6 +71,7 @@ def _change(kind: ChangeKind, path: Path, dest: Path | None = None) -> Callable[
     return match
 
 
+@pytest.mark.slow
 def test_changes_moves_and_new_directories(tmp_path: Path) -> None:
     root = tmp_path / "root"
     outside = tmp_path / "outside"
@@ -117,33 +123,102 @@ def test_changes_moves_and_new_directories(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_a_kernel_queue_overflow_is_reported_as_a_recrawl(tmp_path: Path) -> None:
+def test_watching_leaves_the_process_wide_warning_filters_alone(tmp_path: Path) -> None:
+    # watchdog warns when a tree created quickly makes it add a directory's watch callback
+    # twice; the watcher keeps that quiet without a warnings filter, which would change what
+    # every thread of the process is warned about.
+    before = list(warnings.filters)
+
     async def main() -> None:
         collector = Collector()
         watcher = _watcher(collector)
         await asyncio.to_thread(watcher.watch, str(tmp_path))
         try:
-            # Hold watchdog's reader away from the inotify descriptor while more events than
-            # fs.inotify.max_queued_events (16384 by default) are produced, as a stalled
-            # process would; then let it read.
-            state = watcher._roots[str(tmp_path)]
-            assert state.observer is not None
-            limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
-            with state.observer._inotify_fd._lock:
-                await asyncio.to_thread(_create_files, tmp_path, limit + 1000)
-            recrawl = await collector.wait_for(lambda n: isinstance(n, Recrawl), timeout=60)
-            assert recrawl == Recrawl(str(tmp_path), RecrawlReason.OVERFLOW)
-            (status,) = watcher.status()
-            assert status.overflows >= 1
-            assert status.hint is not None
-            assert status.hint.startswith("fs.inotify.max_queued_events=")
-            # Watching goes on after the overflow.
-            (tmp_path / "after").write_text("x")
-            await collector.wait_for(_change(ChangeKind.TOUCHED, tmp_path / "after"))
+            deep = tmp_path.joinpath(*"abcdefgh")
+            deep.mkdir(parents=True)
+            (deep / "x").write_text("x")
+            await collector.wait_for(_change(ChangeKind.DIR_ADDED, tmp_path / "a"))
         finally:
             await asyncio.to_thread(watcher.close)
 
     asyncio.run(main())
+    assert warnings.filters == before
+
+
+#: Watches a root and says so; once stopped and continued, reports the overflow it heard of and
+#: that watching went on.
+_STALLED = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from isccd.watch.watcher import Watcher, WatcherOptions
+
+    root = sys.argv[1]
+
+    async def main():
+        seen = []
+        changed = asyncio.Event()
+        def add(n):
+            seen.append(n)
+            changed.set()
+        async def wait_for(predicate):
+            async with asyncio.timeout(60):
+                while not any(predicate(n) for n in seen):
+                    changed.clear()
+                    await changed.wait()
+            return next(n for n in seen if predicate(n))
+        watcher = Watcher(asyncio.get_running_loop(), WatcherOptions(), add, add, add)
+        await asyncio.to_thread(watcher.watch, root)
+        print("watching", flush=True)
+        recrawl = await wait_for(lambda n: type(n).__name__ == "Recrawl")
+        (status,) = watcher.status()
+        Path(root, "after").write_text("x")
+        await wait_for(lambda n: getattr(n, "path", "") == root + "/after")
+        await asyncio.to_thread(watcher.close)
+        print(json.dumps({"recrawl": [recrawl.root, recrawl.reason],
+                          "overflows": status.overflows, "hint": status.hint}))
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_kernel_queue_overflow_is_reported_as_a_recrawl(tmp_path: Path) -> None:
+    # A stalled process (stopped here) leaves the events queued in the kernel while more than
+    # fs.inotify.max_queued_events (16384 by default) are produced; then it reads them.
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STALLED, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "watching\n"
+        os.kill(child.pid, signal.SIGSTOP)
+        _wait_until_stopped(child.pid)
+        _create_files(tmp_path, limit + 1000)
+        os.kill(child.pid, signal.SIGCONT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, err
+    data = json.loads(out)
+    assert data["recrawl"] == [str(tmp_path), RecrawlReason.OVERFLOW.value]
+    assert data["overflows"] >= 1
+    assert data["hint"].startswith("fs.inotify.max_queued_events=")
+
+
+def _wait_until_stopped(pid: int) -> None:
+    """Wait until the kernel has stopped ``pid`` (a signal is delivered asynchronously)."""
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        assert time.monotonic() < deadline, f"process {pid} did not stop"
+        time.sleep(0.001)
 
 
 def _create_files(directory: Path, count: int) -> None:
@@ -254,7 +329,7 @@ _LIMITED = textwrap.dedent(
 )
 
 
-def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, object]:
+def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, Any]:
     unshare = unshare_tool()
     limits = [str(watches), str(instances)]
     result = subprocess.run(
@@ -265,9 +340,7 @@ def _run_limited(root: Path, watches: int, instances: int = 128) -> dict[str, ob
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    import json
-
-    data: dict[str, object] = json.loads(result.stdout)
+    data: dict[str, Any] = json.loads(result.stdout)
     return data
 
 
@@ -294,6 +367,7 @@ def test_no_watch_at_all_polls_the_root(tmp_path: Path) -> None:
     assert data["polled"] == [str(tmp_path)]
 
 
+@pytest.mark.slow
 def test_no_inotify_instance_polls_the_root(tmp_path: Path) -> None:
     data = _run_limited(tmp_path, watches=100, instances=0)
     assert data["mode"] == "polling"

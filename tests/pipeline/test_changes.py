@@ -1,175 +1,25 @@
 """The pipeline on real files and a real SQLite store: what each change on disk becomes in the
-index and in the event log, and that incremental updates converge to what a fresh scan finds.
+index and in the event log.
 
-Most tests hash with :class:`FamilyHasher`, a fake whose Data-Code is designed: a file holding
-``"A:3"`` is 3 bits from ``"A:0"`` and far from any ``"B:..."``; so the expected relations follow
-from the file contents by construction. The profile test hashes with the real
-:func:`isccd.hashing.compute_record`.
+The files hash with :class:`~tests.pipeline.harness.FamilyHasher`'s designed codes, so the
+expected relations follow from the file contents by construction.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import os
-import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from isccd.errors import StoreFullError
-from isccd.hashing import compute_record
 from isccd.match import Thresholds
-from isccd.model import (
-    Event,
-    EventType,
-    FileIssue,
-    FileRecord,
-    FileStat,
-    IssueCode,
-    IssueKind,
-    Unit,
-    UnitType,
-)
-from isccd.pipeline import Pipeline, PipelineOptions
-from isccd.store import SqliteOptions, open_store, state_url
-from tests.extract.media import XMP_TEMPLATE, scene
-
-PROFILE = "fake/1"
-
-
-def family_digest(text: str) -> bytes:
-    """``"F:v"`` -> F's 64-bit code with its lowest ``v`` bits flipped."""
-    family, _, variant = text.partition(":")
-    base = int.from_bytes(hashlib.sha256(family.encode()).digest()[:8], "big")
-    flips = int(variant.split(":")[0] or 0)
-    return (base ^ ((1 << flips) - 1)).to_bytes(8, "big")
-
-
-class FamilyHasher:
-    """A fake hasher with designed codes; counts calls and can pretend files are unstable or
-    unreadable."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-        self.unstable: dict[str, int] = {}  # path -> how many more reads see it change
-        self.unreadable: set[str] = set()
-
-    async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
-        assert path.startswith(root + "/"), (root, path)
-        self.calls[path] += 1
-        if path in self.unreadable:
-            issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
-            return FileRecord(path, None, issues=(issue,))
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            issue = FileIssue("read", IssueKind.ERROR, "gone", IssueCode.VANISHED)
-            return FileRecord(path, None, issues=(issue,))
-        with os.fdopen(fd, "rb") as f:
-            stat = FileStat.from_os(os.fstat(f.fileno()))
-            data = f.read()
-        if self.unstable.get(path, 0) > 0:
-            self.unstable[path] -= 1
-            issue = FileIssue("read", IssueKind.ERROR, "changed while read", IssueCode.UNSTABLE)
-            return FileRecord(path, stat, issues=(issue,))
-        sha = hashlib.sha256(data).digest()
-        digest = family_digest(data.decode())
-        return FileRecord(
-            path=path,
-            stat=stat,
-            iscc="ISCC:FAKE" + sha[:4].hex().upper(),
-            units=(
-                Unit(UnitType.DATA, "ISCC:GAA" + digest.hex().upper(), digest, PROFILE),
-                Unit(UnitType.INSTANCE, "ISCC:IAA" + sha[:8].hex().upper(), sha[:8], PROFILE),
-            ),
-            datahash="1e20" + sha.hex(),
-            filesize=len(data),
-        )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
-
-
-class Harness:
-    """A pipeline over a temporary root, with the events it committed."""
-
-    def __init__(
-        self,
-        tmp: Path,
-        *,
-        options: PipelineOptions | None = None,
-        hasher: Any = None,
-        state: str = "state",
-        sqlite: SqliteOptions | None = None,
-    ) -> None:
-        self.root = tmp / "root"
-        self.root.mkdir(exist_ok=True)
-        self.state = tmp / state
-        self.hasher = hasher or FamilyHasher()
-        self.committed: list[Event] = []
-        self.delays: list[float] = []
-        self.clock = Clock()
-
-        async def sleep(seconds: float) -> None:
-            self.delays.append(seconds)
-
-        self.pipeline = Pipeline(
-            state_url(self.state),
-            options or PipelineOptions(unstable_delay=0.5),
-            hasher=self.hasher,
-            clock=self.clock,
-            on_commit=self.committed.extend,
-            sleep=sleep,
-            sqlite=sqlite,
-        )
-        self.adopted = self.pipeline.open()
-
-    def write(self, name: str, text: str) -> Path:
-        path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return path
-
-    def p(self, name: str) -> str:
-        return str(self.root / name)
-
-    def run(self, coro: Any) -> Any:
-        return asyncio.run(coro)
-
-    def scan(self) -> list[Event]:
-        before = len(self.committed)
-        self.run(self.pipeline.reconcile(str(self.root)))
-        return self.committed[before:]
-
-    def close(self) -> None:
-        self.pipeline.close()
-
-
-@pytest.fixture
-def h(tmp_path: Path) -> Any:
-    harness = Harness(tmp_path)
-    yield harness
-    harness.close()
-
-
-def kinds(events: list[Event]) -> list[tuple[str, str]]:
-    return [(e.type.value, e.path.rsplit("/", 1)[-1]) for e in events]
-
-
-def others(event: Event) -> list[str]:
-    return [o["path"].rsplit("/", 1)[-1] for o in event.data["others"]]
+from isccd.model import EventType, FileRecord, UnitType
+from isccd.pipeline import PipelineOptions
+from isccd.store import SqliteOptions
+from tests.pipeline.harness import PAD, FamilyHasher, Harness, kinds, others, pairs
 
 
 def test_a_scan_announces_files_and_exact_duplicates(h: Harness) -> None:
@@ -297,10 +147,6 @@ def test_new_thresholds_are_applied_to_stored_relations(h: Harness) -> None:
     assert [(e.type.value, e.data["distance"]) for e in events] == [("dup.near", 3)]
 
 
-#: Makes a FamilyHasher file of over 100 bytes without changing its family or variant.
-PAD = ":" + "x" * 100
-
-
 def test_empty_files_are_indexed_but_never_duplicates(h: Harness) -> None:
     h.write("pkg/__init__.py", "")
     h.write("other/__init__.py", "")
@@ -346,15 +192,6 @@ def test_files_below_min_size_are_not_reported(tmp_path: Path) -> None:
         h.close()
 
 
-def _pairs(events: list[Event]) -> set[tuple[str, str]]:
-    """Each pair of files an event reports on, by name, in sorted order."""
-    return {
-        tuple(sorted((e.path.rsplit("/", 1)[-1], other)))  # type: ignore[misc]
-        for e in events
-        for other in others(e)
-    }
-
-
 def test_a_new_min_size_resolves_and_finds_duplicates_once_per_group(h: Harness) -> None:
     for name in ("a", "b", "c"):
         h.write(name, "A:0")  # three copies of 3 bytes
@@ -371,7 +208,7 @@ def test_a_new_min_size_resolves_and_finds_duplicates_once_per_group(h: Harness)
     assert exact.data["count"] == 2
     assert {exact.path.rsplit("/", 1)[-1], *others(exact)} == {"a", "b", "c"}
     near = [e for e in events if e.data["kind"] == "near"]
-    assert _pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
+    assert pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
     [group] = h.run(h.pipeline.dupes(near=True))
     assert sorted(m.paths[0] for m in group.members) == [h.p("big"), h.p("big_copy")]
 
@@ -380,7 +217,7 @@ def test_a_new_min_size_resolves_and_finds_duplicates_once_per_group(h: Harness)
     assert {exact.path.rsplit("/", 1)[-1], *others(exact)} == {"a", "b", "c"}
     near = [e for e in events if e.type is EventType.DUP_NEAR]
     assert len(events) == 1 + len(near)
-    assert _pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
+    assert pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
     assert h.run(h.pipeline.dupes(near=True)) == before
 
 
@@ -474,145 +311,6 @@ def test_a_full_disk_stops_the_scan_cleanly_and_a_rescan_converges(tmp_path: Pat
         roomy.close()
 
 
-def test_a_profile_change_recomputes_only_the_affected_units(tmp_path: Path) -> None:
-    calls: list[frozenset[UnitType] | None] = []
-
-    async def real(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
-        calls.append(units)
-        return await asyncio.to_thread(compute_record, path, None, units, root=root)
-
-    first = Harness(tmp_path, hasher=real)
-    text = first.write("doc.txt", "The quick brown fox jumps over the lazy dog. " * 40)
-    first.scan()
-    first.close()
-    # Pretend the extraction recipes moved on: every unit whose profile names them is stale.
-    again = Harness(tmp_path, hasher=real, options=PipelineOptions(versions={"isccd-extract": "0"}))
-    try:
-        before = again.run(again.pipeline.get(str(text))).file.record
-        events = again.scan()
-        assert calls[-1] == frozenset({UnitType.META, UnitType.TEXT})
-        after = again.run(again.pipeline.get(str(text))).file.record
-        full = compute_record(str(text))
-        assert after.iscc == full.iscc  # recomposed from kept and new units
-        assert after.unit(UnitType.DATA) == before.unit(UnitType.DATA)
-        assert [e.type for e in events] == [EventType.SCAN_DONE]  # same content: silent
-    finally:
-        again.close()
-
-
-# -- convergence ---------------------------------------------------------------------------------
-
-
-def snapshot(url: str) -> dict[str, Any]:
-    """The state a store holds, in terms of paths (ids differ between stores)."""
-    store = open_store(url, readonly=True)
-    try:
-        files = {f.path: f for f in store.files_under("/")}
-        by_id = {f.id: f.path for f in files.values()}
-        near = sorted(
-            (*sorted((by_id[p.a], by_id[p.b])), p.unit.value, p.distance)
-            for p in store.near_pairs()
-        )
-        exact = sorted(
-            sorted(f.path for f in store.files_by_datahash(d)) for d in store.exact_datahashes()
-        )
-        return {
-            "files": {
-                p: (f.record.datahash, f.record.units, f.record.stat) for p, f in files.items()
-            },
-            "near": near,
-            "exact": exact,
-        }
-    finally:
-        store.close()
-
-
-operations = st.lists(
-    st.tuples(
-        st.sampled_from(["write", "copy", "rename", "delete", "link", "move_dir", "touch"]),
-        st.integers(0, 5),
-        st.integers(0, 5),
-        st.sampled_from(["A:0", "A:2", "A:6", "A:11", "B:0", "B:1"]),
-        st.booleans(),
-    ),
-    min_size=1,
-    max_size=12,
-)
-
-
-def _apply(root: Path, op: str, x: int, y: int, content: str) -> None:
-    names = [
-        root / "f0",
-        root / "f1",
-        root / "d" / "f2",
-        root / "d" / "f3",
-        root / "e" / "f4",
-        root / "f5",
-    ]
-    src, dst = names[x], names[y]
-    if op == "write":
-        src.parent.mkdir(exist_ok=True)
-        src.write_text(content)
-    elif src.is_file() and op == "copy" and src != dst:
-        dst.parent.mkdir(exist_ok=True)
-        shutil.copyfile(src, dst)
-    elif src.is_file() and op == "rename" and src != dst:
-        dst.parent.mkdir(exist_ok=True)
-        src.rename(dst)
-    elif src.is_file() and op == "delete":
-        src.unlink()
-    elif src.is_file() and op == "link" and not dst.exists():
-        dst.parent.mkdir(exist_ok=True)
-        dst.hardlink_to(src)
-    elif src.is_file() and op == "touch":
-        os.utime(src, ns=(y, y))
-    elif op == "move_dir" and (root / "d").is_dir() and not (root / "e").exists():
-        (root / "d").rename(root / "e")
-
-
-@settings(max_examples=25)
-@given(ops=operations, scan_every=st.integers(1, 4))
-def test_incremental_updates_converge_to_a_fresh_scan(
-    tmp_path_factory: pytest.TempPathFactory,
-    ops: list[tuple[str, int, int, str, bool]],
-    scan_every: int,
-) -> None:
-    tmp = tmp_path_factory.mktemp("conv")
-    live = Harness(tmp, state="live")
-    try:
-        for i, (op, x, y, content, _) in enumerate(ops):
-            _apply(live.root, op, x, y, content)
-            if i % scan_every == 0:
-                live.scan()
-        live.scan()
-        # The per-root counters the store keeps agree with its files, after every change.
-        counted = Counter(
-            f.root for f in live.run(live.pipeline.call(lambda ix: ix.store.files_under("/")))
-        )
-        assert live.run(live.pipeline.call(lambda ix: ix.store.live_by_root())) == counted
-    finally:
-        live.close()
-    fresh = Harness(tmp, state="fresh")
-    try:
-        fresh.scan()
-    finally:
-        fresh.close()
-    assert snapshot(state_url(tmp / "live")) == snapshot(state_url(tmp / "fresh"))
-
-
-def test_snapshot_sees_differences(tmp_path: Path) -> None:
-    # The convergence test can fail: a store that missed a change differs from a fresh scan.
-    stale = Harness(tmp_path, state="stale")
-    stale.write("a", "A:0")
-    stale.scan()
-    stale.close()
-    (stale.root / "a").write_text("A:6")
-    fresh = Harness(tmp_path, state="fresh")
-    fresh.scan()
-    fresh.close()
-    assert snapshot(state_url(tmp_path / "stale")) != snapshot(state_url(tmp_path / "fresh"))
-
-
 def test_tombstones_and_events_are_kept_for_their_retention(tmp_path: Path) -> None:
     h = Harness(tmp_path, options=PipelineOptions(tombstone_retention=100, event_retention=1000))
     try:
@@ -671,68 +369,6 @@ def test_a_file_replaced_by_a_directory_of_files(h: Harness) -> None:
     assert kinds(h.scan()) == [("file.removed", "x"), ("scan.done", "")]
     assert h.run(h.pipeline.get(str(inner))).file.live
     assert h.run(h.pipeline.get(h.p("x"))).file.removed_at is not None
-
-
-def test_a_rename_makes_a_meta_code_from_the_new_file_name_without_reading(
-    tmp_path: Path,
-) -> None:
-    calls: list[tuple[str, frozenset[UnitType] | None]] = []
-
-    async def real(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
-        calls.append((path, units))
-        return await asyncio.to_thread(compute_record, path, None, units, root=root)
-
-    def coded(path: Path) -> tuple[Any, ...]:
-        record = compute_record(str(path))
-        return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
-
-    def stored(h: Harness, path: Path) -> tuple[Any, ...]:
-        record = h.run(h.pipeline.get(str(path))).file.record
-        return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
-
-    options = PipelineOptions(versions={"isccd-extract": "1"})
-    h = Harness(tmp_path, hasher=real, options=options)
-    text = h.write("r9.txt", "Nothing in this text names it. " * 30)
-    legacy = h.write("legacy_one.txt", "Nor does this one name itself anywhere. " * 30)
-    titled = h.root / "titled.jpg"
-    xmp = XMP_TEMPLATE.format(title="Mountain Lake", description="A calm morning").encode()
-    scene().save(titled, quality=90, xmp=xmp)
-    h.scan()
-    old_iscc = compute_record(str(text)).iscc
-    hashed = len(calls)
-    text.rename(h.root / "completely_different_name.txt")
-    titled.rename(h.root / "other.jpg")
-    events = {e.path.rsplit("/", 1)[-1]: e for e in h.scan() if e.type is EventType.FILE_MOVED}
-    assert len(calls) == hashed  # nothing was read
-    new = h.root / "completely_different_name.txt"
-    assert stored(h, new) == coded(new) and stored(h, h.root / "other.jpg") == coded(
-        h.root / "other.jpg"
-    )
-    assert events[new.name].data["iscc"] == coded(new)[1] != old_iscc
-    assert events[new.name].data["previous"]["iscc"] == old_iscc
-    assert "previous" not in events["other.jpg"].data  # an embedded title: same codes
-
-    # Another name of the same file (a hardlink) has its own Meta-Code.
-    (h.root / "alias.txt").hardlink_to(new)
-    h.scan()
-    assert stored(h, h.root / "alias.txt") == coded(h.root / "alias.txt") != coded(new)
-
-    # A record stored before the source of its name was kept: its Meta-Code is read again,
-    # alone, by the reconcile that found the rename.
-    h.close()
-    db = sqlite3.connect(h.state / "isccd.db")
-    db.execute("UPDATE files SET named_by_file = NULL")
-    db.commit()
-    db.close()
-    h = Harness(tmp_path, hasher=real, options=options)
-    try:
-        legacy.rename(h.root / "legacy_two.txt")
-        h.scan()
-        # (The hardlink changed the file's link count, so that scan read it once, for both.)
-        assert calls[hashed + 1 :] == [(str(h.root / "legacy_two.txt"), frozenset({UnitType.META}))]
-        assert stored(h, h.root / "legacy_two.txt") == coded(h.root / "legacy_two.txt")
-    finally:
-        h.close()
 
 
 def test_a_watched_path_through_a_link_out_of_the_root_is_not_indexed(

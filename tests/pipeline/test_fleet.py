@@ -18,7 +18,7 @@ import pytest
 
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline, PipelineOptions
-from tests.test_pipeline import Clock, FamilyHasher
+from tests.pipeline.harness import Clock, FamilyHasher
 
 
 class Host:

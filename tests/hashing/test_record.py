@@ -11,6 +11,7 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -20,6 +21,7 @@ from typing import Any
 import iscc_core
 import pytest
 
+from isccd.extract.probe import probe_media
 from isccd.extract.text import document_extractor_available
 from isccd.extract.tools import ToolOptions
 from isccd.hashing import CodeOptions, compute_record
@@ -70,6 +72,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @needs_sdk
+@pytest.mark.slow
 def test_iscc_codes_equal_the_sdk(corpus: dict[str, Path], tmp_path: Path) -> None:
     names = sorted(corpus)
     reference = sdk_codes([corpus[n] for n in names], tmp_path)
@@ -245,6 +248,7 @@ def test_password_protected_and_broken_pdfs(tmp_path: Path) -> None:
     assert record.iscc is not None
 
 
+@pytest.mark.slow
 def test_documents_without_the_extra_are_skipped_with_advice(tmp_path: Path) -> None:
     docx = tmp_path / "x.pdf"
     make_pdf(docx, PROSE)
@@ -316,6 +320,7 @@ def test_non_regular_files_are_never_opened(tmp_path: Path) -> None:
             assert record.stat is None and record.units == ()
 
 
+@pytest.mark.slow
 def test_sparse_10_gib_file_in_bounded_memory(tmp_path: Path) -> None:
     path = tmp_path / "sparse.bin"
     with path.open("wb") as f:
@@ -347,21 +352,20 @@ def test_sparse_10_gib_file_in_bounded_memory(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (HAVE_FFMPEG and HAVE_FPCALC), reason="ffmpeg or fpcalc missing")
+@pytest.mark.slow
 def test_tools_leave_no_temporary_files(
     corpus: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from isccd.extract import tools
-
     temp = tmp_path / "tmp"
     temp.mkdir()
     made: list[Path] = []
-    real = tools.tempfile.mkdtemp
+    real = tempfile.mkdtemp
 
     def recording(*args: Any, **kwargs: Any) -> str:
         made.append(Path(real(*args, **kwargs)))
         return str(made[-1])
 
-    monkeypatch.setattr(tools.tempfile, "mkdtemp", recording)
+    monkeypatch.setattr(tempfile, "mkdtemp", recording)
     options = CodeOptions(tools=ToolOptions(temp_dir=str(temp), timeout=60))
     fake = tmp_path / "fake.mp4"
     fake.write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(5000))
@@ -372,6 +376,7 @@ def test_tools_leave_no_temporary_files(
     assert list(temp.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_tool_timeout_is_a_clean_error(corpus: dict[str, Path], tmp_path: Path) -> None:
     slow = tmp_path / "slow-fpcalc"
     slow.write_text("#!/bin/sh\nexec sleep 30\n")
@@ -388,6 +393,7 @@ def test_tool_timeout_is_a_clean_error(corpus: dict[str, Path], tmp_path: Path) 
     assert "timed out" in record.issues[0].reason
 
 
+@pytest.mark.slow
 def test_records_travel_through_a_process_pool(corpus: dict[str, Path]) -> None:
     paths = [str(corpus["plain.png"]), str(corpus["utf8.txt"])]
     context = multiprocessing.get_context("forkserver")
@@ -399,6 +405,7 @@ def test_records_travel_through_a_process_pool(corpus: dict[str, Path]) -> None:
 
 
 @needs_ffmpeg
+@pytest.mark.slow
 def test_metadata_read_with_the_content_is_not_read_again_when_the_content_code_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -406,7 +413,7 @@ def test_metadata_read_with_the_content_is_not_read_again_when_the_content_code_
 
     tone = make_audio(tmp_path / "audio")["tone.wav"]
     probed: list[str] = []
-    real = content.probe_media
+    real = probe_media
 
     def counting(*args: object, **kwargs: object) -> object:
         probed.append("ffprobe")

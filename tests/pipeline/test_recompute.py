@@ -12,15 +12,24 @@ import asyncio
 import sqlite3
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import iscc_core
+import pytest
 
 from isccd.hashing import CodeOptions, compute_record, current_versions
 from isccd.model import EventType, FileRecord, IssueCode, UnitType
 from isccd.pipeline import PipelineOptions
 from isccd.store import DB_NAME
-from tests.extract.media import HAVE_FFMPEG, HAVE_FPCALC, make_audio, make_video, scene
-from tests.test_pipeline import Harness
+from tests.extract.media import (
+    HAVE_FFMPEG,
+    HAVE_FPCALC,
+    XMP_TEMPLATE,
+    make_audio,
+    make_video,
+    scene,
+)
+from tests.pipeline.harness import Harness
 
 Calls = Counter[tuple[str, frozenset[UnitType] | None]]
 
@@ -71,6 +80,7 @@ def _age(db: Path, name: str, unit: UnitType, component: str) -> None:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_unit_of_an_older_tool_is_computed_again_alone(tmp_path: Path) -> None:
     media = tmp_path / "media"
     aged: dict[str, tuple[UnitType, str]] = {"picture.png": (UnitType.IMAGE, "pillow")}
@@ -200,7 +210,7 @@ def test_a_changed_wide_option_composes_the_iscc_codes_again_without_reading(
     (root / "blob.bin").write_bytes(bytes(range(256)) * 16)  # Data and Instance only
     (root / "notes.txt").write_text("Words with a Meta- and a Text-Code. " * 30)
 
-    def scan(wide: bool, calls: Calls) -> tuple[dict[str, FileRecord], list[EventType]]:
+    def scan(wide: bool, calls: Calls) -> tuple[dict[str, FileRecord], list[str]]:
         options = CodeOptions(bits=128, wide=wide)
 
         async def hasher(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
@@ -233,3 +243,91 @@ def test_a_changed_wide_option_composes_the_iscc_codes_again_without_reading(
         assert {name: r.iscc for name, r in now.items()} == fresh(wide)
         assert now["notes.txt"] == narrow["notes.txt"]
     assert fresh(True)["blob.bin"] != fresh(False)["blob.bin"]  # the option made a difference
+
+
+def test_a_profile_change_recomputes_only_the_affected_units(tmp_path: Path) -> None:
+    calls: list[frozenset[UnitType] | None] = []
+
+    async def real(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        calls.append(units)
+        return await asyncio.to_thread(compute_record, path, None, units, root=root)
+
+    first = Harness(tmp_path, hasher=real)
+    text = first.write("doc.txt", "The quick brown fox jumps over the lazy dog. " * 40)
+    first.scan()
+    first.close()
+    # Pretend the extraction recipes moved on: every unit whose profile names them is stale.
+    again = Harness(tmp_path, hasher=real, options=PipelineOptions(versions={"isccd-extract": "0"}))
+    try:
+        before = again.run(again.pipeline.get(str(text))).file.record
+        events = again.scan()
+        assert calls[-1] == frozenset({UnitType.META, UnitType.TEXT})
+        after = again.run(again.pipeline.get(str(text))).file.record
+        full = compute_record(str(text))
+        assert after.iscc == full.iscc  # recomposed from kept and new units
+        assert after.unit(UnitType.DATA) == before.unit(UnitType.DATA)
+        assert [e.type for e in events] == [EventType.SCAN_DONE]  # same content: silent
+    finally:
+        again.close()
+
+
+def test_a_rename_makes_a_meta_code_from_the_new_file_name_without_reading(
+    tmp_path: Path,
+) -> None:
+    calls: list[tuple[str, frozenset[UnitType] | None]] = []
+
+    async def real(root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        calls.append((path, units))
+        return await asyncio.to_thread(compute_record, path, None, units, root=root)
+
+    def coded(path: Path) -> tuple[Any, ...]:
+        record = compute_record(str(path))
+        return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
+
+    def stored(h: Harness, path: Path) -> tuple[Any, ...]:
+        record = h.run(h.pipeline.get(str(path))).file.record
+        return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
+
+    options = PipelineOptions(versions={"isccd-extract": "1"})
+    h = Harness(tmp_path, hasher=real, options=options)
+    text = h.write("r9.txt", "Nothing in this text names it. " * 30)
+    legacy = h.write("legacy_one.txt", "Nor does this one name itself anywhere. " * 30)
+    titled = h.root / "titled.jpg"
+    xmp = XMP_TEMPLATE.format(title="Mountain Lake", description="A calm morning").encode()
+    scene().save(titled, quality=90, xmp=xmp)
+    h.scan()
+    old_iscc = compute_record(str(text)).iscc
+    hashed = len(calls)
+    text.rename(h.root / "completely_different_name.txt")
+    titled.rename(h.root / "other.jpg")
+    events = {e.path.rsplit("/", 1)[-1]: e for e in h.scan() if e.type is EventType.FILE_MOVED}
+    assert len(calls) == hashed  # nothing was read
+    new = h.root / "completely_different_name.txt"
+    assert stored(h, new) == coded(new) and stored(h, h.root / "other.jpg") == coded(
+        h.root / "other.jpg"
+    )
+    assert events[new.name].data["iscc"] == coded(new)[1] != old_iscc
+    assert events[new.name].data["previous"]["iscc"] == old_iscc
+    assert "previous" not in events["other.jpg"].data  # an embedded title: same codes
+
+    # Another name of the same file (a hardlink) has its own Meta-Code.
+    (h.root / "alias.txt").hardlink_to(new)
+    h.scan()
+    assert stored(h, h.root / "alias.txt") == coded(h.root / "alias.txt") != coded(new)
+
+    # A record stored before the source of its name was kept: its Meta-Code is read again,
+    # alone, by the reconcile that found the rename.
+    h.close()
+    db = sqlite3.connect(h.state / "isccd.db")
+    db.execute("UPDATE files SET named_by_file = NULL")
+    db.commit()
+    db.close()
+    h = Harness(tmp_path, hasher=real, options=options)
+    try:
+        legacy.rename(h.root / "legacy_two.txt")
+        h.scan()
+        # (The hardlink changed the file's link count, so that scan read it once, for both.)
+        assert calls[hashed + 1 :] == [(str(h.root / "legacy_two.txt"), frozenset({UnitType.META}))]
+        assert stored(h, h.root / "legacy_two.txt") == coded(h.root / "legacy_two.txt")
+    finally:
+        h.close()

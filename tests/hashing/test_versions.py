@@ -88,6 +88,7 @@ def _check_current(profile: str, versions: Mapping[str, str]) -> set[str]:
 
 
 @pytest.mark.parametrize("bits", [64, 128])
+@pytest.mark.slow
 def test_every_profile_component_is_current(one_of_each: list[Path], bits: int) -> None:
     options = CodeOptions(bits=bits)
     versions = current_versions(options)
@@ -126,6 +127,7 @@ def test_versions_follow_the_options_and_name_a_missing_tool(tmp_path: Path) -> 
 
 @needs_ffmpeg
 @needs_fpcalc
+@pytest.mark.slow
 def test_a_skip_for_a_missing_tool_is_outdated_once_the_tool_is_there(tmp_path: Path) -> None:
     # A WAV file: its tags are read by ffprobe (an MP3's are read in process).
     tone = make_audio(tmp_path / "audio")["tone.wav"]

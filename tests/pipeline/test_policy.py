@@ -2,7 +2,7 @@
 the stored relations are re-evaluated as at a reload, with the same events, once; a switch that
 was interrupted is finished, not started over.
 
-Files hash with the designed codes of :class:`tests.test_pipeline.FamilyHasher` (``"A:3"`` is 3
+Files hash with the designed codes of :class:`tests.pipeline.harness.FamilyHasher` (``"A:3"`` is 3
 bits from ``"A:0"``), so which relations each policy holds follows from the contents. Two stores
 of the same root (``state`` names them) are compared where one is the reference: a reload in
 one, the same change at an open in the other.
@@ -21,7 +21,7 @@ from isccd.match import Thresholds
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline, PipelineOptions, policy
 from isccd.store import state_url
-from tests.test_pipeline import PAD, Harness, _pairs, others, snapshot
+from tests.pipeline.harness import PAD, Harness, others, pairs, snapshot
 
 DEFAULT = Thresholds()
 STRICT = Thresholds(data=2, min_size=100)
@@ -73,7 +73,7 @@ def test_a_policy_changed_between_runs_is_applied_once_at_the_next_open(tmp_path
         near = [e for e in events if e.data["kind"] == "near"]
         assert len(near) + 1 == len(events)
         small = {(name, "near") for name in ("a", "b", "c")}
-        assert _pairs(near) == small | {("big", "big_near"), ("big_copy", "big_near")}
+        assert pairs(near) == small | {("big", "big_near"), ("big_copy", "big_near")}
         assert strict.adopted.previous == DEFAULT and strict.adopted.files > 0
         assert list(strict.adopted.events) == events
         [group] = strict.run(strict.pipeline.dupes(near=True))

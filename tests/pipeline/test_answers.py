@@ -2,7 +2,7 @@
 and the command line both give: codes given to ``similar`` become units; files, matches and
 duplicate groups carry their hardlinks, relations, units and distances.
 
-Files are hashed by the pipeline tests' :class:`~tests.test_pipeline.FamilyHasher`, whose
+Files are hashed by the pipeline tests' :class:`~tests.pipeline.harness.FamilyHasher`, whose
 Data-Codes are designed (``"A:3"`` is 3 bits from ``"A:0"``, far from any ``"B:..."``), so the
 expected distances follow from the contents; the default Data-Code threshold is 8 bits.
 """
@@ -34,7 +34,7 @@ from isccd.protocol import (
     SimilarResult,
 )
 from isccd.store import default_host, open_store, state_url
-from tests.test_pipeline import Harness
+from tests.pipeline.harness import Harness
 
 
 def test_an_iscc_code_becomes_its_units() -> None:

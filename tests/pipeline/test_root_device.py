@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from isccd.daemon.scans import Scans
 from isccd.model import EventType
 from isccd.store import DB_NAME
 from isccd.watch.scan import IssueReason, ScanOptions
-from tests.test_pipeline import FamilyHasher, Harness, kinds
+from tests.pipeline.harness import FamilyHasher, Harness, kinds
 
 #: A device number no test directory is on.
 ELSEWHERE = 0x7FFF_0042
@@ -68,7 +70,9 @@ def _live(h: Harness) -> dict[str, int]:
 NAMES = ["a", "b", "sub/c", "sub/d"]
 
 
-def test_an_empty_mount_point_on_another_device_keeps_the_index(tmp_path: Path) -> None:
+def test_an_empty_mount_point_on_another_device_keeps_the_index(
+    tmp_path: Path, json_log: Callable[[], list[dict[str, Any]]]
+) -> None:
     hasher, h = _indexed(tmp_path, NAMES)
     assert _recorded(h) == h.root.stat().st_dev
     h.close()
@@ -87,6 +91,10 @@ def test_an_empty_mount_point_on_another_device_keeps_the_index(tmp_path: Path) 
         [issue] = done.data["issues"]
         assert issue["reason"] == IssueReason.UNAVAILABLE.value
         assert "holds 0 of the 4 files indexed" in issue["message"]
+        # The log line says so with its facts, as fields.
+        [logged] = [line for line in json_log() if line["event"] == "root_device_unavailable"]
+        assert logged["level"] == "warning"
+        assert (logged["root"], logged["present"], logged["missing"]) == (str(h.root), 0, 4)
         assert set(_live(h)) == {"a", "b", "c", "d", stray.name}
         assert _recorded(h) == ELSEWHERE  # kept until the disk is back
         # Again and again: still nothing removed.
@@ -107,7 +115,9 @@ def test_an_empty_mount_point_on_another_device_keeps_the_index(tmp_path: Path) 
         h.close()
 
 
-def test_a_remounted_file_system_is_re_identified_without_reading(tmp_path: Path) -> None:
+def test_a_remounted_file_system_is_re_identified_without_reading(
+    tmp_path: Path, json_log: Callable[[], list[dict[str, Any]]]
+) -> None:
     hasher, h = _indexed(tmp_path, NAMES)
     real = h.root.stat().st_dev
     h.close()
@@ -124,6 +134,9 @@ def test_a_remounted_file_system_is_re_identified_without_reading(tmp_path: Path
         assert sum(hasher.calls.values()) == calls
         assert _live(h) == {"a": real, "c": real, "d": real}
         assert _recorded(h) == real
+        [logged] = [line for line in json_log() if line["event"] == "root_device_reidentified"]
+        # a, c, d and the tombstone of b: every record of the root on the recorded device.
+        assert (logged["root"], logged["files"]) == (str(h.root), 4)
         assert [e.type for e in h.scan()] == [EventType.SCAN_DONE]
     finally:
         h.close()

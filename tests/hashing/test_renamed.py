@@ -74,6 +74,7 @@ def test_a_renamed_record_is_the_record_of_the_renamed_file(
 
 
 @needs_sdk
+@pytest.mark.slow
 def test_the_renamed_iscc_code_is_the_sdks(tmp_path: Path) -> None:
     path = tmp_path / "r9.txt"
     path.write_text(TEXT)

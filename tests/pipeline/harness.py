@@ -1,0 +1,180 @@
+"""A pipeline over a temporary root, hashing with designed codes, for the pipeline's tests.
+
+:class:`FamilyHasher` is a fake whose Data-Code is designed: a file holding ``"A:3"`` is 3 bits
+from ``"A:0"`` and far from any ``"B:..."``; so the expected relations follow from the file
+contents by construction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from isccd.model import Event, FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Unit, UnitType
+from isccd.pipeline import Pipeline, PipelineOptions
+from isccd.store import SqliteOptions, open_store, state_url
+
+PROFILE = "fake/1"
+
+
+def family_digest(text: str) -> bytes:
+    """``"F:v"`` -> F's 64-bit code with its lowest ``v`` bits flipped."""
+    family, _, variant = text.partition(":")
+    base = int.from_bytes(hashlib.sha256(family.encode()).digest()[:8], "big")
+    flips = int(variant.split(":")[0] or 0)
+    return (base ^ ((1 << flips) - 1)).to_bytes(8, "big")
+
+
+class FamilyHasher:
+    """A fake hasher with designed codes; counts calls and can pretend files are unstable or
+    unreadable."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.unstable: dict[str, int] = {}  # path -> how many more reads see it change
+        self.unreadable: set[str] = set()
+
+    async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
+        assert path.startswith(root + "/"), (root, path)
+        self.calls[path] += 1
+        if path in self.unreadable:
+            issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
+            return FileRecord(path, None, issues=(issue,))
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            issue = FileIssue("read", IssueKind.ERROR, "gone", IssueCode.VANISHED)
+            return FileRecord(path, None, issues=(issue,))
+        with os.fdopen(fd, "rb") as f:
+            stat = FileStat.from_os(os.fstat(f.fileno()))
+            data = f.read()
+        if self.unstable.get(path, 0) > 0:
+            self.unstable[path] -= 1
+            issue = FileIssue("read", IssueKind.ERROR, "changed while read", IssueCode.UNSTABLE)
+            return FileRecord(path, stat, issues=(issue,))
+        sha = hashlib.sha256(data).digest()
+        digest = family_digest(data.decode())
+        return FileRecord(
+            path=path,
+            stat=stat,
+            iscc="ISCC:FAKE" + sha[:4].hex().upper(),
+            units=(
+                Unit(UnitType.DATA, "ISCC:GAA" + digest.hex().upper(), digest, PROFILE),
+                Unit(UnitType.INSTANCE, "ISCC:IAA" + sha[:8].hex().upper(), sha[:8], PROFILE),
+            ),
+            datahash="1e20" + sha.hex(),
+            filesize=len(data),
+        )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+class Harness:
+    """A pipeline over a temporary root, with the events it committed."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        options: PipelineOptions | None = None,
+        hasher: Any = None,
+        state: str = "state",
+        sqlite: SqliteOptions | None = None,
+    ) -> None:
+        self.root = tmp / "root"
+        self.root.mkdir(exist_ok=True)
+        self.state = tmp / state
+        self.hasher = hasher or FamilyHasher()
+        self.committed: list[Event] = []
+        self.delays: list[float] = []
+        self.clock = Clock()
+
+        async def sleep(seconds: float) -> None:
+            self.delays.append(seconds)
+
+        self.pipeline = Pipeline(
+            state_url(self.state),
+            options or PipelineOptions(unstable_delay=0.5),
+            hasher=self.hasher,
+            clock=self.clock,
+            on_commit=self.committed.extend,
+            sleep=sleep,
+            sqlite=sqlite,
+        )
+        self.adopted = self.pipeline.open()
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def p(self, name: str) -> str:
+        return str(self.root / name)
+
+    def run(self, coro: Any) -> Any:
+        return asyncio.run(coro)
+
+    def scan(self) -> list[Event]:
+        before = len(self.committed)
+        self.run(self.pipeline.reconcile(str(self.root)))
+        return self.committed[before:]
+
+    def close(self) -> None:
+        self.pipeline.close()
+
+
+def kinds(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e.type.value, e.path.rsplit("/", 1)[-1]) for e in events]
+
+
+def others(event: Event) -> list[str]:
+    return [o["path"].rsplit("/", 1)[-1] for o in event.data["others"]]
+
+
+#: Makes a FamilyHasher file of over 100 bytes without changing its family or variant.
+PAD = ":" + "x" * 100
+
+
+def pairs(events: list[Event]) -> set[tuple[str, str]]:
+    """Each pair of files an event reports on, by name, in sorted order."""
+    return {
+        tuple(sorted((e.path.rsplit("/", 1)[-1], other)))  # type: ignore[misc]
+        for e in events
+        for other in others(e)
+    }
+
+
+def snapshot(url: str) -> dict[str, Any]:
+    """The state a store holds, in terms of paths (ids differ between stores)."""
+    store = open_store(url, readonly=True)
+    try:
+        files = {f.path: f for f in store.files_under("/")}
+        by_id = {f.id: f.path for f in files.values()}
+        near = sorted(
+            (*sorted((by_id[p.a], by_id[p.b])), p.unit.value, p.distance)
+            for p in store.near_pairs()
+        )
+        exact = sorted(
+            sorted(f.path for f in store.files_by_datahash(d)) for d in store.exact_datahashes()
+        )
+        return {
+            "files": {
+                p: (f.record.datahash, f.record.units, f.record.stat) for p, f in files.items()
+            },
+            "near": near,
+            "exact": exact,
+        }
+    finally:
+        store.close()

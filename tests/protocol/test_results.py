@@ -1,0 +1,186 @@
+"""Typed results (docs/protocol.md): each answer's dataclass round-trips through JSON; readers
+ignore members they do not know and refuse members of the wrong type."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from isccd.model import FileIssue, IssueCode, IssueKind, Mode, UnitType
+from isccd.protocol import (
+    DaemonStatus,
+    DupesResult,
+    DupGroup,
+    DupKind,
+    DupMember,
+    DupPair,
+    FileInfo,
+    HelloResult,
+    Relation,
+    RootStatus,
+    ScanProgress,
+    ServiceStatistics,
+    SimilarMatch,
+    SimilarResult,
+    SubscribeResult,
+    UnitInfo,
+    from_wire,
+    to_wire,
+)
+from tests.protocol.strategies import paths
+
+texts = st.text(max_size=12)
+opt_int = st.none() | st.integers(min_value=0, max_value=2**62)
+opt_float = st.none() | st.floats(min_value=0, max_value=4e9)
+matches = st.lists(
+    st.builds(
+        SimilarMatch,
+        paths,
+        paths,
+        st.sampled_from(UnitType),
+        st.integers(0, 256),
+        st.integers(0, 256),
+        texts,
+        st.sampled_from(Relation),
+    ),
+    max_size=3,
+).map(tuple)
+results = st.one_of(
+    st.builds(
+        HelloResult,
+        st.integers(1, 9),
+        texts,
+        st.tuples(texts),
+        st.tuples(texts, texts),
+        st.integers(1, 2**30),
+        st.integers(1, 2**30),
+        st.none() | st.uuids().map(str),
+    ),
+    st.builds(
+        DaemonStatus,
+        version=texts,
+        pid=st.integers(1, 2**22),
+        state=texts,
+        started=st.floats(0, 4e9),
+        roots=st.lists(
+            st.builds(
+                RootStatus,
+                paths,
+                texts,
+                st.integers(0, 2**40),
+                st.none()
+                | st.builds(ScanProgress, texts, texts, *[st.integers(0, 9)] * 4, st.floats(0, 1)),
+                st.none() | texts,
+            ),
+            max_size=3,
+        ).map(tuple),
+        queue_depth=st.integers(0, 2**30),
+        files_indexed=st.integers(0, 2**40),
+        last_seq=st.integers(0, 2**62),
+        server=st.none() | st.builds(ServiceStatistics, *[st.integers(0, 2**30)] * 4),
+    ),
+    st.builds(
+        SubscribeResult,
+        *[st.integers(0, 2**62)] * 3,
+        st.booleans(),
+        st.none() | st.uuids().map(str),
+    ),
+    st.builds(
+        FileInfo,
+        path=paths,
+        root=paths,
+        size=opt_int,
+        mtime=opt_float,
+        mediatype=st.none() | texts,
+        mode=st.none() | st.sampled_from(Mode),
+        iscc=st.none() | texts,
+        datahash=st.none() | texts,
+        name=st.none() | texts,
+        units=st.lists(
+            st.builds(UnitInfo, st.sampled_from(UnitType), texts, st.integers(0, 256), texts),
+            max_size=4,
+        ).map(tuple),
+        issues=st.lists(
+            st.builds(
+                FileIssue,
+                texts,
+                st.sampled_from(IssueKind),
+                texts,
+                st.none() | st.sampled_from(IssueCode),
+            ),
+            max_size=2,
+        ).map(tuple),
+        indexed=opt_float,
+        removed=opt_float,
+        links=st.lists(paths, max_size=2).map(tuple),
+        duplicates=matches,
+    ),
+    st.builds(SimilarResult, matches, st.booleans()),
+    st.builds(
+        DupesResult,
+        st.lists(
+            st.builds(
+                DupGroup,
+                st.sampled_from(DupKind),
+                st.sampled_from(UnitType),
+                st.integers(0, 64),
+                st.integers(0, 2**50),
+                st.lists(
+                    st.builds(
+                        DupMember,
+                        paths,
+                        paths,
+                        opt_int,
+                        st.none() | texts,
+                        st.none() | st.integers(0, 64),
+                        st.lists(paths, max_size=2).map(tuple),
+                    ),
+                    max_size=3,
+                ).map(tuple),
+                st.lists(
+                    st.builds(
+                        DupPair,
+                        st.integers(0, 9),
+                        st.integers(0, 9),
+                        st.sampled_from(UnitType),
+                        st.integers(0, 64),
+                        st.integers(0, 64),
+                    ),
+                    max_size=2,
+                ).map(tuple),
+            ),
+            max_size=3,
+        ).map(tuple),
+        st.booleans(),
+    ),
+)
+
+
+@given(results)
+def test_typed_results_round_trip_through_json(result: Any) -> None:
+    obj = json.loads(json.dumps(to_wire(result)))
+    assert from_wire(type(result), obj) == result
+
+
+def test_readers_ignore_members_they_do_not_know_and_default_missing_optional_ones() -> None:
+    obj = {"path": "/r/a", "root": "/r", "colour": "blue"}
+    assert from_wire(FileInfo, obj) == FileInfo("/r/a", "/r")
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"root": "/r"},
+        {"path": 3, "root": "/r"},
+        {"path": "/r/a", "root": "/r", "size": True},
+        {"path": "/r/a", "root": "/r", "mode": "smell"},
+        {"path": "/r/a", "root": "/r", "units": {}},
+    ],
+)
+def test_readers_reject_members_of_the_wrong_type(obj: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"FileInfo\."):
+        from_wire(FileInfo, obj)
