@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isccd.index import HammingIndex
+from isccd.hamming import HammingIndex
 from isccd.model import FileRecord, FileStat, Mode, Unit, UnitType
 from isccd.pipeline import Pipeline, PipelineOptions
 from isccd.store import SqliteStore, open_store, state_url

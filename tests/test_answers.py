@@ -20,7 +20,7 @@ import pytest
 from isccd.errors import ProtocolError
 from isccd.match import Thresholds
 from isccd.model import UnitType
-from isccd.pipeline import Indexer, PipelineOptions, answers
+from isccd.pipeline import Index, PipelineOptions, answers
 from isccd.protocol import (
     DupesQuery,
     DupesResult,
@@ -152,7 +152,7 @@ def test_a_file_lists_its_links_exact_copies_and_recorded_near_duplicates(h: Har
 
 def test_similar_to_a_stored_file_and_to_one_coded_on_the_fly(h: Harness, tmp_path: Path) -> None:
     def similar(subject_path: str, query: SimilarQuery) -> list[tuple[str, Relation, int]]:
-        def ask(ix: Indexer) -> SimilarResult:
+        def ask(ix: Index) -> SimilarResult:
             stored = ix.store.file_at(subject_path)
             assert stored is not None
             return answers.similar(ix, stored, query)
@@ -181,7 +181,7 @@ def test_a_reader_given_a_stricter_policy_reports_only_what_it_admits(h: Harness
     # where its policy reports them.
     def read(thresholds: Thresholds) -> tuple[DupesResult, Any, Any, SimilarResult]:
         store = open_store(state_url(h.state), readonly=True)
-        ix = Indexer(store, PipelineOptions(thresholds=thresholds), load=False)
+        ix = Index(store, PipelineOptions(thresholds=thresholds), load=False)
         try:
             x = store.file_at(h.p("x"))
             assert x is not None

@@ -18,7 +18,7 @@ from pathlib import Path
 from isccd.daemon.scans import Scans
 from isccd.model import EventType
 from isccd.store import DB_NAME
-from isccd.watch.scan import IssueReason, ScanOptions
+from isccd.walk import IssueReason, ScanOptions
 from tests.test_pipeline import FamilyHasher, Harness, kinds
 
 #: A device number no test directory is on.

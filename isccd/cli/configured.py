@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from isccd.daemon import options
-from isccd.daemon.workers import WorkerOptions
 from isccd.hashing import CodeOptions, current_versions
+from isccd.hashing.pool import WorkerOptions
 from isccd.pipeline import PipelineOptions
 from isccd.settings import Settings, config_file, load_settings
 from isccd.store import state_url
-from isccd.watch.scan import ScanOptions
+from isccd.walk import ScanOptions
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,6 @@ from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.answers import format_dupes, format_file, format_similar
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
 from isccd.cli.output import Progress, print_json, wants_json
-from isccd.cli.workers import LazyWorkers
 from isccd.client import Client
 from isccd.dirs import default_socket_path
 from isccd.errors import (
@@ -47,8 +46,9 @@ from isccd.errors import (
 )
 from isccd.fspath import is_under
 from isccd.hashing import CodeOptions, compute_record
+from isccd.hashing.lazy import LazyWorkers
 from isccd.model import UNIT_BITS
-from isccd.pipeline import Indexer, Pipeline, ScanStats, answers
+from isccd.pipeline import Index, Pipeline, ScanStats, answers
 from isccd.pipeline.policy import Adopted
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
@@ -59,7 +59,7 @@ from isccd.protocol.requests import (
     SIMILAR_LIMIT_MAX,
 )
 from isccd.store import StoredFile, open_store
-from isccd.watch.scan import ScanOptions, compile_ignore
+from isccd.walk import ScanOptions, compile_ignore
 
 if TYPE_CHECKING:
     from isccd.cli.configured import IndexConfig
@@ -395,7 +395,7 @@ class _Failed(Exception):
 def _answer(
     args: argparse.Namespace,
     ask: Callable[[Client], T],
-    read: Callable[[Indexer, IndexConfig], T],
+    read: Callable[[Index, IndexConfig], T],
 ) -> T:
     """Ask the daemon, or read the store (see the module docstring).
 
@@ -430,7 +430,7 @@ def _answer(
                 raise _Failed(f"{exc.message} ({exc.code})") from None
     try:
         store = open_store(config.store_url, host=config.store_host, readonly=True)
-        ix = Indexer(store, config.reading(), load=False)
+        ix = Index(store, config.reading(), load=False)
         try:
             return read(ix, config)
         finally:
@@ -458,7 +458,7 @@ def run_similar(args: argparse.Namespace) -> int:
     path = file_path(args.path)
     query = SimilarQuery(path=path, max_distance=args.max_distance, limit=args.limit)
 
-    def read(ix: Indexer, config: IndexConfig) -> SimilarResult:
+    def read(ix: Index, config: IndexConfig) -> SimilarResult:
         stored = ix.store.file_at(path)
         if stored is None:
             stored = _coded(path, config.code)
@@ -482,7 +482,7 @@ def run_get(args: argparse.Namespace) -> int:
     """``isccd get``."""
     path = file_path(args.path)
 
-    def read(ix: Indexer, _: IndexConfig) -> FileInfo:
+    def read(ix: Index, _: IndexConfig) -> FileInfo:
         info = answers.get(ix, path)
         if info is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"{path!r} is not in the index")

@@ -73,17 +73,17 @@ from isccd import __version__
 from isccd.daemon.backend import DaemonBackend
 from isccd.daemon.config import DaemonConfig, build_config
 from isccd.daemon.feed import Feed
-from isccd.daemon.hasher import Hashing
+from isccd.daemon.hasher import DaemonHasher
 from isccd.daemon.heartbeat import Progress, run_heartbeat
 from isccd.daemon.roots import Roots
 from isccd.daemon.scans import Outcome, Scans
 from isccd.daemon.signals import handle_signals
 from isccd.daemon.storehealth import StoreHealth
 from isccd.daemon.supervisor import Backoff, LoopFailedError, Policy, Supervisor
-from isccd.daemon.workers import WorkerPool
 from isccd.daemon.workqueue import WorkQueue
 from isccd.errors import ConfigError, StoreError
 from isccd.hashing import current_versions
+from isccd.hashing.pool import WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline, policy
@@ -154,12 +154,12 @@ class Daemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._broker = Broker(queue_size=config.server.subscriber_queue)
         self._pool = WorkerPool(config.workers)
-        self._hashing = Hashing(self._pool, self._progress)
+        self._hasher = DaemonHasher(self._pool, self._progress)
         self._pipeline = make_pipeline(
             config.store_url,
             config.pipeline,
             host=config.store_host,
-            hasher=self._hashing,
+            hasher=self._hasher,
             sqlite=SqliteOptions(),
             on_commit=self._committed,
         )
@@ -554,7 +554,7 @@ class Daemon:
     async def _replace_workers(self, new: DaemonConfig) -> None:
         pool = WorkerPool(new.workers)
         await pool.start()
-        old, self._pool, self._hashing.pool = self._pool, pool, pool
+        old, self._pool, self._hasher.pool = self._pool, pool, pool
         self._progress.limit = new.workers.file_timeout + 60
         closing = functools.partial(old.close, grace=new.shutdown_timeout)
         self._supervisor.start("old workers", closing, Policy.STOP)

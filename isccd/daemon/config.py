@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isccd.daemon import options
-from isccd.daemon.workers import WorkerOptions
 from isccd.errors import ConfigError
 from isccd.fspath import is_under
 from isccd.hashing import current_versions
+from isccd.hashing.pool import WorkerOptions
 from isccd.logconf import Format
 from isccd.pipeline.options import PipelineOptions
 from isccd.server import ServerOptions
 from isccd.settings import Settings
-from isccd.watch.scan import ScanOptions
+from isccd.walk import ScanOptions
 from isccd.watch.watcher import WatcherOptions
 
 

@@ -24,6 +24,7 @@ from isccd.daemon.config import DebounceOptions
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
 from isccd.model import EventType
+from isccd.walk import compile_ignore, is_ignored
 from isccd.watch.debounce import (
     Action,
     Change,
@@ -34,7 +35,6 @@ from isccd.watch.debounce import (
     Recrawl,
     RecrawlReason,
 )
-from isccd.watch.scan import compile_ignore, is_ignored
 from isccd.watch.watcher import Degradation
 
 #: Emits a daemon-level event: (type, root, path, data).

@@ -14,16 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from isccd import dirs
-from isccd.daemon.workers import WorkerOptions
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
 from isccd.fspath import is_below
 from isccd.hashing import CodeOptions
+from isccd.hashing.pool import WorkerOptions
 from isccd.match import Thresholds
 from isccd.pipeline.options import DAY, PipelineOptions
 from isccd.settings import CodeSettings, MatchSettings, Settings
 from isccd.store import default_host, state_url
-from isccd.watch.scan import ScanOptions, compile_ignore
+from isccd.walk import ScanOptions, compile_ignore
 
 
 def code_options(code: CodeSettings) -> CodeOptions:

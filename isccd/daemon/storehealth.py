@@ -31,7 +31,7 @@ from isccd.daemon.supervisor import Backoff
 from isccd.errors import StoreCorruptError, StoreError, StoreRemovedError
 from isccd.model import EventType
 from isccd.pipeline import Pipeline
-from isccd.pipeline.indexer import Indexer
+from isccd.pipeline.index import Index
 
 #: Seconds between two checks that the database is still the file opened.
 CHECK_EVERY = 2.0
@@ -140,7 +140,7 @@ class StoreHealth:
             reason, since = self.reason, self.since or self._clock()
             data = {"reason": reason, "seconds": round(self._clock() - since, 3)}
             recovered = functools.partial(
-                Indexer.emit, type=EventType.STORE_RECOVERED, root="", path="", data=data
+                Index.emit, type=EventType.STORE_RECOVERED, root="", path="", data=data
             )
             try:
                 await self._pipeline.call(recovered)

@@ -1,23 +1,13 @@
-"""The options of :func:`~isccd.hashing.compute_record` and the state of one file's run."""
+"""The options of :func:`~isccd.hashing.compute_record`: how files are coded."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass, field
 
-from isccd.errors import ToolMissingError
 from isccd.extract.image import DEFAULT_MAX_PIXELS
 from isccd.extract.text import MAX_CHARS
-from isccd.extract.tools import MISSING, ToolOptions
+from isccd.extract.tools import ToolOptions
 from isccd.extract.video import DEFAULT_FPS
-from isccd.hashing.issues import issue_from_exception
-from isccd.model import FileIssue, UnitType
-
-if TYPE_CHECKING:
-    from isccd.hashing.content import Described
 
 #: The algorithms every unit is computed with (conformant to iscc-core 1.5.0).
 ALGORITHM = "iscc/1.5.0"
@@ -30,8 +20,6 @@ EXTRACTION_REVISION = "isccd-extract/1"
 #: ``embedded`` metadata (falling back to its name), its ``name`` only, or nowhere (``off``: no
 #: Meta-Code; a skip records it). Changing ``meta`` or ``extract_meta`` outdates the Meta-Codes.
 META_SOURCE = "meta"
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,51 +58,3 @@ class CodeOptions:
         if not self.meta:
             return "off"
         return "embedded" if self.extract_meta else "name"
-
-
-class Run:
-    """Collects the results of one file's stages."""
-
-    def __init__(self, options: CodeOptions) -> None:
-        self.options = options
-        self.issues: list[FileIssue] = []
-        self.timings: list[tuple[str, float]] = []
-        #: The embedded metadata read along with the content, kept for the Meta-Code even when
-        #: the Content-Code then fails (so that it is not read twice).
-        self.described: Described | None = None
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings.append((name, round((time.perf_counter() - start) * 1000.0, 3)))
-
-    def issue(self, stage: str, exc: BaseException) -> None:
-        issue = issue_from_exception(stage, exc)
-        if isinstance(exc, ToolMissingError) and stage in _UNIT_STAGES:
-            # The profile the unit would have had, with the component as missing: once it is
-            # installed, the profile is outdated and the unit computed (see FileIssue.profile).
-            # Without a named component, only a new extraction revision tries again.
-            missing = (f"{exc.component}/{MISSING}",) if exc.component else ()
-            issue = replace(issue, profile=self.profile(*missing, EXTRACTION_REVISION))
-        self.issues.append(issue)
-
-    def guarded(self, stage: str, compute: Callable[[], _T]) -> _T | None:
-        """Run one stage; any failure becomes an issue of that stage instead of an exception."""
-        with self.stage(stage):
-            try:
-                return compute()
-            except Exception as exc:
-                # Decoders and tools fail in ways no list of exception types covers; a bad
-                # file must cost only this stage, never the record or the worker.
-                self.issue(stage, exc)
-                return None
-
-    def profile(self, *parts: str) -> str:
-        """The profile of a unit made by ``parts`` (``name/version`` components, or ``""``)."""
-        return " ".join((ALGORITHM, f"bits/{self.options.bits}", *(p for p in parts if p)))
-
-
-_UNIT_STAGES = frozenset(t.value for t in UnitType)

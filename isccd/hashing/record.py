@@ -15,7 +15,8 @@ from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to
 from isccd.extract.source import SourceFile, open_source
 from isccd.hashing.content import Content, content_unit, make_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
-from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions, Run
+from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
+from isccd.hashing.run import Run
 from isccd.iscc import (
     SumHasher,
     gen_iscc_code_v0,

@@ -1,12 +1,12 @@
 """The pipeline: from scans, watcher changes and computed records to the store, the in-memory
 index and the events they cause. Shared by ``isccd scan`` and the daemon.
 
-- :class:`Pipeline` (:mod:`.runner`): the asyncio facade. ``open()``, then ``reconcile(root)``,
+- :class:`Pipeline` (:mod:`.pipeline`): the asyncio facade. ``open()``, then ``reconcile(root)``,
   ``process_path``, ``remove_path``, ``move_path``, ``set_thresholds`` and ``adopt``, ``purge``,
   the questions ``get``/``similar``/``dupes`` and the event log (``events_since``,
   ``last_seq``, ``first_seq``); ``on_commit`` receives every committed batch of events in
   order.
-- :class:`Indexer` (:mod:`.indexer`): the synchronous core on the store's owner thread: applies
+- :class:`Index` (:mod:`.index`): the synchronous core on the store's owner thread: applies
   records, renames, hardlinks and removals, keeps relations and the index consistent, logs
   events in the same transaction.
 - :mod:`.reconcile`: one reconcile, walked in short steps on the owner thread.
@@ -23,18 +23,18 @@ index and the events they cause. Shared by ``isccd scan`` and the daemon.
 
 from __future__ import annotations
 
-from isccd.pipeline.indexer import Indexer, is_unstable
+from isccd.pipeline.index import Index, is_unstable
 from isccd.pipeline.options import PipelineOptions, profile_is_stale
+from isccd.pipeline.pipeline import Hasher, Pipeline
 from isccd.pipeline.queries import DupGroup, FileView, Member, Peer, dupes, get, similar
 from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats
-from isccd.pipeline.runner import Hasher, Pipeline
 
 __all__ = [
     "DupGroup",
     "FileView",
     "HashJob",
     "Hasher",
-    "Indexer",
+    "Index",
     "Member",
     "Peer",
     "Pipeline",

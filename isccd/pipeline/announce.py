@@ -12,11 +12,11 @@ from isccd.pipeline import events as payload
 from isccd.store import NearPair, StoredFile
 
 if TYPE_CHECKING:
-    from isccd.pipeline.indexer import Indexer
+    from isccd.pipeline.index import Index
 
 
 def announce(
-    ix: Indexer,
+    ix: Index,
     root: str,
     stored: StoredFile,
     relations: Sequence[Relation],

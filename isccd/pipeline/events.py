@@ -28,7 +28,7 @@ itself. The data adds, per type:
 ``others`` lists at most ``PipelineOptions.others_limit`` files; ``count`` is the full number.
 
 ``scan.progress`` is not logged: progress is transient and a log of it would bury the changes.
-:meth:`Pipeline.reconcile <isccd.pipeline.runner.Pipeline.reconcile>` reports it through its
+:meth:`Pipeline.reconcile <isccd.pipeline.pipeline.Pipeline.reconcile>` reports it through its
 ``progress`` callback, for the daemon to push live.
 """
 

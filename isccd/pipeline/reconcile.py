@@ -1,6 +1,6 @@
 """One reconcile of a root, as state that lives on the store's owner thread.
 
-The walk (:class:`isccd.watch.scan.Walker`) is advanced in short steps, each one a job on the
+The walk (:class:`isccd.walk.Walker`) is advanced in short steps, each one a job on the
 owner thread, so that a long walk never holds the store for long and watcher events interleave
 with it. Each step turns what the walk found into actions:
 
@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 
 from isccd.beneath import RootDir
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
-from isccd.pipeline.indexer import Indexer, on_disk
+from isccd.pipeline.index import Index, on_disk
 from isccd.pipeline.options import profile_is_stale
 from isccd.pipeline.rootdev import RootDevice
 from isccd.store import StoredFile
 from isccd.store.base import join_path
-from isccd.watch.scan import DirScan, ItemKind, ScanIssue, ScanItem, ScanOptions, Walker
+from isccd.walk import DirScan, ItemKind, ScanIssue, ScanItem, ScanOptions, Walker
 
 #: Issues listed in ``scan.done`` at most.
 _ISSUES_LOGGED = 100
@@ -155,12 +155,12 @@ class Step:
     stats: ScanStats
 
 
-def known_elsewhere(indexer: Indexer, path: str, st: FileStat) -> tuple[StoredFile, bool] | None:
+def known_elsewhere(ix: Index, path: str, st: FileStat) -> tuple[StoredFile, bool] | None:
     """A stored file with this identity and content version (size and mtime) at another path,
     and whether that path no longer holds it (a rename) or still does (a hardlink)."""
     candidates = [
         f
-        for f in indexer.store.files_by_identity(*st.identity)
+        for f in ix.store.files_by_identity(*st.identity)
         if f.path != path
         and f.record.stat is not None
         and f.record.stat.size == st.size
@@ -173,7 +173,7 @@ def known_elsewhere(indexer: Indexer, path: str, st: FileStat) -> tuple[StoredFi
 
 
 def plan_path(
-    indexer: Indexer, root: str, path: str, *, follow_symlinks: bool = False
+    ix: Index, root: str, path: str, *, follow_symlinks: bool = False
 ) -> tuple[list[Event], HashJob | None, bool]:
     """What to do about one path a watcher reported: apply a removal, rename or hardlink at
     once, or say what to hash.
@@ -191,13 +191,13 @@ def plan_path(
             st_os = top.stat(path)
     except OSError as exc:
         if exc.errno in _NO_FILE:
-            return indexer.remove_path(path), None, False
+            return ix.remove_path(path), None, False
         return [], None, False  # cannot tell (or the root is gone); the next reconcile will
     if stat_module.S_ISDIR(st_os.st_mode):
         return [], None, True
     if not stat_module.S_ISREG(st_os.st_mode):
-        return indexer.remove_path(path), None, False
-    events, job = _plan_file(indexer, root, path, FileStat.from_os(st_os))
+        return ix.remove_path(path), None, False
+    events, job = _plan_file(ix, root, path, FileStat.from_os(st_os))
     return events, job, False
 
 
@@ -206,22 +206,20 @@ def plan_path(
 _NO_FILE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
 
 
-def _plan_file(
-    indexer: Indexer, root: str, path: str, st: FileStat
-) -> tuple[list[Event], HashJob | None]:
-    stored = indexer.store.file_at(path)
+def _plan_file(ix: Index, root: str, path: str, st: FileStat) -> tuple[list[Event], HashJob | None]:
+    stored = ix.store.file_at(path)
     before = stored.record.stat if stored is not None else None
     if before is not None and before.same_content_version(st):
         return [], None
     known = None
     if before is None or before.identity != st.identity:
-        known = known_elsewhere(indexer, path, st)
+        known = known_elsewhere(ix, path, st)
     if known is None:
         return [], HashJob(root, path, st)
     source, gone = known
     if gone:
-        return indexer.move_file(source, root, path, st), None
-    return indexer.link(root, source, path, st), None
+        return ix.move_file(source, root, path, st), None
+    return ix.link(root, source, path, st), None
 
 
 class Reconciler:
@@ -229,7 +227,7 @@ class Reconciler:
 
     def __init__(
         self,
-        indexer: Indexer,
+        ix: Index,
         root: str,
         options: ScanOptions | None = None,
         *,
@@ -246,10 +244,10 @@ class Reconciler:
         Raises:
             ValueError: ``start`` is outside ``root``, or an ignore pattern is malformed.
         """
-        self._ix = indexer
+        self._ix = ix
         self.root = root
-        self._device = RootDevice.probe(indexer.store, root)
-        self._lookup = self._device.lookup(indexer.store.validators_in_dir)
+        self._device = RootDevice.probe(ix.store, root)
+        self._lookup = self._device.lookup(ix.store.validators_in_dir)
         self._walker = Walker(root, self._lookup, options, start=start)
         self._walk: Iterator[DirScan] = iter(self._walker)
         self._present = 0  # indexed files found at their paths

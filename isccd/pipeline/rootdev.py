@@ -32,7 +32,7 @@ from pathlib import Path
 
 from isccd.model import FileStat
 from isccd.store import Store
-from isccd.watch.scan import IssueReason, Lookup, ScanIssue
+from isccd.walk import IssueReason, Lookup, ScanIssue
 
 
 @dataclass(frozen=True, slots=True)

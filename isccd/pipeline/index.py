@@ -1,5 +1,5 @@
-"""The indexer: applies what was learned about files to the store and the in-memory index, and
-decides which events that causes.
+"""The index: what isccd knows about the files, the store and its in-memory Hamming search kept
+in step; it applies what was learned about files and decides which events that causes.
 
 It is the object the store's owner thread owns (:class:`isccd.store.owner.StoreOwner`): every
 method runs on that thread, inside the transaction the owner opened, so reads see the batch's
@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from isccd.hamming import HammingSearch, code64
 from isccd.hashing import compose_iscc, renamed_record
-from isccd.index import UnitIndex, code64
 from isccd.match import (
     NEAR_UNITS,
     Relation,
@@ -121,7 +121,7 @@ def on_disk(path: str, identity: tuple[int, int]) -> bool:
     return (st.st_dev, st.st_ino) == identity
 
 
-class Indexer:
+class Index:
     """Store + in-memory index + duplicate decisions, used from one thread."""
 
     def __init__(
@@ -147,7 +147,7 @@ class Indexer:
         self.options = options or PipelineOptions()
         self._clock = clock
         self._on_commit = on_commit
-        self.index = UnitIndex(())
+        self.search = HammingSearch(())
         self._loaded: set[UnitType] = set()
         self._pending: list[Event] = []
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
@@ -162,27 +162,27 @@ class Indexer:
         """Build the index of one unit type from the store, if not done yet."""
         if unit_type in self._loaded:
             return
-        index = self.index.add_type(unit_type)
+        index = self.search.add_type(unit_type)
         for chunk in self.store.unit_digests(unit_type):
             index.add_many([fid for fid, _ in chunk], [code64(d) for _, d in chunk])
         self._loaded.add(unit_type)
 
     def _index_put(self, file_id: int, record: FileRecord | None) -> None:
-        before = {t: self.index[t].get(file_id) for t in self._loaded}
+        before = {t: self.search[t].get(file_id) for t in self._loaded}
         self._undo.append((file_id, before))
         if record is None:
-            self.index.remove(file_id)
+            self.search.remove(file_id)
         else:
-            self.index.add(file_id, {u.type: u.digest for u in record.units})
+            self.search.add(file_id, {u.type: u.digest for u in record.units})
 
     def _unwind(self, mark: int) -> None:
         while len(self._undo) > mark:
             file_id, before = self._undo.pop()
             for unit_type, code in before.items():
                 if code is None:
-                    self.index[unit_type].discard(file_id)
+                    self.search[unit_type].discard(file_id)
                 else:
-                    self.index[unit_type].add(file_id, code)
+                    self.search[unit_type].add(file_id, code)
 
     # -- transactions (the owner's protocol) ---------------------------------------------------
 
@@ -273,7 +273,7 @@ class Indexer:
             if radius is None or unit.type not in NEAR_UNITS:
                 continue
             self.ensure_loaded(unit.type)
-            hits = self.index.within(unit.type, unit.digest, radius)
+            hits = self.search.within(unit.type, unit.digest, radius)
             found = {h.file_id: h.code.to_bytes(8, "big") for h in hits if h.file_id != file_id}
             if unit.bits > 64:
                 found = self.store.unit_digests_of(sorted(found), unit.type)

@@ -1,4 +1,4 @@
-"""The pipeline as the daemon and ``isccd scan`` use it: an asyncio facade over the indexer on
+"""The pipeline as the daemon and ``isccd scan`` use it: an asyncio facade over the index on
 its owner thread, with hashing delegated.
 
 Threads and processes: the :class:`Pipeline` lives on the event loop; every store and index
@@ -27,12 +27,12 @@ from isccd.errors import HashingUnavailableError
 from isccd.match import Thresholds
 from isccd.model import Event, FileIssue, FileRecord, IssueCode, IssueKind, UnitType
 from isccd.pipeline import composition, policy, queries
-from isccd.pipeline.indexer import Indexer, is_unstable
+from isccd.pipeline.index import Index, is_unstable
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats, plan_path
 from isccd.store import SqliteOptions, StoredFile, open_store
 from isccd.store.owner import OwnerOptions, StoreOwner
-from isccd.watch.scan import ScanOptions
+from isccd.walk import ScanOptions
 
 T = TypeVar("T")
 
@@ -111,15 +111,15 @@ class Pipeline:
         self._adopting = threading.Lock()
         self._composing = threading.Lock()
 
-        def build() -> Indexer:
+        def build() -> Index:
             store = open_store(store_url, host=host, sqlite=sqlite)
             try:
-                return Indexer(store, self.options, clock=clock, on_commit=on_commit)
+                return Index(store, self.options, clock=clock, on_commit=on_commit)
             except BaseException:
                 store.close()
                 raise
 
-        self._owner: StoreOwner[Indexer] = StoreOwner(build, name="isccd-store", options=owner)
+        self._owner: StoreOwner[Index] = StoreOwner(build, name="isccd-store", options=owner)
         self._store_id: str | None = None
 
     def open(self, *, adopt: bool = True) -> policy.Adopted:
@@ -166,12 +166,12 @@ class Pipeline:
             raise RuntimeError("the pipeline is not open")
         return self._store_id
 
-    def submit(self, fn: Callable[[Indexer], T]) -> concurrent.futures.Future[T]:
-        """Run ``fn(indexer)`` on the owner thread; the future resolves once it is committed."""
+    def submit(self, fn: Callable[[Index], T]) -> concurrent.futures.Future[T]:
+        """Run ``fn(index)`` on the owner thread; the future resolves once it is committed."""
         return self._owner.submit(fn)
 
-    async def call(self, fn: Callable[[Indexer], T]) -> T:
-        """Run ``fn(indexer)`` on the owner thread and await its committed result."""
+    async def call(self, fn: Callable[[Index], T]) -> T:
+        """Run ``fn(index)`` on the owner thread and await its committed result."""
         return await asyncio.wrap_future(self._owner.submit(fn))
 
     # -- scanning and hashing ------------------------------------------------------------------
@@ -389,7 +389,7 @@ class Pipeline:
             events: list[Event] = []
             for start in range(0, len(ids), chunk):
                 part = ids[start : start + chunk]
-                events += call(functools.partial(Indexer.recompose, file_ids=part, wide=wide))
+                events += call(functools.partial(Index.recompose, file_ids=part, wide=wide))
             call(functools.partial(composition.record, wide=wide))
             return events
 
