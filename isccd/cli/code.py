@@ -21,7 +21,7 @@ from isccd.cli import EXIT_FAILURE, EXIT_OK
 from isccd.cli.output import Progress, format_size, print_json, wants_json
 from isccd.errors import HashingUnavailableError
 from isccd.extract.source import file_kind
-from isccd.extract.tools import DEFAULT_TIMEOUT, ToolOptions
+from isccd.extract.tools import DEFAULT_TIMEOUT
 from isccd.hashing import CodeOptions, compute_record
 from isccd.hashing.lazy import records
 from isccd.hashing.pool import WorkerOptions
@@ -119,9 +119,10 @@ def run_code(args: argparse.Namespace) -> int:
     """Code every file named or found under the arguments and print the results."""
     options = CodeOptions(
         bits=args.bits,
-        wide=args.wide,
+        # Below 128 bits an ISCC-CODE cannot be WIDE: --wide changes nothing there.
+        wide=args.wide and args.bits >= 128,
         meta=not args.no_meta,
-        tools=ToolOptions(timeout=args.timeout),
+        tool_timeout=args.timeout,
     )
     tasks = list(walk(args.paths))
     mode = "jsonl" if args.jsonl else "json" if wants_json(args.json) else "text"

@@ -12,7 +12,7 @@ Both ways give the same result (:mod:`isccd.pipeline.answers`), printed the same
 the store is not read instead.
 
 All four read the daemon's configuration (``--config FILE``, default: the daemon's default file
-when it exists; ``ISCCD_*`` variables; :mod:`isccd.cli.configured`): its state directory, store
+when it exists; ``ISCCD_*`` variables; :mod:`isccd.config`): its state directory, store
 and socket, its duplicate policy, and for ``scan`` how files are coded and which are ignored.
 An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``.
 
@@ -62,7 +62,7 @@ from isccd.store import StoredFile, open_store
 from isccd.walk import ScanOptions, compile_ignore
 
 if TYPE_CHECKING:
-    from isccd.cli.configured import IndexConfig
+    from isccd.config import IndexConfig
 
 T = TypeVar("T")
 
@@ -238,14 +238,14 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
 def _configure(
     args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]] | None = None
 ) -> IndexConfig:
-    """The command's configuration, loaded once (see :mod:`isccd.cli.configured`).
+    """The command's configuration, loaded once (see :mod:`isccd.config`).
 
     Raises:
         ConfigError: The file cannot be read, or a setting is invalid.
     """
     # Loading settings imports pydantic and the daemon's option mapping, about 150 ms that the
     # commands without configuration (`isccd code` run file by file) do not pay at every start.
-    from isccd.cli.configured import load_index_config  # noqa: PLC0415
+    from isccd.config import load_index_config  # noqa: PLC0415
 
     socket: Path | None = getattr(args, "socket", None)
     return load_index_config(args.config, state=args.state, socket=socket, overrides=overrides)

@@ -70,8 +70,8 @@ from typing import Any
 import structlog
 
 from isccd import __version__
+from isccd.config import DaemonConfig, build_config
 from isccd.daemon.backend import DaemonBackend
-from isccd.daemon.config import DaemonConfig, build_config
 from isccd.daemon.feed import Feed
 from isccd.daemon.hasher import DaemonHasher
 from isccd.daemon.heartbeat import Progress, run_heartbeat

@@ -20,7 +20,6 @@ from typing import Any
 
 import structlog
 
-from isccd.daemon.config import DebounceOptions
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
 from isccd.model import EventType
@@ -29,6 +28,7 @@ from isccd.watch.debounce import (
     Action,
     Change,
     ChangeKind,
+    DebounceOptions,
     Debouncer,
     Dirty,
     Moved,
@@ -65,7 +65,7 @@ class Feed:
     ) -> None:
         self._options = options
         self._ignore = compile_ignore(ignore)
-        self._debouncer = Debouncer(options.settle, options.max_delay, options.max_pending)
+        self._debouncer = Debouncer(options)
         self._queue = queue
         self._scans = scans
         self._emit = emit
@@ -82,7 +82,7 @@ class Feed:
             return
         self._take(self._debouncer.flush())
         self._options = options
-        self._debouncer = Debouncer(options.settle, options.max_delay, options.max_pending)
+        self._debouncer = Debouncer(options)
         self._wake.set()
 
     def pending(self) -> int:

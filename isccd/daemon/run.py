@@ -10,8 +10,8 @@ from typing import Any
 
 import structlog
 
+from isccd.config import build_config
 from isccd.daemon.app import Daemon
-from isccd.daemon.config import build_config
 from isccd.daemon.supervisor import LoopFailedError
 from isccd.errors import ConfigError, SocketSetupError, StoreError, StoreUnavailableError
 from isccd.hashing.pool import WorkersUnavailableError

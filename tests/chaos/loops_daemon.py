@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from isccd.client import AsyncClient
+from isccd.config import build_config
 from isccd.daemon.app import Daemon
-from isccd.daemon.config import build_config
 from isccd.daemon.supervisor import Backoff
 from isccd.match import Thresholds
 from isccd.model import Event
