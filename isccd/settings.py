@@ -50,7 +50,7 @@ from isccd.errors import ConfigError, OptionError
 from isccd.hashing.options import CodeOptions
 from isccd.hashing.pool import DEFAULT_WORKER_MEMORY, WorkerOptions
 from isccd.match import Thresholds
-from isccd.pipeline.options import DAY, PipelineOptions
+from isccd.pipeline import DAY, PipelineOptions
 from isccd.server.options import ServerOptions
 from isccd.watch.debounce import DebounceOptions
 

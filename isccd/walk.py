@@ -33,7 +33,7 @@ import enum
 import errno
 import os
 import stat as stat_module
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pathspec
@@ -162,9 +162,10 @@ def _message(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-#: What opening a path beneath the root says when there is no directory there to walk: gone,
-#: a file, or a symbolic link that is not followed (or leads outside the root).
-_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
+#: What examining a path beneath its root says when no file or directory of the tree is there:
+#: gone, a directory on the way is a file, a symbolic link on the way is not followed, or it
+#: leads out of the root.
+NO_FILE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
 
 
 #: Paths this long (in characters) may be too long in bytes (at most four per character).
@@ -185,6 +186,34 @@ def _stat_beneath(top: RootDir, path: str) -> os.stat_result:
         return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def examine(
+    root: str, paths: Iterable[str], *, follow_symlinks: bool = False
+) -> dict[str, os.stat_result | OSError]:
+    """The ``lstat`` of each path, reached beneath the root's directory (opened once), or the
+    error that says why not (:data:`NO_FILE` when no file of the tree is there). For the
+    pipeline, which asks before it submits the job that depends on the answer, so that no
+    file-system call is made on the store's thread.
+
+    Args:
+        root: The root (absolute, normalized).
+        paths: Paths under it.
+        follow_symlinks: Follow symbolic links that stay beneath the root.
+    """
+    paths = list(paths)
+    try:
+        top = RootDir(root, follow_symlinks=follow_symlinks)
+    except OSError as exc:
+        return dict.fromkeys(paths, exc)
+    found: dict[str, os.stat_result | OSError] = {}
+    with top:
+        for path in paths:
+            try:
+                found[path] = top.stat(path)
+            except OSError as exc:
+                found[path] = exc
+    return found
 
 
 class Walker:
@@ -237,7 +266,7 @@ class Walker:
         try:
             top = RootDir(self.root, follow_symlinks=self._options.follow_symlinks)
         except OSError as exc:
-            if exc.errno in _ABSENT:
+            if exc.errno in NO_FILE:
                 yield from self._missing()
             else:
                 self.unknown.append(self.start)
@@ -277,7 +306,7 @@ class Walker:
         try:
             st = _stat_beneath(self._top, path)
         except OSError as exc:
-            if exc.errno in _ABSENT:
+            if exc.errno in NO_FILE:
                 return None
             return self._issue(path, exc)
         return st if stat_module.S_ISDIR(st.st_mode) else None
@@ -294,7 +323,7 @@ class Walker:
         try:
             fd = self._top.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
-            if exc.errno not in _ABSENT:
+            if exc.errno not in NO_FILE:
                 self.unknown.append(directory)
                 result.issues.append(self._issue(directory, exc))
             # Otherwise gone, or replaced by a file or a link, since its parent was listed:

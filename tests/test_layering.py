@@ -229,3 +229,37 @@ def test_the_algorithms_do_no_io() -> None:
                 f"{module}: {n}" for n in names if n.split(".")[0] in forbidden - allowed_here
             ]
     assert not offenders, offenders
+
+
+def _store_methods() -> set[str]:
+    """The methods of the store's interface (:class:`isccd.store.base.Store`)."""
+    tree = ast.parse((PACKAGE / "store" / "base.py").read_text(encoding="utf-8"))
+    [store] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store"]
+    return {n.name for n in store.body if isinstance(n, ast.FunctionDef)}
+
+
+def test_the_pipeline_is_a_closed_facade() -> None:
+    # Outside the pipeline and the store, nothing reaches the store behind the pipeline's index
+    # (``something.store.file_at(...)``), and nothing imports the pipeline's modules but its
+    # face (``isccd.pipeline``): callers ask the Pipeline or the IndexReader.
+    methods = _store_methods()
+    assert {"file_at", "live_by_root", "first_seq"} <= methods
+    offenders = []
+    for module, path in MODULES:
+        if _layer_of(module) in {"pipeline", "store"}:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "store"
+                and node.attr in methods
+            ):
+                offenders.append(f"{module}:{node.lineno}: .store.{node.attr}")
+        offenders += [
+            f"{module}: imports {name}"
+            for name in _isccd_imports(module, path)
+            if name.startswith("isccd.pipeline.")
+        ]
+    assert not offenders, offenders

@@ -88,9 +88,7 @@ def test_a_unit_of_an_older_tool_is_computed_again_alone(tmp_path: Path) -> None
     calls: Calls = Counter()
     first = Harness(tmp_path, hasher=_hasher(calls), options=options)
     first.scan()
-    before = {
-        f.path: f for f in first.run(first.pipeline.call(lambda ix: ix.store.files_under("/")))
-    }
+    before = {f.path: f for f in first.stored()}
     first.close()
     for name, (unit, component) in aged.items():
         _age(tmp_path / "state" / DB_NAME, name, unit, component)
@@ -99,9 +97,7 @@ def test_a_unit_of_an_older_tool_is_computed_again_alone(tmp_path: Path) -> None
     again = Harness(tmp_path, hasher=_hasher(calls), options=options)
     try:
         events = again.scan()
-        after = {
-            f.path: f for f in again.run(again.pipeline.call(lambda ix: ix.store.files_under("/")))
-        }
+        after = {f.path: f for f in again.stored()}
     finally:
         again.close()
 
@@ -161,7 +157,7 @@ def test_turning_the_meta_code_off_and_on_again_computes_it_alone(tmp_path: Path
         )
         try:
             h.scan()
-            stored = h.run(h.pipeline.call(lambda ix: ix.store.files_under("/")))
+            stored = h.stored()
         finally:
             h.close()
         return {Path(f.path).name: f.record for f in stored}
@@ -212,7 +208,7 @@ def test_a_changed_wide_option_composes_the_iscc_codes_again_without_reading(
         try:
             opened = list(h.committed)  # what opening the store did, before any scan
             h.scan()
-            stored = h.run(h.pipeline.call(lambda ix: ix.store.files_under("/")))
+            stored = h.stored()
         finally:
             h.close()
         changed = [Path(e.path).name for e in opened if e.type is EventType.FILE_CHANGED]

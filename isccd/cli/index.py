@@ -45,11 +45,10 @@ from isccd.errors import (
     StoreLockedError,
 )
 from isccd.fspath import is_under
-from isccd.hashing import CodeOptions, compute_record
+from isccd.hashing import compute_record
 from isccd.hashing.lazy import LazyWorkers
 from isccd.model import UNIT_BITS
-from isccd.pipeline import Index, Pipeline, ScanStats, answers
-from isccd.pipeline.policy import Adopted
+from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
     DUPES_LIMIT,
@@ -58,7 +57,6 @@ from isccd.protocol.requests import (
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
 )
-from isccd.store import StoredFile, open_store
 from isccd.walk import ScanOptions, compile_ignore
 
 if TYPE_CHECKING:
@@ -395,7 +393,7 @@ class _Failed(Exception):
 def _answer(
     args: argparse.Namespace,
     ask: Callable[[Client], T],
-    read: Callable[[Index, IndexConfig], T],
+    read: Callable[[IndexReader, IndexConfig], T],
 ) -> T:
     """Ask the daemon, or read the store (see the module docstring).
 
@@ -429,12 +427,8 @@ def _answer(
             except ProtocolError as exc:
                 raise _Failed(f"{exc.message} ({exc.code})") from None
     try:
-        store = open_store(config.store_url, host=config.store_host, readonly=True)
-        ix = Index(store, config.reading(), load=False)
-        try:
-            return read(ix, config)
-        finally:
-            ix.close()
+        with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
+            return read(reader, config)
     except ProtocolError as exc:  # the same refusals as the daemon's
         raise _Failed(f"{exc.message} ({exc.code})") from None
     except StoreError as exc:
@@ -446,7 +440,7 @@ def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
     query = DupesQuery(near=args.near, limit=args.limit)
     try:
-        result = _answer(args, lambda c: c.dupes(query), lambda ix, _: answers.dupes(ix, query))
+        result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     except _Failed as exc:
         return _fail(str(exc), exc.status)
     _print(args, result, format_dupes)
@@ -458,11 +452,8 @@ def run_similar(args: argparse.Namespace) -> int:
     path = file_path(args.path)
     query = SimilarQuery(path=path, max_distance=args.max_distance, limit=args.limit)
 
-    def read(ix: Index, config: IndexConfig) -> SimilarResult:
-        stored = ix.store.file_at(path)
-        if stored is None:
-            stored = _coded(path, config.code)
-        return answers.similar(ix, stored, query)
+    def read(index: IndexReader, config: IndexConfig) -> SimilarResult:
+        return index.similar(query, lambda unindexed: compute_record(unindexed, config.code))
 
     try:
         result = _answer(args, lambda c: c.similar(query), read)
@@ -472,18 +463,12 @@ def run_similar(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _coded(path: str, options: CodeOptions) -> StoredFile:
-    """A file that is not indexed, coded on the fly as the index's files were (and as the
-    daemon does)."""
-    return answers.coded(path, compute_record(path, options))
-
-
 def run_get(args: argparse.Namespace) -> int:
     """``isccd get``."""
     path = file_path(args.path)
 
-    def read(ix: Index, _: IndexConfig) -> FileInfo:
-        info = answers.get(ix, path)
+    def read(index: IndexReader, _: IndexConfig) -> FileInfo:
+        info = index.get(path)
         if info is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"{path!r} is not in the index")
         return info

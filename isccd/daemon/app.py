@@ -86,7 +86,7 @@ from isccd.hashing import current_versions
 from isccd.hashing.pool import WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
-from isccd.pipeline import Pipeline, policy
+from isccd.pipeline import Pipeline, encode_policy
 from isccd.protocol import DaemonStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
@@ -330,7 +330,7 @@ class Daemon:
                 log.info(
                     "thresholds_changed",
                     at="startup",
-                    previous=policy.encode(adopted.previous),
+                    previous=encode_policy(adopted.previous),
                     files=adopted.files,
                     events=len(adopted.events),
                 )
@@ -435,9 +435,8 @@ class Daemon:
         # meanwhile keeps its other options.
         pipeline = dataclasses.replace(self.config.pipeline, versions=versions)
         self.config = dataclasses.replace(self.config, pipeline=pipeline)
-        self._pipeline.options = dataclasses.replace(self._pipeline.options, versions=versions)
-        await self._pipeline.call(
-            lambda ix: setattr(ix, "options", dataclasses.replace(ix.options, versions=versions))
+        await self._pipeline.set_options(
+            dataclasses.replace(self._pipeline.options, versions=versions)
         )
         structlog.get_logger().info("versions_changed", components=changed)
 
@@ -452,7 +451,7 @@ class Daemon:
         """The heartbeat's probe: no loop failed for good, the store answers, work moves."""
         if self._supervisor.dead is not None:
             return str(self._supervisor.dead)
-        await self._pipeline.call(lambda ix: None)
+        await self._pipeline.flush()
         pending = self._queue.depth() + self._pool.statistics().busy
         stalled = self._progress.stalled(pending)
         if stalled is not None:
@@ -519,16 +518,13 @@ class Daemon:
             server=old.server,
         )
         options = new.pipeline
-        # First: the start's re-evaluation, if it has not begun yet, then adopts these.
-        self._pipeline.options = options
-        if new.pipeline.thresholds != old.pipeline.thresholds:
-            try:
-                events = await self._pipeline.set_thresholds(new.pipeline.thresholds)
-            except StoreError as exc:  # re-evaluated once the store can be written
-                self._store_failed(exc, "adopt")
-            else:
-                log.info("thresholds_changed", events=len(events))
-        await self._pipeline.call(lambda ix: setattr(ix, "options", options))
+        try:
+            adopted = await self._pipeline.set_options(options)
+        except StoreError as exc:  # re-evaluated once the store can be written
+            self._store_failed(exc, "adopt")
+        else:
+            if options.thresholds != old.pipeline.thresholds:
+                log.info("thresholds_changed", events=len(adopted.events))
         changed = _changed_versions(old.pipeline.versions, options.versions)
         if options.wide != old.pipeline.wide:
             await self._recompose("reload")
@@ -568,7 +564,7 @@ class Daemon:
     async def _forget_root(self, root: str) -> None:
         """Tombstone the files of a root no longer configured (once the store can)."""
         try:
-            events = await self._pipeline.call(lambda ix: ix.remove_path(root))
+            events = await self._pipeline.remove_path(root)
         except StoreError as exc:
             self._store_failed(exc, f"drop {root}")
             return
@@ -663,7 +659,7 @@ class Daemon:
 
     def _emit(self, type: EventType, root: str, path: str, data: dict[str, Any]) -> None:
         """Log a daemon-level event (watch problems); it is published once committed."""
-        future = self._pipeline.submit(lambda ix: ix.emit(type, root, path, data))
+        future = self._pipeline.emit(type, root, path, data)
         future.add_done_callback(self._emitted)
 
     def _emitted(self, future: concurrent.futures.Future[Event]) -> None:
@@ -675,9 +671,7 @@ class Daemon:
 
     async def status(self) -> DaemonStatus:
         """What ``isccd status`` shows; the counts are the index's at the time of the reply."""
-        live, last = await self._pipeline.call(
-            lambda ix: (ix.store.live_by_root(), ix.store.last_seq())
-        )
+        counts = await self._pipeline.counts()
         watch = self._roots.status()
         roots = []
         for root in self.config.roots:
@@ -690,7 +684,7 @@ class Daemon:
                 RootStatus(
                     path=root,
                     watch_mode=ws.mode.value if ws else "stopped",
-                    files=live.get(root, 0),
+                    files=counts.files.get(root, 0),
                     scan=self._scans.progress(root),
                     note="; ".join(notes) or None,
                 )
@@ -702,8 +696,8 @@ class Daemon:
             started=self._started,
             roots=tuple(roots),
             queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
-            files_indexed=sum(live.values()),
-            last_seq=last,
+            files_indexed=sum(counts.files.values()),
+            last_seq=counts.last_seq,
             problems=tuple(self._problems()),
         )
 

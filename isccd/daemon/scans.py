@@ -282,5 +282,5 @@ class Scans:
             "errors": stats.errors,
             "seconds": round(stats.seconds, 3),
         }
-        self._pipeline.submit(lambda ix: ix.emit(EventType.SCAN_PROGRESS, root, "", data))
+        self._pipeline.emit(EventType.SCAN_PROGRESS, root, "", data)
         self._on_change()

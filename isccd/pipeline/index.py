@@ -26,9 +26,8 @@ Decisions (the store only stores):
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -62,7 +61,7 @@ from isccd.store import Store, StoredFile
 _log = logging.getLogger("isccd.pipeline")
 
 #: Issue codes meaning "there is no regular file here any more".
-_GONE = frozenset({IssueCode.VANISHED, IssueCode.NOT_REGULAR})
+GONE = frozenset({IssueCode.VANISHED, IssueCode.NOT_REGULAR})
 
 
 def issue_codes(record: FileRecord) -> set[IssueCode]:
@@ -109,18 +108,6 @@ def exact_copies(
     ]
 
 
-def on_disk(path: str, identity: tuple[int, int]) -> bool:
-    """Whether ``path`` still holds the file with ``identity`` (unknown counts as yes, so that
-    a doubt never turns a hardlink into a move)."""
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return (st.st_dev, st.st_ino) == identity
-
-
 class Index:
     """Store + in-memory index + duplicate decisions, used from one thread."""
 
@@ -156,7 +143,12 @@ class Index:
             for unit_type in self.options.thresholds.enabled():
                 self.ensure_loaded(unit_type)
 
-    # -- the in-memory index -------------------------------------------------------------------
+    def set_options(self, options: PipelineOptions) -> None:
+        """Work under ``options`` from now on, keeping the duplicate policy in force: that one
+        is the store's, switched only with the relations (:mod:`isccd.pipeline.policy`)."""
+        self.options = replace(options, thresholds=self.options.thresholds)
+
+    # -- the in-memory search ------------------------------------------------------------------
 
     def ensure_loaded(self, unit_type: UnitType) -> None:
         """Build the index of one unit type from the store, if not done yet."""
@@ -298,7 +290,9 @@ class Index:
         Args:
             root: The root the file belongs to.
             record: What :func:`isccd.hashing.compute_record` returned. An unstable record must
-                not be applied (retry it, then :meth:`apply_unstable`).
+                not be applied (retry it, then :meth:`apply_unstable`); one of a file that could
+                not be opened says ``vanished`` when its path holds no file any more (the
+                pipeline asks the disk before this job).
             seen: The validators the scan saw, used when the file could not be opened (so that
                 it is not retried until it changes).
 
@@ -307,7 +301,7 @@ class Index:
         """
         mark = len(self._pending)
         codes = issue_codes(record)
-        if codes & _GONE or (record.stat is None and not _exists(record.path)):
+        if codes & GONE:
             # The file only: its path may hold a directory of indexed files by now.
             gone = self.store.file_at(record.path)
             if gone is not None:
@@ -425,7 +419,7 @@ class Index:
             extractor=record.extractor or existing.record.extractor,
             **_learned(record),
         )
-        if issue_codes(new) & _GONE:
+        if issue_codes(new) & GONE:
             return self.apply_record(root, new)
         mark = len(self._pending)
         self._update(root, existing, new)  # the file is known: no need to look it up again
@@ -479,18 +473,24 @@ class Index:
         self._index_put(stored.id, record)
         return self._pending[mark:]
 
-    def move_path(self, src: str, root: str, dst: str) -> list[Event]:
+    def move_path(
+        self, src: str, root: str, dst: str, found: Mapping[str, FileStat]
+    ) -> list[Event]:
         """A file or directory was renamed from ``src`` to ``dst`` (under ``root``): every live
-        file at or below ``src`` moves with it, keeping its codes."""
+        file at or below ``src`` moves with it, keeping its codes.
+
+        Args:
+            src: The old path.
+            root: The root of the new one.
+            dst: The new path.
+            found: What the disk holds at the new paths (examined before this job); a path it
+                does not name could not be examined, and its file is taken to have moved.
+        """
         mark = len(self._pending)
         for stored in self.store.files_under(src):
             new = dst + stored.path[len(src) :]
             old_stat = stored.record.stat
-            st: FileStat | None
-            try:
-                st = FileStat.from_os(os.lstat(new))
-            except OSError:
-                st = old_stat
+            st = found.get(new, old_stat)
             if st is None or old_stat is None or st.identity != old_stat.identity:
                 self.remove_file(stored)  # not the same file any more: the caller rescans dst
                 continue
@@ -548,13 +548,3 @@ def _learned(record: FileRecord) -> dict[str, Any]:
         if getattr(record, name) is not None:
             fields[name] = getattr(record, name)
     return fields
-
-
-def _exists(path: str) -> bool:
-    try:
-        os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return True
