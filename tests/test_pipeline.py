@@ -497,7 +497,7 @@ class OwnerThreadDisk:
         return watched
 
 
-def test_a_watchers_changes_look_at_the_disk_off_the_store_thread(
+def test_the_disk_is_looked_at_off_the_store_thread(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = str(h.root)
@@ -519,6 +519,14 @@ def test_a_watchers_changes_look_at_the_disk_off_the_store_thread(
     gone.write_text("C:1")
     h.hasher.vanishing.add(str(gone))
     assert kinds(h.run(h.pipeline.process_path(root, str(gone)))) == [("file.removed", "gone")]
+    # A reconcile walks the tree on a thread of its own, and places what it found on the store's.
+    (h.root / "moved" / "b").rename(h.root / "again")
+    h.write("moved/new", "D:0")
+    assert sorted(kinds(h.scan())) == [
+        ("file.added", "new"),
+        ("file.moved", "again"),
+        ("scan.done", ""),
+    ]
     assert disk.seen == []
 
 

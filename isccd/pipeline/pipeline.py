@@ -44,14 +44,16 @@ from isccd.pipeline.reconcile import (
     Reconciler,
     ScanStats,
     Sighting,
+    Step,
     look,
     place,
     plan_path,
 )
+from isccd.pipeline.rootdev import device_of
 from isccd.protocol import DupesQuery, DupesResult, FileInfo, SimilarQuery, SimilarResult
 from isccd.store import SqliteOptions, open_store
 from isccd.store.owner import OwnerOptions, StoreOwner
-from isccd.walk import NO_FILE, ScanOptions, examine
+from isccd.walk import NO_FILE, Listing, ScanOptions, examine
 
 T = TypeVar("T")
 
@@ -297,9 +299,10 @@ class Pipeline:
         *,
         collect: bool,
     ) -> tuple[ScanStats, list[Event]]:
+        device = await asyncio.to_thread(device_of, root)
         rec = await self._call(
             lambda ix: Reconciler(
-                ix, root, scan, start=start, collect=collect, announce=not collect
+                ix, root, scan, start=start, device=device, collect=collect, announce=not collect
             )
         )
         follow = scan.follow_symlinks if scan is not None else False
@@ -331,10 +334,13 @@ class Pipeline:
             present = await asyncio.to_thread(look, sightings, follow_symlinks=follow)
             return await self._call(lambda ix: rec.settle(sightings, present))
 
+        async def planned(listings: list[Listing], walked: bool) -> Step:
+            return await self._call(lambda ix: rec.step(listings, walked))
+
         async def produce() -> None:
             done = False
             while not done:
-                step = await self._call(lambda ix: rec.step())
+                step = await planned(*await asyncio.to_thread(rec.walk))
                 jobs, stats = step.jobs, step.stats
                 if step.sightings:
                     more, stats = await placed(step.sightings)

@@ -1,8 +1,10 @@
 """One reconcile of a root, as state that lives on the store's owner thread.
 
-The walk (:class:`isccd.walk.Walker`) is advanced in short steps, each one a job on the
-owner thread, so that a long walk never holds the store for long and watcher events interleave
-with it. Each step turns what the walk found into actions:
+The walk (:class:`isccd.walk.Walker`) is advanced in short steps: a thread of its own lists
+directories for a moment (the disk is never asked on the owner thread, where a hung ``stat``
+would stall every commit), then a job on the owner thread compares them with the store, so that
+a long walk never holds the store for long and watcher events interleave with it. Each step
+turns what the walk found into actions:
 
 - unchanged files: nothing (no file is opened);
 - new paths: a rename or a hardlink of a stored file is applied at once, without hashing;
@@ -23,7 +25,7 @@ import logging
 import os
 import stat as stat_module
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
@@ -34,8 +36,8 @@ from isccd.store import StoredFile
 from isccd.store.base import join_path
 from isccd.walk import (
     NO_FILE,
-    DirScan,
     ItemKind,
+    Listing,
     ScanIssue,
     ScanItem,
     ScanOptions,
@@ -288,7 +290,8 @@ def _plan_file(ix: Index, root: str, path: str, st: FileStat) -> HashJob | Sight
 
 
 class Reconciler:
-    """The owner-thread state of one reconcile."""
+    """The state of one reconcile: its walk lists directories on a thread of its own
+    (:meth:`walk`), everything else runs on the owner thread."""
 
     def __init__(
         self,
@@ -297,6 +300,7 @@ class Reconciler:
         options: ScanOptions | None = None,
         *,
         start: str | None = None,
+        device: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         collect: bool = False,
         announce: bool = False,
@@ -306,15 +310,18 @@ class Reconciler:
         ``announce``, log ``scan.done`` at the end of a subtree walk too (one a client asked
         for).
 
+        Args:
+            device: The root directory's ``st_dev`` now (:func:`.rootdev.device_of`), if it
+                can be stat'ed.
+
         Raises:
             ValueError: ``start`` is outside ``root``, or an ignore pattern is malformed.
         """
         self._ix = ix
         self.root = root
-        self._device = RootDevice.probe(ix.store, root)
+        self._device = RootDevice(root, ix.store.root_device(root), device)
         self._lookup = self._device.lookup(ix.store.validators_in_dir)
         self._walker = Walker(root, self._lookup, options, start=start)
-        self._walk: Iterator[DirScan] = iter(self._walker)
         self._present = 0  # indexed files found at their paths
         self._clock = clock
         self._started = clock()
@@ -333,12 +340,22 @@ class Reconciler:
         self.stats.seconds = self._clock() - self._started
         return self.stats.snapshot()
 
-    def step(self, budget: float = 0.05, max_jobs: int = 256) -> Step:
-        """Walk on for about ``budget`` seconds or until ``max_jobs`` files need hashing."""
-        deadline = self._clock() + budget
+    def walk(self, seconds: float = 0.05) -> tuple[list[Listing], bool]:
+        """List directories for about ``seconds`` (blocking on the disk: never call it on the
+        owner thread); :meth:`step` then compares them with the store.
+
+        Returns:
+            The listings, and whether the walk is complete.
+        """
+        return self._walker.take(seconds, self._clock)
+
+    def step(self, listings: Sequence[Listing], walked: bool) -> Step:
+        """Compare listed directories with the store: apply nothing yet, say what to hash and
+        which sightings to place; ``walked`` when the walk is complete."""
         jobs: list[HashJob] = []
         sightings: list[Sighting] = []
-        for scanned in self._walk:
+        for listing in listings:
+            scanned = self._walker.compare(listing)
             self.stats.dirs += 1
             self.stats.unchanged += scanned.unchanged
             self.stats.seen += scanned.unchanged
@@ -355,12 +372,9 @@ class Reconciler:
                     sightings.append(planned)
                 elif planned is not None:
                     jobs.append(planned)
-            if self._clock() >= deadline or len(jobs) + len(sightings) >= max_jobs:
-                self.stats.queued += len(jobs)
-                return Step(jobs, sightings, False, self._stats())
         self.stats.queued += len(jobs)
-        self.stats.walked = True
-        return Step(jobs, sightings, True, self._stats())
+        self.stats.walked = walked
+        return Step(jobs, sightings, walked, self._stats())
 
     def _plan(self, path: str, st: FileStat) -> HashJob | Sighting | None:
         """Say what to hash, or which sighting to place (a rename or a hardlink); nothing for

@@ -35,6 +35,15 @@ from isccd.store import Store
 from isccd.walk import IssueReason, Lookup, ScanIssue
 
 
+def device_of(root: str) -> int | None:
+    """The ``st_dev`` of a root directory now (blocking on the disk), if it can be stat'ed (the
+    walk reports a missing or unreadable root)."""
+    try:
+        return Path(root).stat().st_dev
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class RootDevice:
     """The device a root was recorded on and the one it is on now.
@@ -48,15 +57,6 @@ class RootDevice:
     root: str
     recorded: int | None
     current: int | None
-
-    @classmethod
-    def probe(cls, store: Store, root: str) -> RootDevice:
-        """Compare the recorded device of ``root`` with the directory's now."""
-        try:
-            current: int | None = Path(root).stat().st_dev
-        except OSError:
-            current = None  # the walk reports a missing or unreadable root
-        return cls(root, store.root_device(root), current)
 
     @property
     def moved(self) -> bool:
