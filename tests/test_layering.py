@@ -29,11 +29,10 @@ ALLOWED: dict[str, set[str]] = {
     "hamming": {"model", "errors"},
     "walk": {"model", "errors", "fspath", "beneath"},
     "match": {"model", "errors", "iscc"},
-    # iscc: recomposing the ISCC-CODE when only some units were recomputed (profile change).
-    # protocol: the answers to get, similar and dupes are the protocol's results, shared by the
-    # daemon and the command line (pipeline.answers).
+    # walk: a reconcile walks the tree; iscc: recomposing the ISCC-CODE when only some units
+    # were recomputed (profile change); protocol: the answers to get, similar and dupes are the
+    # protocol's results, shared by the daemon and the command line (pipeline.answers).
     "pipeline": {
-        "beneath",
         "fspath",
         "model",
         "errors",
@@ -75,47 +74,37 @@ ALLOWED: dict[str, set[str]] = {
         "walk",
         "watch",
     },
+    # store: its tuning options and URLs without their password, never the store itself.
     "daemon": {
-        "beneath",
         "fspath",
         "model",
         "errors",
-        "iscc",
-        "extract",
         "hashing",
         "store",
-        "hamming",
         "walk",
-        "match",
-        "protocol",
         "watch",
         "pipeline",
+        "protocol",
         "server",
         "sdnotify",
         "settings",
         "config",
         "logconf",
-        "dirs",
     },
+    # The daemon only through DAEMON_ENTRY; the settings only through config.
     "cli": {
-        "beneath",
         "fspath",
         "model",
         "errors",
         "iscc",
         "extract",
         "hashing",
-        "store",
-        "hamming",
         "walk",
-        "match",
+        "pipeline",
         "protocol",
         "client",
-        "settings",
         "config",
         "logconf",
-        "watch",
-        "pipeline",
         "dirs",
         "dedupe",
         "report",

@@ -1,57 +1,7 @@
-"""The daemon: builds every component from the configuration and owns the lifecycle.
-
-Start-up, in this order: open the store (checked, migrated, index loaded) while the hashing
-workers warm up; bind the socket; start watching every root; tell systemd ``READY=1``; then
-reconcile every root with the disk (``scan.progress`` / ``scan.done`` events, ``isccd status``,
-and the systemd status line show how far it got). Changes seen while the reconcile runs are
-processed alongside it. When the duplicate policy (``[match]``) is not the one the stored
-relations were decided under (it was edited while the daemon was stopped, or a scan ran under
-another), they are re-evaluated alongside too, as a reload does; so are the stored ISCC-CODEs
-composed again when ``[code] wide`` changed.
-
-Running: settled watcher changes go through the work queue to the pipeline; reconciles run at
-start, every ``reconcile_interval``, after lost events and on request; polled roots and
-subtrees are reconciled every ``poll_interval``; expired tombstones and events are purged
-hourly; a heartbeat keeps systemd's watchdog quiet while work moves. Before each safety
-reconcile the tools' versions are asked again (as on a reload).
-
-SIGHUP re-reads the configuration: a valid one is applied as a whole (roots added and removed,
-the stored relations re-evaluated under new thresholds or ``min_size``, the ISCC-CODEs composed
-again under a new ``wide``, settling, scanning and worker options replaced; a changed ``[code]``
-setting that outdates units, such as ``bits`` or ``meta``, has them computed again by a
-reconcile), an invalid one is logged and the running configuration kept;
-``RELOADING=1`` and ``READY=1`` frame it. What cannot change without a restart (the store and
-the socket) is reported and kept. The versions of the tools units depend on are asked again:
-when one changed (fpcalc installed or upgraded), every root is reconciled, which computes again
-just the units that depend on it.
-
-SIGTERM or SIGINT: ``STOPPING=1``; watching stops and no new work is taken; files being hashed
-get ``shutdown_timeout`` seconds to finish and be committed, the rest is abandoned (the next
-start's reconcile picks it up); the store is committed and closed, the socket removed, exit 0.
-
-Faults. Every background loop runs supervised (:mod:`isccd.daemon.supervisor`); what a failure
-of each leads to:
-
-============  =======  ========================================================================
-loop          policy   why
-============  =======  ========================================================================
-feed          restart  its state lives in the debouncer; every root is reconciled after a
-                       restart, for the changes it held when it failed
-queue         stop     entries in flight cannot be accounted for; the next start reconciles
-schedule      restart  keeps nothing between rounds
-reloads       stop     a reload that failed half-way leaves a half-applied configuration
-status        restart  keeps nothing
-heartbeat     restart  keeps nothing; no ``WATCHDOG=1`` while it is down
-store         stop     the store's health is what the other loops rely on
-roots         restart  keeps nothing; every root is checked again
-adopt         restart  re-evaluating relations and composing codes again resume where they were
-============  =======  ========================================================================
-
-A stop ends the daemon with exit status 70 (systemd restarts it), after the heartbeat stopped. A
-store that cannot be written is not a loop failure: the store is reported degraded and retried
-(:mod:`isccd.daemon.storehealth`); a database deleted under the daemon stops it (exit 74). A
-root that goes or comes back is noticed by :mod:`isccd.daemon.roots`. ``isccd status`` and the
-systemd status line show each of these, and a reload that was refused.
+"""The running service: builds every component from the configuration and owns the lifecycle
+(start, serve, reload on SIGHUP, stop on SIGTERM), each background loop supervised. The order
+of each phase, and what a failing loop leads to, are in docs/architecture.md ("The daemon's
+lifecycle").
 """
 
 from __future__ import annotations
@@ -285,17 +235,21 @@ class Daemon:
         for root in self.config.roots:
             await self._roots.watch(root)
         start = self._supervisor.start
+        # Its state lives in the debouncer: every root is reconciled after a restart.
         start("feed", self._feed.run, Policy.RESTART, on_restart=self._feed_restarted)
+        # Entries in flight cannot be accounted for: the next start reconciles.
         start("queue", self._queue.run, Policy.STOP)
-        start("schedule", self._schedule, Policy.RESTART)
+        start("schedule", self._schedule, Policy.RESTART)  # keeps nothing between rounds
+        # A reload that failed half-way leaves a half-applied configuration.
         start("reloads", self._reloads, Policy.STOP)
-        start("status", self._status_loop, Policy.RESTART)
+        start("status", self._status_loop, Policy.RESTART)  # keeps nothing
+        # The store's health is what the other loops rely on.
         start("store", self._health.run, Policy.STOP)
-        start("roots", self._roots.run, Policy.RESTART)
+        start("roots", self._roots.run, Policy.RESTART)  # keeps nothing; every root is checked
         interval = self._notifier.watchdog_interval
         if interval is not None:
             beat = functools.partial(run_heartbeat, self._notifier, interval, self._healthy)
-            start("heartbeat", beat, Policy.RESTART)
+            start("heartbeat", beat, Policy.RESTART)  # no WATCHDOG=1 while it is down
         self._state = "ready"
         self._notifier.ready(self._compose_status())
         structlog.get_logger().info(
@@ -304,6 +258,7 @@ class Daemon:
             roots=list(self.config.roots),
             seconds=round(time.time() - self._started, 3),
         )
+        # Re-evaluating relations and composing codes again resume where they were.
         start("adopt", self._adopt_stored, Policy.RESTART)
         for root in self.config.roots:
             self._scans.request(root, "startup")
