@@ -15,7 +15,7 @@ were decided under. A store that records no policy (a new one, or one written be
 were recorded) takes the policy of the pipeline that opens it, without re-evaluating.
 
 The functions taking an :class:`Index` run on the store's owner thread, each as one job
-(:meth:`isccd.pipeline.pipeline.Pipeline.call`); the record is JSON:
+(submitted by :class:`isccd.pipeline.Pipeline`); the record is JSON:
 ``{"decided": {...}, "switching": {"to": {...}, "done": <last file id re-evaluated>}}``.
 """
 
