@@ -25,11 +25,19 @@ recovery). Sections, in order:
    ``--degraded`` seconds: seconds from the store writable again to ``store.recovered`` and to
    the change made meanwhile indexed, with the default pauses between attempts (1 s, doubled
    up to a minute), which bound it.
+9. **fuzz**: ``--messages`` generated protocol messages (invalid UTF-8, lone surrogates, deep
+   nesting, wrong types, huge lines, pipelining, half-close, bursts of connections) against a
+   daemon with ``max_clients`` 32, another client served after every session: messages sent,
+   replies, problems (a message with neither a reply nor a clean close; must be 0), the most
+   served of a 1,000-connection burst, and the daemon's RSS before and after.
+10. **race**: ``ROOT/race`` swapped between a directory and a symbolic link to a directory
+    outside the root while four clients send every path-taking request: requests, swaps, and
+    replies or events computed from the outside file (must be 0).
 
-A section is a :class:`Section` in :data:`SECTIONS`; another kind of chaos (a protocol fuzzer)
-is one more entry.
+A section is a :class:`Section` in :data:`SECTIONS`.
 
     python bench/chaos.py [--quick] [--only kill,disk_full,...] [--rounds N] [--kills N]
+                          [--messages N]
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -54,8 +63,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from isccd.client import AsyncClient
 from isccd.daemon.supervisor import Backoff
 from isccd.errors import StoreFullError
+from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
+from tests.chaos import fuzz, race
 from tests.chaos.harness import (
+    Snapshot,
     descendants,
     fresh_scan,
     make_tree,
@@ -77,6 +89,7 @@ class Options:
     files: int
     degraded: float
     seed: int
+    messages: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,13 +176,24 @@ def bench_kill(options: Options) -> Figures:
     equal = index.files == fresh.files and index.groups == fresh.groups
     return {
         "kills survived": options.kills if equal and index.integrity == ["ok"] else 0,
-        "index equals a fresh scan": "yes" if equal else "NO",
+        "index equals a fresh scan": "yes" if equal else f"NO: {_differences(index, fresh)}",
         "integrity_check": " ".join(index.integrity),
         "files": len(index.files),
         "duplicate groups": len(index.groups),
         "seconds to READY after a kill (median)": median(ready),
         "seconds from the last restart to caught up": round(caught_up[0], 3),
     }
+
+
+def _differences(index: Snapshot, fresh: Snapshot) -> str:
+    paths = sorted(p for p in index.files.keys() | fresh.files.keys()
+                   if index.files.get(p) != fresh.files.get(p))  # fmt: skip
+    groups = index.groups ^ fresh.groups
+    detail = "; ".join(
+        f"{p}: index {index.files.get(p)}, fresh scan {fresh.files.get(p)}" for p in paths[:3]
+    )
+    shown = "; ".join(f"{k} {u} {sorted(m)}" for k, u, m in sorted(groups, key=str)[:4])
+    return f"{len(paths)} files differ ({detail}); {len(groups)} groups differ ({shown})"
 
 
 # -- 2.-7. faults of the machine -----------------------------------------------------------------
@@ -343,6 +367,8 @@ def bench_missing_root(options: Options) -> Figures:
 
 
 def bench_store_failures(options: Options) -> Figures:
+    # This daemon runs in this process: its log goes to stderr, and only its problems.
+    configure_logging("warning", "console", stream=sys.stderr)
     recovered, indexed = [], []
     full = StoreFullError("the disk is full (injected)")
     rng = random.Random(options.seed)
@@ -379,6 +405,102 @@ def bench_store_failures(options: Options) -> Figures:
     }
 
 
+# -- 9. fuzz ---------------------------------------------------------------------------------------
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError("no VmRSS")
+
+
+def _served(path: Path) -> bool:
+    """Whether another client is answered (``status``) on a connection of its own."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(30)
+            sock.connect(str(path))
+            sock.sendall(b'{"id": "monitor", "cmd": "status"}\n')
+            reply = json.loads(sock.makefile("rb").readline())
+        if reply.get("ok"):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def bench_fuzz(options: Options) -> Figures:
+    with daemon_of(ISCCD_SERVER__MAX_CLIENTS="32", ISCCD_SERVER__IDLE_TIMEOUT="3") as daemon:
+        outside = daemon.base / "outside"
+        outside.mkdir()
+        (outside / "secret.txt").write_text("outside the roots")
+        (daemon.root / "a.txt").write_text("a file to ask about " * 20)
+        (daemon.root / "link_out").symlink_to(outside)
+        daemon.start()
+        assert daemon.proc is not None
+        sync(daemon)
+        items = fuzz.sessions(
+            options.seed, root=str(daemon.root), outside=str(outside), lines=options.messages
+        )
+        rss_before = _rss_mib(daemon.proc.pid)
+        started = time.monotonic()
+        replies = problems = unserved = most_served = 0
+        for item, outcome in fuzz.run(daemon.socket, items):
+            replies += len(outcome.replies)
+            problems += len(outcome.problems) + int(outcome.reset)
+            if isinstance(item, fuzz.Burst):
+                most_served = max(most_served, outcome.served)
+            unserved += not _served(daemon.socket)
+        seconds = time.monotonic() - started
+        burst = fuzz.run_burst(daemon.socket, fuzz.Burst(1000))
+        figures: Figures = {
+            "messages": fuzz.count(items),
+            "sessions and bursts": len(items),
+            "replies": replies,
+            "problems (must be 0)": problems,
+            "times another client was not served (must be 0)": unserved,
+            "most served in a burst (max_clients 32)": max(most_served, burst.served),
+            "burst of 1,000: refused": burst.refused,
+            "seconds": round(seconds, 1),
+            "daemon RSS before, MiB": rss_before,
+            "daemon RSS after, MiB": _rss_mib(daemon.proc.pid),
+            "exit status": daemon.stop(),
+        }
+    return figures
+
+
+# -- 10. race --------------------------------------------------------------------------------------
+
+
+def bench_race(options: Options) -> Figures:
+    with daemon_of(ISCCD_HASHING__WORKERS="2") as daemon:
+        files = race.make_files(daemon.root, daemon.base, seed=options.seed)
+        daemon.start()
+
+        async def scenario() -> race.RaceFigures:
+            client = await daemon.client()
+            await client.sync()
+            datahash = (await client.get(str(files.copy))).datahash
+            await client.close()
+            assert datahash
+            return await race.run_race(
+                daemon.socket, files, datahash, clients=4, rounds=25 * options.rounds * 5
+            )
+
+        started = time.monotonic()
+        found = asyncio.run(scenario())
+        return {
+            "requests": found.requests,
+            "by command": str(dict(sorted(found.by_command.items()))),
+            "swaps": found.swaps,
+            "events": found.events,
+            "computed from outside (must be 0)": len(found.leaks),
+            "seconds": round(time.monotonic() - started, 1),
+            "exit status": daemon.stop(),
+        }
+
+
 SECTIONS: list[Section] = [
     Section("kill", bench_kill),
     Section("disk_full", bench_disk_full),
@@ -388,6 +510,8 @@ SECTIONS: list[Section] = [
     Section("unreadable", bench_unreadable),
     Section("missing_root", bench_missing_root),
     Section("store_failures", bench_store_failures),
+    Section("fuzz", bench_fuzz),
+    Section("race", bench_race),
 ]
 
 
@@ -403,6 +527,9 @@ def main() -> None:
     parser.add_argument(
         "--degraded", type=float, default=20.0, help="longest the store fails, in seconds"
     )
+    parser.add_argument(
+        "--messages", type=int, default=20_000, help="protocol messages in the fuzz section"
+    )
     parser.add_argument("--seed", type=int, default=20240917)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -412,6 +539,7 @@ def main() -> None:
         files=300 if args.quick else args.files,
         degraded=args.degraded,
         seed=args.seed,
+        messages=5_000 if args.quick else args.messages,
     )
     wanted = set(args.only.split(",")) if args.only else {s.name for s in SECTIONS}
     results: dict[str, Figures] = {}

@@ -96,15 +96,17 @@ def _result(cls: type[T], result: Mapping[str, Any]) -> T:
 def _subscribe_request(
     request_id: int,
     since: int | None,
+    *,
     types: Collection[EventType | str] | None,
     roots: Collection[str] | None,
     store: str | None,
+    fleet: bool,
 ) -> SubscribeRequest:
     event_filter = EventFilter(
         types=None if types is None else frozenset(EventType(t) for t in types),
         roots=None if roots is None else frozenset(normalize_path(r) for r in roots),
     )
-    return SubscribeRequest(request_id, since, event_filter, store)
+    return SubscribeRequest(request_id, since, event_filter, store, fleet)
 
 
 class _State:
@@ -192,9 +194,10 @@ class Client:
         """The daemon's status."""
         return self._call(DaemonStatus, StatusRequest)
 
-    def get(self, path: str) -> FileInfo:
-        """What the index knows about an absolute ``path``."""
-        return self._call(FileInfo, lambda i: GetRequest(i, path))
+    def get(self, path: str, host: str | None = None) -> FileInfo:
+        """What the index knows about an absolute ``path`` (``host``: only its duplicates on
+        that host)."""
+        return self._call(FileInfo, lambda i: GetRequest(i, path, host))
 
     def similar(self, query: SimilarQuery) -> SimilarResult:
         """Files near a file's or a code's units."""
@@ -230,6 +233,7 @@ class Client:
         types: Collection[EventType | str] | None = None,
         roots: Collection[str] | None = None,
         store: str | None = None,
+        fleet: bool = False,
     ) -> SubscribeResult:
         """Subscribe; then read the events with :meth:`events`.
 
@@ -239,9 +243,13 @@ class Client:
             roots: Only events of these roots (and daemon-wide ones).
             store: The identity of the store ``since`` comes from (:attr:`store` of an earlier
                 subscription): refused with ``store_mismatch`` if the daemon's is another.
+            fleet: Every host's events (of a fleet sharing the store), not only the daemon's.
         """
         result = self._call(
-            SubscribeResult, lambda i: _subscribe_request(i, since, types, roots, store)
+            SubscribeResult,
+            lambda i: _subscribe_request(
+                i, since, types=types, roots=roots, store=store, fleet=fleet
+            ),
         )
         self._state.last_seq, self._state.store = result.since, result.store
         return result
@@ -385,9 +393,9 @@ class AsyncClient:
         """The daemon's status."""
         return _result(DaemonStatus, (await self.request(StatusRequest(0))).unwrap())
 
-    async def get(self, path: str) -> FileInfo:
-        """What the index knows about an absolute ``path``."""
-        return _result(FileInfo, (await self.request(GetRequest(0, path))).unwrap())
+    async def get(self, path: str, host: str | None = None) -> FileInfo:
+        """What the index knows about an absolute ``path`` (see :meth:`Client.get`)."""
+        return _result(FileInfo, (await self.request(GetRequest(0, path, host))).unwrap())
 
     async def sync(self, path: str | None = None) -> int:
         """Wait until every change made on disk so far is indexed; return the last seq then."""
@@ -400,9 +408,11 @@ class AsyncClient:
         types: Collection[EventType | str] | None = None,
         roots: Collection[str] | None = None,
         store: str | None = None,
+        fleet: bool = False,
     ) -> SubscribeResult:
         """Subscribe; then read the events with :meth:`events` (see :meth:`Client.subscribe`)."""
-        reply = await self.request(_subscribe_request(0, since, types, roots, store))
+        request = _subscribe_request(0, since, types=types, roots=roots, store=store, fleet=fleet)
+        reply = await self.request(request)
         result = _result(SubscribeResult, reply.unwrap())
         self._state.last_seq, self._state.store = result.since, result.store
         return result

@@ -321,6 +321,12 @@ class Event:
         path: The file concerned (``""`` for root- or daemon-wide events).
         data: Further JSON-serializable fields (the other path of a duplicate, the unit,
             distance and threshold, ISCC-CODEs, scan counters, ...).
+        host: The host whose file or root the event is about (``""`` for a notice that is
+            not part of the log). In a database a fleet shares, another host's daemon may log
+            an event about this host's file (the other side of a duplicate it found).
+        file_id: The store's id of the file a ``file.*`` event changed, kept by a store that
+            other daemons follow (so that they keep their in-memory index current); ``None``
+            otherwise. Never sent to clients.
     """
 
     seq: int
@@ -329,3 +335,5 @@ class Event:
     root: str
     path: str
     data: Mapping[str, Any] = field(default_factory=dict)
+    host: str = ""
+    file_id: int | None = None

@@ -60,6 +60,7 @@ class PgServer:
         self.log = self.base / "server.log"
         self._names = itertools.count(1)
         self._as: list[str] = []
+        self._options = ""
         if os.geteuid() == 0:
             owner = pwd.getpwnam("postgres")
             os.chown(self.base, owner.pw_uid, owner.pw_gid)
@@ -97,9 +98,17 @@ class PgServer:
         (self.data / "pg_hba.conf").write_text(_HBA)
         # fsync off: a test server that loses its data in a power cut loses nothing of value.
         options = f"-k {self.base} -c listen_addresses='' -c max_connections=200"
-        options += "" if durable else " -F"
-        self.ctl("start", "-o", options, "-l", str(self.log))
+        self._options = options + ("" if durable else " -F")
+        self.resume()
         self.sql("postgres", f"CREATE ROLE isccd_pw LOGIN PASSWORD '{PASSWORD}'")
+
+    def pause(self) -> None:
+        """Stop the server (fast shutdown: every session is ended), keeping its data."""
+        self.ctl("stop", "-m", "fast")
+
+    def resume(self) -> None:
+        """Start the server (again), waiting until it accepts connections."""
+        self.ctl("start", "-o", self._options, "-l", str(self.log))
 
     def ctl(self, action: str, *args: str) -> None:
         """``pg_ctl ACTION`` (``start``, ``stop``, ``restart``), waiting for it to finish."""

@@ -33,7 +33,7 @@ from isccd.protocol import (
     SimilarQuery,
     SimilarResult,
 )
-from isccd.store import state_url
+from isccd.store import default_host, state_url
 from tests.test_pipeline import Harness
 
 
@@ -104,9 +104,11 @@ def test_groups_have_one_member_per_file_with_its_unit_and_distance_to_the_first
         0,
         3,
     )
+    # One host's store: each file is named with this machine's host name.
+    host = default_host()
     assert exact.members == (
-        DupMember(h.p("x"), str(h.root), 3, instance_of(h, "x"), 0, (h.p("x-link"),)),
-        DupMember(h.p("x-copy"), str(h.root), 3, instance_of(h, "x-copy"), 0),
+        DupMember(h.p("x"), str(h.root), 3, instance_of(h, "x"), 0, (h.p("x-link"),), host),
+        DupMember(h.p("x-copy"), str(h.root), 3, instance_of(h, "x-copy"), 0, (), host),
     )
     assert exact.pairs == ()
     assert (near.kind, near.unit, near.threshold, near.wasted_bytes) == (
@@ -140,9 +142,10 @@ def test_a_file_lists_its_links_exact_copies_and_recorded_near_duplicates(h: Har
     assert x.duplicates == (
         SimilarMatch(
             h.p("x-copy"), str(h.root), UnitType.INSTANCE, 0, 0, instance_of(h, "x-copy"),
-            Relation.EXACT,
+            Relation.EXACT, default_host(),
         ),
     )  # fmt: skip
+    assert x.host == default_host()
     b = h.get(h.p("b"))
     assert b is not None
     assert [(m.path, m.relation, m.unit, m.distance, m.threshold) for m in b.duplicates] == [

@@ -2,10 +2,13 @@
 
 The same results come from the daemon or from a store read directly
 (:mod:`isccd.pipeline.answers`); these functions print either, and ``--json`` prints their
-protocol form (docs/protocol.md).
+protocol form (docs/protocol.md). An answer naming files of more than one host (a fleet's
+shared database) shows each path as ``host:path``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from isccd.cli.output import format_size
 from isccd.protocol import DupesResult, DupKind, FileInfo, Relation, SimilarMatch, SimilarResult
@@ -13,7 +16,9 @@ from isccd.protocol import DupesResult, DupKind, FileInfo, Relation, SimilarMatc
 
 def format_file(info: FileInfo) -> str:
     """``get``: the record, its units and issues, its other names and its duplicates."""
-    lines = [f"{info.path} ({'removed' if info.removed is not None else 'indexed'})"]
+    where = _hosts([info.host, *(m.host for m in info.duplicates)])
+    state = "removed" if info.removed is not None else "indexed"
+    lines = [f"{where(info.host, info.path)} ({state})"]
     fields = {
         "iscc": info.iscc,
         "mediatype": info.mediatype,
@@ -25,7 +30,7 @@ def format_file(info: FileInfo) -> str:
     lines += [f"  {unit.type.value}: {unit.iscc}" for unit in info.units]
     lines += [f"  {i.kind.value} ({i.stage}): {i.reason}" for i in info.issues]
     lines += [f"  hardlink: {link}" for link in info.links]
-    lines += [f"  {_relation(m)}: {m.path}" for m in info.duplicates]
+    lines += [f"  {_relation(m)}: {where(m.host, m.path)}" for m in info.duplicates]
     return "\n".join(lines) + "\n"
 
 
@@ -33,7 +38,8 @@ def format_similar(result: SimilarResult) -> str:
     """``similar``: one line per match, how it relates and its path."""
     if not result.matches:
         return "nothing similar\n"
-    lines = [f"{_relation(m):>24}  {m.path}" for m in result.matches]
+    where = _hosts([m.host for m in result.matches])
+    lines = [f"{_relation(m):>24}  {where(m.host, m.path)}" for m in result.matches]
     if result.truncated:
         lines.append("(more not shown: raise --limit)")
     return "\n".join(lines) + "\n"
@@ -43,6 +49,7 @@ def format_dupes(result: DupesResult) -> str:
     """``dupes``: each group with its wasted bytes, members and what joins them."""
     if not result.groups:
         return "no duplicates\n"
+    where = _hosts([m.host for g in result.groups for m in g.members])
     lines = []
     for group in result.groups:
         kind = "exact" if group.kind is DupKind.EXACT else f"near by {group.unit.value}"
@@ -52,7 +59,7 @@ def format_dupes(result: DupesResult) -> str:
             apart = ""
             if group.kind is DupKind.NEAR and i and member.distance is not None:
                 apart = f"  (distance {member.distance})"
-            lines.append(f"  {_size(member.size):>10}  {member.path}{apart}")
+            lines.append(f"  {_size(member.size):>10}  {where(member.host, member.path)}{apart}")
             lines += [f"{'':>14}= {link} (hardlink)" for link in member.links]
         for pair in group.pairs:
             lines.append(
@@ -62,6 +69,13 @@ def format_dupes(result: DupesResult) -> str:
     if result.truncated:
         lines.append("(more groups not shown: raise --limit)")
     return "\n".join(lines) + "\n"
+
+
+def _hosts(hosts: list[str]) -> Callable[[str, str], str]:
+    """How to show a path: with its host when the answer names more than one."""
+    if len(set(hosts)) > 1:
+        return lambda host, path: f"{host}:{path}"
+    return lambda host, path: path
 
 
 def _relation(match: SimilarMatch) -> str:

@@ -196,13 +196,15 @@ def run_dedupe(args: argparse.Namespace) -> int:
 # -- the plan ------------------------------------------------------------------------------------
 
 
-def found_groups(result: DupesResult, min_size: int = 0) -> list[FoundGroup]:
+def found_groups(result: DupesResult, min_size: int = 0, host: str = "") -> list[FoundGroup]:
     """The groups of a ``dupes`` result as the dedupe engine takes them: the one function to
     change when the ``dupes`` result changes shape.
 
     Args:
         result: What ``dupes`` answered.
         min_size: Leave out files smaller than this.
+        host: This machine's host name: files of other hosts (a fleet's shared index) are left
+            out, since nothing here can act on them (their paths here may name other files).
     """
     from isccd.dedupe.build import Found, FoundGroup  # noqa: PLC0415
     from isccd.dedupe.plan import GroupKind  # noqa: PLC0415
@@ -213,7 +215,7 @@ def found_groups(result: DupesResult, min_size: int = 0) -> list[FoundGroup]:
         exact = group.kind is DupKind.EXACT
         members = []
         for m in group.members:
-            if m.size is not None and m.size < min_size:
+            if (m.size is not None and m.size < min_size) or m.host not in ("", host):
                 continue
             # An exact group's member code is its Instance-Code: a prefix of its BLAKE3.
             digest = blake3_of_instance(m.iscc) if exact and m.iscc else None
@@ -258,7 +260,7 @@ def _read_groups(args: argparse.Namespace) -> tuple[Plan, tuple[Excluded, ...], 
             f"isccd: more than {args.limit:,} groups: these first; run again for the rest",
             file=sys.stderr,
         )
-    found = observe(found_groups(result, args.min_size))
+    found = observe(found_groups(result, args.min_size, _configure(args).store_host))
     keep_in = tuple(_folder(d) for d in args.keep_in)
     source = f"index in {args.state}" if args.state else "the index"
     return build_plan(found.groups, rules, keep_in), found.excluded, source

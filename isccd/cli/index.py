@@ -85,6 +85,8 @@ not be used; 2 for invalid arguments; 78 for an invalid configuration.
 """
 
 _READ_SOURCE = (
+    " In a database a fleet of hosts shares, the answer spans the fleet and names each "
+    "file's host (--host NAME narrows it to one host's files)."
     " The answer comes from the daemon, asked on its socket (--socket PATH, or the default "
     "one), which answers from its in-memory index about paths inside its roots; with --state "
     "DIR, from the index in DIR, read directly; and when no daemon answers on the default "
@@ -154,6 +156,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_socket_option(where)
     reader.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    reader.add_argument(
+        "--host",
+        metavar="NAME",
+        help="in a database a fleet shares: only files on host NAME (dupes: groups with a "
+        "file there); every host's by default",
+    )
     add_config_option(reader)
 
     dup = subparsers.add_parser(
@@ -438,7 +446,7 @@ def _answer(
 
 def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
-    query = DupesQuery(near=args.near, limit=args.limit)
+    query = DupesQuery(near=args.near, limit=args.limit, host=args.host)
     try:
         result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     except _Failed as exc:
@@ -450,7 +458,9 @@ def run_dupes(args: argparse.Namespace) -> int:
 def run_similar(args: argparse.Namespace) -> int:
     """``isccd similar``."""
     path = file_path(args.path)
-    query = SimilarQuery(path=path, max_distance=args.max_distance, limit=args.limit)
+    query = SimilarQuery(
+        path=path, max_distance=args.max_distance, limit=args.limit, host=args.host
+    )
 
     def read(index: IndexReader, config: IndexConfig) -> SimilarResult:
         return index.similar(query, lambda unindexed: compute_record(unindexed, config.code))
@@ -468,13 +478,13 @@ def run_get(args: argparse.Namespace) -> int:
     path = file_path(args.path)
 
     def read(index: IndexReader, _: IndexConfig) -> FileInfo:
-        info = index.get(path)
+        info = index.get(path, args.host)
         if info is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"{path!r} is not in the index")
         return info
 
     try:
-        info = _answer(args, lambda c: c.get(path), read)
+        info = _answer(args, lambda c: c.get(path, args.host), read)
     except _Failed as exc:
         return _fail(str(exc), exc.status)
     _print(args, info, format_file)

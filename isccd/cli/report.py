@@ -83,6 +83,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument("--root", metavar="PATH", help="only groups with a file under PATH")
     parser.add_argument(
+        "--host",
+        metavar="NAME",
+        help="in a database a fleet shares: only groups with a file on host NAME (every "
+        "host's by default; other hosts' files are shown, never looked at here)",
+    )
+    parser.add_argument(
         "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
         help=f"most groups shown (default {DUPES_LIMIT:,}, at most {DUPES_LIMIT_MAX:,})",
     )  # fmt: skip
@@ -107,7 +113,7 @@ def run_report(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
     root = os.path.realpath(args.root) if args.root else None
-    query = DupesQuery(near=True, root=root, limit=args.limit)
+    query = DupesQuery(near=True, root=root, limit=args.limit, host=args.host)
     daemon: list[Path] = []
 
     def ask(client: Client) -> DupesResult:
@@ -123,7 +129,7 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"isccd: more than {args.limit:,} groups: the first are shown; raise --limit",
               file=sys.stderr)  # fmt: skip
 
-    view = view_of_dupes(result)
+    view = view_of_dupes(result, config.store_host)
     code = config.code
     options = PreviewOptions(
         max_pixels=code.max_image_pixels,
@@ -133,7 +139,7 @@ def run_report(args: argparse.Namespace) -> int:
     )
     cache = PreviewCache(default_cache_dir() / "previews", recipe=f"size={options.size}")
     jobs = args.jobs or min(4, os.cpu_count() or 1)
-    paths = [m.path for g in view.groups for m in g.members]
+    paths = [m.path for g in view.groups for m in g.members if not m.host]
     with Progress("previews") as progress:
 
         def show(done: int, total: int) -> None:

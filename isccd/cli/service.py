@@ -25,7 +25,7 @@ from isccd.cli.output import print_json, wants_json
 from isccd.client import Client
 from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
-from isccd.protocol import DaemonStatus, event_to_wire, to_wire
+from isccd.protocol import DaemonStatus, DatabaseStatus, event_to_wire, to_wire
 
 _NO_DAEMON = "exit status: 0 success; 1 when no daemon answers on the socket or it refuses."
 
@@ -83,6 +83,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         metavar="ROOT",
         help="only events of this watched root (repeatable)",
+    )
+    subscribe.add_argument(
+        "--fleet",
+        action="store_true",
+        help="in a database a fleet shares: the events of every host (default: the daemon's "
+        "host's, including duplicates other hosts found of its files)",
     )
     subscribe.add_argument("--json", action="store_true", help="print NDJSON (default when piped)")
     subscribe.set_defaults(handler=run_subscribe)
@@ -155,7 +161,31 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
         lines.append(text)
         if root.note:
             lines.append(f"  {'':<{width}}  note: {root.note}")
+    if status.database is not None:
+        lines += _database(status.database, now)
     return "\n".join(lines) + "\n"
+
+
+def _database(db: DatabaseStatus, now: float) -> list[str]:
+    """The shared database: where, how near, and the other hosts heard from."""
+    if db.connected:
+        state = f"connected, {db.latency_ms:.1f} ms" if db.latency_ms is not None else "connected"
+    else:
+        state = f"unavailable: {db.error}" if db.error else "connecting"
+    lines = [
+        f"database         {db.url} (as host {db.host})",
+        f"  state          {state}",
+        f"  log read to    seq {db.position}",
+    ]
+    lines.append("  other hosts" if db.hosts else "  other hosts    none")
+    for host in db.hosts:
+        heard = "never" if host.heard is None else f"{_ago(now - host.heard)} ago"
+        lines.append(f"    {host.name:<24} heard from {heard}, last seq {host.last_seq}")
+    return lines
+
+
+def _ago(seconds: float) -> str:
+    return f"{max(seconds, 0):.0f} s" if seconds < 120 else _duration(seconds)
 
 
 def _duration(seconds: float) -> str:
@@ -197,14 +227,16 @@ def run_subscribe(args: argparse.Namespace) -> int:
     try:
         with _sigterm_stops():
             client = Client(socket_path(args))
-            result = client.subscribe(args.since, types=args.types, roots=roots, store=args.store)
+            result = client.subscribe(
+                args.since, types=args.types, roots=roots, store=args.store, fleet=args.fleet
+            )
             if not result.complete:
                 print(
                     f"isccd: events {result.since + 1} to {result.first - 1} were pruned from "
                     "the log; what they reported is missing from this stream",
                     file=sys.stderr,
                 )
-            status = _stream(client, as_json, sys.stdout)
+            status = _stream(client, as_json, sys.stdout, fleet=args.fleet)
     except (DaemonUnavailableError, ProtocolError) as exc:
         status = fail(exc)
     except (KeyboardInterrupt, _Stop):
@@ -223,12 +255,12 @@ def run_subscribe(args: argparse.Namespace) -> int:
     return status
 
 
-def _stream(client: Client, as_json: bool, out: TextIO) -> int:
+def _stream(client: Client, as_json: bool, out: TextIO, *, fleet: bool = False) -> int:
     for event in client.events():
         if as_json:
             print_json(event_to_wire(event), stream=out)
         else:
-            out.write(format_event(event) + "\n")
+            out.write(format_event(event, fleet=fleet) + "\n")
             out.flush()
         if event.type is EventType.SUBSCRIBER_LAGGED:
             print(
@@ -241,12 +273,15 @@ def _stream(client: Client, as_json: bool, out: TextIO) -> int:
     return EXIT_FAILURE
 
 
-def format_event(event: Event) -> str:
-    """One readable line for an event: local time, seq, type, path, and the details."""
+def format_event(event: Event, *, fleet: bool = False) -> str:
+    """One readable line for an event: local time, seq, type, path, and the details; the
+    host of the path with ``fleet``, and of another file whenever it is another host."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.time))
     subject = event.path or event.root or "-"
+    if fleet and event.host:
+        subject = f"{event.host}:{subject}"
     text = f"{stamp} #{event.seq} {event.type.value:<17} {subject}"
-    details = _details(event.data)
+    details = _details(event.data, event.host)
     return f"{text}  {details}" if details else text
 
 
@@ -254,7 +289,7 @@ def format_event(event: Event) -> str:
 _NOT_INLINE = frozenset({"others", "count", "unit", "distance", "threshold", "units", "issues"})
 
 
-def _details(data: Mapping[str, Any]) -> str:
+def _details(data: Mapping[str, Any], host: str) -> str:
     parts = []
     others = data.get("others")
     if isinstance(others, list):
@@ -263,7 +298,9 @@ def _details(data: Mapping[str, Any]) -> str:
             if isinstance(other, dict):
                 distance = other.get("distance", data.get("distance"))
                 measure = f" ({unit} {distance}/{threshold})" if distance is not None else ""
-                parts.append(f"~ {other.get('path')}{measure}")
+                where = other.get("host")
+                where = f"{where}:" if where and where != host else ""
+                parts.append(f"~ {where}{other.get('path')}{measure}")
         count = data.get("count")
         if isinstance(count, int) and count > len(others):
             parts.append(f"and {count - len(others)} more")

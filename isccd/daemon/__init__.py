@@ -10,5 +10,7 @@ component options), :mod:`.app` (the lifecycle),
 :mod:`.hasher` (the pipeline's hasher over :mod:`isccd.hashing.pool`), :mod:`.feed` (watcher
 to work queue),
 :mod:`.workqueue`, :mod:`.scans` (reconciles of whole roots), :mod:`.backend` (the socket
-server's questions), :mod:`.heartbeat`, :mod:`.signals`.
+server's questions), :mod:`.heartbeat`, :mod:`.signals`, :mod:`.supervisor` (every background
+loop), :mod:`.storehealth` (a store that cannot be written), :mod:`.roots` (the watcher, and
+roots that come and go).
 """

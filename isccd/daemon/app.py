@@ -22,7 +22,9 @@ import structlog
 from isccd import __version__
 from isccd.config import DaemonConfig, build_config
 from isccd.daemon.backend import DaemonBackend
+from isccd.daemon.deferred import Deferred
 from isccd.daemon.feed import Feed
+from isccd.daemon.fleetlog import FleetLog
 from isccd.daemon.hasher import DaemonHasher
 from isccd.daemon.heartbeat import Progress, run_heartbeat
 from isccd.daemon.roots import Roots
@@ -36,12 +38,13 @@ from isccd.hashing import current_versions
 from isccd.hashing.pool import WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
-from isccd.pipeline import Pipeline, encode_policy
+from isccd.pipeline import Counts, Pipeline, encode_policy
 from isccd.protocol import DaemonStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
 from isccd.store import SqliteOptions, redact_url
+from isccd.store.pgurl import is_postgres_url
 from isccd.watch.debounce import Dirty, Moved
 
 #: Seconds between purges of expired tombstones and events.
@@ -157,6 +160,9 @@ class Daemon:
         self._refused: str | None = None
         self._head = 0  # the last sequence number committed, for notices outside the log
         self._redo: set[str] = set()  # what the store failed to do, done again once it can
+        self._deferred = Deferred()  # the changes the store could not take
+        self._fleet: FleetLog | None = None  # the shared log's follower (PostgreSQL)
+        self._counts = Counts({}, 0)  # for status while the store cannot be read
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -194,6 +200,11 @@ class Daemon:
         try:
             # The duplicate policy is adopted once serving (see _adopt_policy).
             await asyncio.to_thread(functools.partial(self._pipeline.open, adopt=False))
+            if is_postgres_url(config.store_url):
+                index = self._pipeline.fleet
+                assert index is not None  # a PostgreSQL store is shared
+                url, host = config.store_url, self._pipeline.host
+                self._fleet = FleetLog(url, host, self._pipeline, index, self._publish)
         except BaseException:
             await self._pool.close(grace=0)
             workers.cancel()
@@ -230,7 +241,9 @@ class Daemon:
 
     async def _serve(self) -> None:
         assert self._loop is not None
-        self._head = await self._pipeline.last_seq()
+        # The last event subscribers may have: the follower publishes from there on.
+        fleet = self._fleet
+        self._head = fleet.position if fleet is not None else await self._pipeline.last_seq()
         self._roots.start()
         for root in self.config.roots:
             await self._roots.watch(root)
@@ -246,6 +259,9 @@ class Daemon:
         # The store's health is what the other loops rely on.
         start("store", self._health.run, Policy.STOP)
         start("roots", self._roots.run, Policy.RESTART)  # keeps nothing; every root is checked
+        if fleet is not None:
+            # Follows the shared log from the last event it read; retries its own connection.
+            start("fleet", fleet.run, Policy.RESTART)
         interval = self._notifier.watchdog_interval
         if interval is not None:
             beat = functools.partial(run_heartbeat, self._notifier, interval, self._healthy)
@@ -336,6 +352,8 @@ class Daemon:
         pool = self._pool.statistics()
         abandoned = pool.busy + pool.waiting  # picked up again by the next start's reconcile
         await step("supervisor", self._supervisor.close)
+        if self._fleet is not None:
+            await step("fleet", self._fleet.close)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -403,10 +421,15 @@ class Daemon:
                 await self._queue.put(Dirty(root, path, is_dir=True))
 
     async def _healthy(self) -> str | None:
-        """The heartbeat's probe: no loop failed for good, the store answers, work moves."""
+        """The heartbeat's probe: no loop failed for good, the store's thread answers (a store
+        that cannot be written is degraded, not stuck: the daemon keeps watching), work
+        moves."""
         if self._supervisor.dead is not None:
             return str(self._supervisor.dead)
-        await self._pipeline.flush()
+        try:
+            await self._pipeline.flush()
+        except StoreError as exc:
+            self._health.failed(exc)
         pending = self._queue.depth() + self._pool.statistics().busy
         stalled = self._progress.stalled(pending)
         if stalled is not None:
@@ -540,6 +563,7 @@ class Daemon:
             return True  # the next start's reconcile finds it
         if self._health.failed(exc):
             structlog.get_logger().warning("change_deferred", paths=paths, error=str(exc))
+            self._deferred.add(action)
             return True
         # Not the store: logged by the queue; a reconcile finds the change another way.
         self._scans.request(action.root, "change failed")
@@ -548,8 +572,9 @@ class Daemon:
     def _reconciled(self, outcome: Outcome) -> None:
         """A reconcile ended (the scans' ``on_done``): a failure for the store, a root that
         became unavailable or available again, unreadable directories to try again."""
-        if outcome.error is not None and self._state != "stopping":
-            self._health.failed(outcome.error)  # a store failure: reconciled once it can write
+        error = outcome.error if self._state != "stopping" else None
+        if error is not None and self._health.failed(error):  # again once the store can write
+            self._deferred.reconcile(outcome.root)
         root, log = outcome.root, structlog.get_logger()
         if outcome.unavailable is not None and outcome.was_unavailable is None:
             self._emit(EventType.ROOT_UNAVAILABLE, root, "", {"reason": outcome.unavailable})
@@ -568,10 +593,18 @@ class Daemon:
         self._broker.notify(notice)
 
     def _store_recovered(self) -> None:
-        """The store takes writes again: find on the disk what failed meanwhile, and do again
-        what failed otherwise."""
-        for root in self.config.roots:
+        """The store takes writes again: apply the changes it could not take, reconcile the
+        roots whose changes overflowed or whose reconcile failed, and do again what failed
+        otherwise."""
+        backlog = self._deferred.take()
+        for root in sorted(backlog.roots & set(self.config.roots)):
             self._scans.request(root, "store recovered")
+        if backlog.changes:
+            structlog.get_logger().info("changes_resumed", changes=len(backlog.changes))
+            # Queues the changes the store could not take, once it can.
+            self._supervisor.start(
+                "deferred", functools.partial(self._resume, backlog.changes), Policy.RESTART
+            )
         redo, self._redo = self._redo, set()
         if "adopt" in redo:
             self._supervisor.start("adopt", self._adopt_stored, Policy.RESTART)
@@ -580,6 +613,13 @@ class Daemon:
                 self._supervisor.start(
                     item, functools.partial(self._forget_root, item[5:]), Policy.RESTART
                 )
+
+    async def _resume(self, changes: Sequence[Dirty | Moved]) -> None:
+        """Queue the changes the store could not take, in the order they were seen."""
+        roots = set(self.config.roots)
+        for change in changes:
+            if change.root in roots:
+                await self._queue.put(change)
 
     def _store_lost(self, error: StoreError) -> None:
         """The database is gone or corrupt: stop (exit 74), the index cannot be trusted."""
@@ -592,6 +632,9 @@ class Daemon:
         store = self._health.problem()
         if store is not None:
             found.append(store)
+        shared = self._fleet.status() if self._fleet is not None else None
+        if shared is not None and shared.error is not None:
+            found.append(f"the shared event log cannot be read ({shared.error}); retrying")
         if self._refused is not None:
             found.append(self._refused)
         return found
@@ -599,8 +642,9 @@ class Daemon:
     # -- events and status ---------------------------------------------------------------------
 
     def _committed(self, events: Sequence[Event]) -> None:
-        """On the store's thread: hand a committed batch to the loop, in order."""
-        if self._loop is not None and events:
+        """On the store's thread: hand a committed batch to the loop, in order (a shared log's
+        events are its follower's to publish, in the log's one order)."""
+        if self._loop is not None and events and self._fleet is None:
             with contextlib.suppress(RuntimeError):  # the loop is gone: shutting down
                 self._loop.call_soon_threadsafe(self._publish, list(events))
 
@@ -625,8 +669,13 @@ class Daemon:
                 self._loop.call_soon_threadsafe(self._health.failed, error)
 
     async def status(self) -> DaemonStatus:
-        """What ``isccd status`` shows; the counts are the index's at the time of the reply."""
-        counts = await self._pipeline.counts()
+        """What ``isccd status`` shows; the counts are the index's at the time of the reply
+        (the last known ones while the store cannot be read)."""
+        try:
+            self._counts = await self._pipeline.counts()
+        except StoreError as exc:
+            self._health.failed(exc)
+        counts = self._counts
         watch = self._roots.status()
         roots = []
         for root in self.config.roots:
@@ -647,17 +696,25 @@ class Daemon:
         return DaemonStatus(
             version=__version__,
             pid=os.getpid(),
-            state=self._state,
+            state="degraded" if self._state == "ready" and self._degraded() else self._state,
             started=self._started,
             roots=tuple(roots),
             queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
             files_indexed=sum(counts.files.values()),
             last_seq=counts.last_seq,
             problems=tuple(self._problems()),
+            database=self._fleet.status() if self._fleet is not None else None,
         )
 
+    def _degraded(self) -> bool:
+        """Whether the daemon works without its store: it cannot be written, or the shared
+        log cannot be read."""
+        shared = self._fleet.status() if self._fleet is not None else None
+        return self._health.reason is not None or (shared is not None and shared.error is not None)
+
     def _compose_status(self) -> str:
-        parts = self._problems()
+        parts = ["degraded"] if self._degraded() else []
+        parts += self._problems()
         roots = self.config.roots
         gone = [r for r in roots if self._roots.unwatched(r) or self._scans.unavailable(r)]
         parts.append(f"watching {len(roots) - len(gone)} root(s)")

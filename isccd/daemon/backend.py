@@ -73,13 +73,17 @@ class DaemonBackend:
         """The store's identity."""
         return self._pipeline.store_id
 
+    def host(self) -> str:
+        """The host name the store was opened for."""
+        return self._pipeline.host
+
     async def status(self) -> DaemonStatus:
         """The daemon's status."""
         return await self._status()
 
-    async def get(self, path: str) -> FileInfo | None:
+    async def get(self, path: str, host: str | None = None) -> FileInfo | None:
         """What the index knows about ``path`` (tombstones included)."""
-        return await self._pipeline.get(path)
+        return await self._pipeline.get(path, host)
 
     async def similar(self, query: SimilarQuery) -> SimilarResult:
         """Files near a file or a code (see the module docstring for a file not indexed)."""
@@ -131,8 +135,8 @@ class DaemonBackend:
         return LogBounds(*await self._pipeline.log_bounds())
 
     async def events_after(self, seq: int, limit: int) -> Sequence[Event]:
-        """Committed events after ``seq``."""
-        return await self._pipeline.events_since(seq, limit)
+        """Committed events after ``seq``, of every host."""
+        return await self._pipeline.events_since(seq, limit, fleet=True)
 
     def _roots_for(self, path: str | None) -> list[str]:
         roots = list(self._roots())

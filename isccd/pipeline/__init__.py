@@ -24,6 +24,7 @@ closed: callers use what this package hands on, never the store.
 
 from __future__ import annotations
 
+from isccd.pipeline.fleetindex import FleetIndex, IndexUpdate, read_update
 from isccd.pipeline.options import DAY, PipelineOptions, profile_is_stale
 from isccd.pipeline.pipeline import Counts, Hasher, Pipeline
 from isccd.pipeline.policy import Adopted
@@ -35,11 +36,14 @@ __all__ = [
     "DAY",
     "Adopted",
     "Counts",
+    "FleetIndex",
     "Hasher",
     "IndexReader",
+    "IndexUpdate",
     "Pipeline",
     "PipelineOptions",
     "ScanStats",
     "encode_policy",
     "profile_is_stale",
+    "read_update",
 ]

@@ -1,5 +1,6 @@
 """Announcing a file's relations: storing its near-duplicate pairs and logging what began
-(``dup.exact``, ``dup.near``) and what ended (``dup.resolved``), relative to before a change."""
+(``dup.exact``, ``dup.near``) and what ended (``dup.resolved``), relative to before a change;
+for another host's file, from its side too (:mod:`isccd.pipeline.mirror`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from isccd.match import Relation, RelationKind
 from isccd.model import EventType, UnitType
 from isccd.pipeline import events as payload
+from isccd.pipeline import mirror
 from isccd.store import NearPair, StoredFile
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ def announce(
     for found in began.values():
         found.sort(key=lambda r: (r.distance, r.other))
     listed = set(ended_exact[:limit]) | (set(exact[:limit]) if began_exact else set())
+    listed.update(began_exact[:limit])
     for ids in ended.values():
         listed.update(ids[:limit])
     for found in began.values():
@@ -67,22 +70,32 @@ def announce(
     def peers(ids: Iterable[int], **extra: Any) -> list[dict[str, Any]]:
         return [payload.peer(files[i], **extra) for i in ids if i in files]
 
+    def known(ids: Iterable[int]) -> list[StoredFile]:
+        return [files[i] for i in ids if i in files]
+
     if ended_exact:
         ix.emit(EventType.DUP_RESOLVED, root, record.path, {
             "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
             "others": peers(ended_exact[:limit]), "count": len(ended_exact),
         })  # fmt: skip
+        mirror.mirror(ix, EventType.DUP_RESOLVED, stored, known(ended_exact[:limit]),
+                      mirror.resolved(stored, "exact", UnitType.INSTANCE, reason))  # fmt: skip
     if began_exact:
         ix.emit(EventType.DUP_EXACT, root, record.path, {
             "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
             **payload.brief(record),
             "others": peers(exact[:limit]), "count": len(exact),
         })  # fmt: skip
+        mirror.mirror(
+            ix, EventType.DUP_EXACT, stored, known(began_exact[:limit]), mirror.exact(stored)
+        )
     for unit, ids in ended.items():
         ix.emit(EventType.DUP_RESOLVED, root, record.path, {
             "kind": "near", "unit": unit.value, "reason": reason,
             "others": peers(ids[:limit]), "count": len(ids),
         })  # fmt: skip
+        mirror.mirror(ix, EventType.DUP_RESOLVED, stored, known(ids[:limit]),
+                      mirror.resolved(stored, "near", unit, reason))  # fmt: skip
     for unit, found in began.items():
         mine = record.unit(unit)
         ix.emit(EventType.DUP_NEAR, root, record.path, {
@@ -90,13 +103,10 @@ def announce(
             "distance": found[0].distance, "iscc": record.iscc,
             "code": mine.iscc if mine else None,
             "others": [
-                payload.peer(f, code=_code(f, unit), distance=r.distance)
+                payload.peer(f, code=payload.unit_code(f, unit), distance=r.distance)
                 for r in found[:limit] if (f := files.get(r.other)) is not None
             ],
             "count": len(found),
         })  # fmt: skip
-
-
-def _code(stored: StoredFile, unit_type: UnitType) -> str | None:
-    unit = stored.record.unit(unit_type)
-    return unit.iscc if unit else None
+        by_id = {r.other: r for r in found[:limit]}
+        mirror.mirror(ix, EventType.DUP_NEAR, stored, known(by_id), mirror.near(stored, by_id))

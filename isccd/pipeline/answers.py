@@ -96,9 +96,10 @@ def subject_of_code(code: str) -> StoredFile:
     return unsaved(FileRecord(path="", stat=None, units=units_of_code(code)))
 
 
-def get(ix: Index, path: str) -> FileInfo | None:
-    """What the index knows about ``path`` (a tombstone if it was removed), or ``None``."""
-    view = q.get(ix, path)
+def get(ix: Index, path: str, host: str | None = None) -> FileInfo | None:
+    """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
+    ``host``: only its duplicates on that host."""
+    view = q.get(ix, path, host)
     if view is None:
         return None
     stored = view.file
@@ -109,6 +110,7 @@ def get(ix: Index, path: str) -> FileInfo | None:
         removed=stored.removed_at,
         links=view.links,
         duplicates=tuple(_match(p) for p in view.duplicates),
+        host=stored.host,
     )
 
 
@@ -116,7 +118,7 @@ def similar(ix: Index, subject: StoredFile, query: SimilarQuery) -> SimilarResul
     """Files related to ``subject`` (stored, or :func:`unsaved`), nearest first, at most
     ``query.limit`` of them (``query.path`` and ``query.code`` are not read: the caller turned
     them into ``subject``)."""
-    peers = q.similar(ix, subject, query.max_distance)
+    peers = q.similar(ix, subject, query.max_distance, host=query.host)
     matches = tuple(_match(p) for p in peers[: query.limit])
     return SimilarResult(matches, truncated=len(peers) > query.limit)
 
@@ -124,7 +126,7 @@ def similar(ix: Index, subject: StoredFile, query: SimilarQuery) -> SimilarResul
 def dupes(ix: Index, query: DupesQuery) -> DupesResult:
     """Duplicate groups, the most wasted bytes first (``query.root``, if given, must be
     resolved as the store keeps paths)."""
-    groups = q.dupes(ix, query.near)
+    groups = q.dupes(ix, query.near, query.host)
     if query.root is not None:
         top = query.root
         groups = [g for g in groups if any(is_under(p, top) for m in g.members for p in m.paths)]
@@ -142,6 +144,7 @@ def _match(peer: q.Peer) -> SimilarMatch:
         peer.threshold,
         peer.code or peer.iscc or "",
         Relation(peer.kind.value),
+        peer.host,
     )
 
 
@@ -176,6 +179,7 @@ def _member(member: q.Member, unit_type: UnitType, first: Unit | None, kind: Dup
         mine.iscc if mine else None,
         distance,
         member.paths[1:],
+        member.host,
     )
 
 

@@ -10,9 +10,9 @@ itself. The data adds, per type:
   the file name follows it); ``previous`` (``iscc``, ``datahash``, ``size``) when it changed.
 - ``file.removed``: ``iscc``, ``datahash``, ``size``.
 - ``dup.exact``: ``unit`` (``"instance"``), ``distance`` 0, ``threshold`` 0, ``iscc``,
-  ``datahash``, ``size``, ``others`` (``path``, ``root``, ``iscc``), ``count``.
+  ``datahash``, ``size``, ``others`` (``path``, ``root``, ``iscc``, ``host``), ``count``.
 - ``dup.near``: ``unit``, ``threshold``, ``bits``, ``distance`` (the smallest), ``iscc``,
-  ``code`` (this file's unit), ``others`` (``path``, ``root``, ``iscc``, ``code``,
+  ``code`` (this file's unit), ``others`` (``path``, ``root``, ``iscc``, ``host``, ``code``,
   ``distance``), ``count``.
 - ``dup.resolved``: ``kind`` (``exact`` or ``near``), ``unit``, ``reason`` (``changed``,
   ``removed``, ``threshold``), ``others``, ``count``.
@@ -26,6 +26,8 @@ itself. The data adds, per type:
   (``path``, ``reason``, ``message``; at most 100): the parts of the tree that could not be seen.
 
 ``others`` lists at most ``PipelineOptions.others_limit`` files; ``count`` is the full number.
+A duplicate found on another host of a fleet is also announced from that host's side
+(:mod:`isccd.pipeline.mirror`).
 
 ``scan.progress`` is not logged: progress is transient and a log of it would bury the changes.
 :meth:`Pipeline.reconcile <isccd.pipeline.pipeline.Pipeline.reconcile>` reports it through its
@@ -37,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from isccd.model import FileIssue, FileRecord
+from isccd.model import FileIssue, FileRecord, UnitType
 from isccd.store import StoredFile
 
 
@@ -65,8 +67,20 @@ def brief(record: FileRecord) -> dict[str, Any]:
 
 
 def peer(stored: StoredFile, **extra: Any) -> dict[str, Any]:
-    """Another file in a duplicate event."""
-    return {"path": stored.path, "root": stored.root, "iscc": stored.record.iscc, **extra}
+    """Another file in a duplicate event, with the host it is on."""
+    return {
+        "path": stored.path,
+        "root": stored.root,
+        "iscc": stored.record.iscc,
+        "host": stored.host,
+        **extra,
+    }
+
+
+def unit_code(stored: StoredFile, unit_type: UnitType) -> str | None:
+    """A file's unit of one type, as its code (``None`` when it has none)."""
+    unit = stored.record.unit(unit_type)
+    return unit.iscc if unit else None
 
 
 def issues(items: Sequence[FileIssue]) -> list[dict[str, Any]]:

@@ -21,6 +21,12 @@ Decisions (the store only stores):
   (:func:`isccd.hashing.renamed_record`), with the ISCC-CODE.
 - After each change the file's relations are recomputed (:mod:`isccd.match`): new exact or near
   duplicates are announced, ended ones are ``dup.resolved``.
+
+In a store a fleet shares (:attr:`isccd.store.Store.shared`), relations span the fleet: exact
+copies are looked up on every host, near ones in the in-memory index of the fleet's codes
+(:mod:`isccd.pipeline.fleetindex`), each decision taken under the writers' lock; a duplicate on
+another host is announced on both sides (:mod:`isccd.pipeline.mirror`). Files of other hosts
+are never this host's hardlinks, whatever their ``(st_dev, st_ino)``.
 """
 
 from __future__ import annotations
@@ -55,8 +61,9 @@ from isccd.model import (
 )
 from isccd.pipeline import events as payload
 from isccd.pipeline.announce import announce
+from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.options import PipelineOptions
-from isccd.store import Store, StoredFile
+from isccd.store import FileKey, Store, StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
 
@@ -74,11 +81,12 @@ def is_unstable(record: FileRecord) -> bool:
     return IssueCode.UNSTABLE in issue_codes(record)
 
 
-def side_of(file_id: int, record: FileRecord) -> Side:
-    """What :mod:`isccd.match` needs of a stored or new record."""
+def side_of(file_id: int, record: FileRecord, *, foreign: bool = False) -> Side:
+    """What :mod:`isccd.match` needs of a stored or new record (``foreign``: another host's
+    file, whose identity means nothing here)."""
     return Side(
         file_id=file_id,
-        identity=record.stat.identity if record.stat else None,
+        identity=record.stat.identity if record.stat and not foreign else None,
         datahash=record.datahash,
         size=payload.size_of(record),
         digests={u.type: u.digest for u in record.units},
@@ -93,18 +101,32 @@ def _same_content(a: FileRecord, b: FileRecord) -> bool:
     )
 
 
+def stored_side(stored: StoredFile, host: str) -> Side:
+    """:func:`side_of` a stored file, seen from ``host``."""
+    return side_of(stored.id, stored.record, foreign=bool(stored.host) and stored.host != host)
+
+
+def _links_change(old: FileRecord, new: FileRecord) -> bool:
+    """Whether the path now names another inode, one of several names (a copy replaced by a
+    hardlink of its original changes its relations; an editor's save of the same bytes through
+    a new inode, or a tree copied to a new disk, does not)."""
+    if old.stat is None or new.stat is None or old.stat.identity == new.stat.identity:
+        return False
+    return new.stat.nlink > 1 or old.stat.nlink > 1
+
+
 def exact_copies(
     store: Store, file_id: int, record: FileRecord, thresholds: Thresholds
 ) -> list[StoredFile]:
-    """Live files holding the same bytes as this one, other than itself and its hardlinks,
-    when the policy reports them."""
+    """Live files of the fleet holding the same bytes as this one, other than itself and its
+    hardlinks, when the policy reports them."""
     if not record.datahash or not thresholds.admits(payload.size_of(record)):
         return []
     me = side_of(file_id, record)
     return [
         s
-        for s in store.files_by_datahash(record.datahash)
-        if s.id != file_id and is_exact(me, side_of(s.id, s.record), thresholds)
+        for s in store.files_by_datahash(record.datahash, fleet=True)
+        if s.id != file_id and is_exact(me, stored_side(s, store.host), thresholds)
     ]
 
 
@@ -135,6 +157,9 @@ class Index:
         self._clock = clock
         self._on_commit = on_commit
         self.search = HammingSearch(())
+        # Where the index stands in a shared log: read before any unit type is loaded.
+        self.fleet = FleetIndex(store.last_seq(fleet=True)) if store.shared else None
+        self._caught_up = False
         self._loaded: set[UnitType] = set()
         self._pending: list[Event] = []
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
@@ -155,9 +180,23 @@ class Index:
         if unit_type in self._loaded:
             return
         index = self.search.add_type(unit_type)
-        for chunk in self.store.unit_digests(unit_type):
+        for chunk in self.store.unit_digests(unit_type, fleet=True):
             index.add_many([fid for fid, _ in chunk], [code64(d) for _, d in chunk])
         self._loaded.add(unit_type)
+
+    def refresh(self) -> None:
+        """Apply the other hosts' changes the log follower read (nothing for a store no other
+        daemon writes)."""
+        if self.fleet is not None:
+            self.fleet.apply(self.search)
+
+    def _decide(self) -> None:
+        """Before deciding relations: take the writers' lock, and bring the index up to every
+        change committed so far (once per transaction: nothing commits while it holds it)."""
+        self.store.exclusive()
+        if self.fleet is not None and not self._caught_up:
+            self.fleet.catch_up(self.store, self.search)
+            self._caught_up = True
 
     def _index_put(self, file_id: int, record: FileRecord | None) -> None:
         before = {t: self.search[t].get(file_id) for t in self._loaded}
@@ -180,7 +219,9 @@ class Index:
 
     def begin(self) -> None:
         """Start a batch."""
+        self.refresh()
         self.store.begin()
+        self._caught_up = False
         self._undo.clear()
         self._marks.clear()
 
@@ -230,9 +271,21 @@ class Index:
         """Events logged in the open batch, not committed yet."""
         return self._pending
 
-    def emit(self, type: EventType, root: str, path: str, data: dict[str, Any]) -> Event:
-        """Log an event in the current transaction."""
-        event = self.store.append_event(type, root, path, data, self._clock())
+    def emit(
+        self,
+        type: EventType,
+        root: str,
+        path: str,
+        data: dict[str, Any],
+        *,
+        host: str | None = None,
+        file_id: int | None = None,
+    ) -> Event:
+        """Log an event in the current transaction (``host``: about another host's file;
+        ``file_id``: the file a ``file.*`` event changed)."""
+        event = self.store.append_event(
+            type, root, path, data, self._clock(), host=host, file_id=file_id
+        )
         self._pending.append(event)
         return event
 
@@ -245,20 +298,23 @@ class Index:
         unit: for 64-bit units that is the whole digest, so only their identity and datahash
         are read from the store; longer units are confirmed on their full digests.
         """
+        self._decide()
         me = side_of(file_id, record)
         thresholds = self.options.thresholds
-        sides: dict[int, Side] = {}
-        if record.stat is not None:
-            for stored in self.store.files_by_identity(*record.stat.identity):
-                sides[stored.id] = side_of(stored.id, stored.record)
-        if not thresholds.admits(me.size):
-            # Too small to be anyone's duplicate: only its other names count. Not looking up
-            # its copies keeps a tree of a thousand empty files linear, not quadratic.
+        identity = record.stat.identity if record.stat is not None else None
+        # Too small to be anyone's duplicate: only its other names count. Not looking up its
+        # copies keeps a tree of a thousand empty files linear, not quadratic.
+        admitted = thresholds.admits(me.size)
+        # Hardlinks and exact copies: their relation follows from their keys alone.
+        sides = {
+            other: self._key_side(other, key, {})
+            for other, key in self.store.related_keys(
+                identity, record.datahash if admitted else None
+            ).items()
+        }
+        if not admitted:
             sides.pop(file_id, None)
             return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
-        if record.datahash:
-            for stored in self.store.files_by_datahash(record.datahash):
-                sides[stored.id] = side_of(stored.id, stored.record)
         digests: dict[int, dict[UnitType, bytes]] = {}
         for unit in record.units:
             radius = thresholds.of(unit.type)
@@ -273,9 +329,15 @@ class Index:
                 digests.setdefault(other, {})[unit.type] = digest
         fresh = sorted(digests.keys() - sides.keys())
         for other, key in self.store.file_keys(fresh).items():
-            sides[other] = Side(other, key.identity, key.datahash, key.size, digests[other])
+            sides[other] = self._key_side(other, key, digests[other])
         sides.pop(file_id, None)
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
+
+    def _key_side(self, file_id: int, key: FileKey, digests: dict[UnitType, bytes]) -> Side:
+        """What :mod:`isccd.match` needs of a file known by its key (another host's identity
+        means nothing here)."""
+        identity = key.identity if key.host in ("", self.store.host) else None
+        return Side(file_id, identity, key.datahash, key.size, digests)
 
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
         return [s.id for s in exact_copies(self.store, file_id, record, self.options.thresholds)]
@@ -320,47 +382,33 @@ class Index:
     def _add(self, root: str, record: FileRecord) -> StoredFile:
         now = self._clock()
         file_id = self.store.add_file(root, record, now)
-        stored = StoredFile(file_id, root, record, now)
+        stored = StoredFile(file_id, root, record, now, host=self.store.host)
         relations = self.relations(file_id, record)
         links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
         data = payload.content(record) | ({"links": links} if links else {})
-        self.emit(EventType.FILE_ADDED, root, record.path, data)
+        self.emit(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
         self._report_issues(root, record, ())
         announce(self, root, stored, relations)
         self._index_put(file_id, record)
         return stored
 
-    def _links_change(self, existing: StoredFile, record: FileRecord) -> bool:
-        """Whether the path now names another inode and that makes or ends a hardlink: a copy
-        replaced by a link of its original changes the file's relations, an editor's save of the
-        same bytes through a new inode does not."""
-        old = existing.record.stat.identity if existing.record.stat else None
-        new = record.stat.identity if record.stat else None
-        if old == new:
-            return False
-        return any(
-            any(f.id != existing.id for f in self.store.files_by_identity(*identity))
-            for identity in (old, new)
-            if identity is not None
-        )
-
     def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
+        self.store.exclusive()  # the relations read below are the ones this change ends
         old = existing.record
         now = self._clock()
-        if _same_content(old, record) and not self._links_change(existing, record):
+        if _same_content(old, record) and not _links_change(old, record):
             self.store.update_file(existing.id, root, record, now)
             self._report_issues(root, record, old.issues)
             return
         old_exact = self._exact_ids(existing.id, old)
         old_near = self.store.near_of(existing.id)
         self.store.update_file(existing.id, root, record, now)
-        stored = StoredFile(existing.id, root, record, now)
+        stored = StoredFile(existing.id, root, record, now, host=self.store.host)
         relations = self.relations(existing.id, record)
         links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
         data = payload.content(record) | {"previous": payload.brief(old)}
-        self.emit(
-            EventType.FILE_CHANGED, root, record.path, data | ({"links": links} if links else {})
-        )
+        data |= {"links": links} if links else {}
+        self.emit(EventType.FILE_CHANGED, root, record.path, data, file_id=existing.id)
         self._report_issues(root, record, old.issues)
         announce(self, root, stored, relations, old_exact=old_exact, old_near=old_near)
         self._index_put(existing.id, record)
@@ -434,10 +482,12 @@ class Index:
 
     def remove_file(self, stored: StoredFile) -> None:
         """Tombstone one live file and log what ended."""
+        self.store.exclusive()  # the relations read below are the ones this removal ends
         old_exact = self._exact_ids(stored.id, stored.record)
         old_near = self.store.near_of(stored.id)
         self.store.remove_file(stored.id, self._clock())
-        self.emit(EventType.FILE_REMOVED, stored.root, stored.path, payload.brief(stored.record))
+        brief = payload.brief(stored.record)
+        self.emit(EventType.FILE_REMOVED, stored.root, stored.path, brief, file_id=stored.id)
         announce(
             self, stored.root, stored, [], old_exact=old_exact, old_near=old_near, reason="removed"
         )
@@ -450,6 +500,7 @@ class Index:
         mark = len(self._pending)
         if stored.path == path:
             return []
+        self.store.exclusive()
         occupant = self.store.file_at(path)
         if occupant is not None and occupant.id != stored.id:
             self.remove_file(occupant)  # renamed over another file
@@ -458,7 +509,7 @@ class Index:
         data: dict[str, Any] = {"from": stored.path, "from_root": stored.root, "iscc": record.iscc}
         if record.units == old.units and record.issues == old.issues:
             self.store.move_file(stored.id, root, path, stat)
-            self.emit(EventType.FILE_MOVED, root, path, data)
+            self.emit(EventType.FILE_MOVED, root, path, data, file_id=stored.id)
             return self._pending[mark:]
         old_exact = self._exact_ids(stored.id, old)
         old_near = self.store.near_of(stored.id)
@@ -466,8 +517,8 @@ class Index:
         self.store.update_file(stored.id, root, record, now)
         if record.iscc != old.iscc:
             data["previous"] = payload.brief(old)
-        self.emit(EventType.FILE_MOVED, root, path, data)
-        moved = StoredFile(stored.id, root, record, now)
+        self.emit(EventType.FILE_MOVED, root, path, data, file_id=stored.id)
+        moved = StoredFile(stored.id, root, record, now, host=self.store.host)
         relations = self.relations(stored.id, record)
         announce(self, root, moved, relations, old_exact=old_exact, old_near=old_near)
         self._index_put(stored.id, record)
@@ -494,6 +545,11 @@ class Index:
             if st is None or old_stat is None or st.identity != old_stat.identity:
                 self.remove_file(stored)  # not the same file any more: the caller rescans dst
                 continue
+            if (st.size, st.mtime_ns) != (old_stat.size, old_stat.mtime_ns):
+                # Written to before the rename was seen: keep the validators its codes were
+                # computed from, so that the next look at the new path (the write's own event,
+                # or a reconcile after a crash) hashes it again.
+                st = old_stat
             self.move_file(stored, root, new, st)
         return self._pending[mark:]
 

@@ -37,6 +37,7 @@ from isccd.model import (
     UnitType,
 )
 from isccd.pipeline import answers, composition, policy
+from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.index import GONE, Index, is_unstable, issue_codes
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.reconcile import (
@@ -155,6 +156,8 @@ class Pipeline:
 
         self._owner: StoreOwner[Index] = StoreOwner(build, name="isccd-store", options=owner)
         self._store_id: str | None = None
+        self._host = ""
+        self._fleet: FleetIndex | None = None
 
     def open(self, *, adopt: bool = True) -> policy.Adopted:
         """Open the store and load the index (blocking), and bring the stored relations under
@@ -174,7 +177,9 @@ class Pipeline:
         """
         self._owner.start()
         try:
-            self._store_id = self._owner.call(lambda ix: ix.store.identity)
+            self._store_id, self._host, self._fleet = self._owner.call(
+                lambda ix: (ix.store.identity, ix.store.host, ix.fleet)
+            )
             if adopt:
                 adopted = self._adopt(None)
                 self._recompose()
@@ -199,6 +204,22 @@ class Pipeline:
         if self._store_id is None:
             raise RuntimeError("the pipeline is not open")
         return self._store_id
+
+    @property
+    def host(self) -> str:
+        """The host name the store was opened for (``""`` until it is open)."""
+        return self._host
+
+    @property
+    def fleet(self) -> FleetIndex | None:
+        """The other hosts' part of the index, which a follower of the shared log feeds (a
+        store a fleet shares; ``None`` otherwise, and until it is open)."""
+        return self._fleet
+
+    async def refresh(self) -> None:
+        """Apply what the follower offered :attr:`fleet` now, rather than before the index is
+        next used."""
+        await self._call(lambda ix: ix.refresh())
 
     @property
     def options(self) -> PipelineOptions:
@@ -496,9 +517,10 @@ class Pipeline:
         except Exception as exc:  # a crashed worker is a per-file error, as in _hash
             return failed_record(path, exc)
 
-    async def get(self, path: str) -> FileInfo | None:
-        """What the index knows about ``path`` (a tombstone if it was removed), or ``None``."""
-        return await self._call(lambda ix: answers.get(ix, path))
+    async def get(self, path: str, host: str | None = None) -> FileInfo | None:
+        """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
+        ``host``: only its duplicates on that host."""
+        return await self._call(lambda ix: answers.get(ix, path, host))
 
     async def similar(
         self, query: SimilarQuery, code: Callable[[str], Awaitable[FileRecord]]
@@ -525,9 +547,11 @@ class Pipeline:
         return await self._call(lambda ix: answers.dupes(ix, query))
 
     async def counts(self) -> Counts:
-        """The live files per root and the last sequence number, read together."""
-        files, last = await self._call(lambda ix: (ix.store.live_by_root(), ix.store.last_seq()))
-        return Counts(files, last)
+        """The live files per root and the last sequence number (every host's, in a store a
+        fleet shares), read together."""
+        return await self._call(
+            lambda ix: Counts(ix.store.live_by_root(), ix.store.last_seq(fleet=True))
+        )
 
     # -- the event log -------------------------------------------------------------------------
 
@@ -548,14 +572,19 @@ class Pipeline:
         """
         await self._call(lambda ix: None)
 
-    async def events_since(self, seq: int, limit: int = 1000) -> list[Event]:
-        """Committed events after ``seq`` (for ``subscribe since=N``)."""
-        return await self._call(lambda ix: ix.store.events_since(seq, limit))
+    async def events_since(
+        self, seq: int, limit: int = 1000, *, fleet: bool = False
+    ) -> list[Event]:
+        """Committed events after ``seq`` (for ``subscribe since=N``; ``fleet``: every host's)."""
+        return await self._call(lambda ix: ix.store.events_since(seq, limit, fleet=fleet))
 
     async def last_seq(self) -> int:
         """The last sequence number committed."""
         return await self._call(lambda ix: ix.store.last_seq())
 
     async def log_bounds(self) -> tuple[int, int]:
-        """The oldest sequence number still in the log and the last one committed."""
-        return await self._call(lambda ix: (ix.store.first_seq(), ix.store.last_seq()))
+        """The oldest sequence number still in the log and the last one committed (every
+        host's, in a store a fleet shares)."""
+        return await self._call(
+            lambda ix: (ix.store.first_seq(fleet=True), ix.store.last_seq(fleet=True))
+        )

@@ -32,7 +32,7 @@ from isccd.match import NEAR_UNITS, RelationKind, Side, Thresholds, is_exact
 from isccd.model import Event
 from isccd.pipeline import events as payload
 from isccd.pipeline.announce import announce
-from isccd.pipeline.index import Index, side_of
+from isccd.pipeline.index import Index, side_of, stored_side
 from isccd.store import StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
@@ -246,14 +246,14 @@ def reevaluate(
         if not datahash:
             return []
         if datahash not in groups:
-            found = ix.store.files_by_datahash(datahash)
-            groups[datahash] = [side_of(s.id, s.record) for s in found]
+            found = ix.store.files_by_datahash(datahash, fleet=True)
+            groups[datahash] = [stored_side(s, ix.store.host) for s in found]
         me = side_of(stored.id, stored.record)
         return [o.file_id for o in groups[datahash] if is_exact(me, o, policy)]
 
     for stored in ix.store.files_by_id(list(file_ids)):
-        if not stored.live:
-            continue
+        if not stored.live or stored.host != ix.store.host:
+            continue  # gone, or another host's (which decides its files' relations itself)
         relations = ix.relations(stored.id, stored.record)
         exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
         old_exact = exact

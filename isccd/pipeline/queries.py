@@ -5,6 +5,10 @@ The same functions serve the daemon (on the owner thread, with the live index) a
 command line reading the store directly (a read-only :class:`~isccd.pipeline.index.Index`
 that loads the unit types a question needs). Results are frozen dataclasses;
 :mod:`isccd.pipeline.answers` turns them into the protocol's results, which both print.
+
+In a store a fleet shares the answers span the fleet, each file named with its host; ``host``
+narrows them to the files of one host (``get``, ``similar``) or to the groups with a member
+there (``dupes``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 from isccd.match import NEAR_UNITS, RelationKind, Thresholds, near_unit, relate
 from isccd.model import FileRecord, Unit, UnitType
 from isccd.pipeline import events as payload
-from isccd.pipeline.index import Index, exact_copies, side_of
+from isccd.pipeline.index import Index, exact_copies, stored_side
 from isccd.store import NearPair, StoredFile
 
 
@@ -33,6 +37,7 @@ class Peer:
         distance: Hamming distance (0 for hardlink and exact).
         threshold: The threshold applied (0 for hardlink and exact).
         code: Its unit of that type (the Instance-Code for hardlink and exact).
+        host: The host it is on.
     """
 
     path: str
@@ -44,6 +49,7 @@ class Peer:
     distance: int
     threshold: int
     code: str | None = None
+    host: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +80,13 @@ def _peer(stored: StoredFile, kind: RelationKind, unit: UnitType, distance: int,
         distance,
         threshold,
         code.iscc if code is not None else None,
+        stored.host,
     )
 
 
-def get(ix: Index, path: str) -> FileView | None:
-    """What the index knows about ``path`` (a tombstone if it was removed), or ``None``."""
+def get(ix: Index, path: str, host: str | None = None) -> FileView | None:
+    """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
+    ``host``: only its duplicates on that host."""
     store = ix.store
     stored = store.file_at(path)
     if stored is None:
@@ -103,8 +111,12 @@ def get(ix: Index, path: str) -> FileView | None:
         if peer is not None and near is not None:
             distance, threshold = near
             peers.append(_peer(peer, RelationKind.NEAR, pair.unit, distance, threshold))
-    peers.sort(key=lambda p: (p.kind is not RelationKind.EXACT, p.distance, p.path))
-    return FileView(stored, tuple(links), tuple(peers))
+    peers.sort(key=lambda p: (p.kind is not RelationKind.EXACT, p.distance, p.host, p.path))
+    return FileView(stored, tuple(links), tuple(_on(peers, host)))
+
+
+def _on(peers: Sequence[Peer], host: str | None) -> list[Peer]:
+    return [p for p in peers if host is None or p.host == host]
 
 
 def _holds(
@@ -127,6 +139,7 @@ def similar(
     stored: StoredFile,
     max_distance: int | None = None,
     unit_types: Sequence[UnitType] | None = None,
+    host: str | None = None,
 ) -> list[Peer]:
     """Files whose units are within reach of ``stored``'s, nearest first.
 
@@ -137,6 +150,7 @@ def similar(
             units, as thresholds are), 0 to 64; the configured threshold per unit type when
             ``None``.
         unit_types: Compare only these unit types (all near-duplicate types by default).
+        host: Only files on this host (every host's by default).
 
     Returns:
         One entry per other file and relation (a hardlink, an exact copy, or each unit type by
@@ -155,6 +169,7 @@ def similar(
         radii[unit_type.value] = radius if unit_type in wanted else None
     thresholds = Thresholds(**radii, min_size=ix.options.thresholds.min_size)
     candidate_ids: set[int] = set()
+    ix.refresh()
     for unit in record.units:
         radius = thresholds.of(unit.type)
         if radius is None or unit.type not in NEAR_UNITS:
@@ -162,19 +177,20 @@ def similar(
         ix.ensure_loaded(unit.type)
         candidate_ids.update(h.file_id for h in ix.search.within(unit.type, unit.digest, radius))
     if record.datahash:
-        candidate_ids.update(s.id for s in ix.store.files_by_datahash(record.datahash))
+        found = ix.store.files_by_datahash(record.datahash, fleet=True)
+        candidate_ids.update(s.id for s in found)
     candidate_ids.discard(stored.id)
-    me = side_of(stored.id, record)
+    me = stored_side(stored, ix.store.host)
     peers = []
     for other in ix.store.files_by_id(sorted(candidate_ids)):
-        if not other.live:
+        if not other.live or (host is not None and other.host != host):
             continue
-        for relation in relate(me, side_of(other.id, other.record), thresholds):
+        for relation in relate(me, stored_side(other, ix.store.host), thresholds):
             peers.append(
                 _peer(other, relation.kind, relation.unit, relation.distance, relation.threshold)
             )
     order = {t: i for i, t in enumerate(NEAR_UNITS)}
-    peers.sort(key=lambda p: (p.distance, order.get(p.unit, -1), p.path))
+    peers.sort(key=lambda p: (p.distance, order.get(p.unit, -1), p.host, p.path))
     return peers
 
 
@@ -188,6 +204,7 @@ class Member:
         size: Its size in bytes.
         iscc: Its ISCC-CODE.
         units: Its units.
+        host: The host it is on.
     """
 
     paths: tuple[str, ...]
@@ -195,6 +212,7 @@ class Member:
     size: int | None
     iscc: str | None
     units: tuple[Unit, ...] = ()
+    host: str = ""
 
     def unit(self, unit_type: UnitType) -> Unit | None:
         """Its unit of ``unit_type``, if it has one."""
@@ -237,43 +255,48 @@ class DupGroup:
 
 
 def _members(files: Sequence[StoredFile]) -> list[tuple[Member, list[int]]]:
-    """Files grouped by identity: each member and the file ids it stands for."""
+    """Files grouped by identity (on their host): each member and the file ids it stands
+    for."""
     by_identity: dict[object, list[StoredFile]] = {}
     for stored in files:
-        key = stored.record.stat.identity if stored.record.stat else ("id", stored.id)
-        by_identity.setdefault(key, []).append(stored)
+        identity = stored.record.stat.identity if stored.record.stat else ("id", stored.id)
+        by_identity.setdefault((stored.host, identity), []).append(stored)
     members = []
     for group in by_identity.values():
         group.sort(key=lambda s: s.path)
         first = group[0]
         size = payload.size_of(first.record)
         paths = tuple(s.path for s in group)
-        member = Member(paths, first.root, size, first.record.iscc, first.record.units)
+        units = first.record.units
+        member = Member(paths, first.root, size, first.record.iscc, units, first.host)
         members.append((member, [s.id for s in group]))
-    members.sort(key=lambda m: (-(m[0].size or 0), m[0].paths))
+    members.sort(key=lambda m: (-(m[0].size or 0), m[0].host, m[0].paths))
     return members
 
 
-def dupes(ix: Index, near: bool = False) -> list[DupGroup]:
+def dupes(ix: Index, near: bool = False, host: str | None = None) -> list[DupGroup]:
     """Duplicate groups, the most wasted bytes first.
 
     Args:
         ix: The index.
         near: Include groups of near duplicates (connected components of the stored near
             relations) besides the exact ones.
+        host: Only groups with a member on this host (every group of the fleet by default).
     """
     store = ix.store
     policy = ix.options.thresholds
     groups: list[DupGroup] = []
-    for datahash in store.exact_datahashes():
-        files = store.files_by_datahash(datahash)
+    copies = store.files_by_datahashes(store.exact_datahashes(fleet=True), fleet=True)
+    for files in copies.values():
         members = [m for m, _ in _members(files) if policy.admits(m.size)]
         if len(members) > 1:
             size = members[0].size or 0
             groups.append(DupGroup("exact", tuple(members), size * (len(members) - 1)))
     if near:
         groups.extend(_near_groups(ix))
-    groups.sort(key=lambda g: (-g.wasted, g.kind, g.members[0].paths))
+    if host is not None:
+        groups = [g for g in groups if any(m.host == host for m in g.members)]
+    groups.sort(key=lambda g: (-g.wasted, g.kind, g.members[0].host, g.members[0].paths))
     return groups
 
 
@@ -288,7 +311,7 @@ def _near_groups(ix: Index) -> list[DupGroup]:
             x = parent[x]
         return x
 
-    pairs = list(ix.store.near_pairs())
+    pairs = list(ix.store.near_pairs(fleet=True))
     files = {s.id: s for s in ix.store.files_by_id(sorted({i for p in pairs for i in (p.a, p.b)}))}
     policy = ix.options.thresholds
     held: list[NearPair] = []

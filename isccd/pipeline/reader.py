@@ -50,9 +50,10 @@ class IndexReader:
     ) -> None:
         self.close()
 
-    def get(self, path: str) -> FileInfo | None:
-        """What the index knows about ``path`` (a tombstone if it was removed), or ``None``."""
-        return answers.get(self._ix, path)
+    def get(self, path: str, host: str | None = None) -> FileInfo | None:
+        """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
+        ``host``: only its duplicates on that host."""
+        return answers.get(self._ix, path, host)
 
     def similar(self, query: SimilarQuery, code: Callable[[str], FileRecord]) -> SimilarResult:
         """Files related to a file or a code, as :meth:`isccd.pipeline.Pipeline.similar`.

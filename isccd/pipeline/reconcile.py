@@ -367,7 +367,7 @@ class Reconciler:
                     continue
                 self.stats.seen += 1
                 self._present += item.kind is ItemKind.CHANGED
-                planned = self._plan(item.path, item.stat)
+                planned = self._plan(item.path, item.stat, item.kind is ItemKind.NEW)
                 if isinstance(planned, Sighting):
                     sightings.append(planned)
                 elif planned is not None:
@@ -376,14 +376,15 @@ class Reconciler:
         self.stats.walked = walked
         return Step(jobs, sightings, walked, self._stats())
 
-    def _plan(self, path: str, st: FileStat) -> HashJob | Sighting | None:
+    def _plan(self, path: str, st: FileStat, new: bool) -> HashJob | Sighting | None:
         """Say what to hash, or which sighting to place (a rename or a hardlink); nothing for
         another path of a file being hashed, which waits for its result."""
         waiting = self._waiting.get(st.identity)
         if waiting is not None:
             waiting.append((path, st))
             return None
-        stored = self._ix.store.file_at(path)
+        # A new path is one the walk found no stored file at (in this job): no need to ask.
+        stored = None if new else self._ix.store.file_at(path)
         if stored is None or (stored.record.stat and stored.record.stat.identity != st.identity):
             sighting = sighted(self._ix, self.root, path, st)
             if sighting is not None:

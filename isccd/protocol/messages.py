@@ -4,8 +4,8 @@ Every line the server writes is one JSON object:
 
 - a reply, ``{"id": ..., "ok": true, "result": {...}}`` or
   ``{"id": ..., "ok": false, "error": {"code": "...", "message": "..."}}``;
-- an event, ``{"event": "dup.exact", "seq": 42, "time": ..., "root": "...", "path": "...", ...}``
-  whose further members are the event's ``data``.
+- an event, ``{"event": "dup.exact", "seq": 42, "time": ..., "root": "...", "path": "...",
+  "host": "...", ...}`` whose further members are the event's ``data``.
 
 JSON is written ASCII-only: a path whose name is not valid UTF-8 keeps its bytes as lone surrogate
 escapes (``"\\udcff"``), which Python's :mod:`json` and :func:`os.fsencode` turn back into the same
@@ -25,8 +25,9 @@ from isccd.model import Event, EventType
 from .codes import ErrorCode
 from .requests import RequestId
 
-#: Members every event has; ``data`` members of these names are not sent.
-EVENT_FIELDS = frozenset({"event", "seq", "time", "root", "path"})
+#: Members every event has (``host``: those about a host); ``data`` members of these names are
+#: not sent.
+EVENT_FIELDS = frozenset({"event", "seq", "time", "root", "path", "host"})
 
 _dumps = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
 
@@ -54,6 +55,8 @@ def event_to_wire(event: Event) -> dict[str, Any]:
         "root": event.root,
         "path": event.path,
     }
+    if event.host:
+        obj["host"] = event.host
     if EVENT_FIELDS.isdisjoint(event.data):
         obj.update(event.data)
     else:
@@ -173,8 +176,13 @@ def event_from_wire(obj: Mapping[str, Any]) -> Event | UnknownEvent:
         or not isinstance(path, str)
     ):
         raise ProtocolError(ErrorCode.INVALID_REPLY, f"malformed {event_type} event")
+    host = obj.get("host", "")
+    if not isinstance(host, str):
+        raise ProtocolError(ErrorCode.INVALID_REPLY, f"malformed {event_type} event")
     data = {k: v for k, v in obj.items() if k not in EVENT_FIELDS}
-    return Event(seq=seq, type=event_type, time=float(time), root=root, path=path, data=data)
+    return Event(
+        seq=seq, type=event_type, time=float(time), root=root, path=path, data=data, host=host
+    )
 
 
 def _reply_from_wire(obj: Mapping[str, Any]) -> Reply:

@@ -35,6 +35,8 @@ MAX_PATH_BYTES = 4096
 MAX_ID_CHARS = 256
 #: Longest store identity accepted (a UUID has 36 characters).
 MAX_STORE_ID_CHARS = 64
+#: Longest host name accepted (as ``[store] host``).
+MAX_HOST_CHARS = 255
 #: Most items in a list argument (event types, roots).
 MAX_LIST_ITEMS = 256
 #: Largest Hamming distance a query may ask for. Distances are counted in bits of a unit's first
@@ -70,14 +72,19 @@ class EventFilter:
         types: Only these types; ``None`` for all.
         roots: Only events of these roots (normalized absolute paths), plus daemon-wide events
             (those with an empty root); ``None`` for all.
+        host: Only events about this host (in a log a fleet shares), plus notices about no
+            host; ``None`` for every host's. Set by the server, not by a request.
     """
 
     types: frozenset[EventType] | None = None
     roots: frozenset[str] | None = None
+    host: str | None = None
 
     def matches(self, event: Event) -> bool:
         """True when the subscription receives ``event``."""
         if self.types is not None and event.type not in self.types:
+            return False
+        if self.host is not None and event.host and event.host != self.host:
             return False
         return self.roots is None or not event.root or event.root in self.roots
 
@@ -93,12 +100,14 @@ class SimilarQuery:
             a unit's first 64 (scaled for longer units, as the thresholds are); ``None`` uses
             the daemon's thresholds.
         limit: Most matches returned.
+        host: Only files on this host (in a store a fleet shares); ``None``: every host's.
     """
 
     path: str | None = None
     code: str | None = None
     max_distance: int | None = None
     limit: int = SIMILAR_LIMIT
+    host: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +118,13 @@ class DupesQuery:
         near: Include near-duplicate groups, not only exact ones.
         root: Only groups with a member under this path (resolved inside the roots).
         limit: Most groups returned.
+        host: Only groups with a member on this host; ``None``: every group of the fleet.
     """
 
     near: bool = False
     root: str | None = None
     limit: int = DUPES_LIMIT
+    host: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +147,14 @@ class StatusRequest:
 class SubscribeRequest:
     """``subscribe``: events after ``since`` (``None``: from now on) that pass ``filter``;
     ``store``: the identity of the store ``since`` comes from, refused when it is not the
-    daemon's (``store_mismatch``)."""
+    daemon's (``store_mismatch``); ``fleet``: the events of every host of a fleet sharing the
+    store, not only the daemon's own host's."""
 
     id: RequestId
     since: int | None = None
     filter: EventFilter = EventFilter()
     store: str | None = None
+    fleet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,10 +166,11 @@ class UnsubscribeRequest:
 
 @dataclass(frozen=True, slots=True)
 class GetRequest:
-    """``get``: one path."""
+    """``get``: one path; ``host``: only its duplicates on that host."""
 
     id: RequestId
     path: str
+    host: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,25 +274,28 @@ def request_to_wire(request: Request) -> dict[str, Any]:
             obj = {"cmd": Command.HELLO, "protocol": protocol, "client": client}
         case StatusRequest():
             obj = {"cmd": Command.STATUS}
-        case SubscribeRequest(since=since, filter=flt, store=store):
+        case SubscribeRequest(since=since, filter=flt, store=store, fleet=fleet):
             obj = {
                 "cmd": Command.SUBSCRIBE,
                 "since": since,
                 "types": None if flt.types is None else sorted(flt.types),
                 "roots": None if flt.roots is None else sorted(flt.roots),
                 "store": store,
+                "fleet": fleet or None,
             }
         case UnsubscribeRequest():
             obj = {"cmd": Command.UNSUBSCRIBE}
-        case GetRequest(path=path):
-            obj = {"cmd": Command.GET, "path": path}
+        case GetRequest(path=path, host=host):
+            obj = {"cmd": Command.GET, "path": path, "host": host}
         case SimilarRequest(query=q):
             obj = {"cmd": Command.SIMILAR, "path": q.path, "code": q.code}
             obj["max_distance"] = q.max_distance
             obj["limit"] = None if q.limit == SIMILAR_LIMIT else q.limit
+            obj["host"] = q.host
         case DupesRequest(query=q):
             obj = {"cmd": Command.DUPES, "near": q.near or None, "root": q.root}
             obj["limit"] = None if q.limit == DUPES_LIMIT else q.limit
+            obj["host"] = q.host
         case RescanRequest(path=path):
             obj = {"cmd": Command.RESCAN, "path": path}
         case SyncRequest(path=path):
@@ -443,7 +460,8 @@ def _subscribe(request_id: RequestId, args: _Args) -> SubscribeRequest:
     if root_names is not None:
         roots = frozenset(normalize_path(_check_path(args, "roots", r) or "") for r in root_names)
     store = args.string("store", max_chars=MAX_STORE_ID_CHARS)
-    return SubscribeRequest(request_id, since, EventFilter(types, roots), store)
+    fleet = args.boolean("fleet")
+    return SubscribeRequest(request_id, since, EventFilter(types, roots), store, fleet)
 
 
 def _similar(request_id: RequestId, args: _Args) -> SimilarRequest:
@@ -453,14 +471,21 @@ def _similar(request_id: RequestId, args: _Args) -> SimilarRequest:
         raise args.error('give exactly one of "path" and "code"')
     max_distance = args.integer("max_distance", minimum=0, maximum=MAX_DISTANCE)
     limit = args.limit("limit", default=SIMILAR_LIMIT, maximum=SIMILAR_LIMIT_MAX)
-    return SimilarRequest(request_id, SimilarQuery(path, code, max_distance, limit))
+    host = args.string("host", max_chars=MAX_HOST_CHARS)
+    return SimilarRequest(request_id, SimilarQuery(path, code, max_distance, limit, host))
 
 
 def _dupes(request_id: RequestId, args: _Args) -> DupesRequest:
     near = args.boolean("near")
     root = args.path("root")
     limit = args.limit("limit", default=DUPES_LIMIT, maximum=DUPES_LIMIT_MAX)
-    return DupesRequest(request_id, DupesQuery(near, root, limit))
+    host = args.string("host", max_chars=MAX_HOST_CHARS)
+    return DupesRequest(request_id, DupesQuery(near, root, limit, host))
+
+
+def _get(request_id: RequestId, args: _Args) -> GetRequest:
+    path = _required_path(args, "path")
+    return GetRequest(request_id, path, args.string("host", max_chars=MAX_HOST_CHARS))
 
 
 _BUILDERS: dict[Command, Callable[[RequestId, _Args], Request]] = {
@@ -468,7 +493,7 @@ _BUILDERS: dict[Command, Callable[[RequestId, _Args], Request]] = {
     Command.STATUS: lambda request_id, _args: StatusRequest(request_id),
     Command.SUBSCRIBE: _subscribe,
     Command.UNSUBSCRIBE: lambda request_id, _args: UnsubscribeRequest(request_id),
-    Command.GET: lambda request_id, args: GetRequest(request_id, _required_path(args, "path")),
+    Command.GET: _get,
     Command.SIMILAR: _similar,
     Command.DUPES: _dupes,
     Command.RESCAN: lambda request_id, args: RescanRequest(request_id, args.path("path")),

@@ -118,6 +118,48 @@ class ServiceStatistics:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetHost:
+    """Another host sharing the daemon's database.
+
+    Attributes:
+        name: Its host name.
+        heard: Unix time the database last heard from it (its last commit of events, its
+            daemon's heartbeat, or its opening the database); ``None`` if never.
+        last_seq: The highest sequence number of its log.
+    """
+
+    name: str
+    heard: float | None
+    last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseStatus:
+    """The database a fleet shares, as the daemon sees it (``status`` on a PostgreSQL store).
+
+    Attributes:
+        url: Its URL, without a password.
+        host: The host name this daemon writes under.
+        connected: Whether the daemon reads the shared log now.
+        latency_ms: The last round trip to it, in milliseconds (``None`` before the first).
+        checked: Unix time of that measurement.
+        position: The last sequence number of the shared log the daemon has read (its
+            in-memory index holds every change up to it).
+        hosts: The other hosts that opened the database, by name.
+        error: Why the daemon cannot read the log now, while it cannot.
+    """
+
+    url: str
+    host: str
+    connected: bool
+    latency_ms: float | None = None
+    checked: float | None = None
+    position: int = 0
+    hosts: tuple[FleetHost, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DaemonStatus:
     """``status``.
 
@@ -129,11 +171,13 @@ class DaemonStatus:
         roots: The watched roots.
         queue_depth: Files waiting to be hashed.
         files_indexed: Files in the index (tombstones excluded).
-        last_seq: The last sequence number in the event log.
+        last_seq: The last sequence number in the event log (the fleet's, for a database
+            a fleet shares).
         server: The socket server's figures (filled in by the server).
         problems: What keeps the daemon from working fully, a sentence each: the store cannot
             be written, a background loop failed, a reload was refused. Empty when all is well;
             problems of one root are in its ``note``.
+        database: The shared database, for a store a fleet shares; ``None`` for one host's.
     """
 
     version: str
@@ -146,6 +190,7 @@ class DaemonStatus:
     last_seq: int
     server: ServiceStatistics | None = None
     problems: tuple[str, ...] = ()
+    database: DatabaseStatus | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +258,7 @@ class SimilarMatch:
             hardlinks and exact duplicates).
         iscc: The matching file's unit of that type.
         relation: Hardlink, exact or near.
+        host: The host the file is on.
     """
 
     path: str
@@ -222,6 +268,7 @@ class SimilarMatch:
     threshold: int
     iscc: str
     relation: Relation = Relation.NEAR
+    host: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +292,7 @@ class FileInfo:
         links: The file's other names (hardlinks).
         duplicates: Its exact duplicates and the near duplicates the index recorded for it,
             as ``similar`` lists them (exact first, then nearest first).
+        host: The host the file is on.
     """
 
     path: str
@@ -262,6 +310,7 @@ class FileInfo:
     removed: float | None = None
     links: tuple[str, ...] = ()
     duplicates: tuple[SimilarMatch, ...] = ()
+    host: str = ""
 
     @classmethod
     def from_record(
@@ -273,6 +322,7 @@ class FileInfo:
         removed: float | None = None,
         links: tuple[str, ...] = (),
         duplicates: tuple[SimilarMatch, ...] = (),
+        host: str = "",
     ) -> FileInfo:
         """The wire view of a stored record."""
         stat = record.stat
@@ -293,6 +343,7 @@ class FileInfo:
             removed=None if removed is None else float(removed),
             links=links,
             duplicates=duplicates,
+            host=host,
         )
 
 
@@ -317,6 +368,7 @@ class DupMember:
             groups); ``None`` when one of them has no unit of that type (the member is joined to
             the group by another unit type: see the group's ``pairs``).
         links: The file's other names (hardlinks).
+        host: The host the file is on.
     """
 
     path: str
@@ -325,6 +377,7 @@ class DupMember:
     iscc: str | None
     distance: int | None = 0
     links: tuple[str, ...] = ()
+    host: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,17 +9,18 @@ from isccd.protocol import DupesResult, DupGroup, DupKind
 from isccd.report.model import GroupView, MemberView, ReportView
 
 
-def view_of_dupes(result: DupesResult) -> ReportView:
+def view_of_dupes(result: DupesResult, host: str = "") -> ReportView:
     """The report's groups from what ``dupes`` answered (with ``near``), in its order.
 
     Each member gets its distance to the nearest other member of its group and the unit
     type of that distance (from the group's near pairs); exact groups' members are 0 apart by
-    their Instance-Code, which the view keeps as the content's digest.
+    their Instance-Code, which the view keeps as the content's digest. A member on another
+    host than ``host`` (a fleet's shared index) keeps the name of its host.
     """
-    return ReportView(tuple(_group(g) for g in result.groups), result.truncated)
+    return ReportView(tuple(_group(g, host) for g in result.groups), result.truncated)
 
 
-def _group(group: DupGroup) -> GroupView:
+def _group(group: DupGroup, host: str) -> GroupView:
     exact = group.kind is DupKind.EXACT
     nearest: dict[int, tuple[int, str]] = {}
     for pair in group.pairs:
@@ -40,6 +41,7 @@ def _group(group: DupGroup) -> GroupView:
                 unit=group.unit.value if exact else unit,
                 distance=0 if exact else distance,
                 instance=member.iscc if exact else None,
+                host=member.host if member.host not in ("", host) else "",
             )
         )
     return GroupView(

@@ -39,6 +39,8 @@ class MemberView:
             groups); ``None`` when not known.
         instance: Its Instance-Code, in exact groups (the content's BLAKE3 prefix a plan
             carries); ``None`` otherwise.
+        host: The host it is on, when that is another host of a fleet sharing the index
+            (it is never looked at here, and no plan names it); ``""`` for this host's.
     """
 
     path: str
@@ -48,6 +50,7 @@ class MemberView:
     unit: str
     distance: int | None
     instance: str | None = None
+    host: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from isccd.extract.mediatype import mediatype_to_mode
-from isccd.report.model import FileFacts, GroupView, MemberView, PreviewKind, ReportView
+from isccd.report.model import FileFacts, GroupView, MemberView, Preview, PreviewKind, ReportView
 
 #: The version of the page's data (the JSON in ``#report-data``).
 DATA_VERSION = 1
@@ -77,14 +77,14 @@ def page_data(
 
     Args:
         view: The groups.
-        facts: Each member's file as it is now, by path.
+        facts: Each member's file as it is now, by path (this host's members only).
         source: Where the groups came from, for people ("the daemon", "the index in DIR").
         generated: Unix time the report was made.
     """
     thumbs: dict[bytes, int] = {}
     groups = []
     for group in view.groups:
-        members = [_member(m, facts[m.path], thumbs) for m in group.members]
+        members = [_member(m, _facts_of(m, facts), thumbs) for m in group.members]
         groups.append(_group(group, members))
     totals = view.totals()
     return {
@@ -121,6 +121,15 @@ def _group(group: GroupView, members: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _facts_of(member: MemberView, facts: Mapping[str, FileFacts]) -> FileFacts:
+    """A member's facts; another host's file was not looked at (its path here may name
+    another file), so no plan can name it."""
+    if member.host:
+        note = f"on host {member.host}: not on this machine"
+        return FileFacts(None, Preview(PreviewKind.ICON, note=note))
+    return facts[member.path]
+
+
 def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> dict[str, Any]:
     preview = facts.preview
     shown: dict[str, Any] = {"kind": preview.kind.value}
@@ -129,10 +138,12 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
     elif preview.kind is PreviewKind.TEXT:
         shown["text"] = preview.data.decode("utf-8", "replace")
     stat = facts.stat
+    # Another host's file is shown, and filtered by root, as host:path.
+    where = f"{member.host}:" if member.host else ""
     return {
-        "path": member.path,
-        "links": list(member.links),
-        "root": member.root,
+        "path": where + member.path,
+        "links": [where + link for link in member.links],
+        "root": where + member.root,
         "size": member.size,
         "unit": member.unit,
         "distance": member.distance,

@@ -57,12 +57,18 @@ class Backend(Protocol):
         something only together with it). Cannot block."""
         ...
 
+    def host(self) -> str:
+        """The daemon's host name: a subscription follows the events about it unless it asks
+        for the whole fleet's. Cannot block."""
+        ...
+
     async def status(self) -> DaemonStatus:
         """The daemon's status (``server`` is left ``None``; the server fills it in)."""
         ...
 
-    async def get(self, path: str) -> FileInfo | None:
-        """What the index knows about ``path`` (tombstones included), or ``None``."""
+    async def get(self, path: str, host: str | None = None) -> FileInfo | None:
+        """What the index knows about ``path`` (tombstones included), or ``None``; ``host``:
+        only its duplicates on that host."""
         ...
 
     async def similar(self, query: SimilarQuery) -> SimilarResult:
@@ -100,11 +106,13 @@ class Backend(Protocol):
         ...
 
     async def log_bounds(self) -> LogBounds:
-        """The oldest and newest sequence numbers in the event log."""
+        """The oldest and newest sequence numbers in the event log (the whole fleet's, for a
+        store a fleet shares)."""
         ...
 
     async def events_after(self, seq: int, limit: int) -> Sequence[Event]:
-        """Committed events with a sequence number above ``seq``, ascending, at most ``limit``.
+        """Committed events with a sequence number above ``seq``, ascending, at most ``limit``
+        (every host's, for a store a fleet shares).
 
         Paged so that a long backlog is never loaded at once. Must see every event committed
         before the call (a fresh read transaction).

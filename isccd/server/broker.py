@@ -88,7 +88,9 @@ class Subscription:
         on_lagged: Callable[[Subscription], None],
     ) -> None:
         self.filter = event_filter
-        self.everything = event_filter.types is None and event_filter.roots is None
+        self.everything = (
+            event_filter.types is None and event_filter.roots is None and event_filter.host is None
+        )
         self.on_lagged = on_lagged
         self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
         self._size = queue_size

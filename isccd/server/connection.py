@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -357,7 +358,8 @@ class Connection(asyncio.Protocol):
                 "resynchronize",
             )
         broker = self._context.broker
-        sub = broker.subscribe(request.filter, self._lagged)
+        host = None if request.fleet else self._context.backend.host()
+        sub = broker.subscribe(dataclasses.replace(request.filter, host=host), self._lagged)
         try:
             bounds = await self._context.backend.log_bounds()
             since = _start_of(request.since, bounds)

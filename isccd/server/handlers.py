@@ -90,9 +90,9 @@ async def handle(context: Context, request: Query | Action) -> dict[str, Any]:
         case StatusRequest():
             status = await backend.status()
             result = dataclasses.replace(status, server=context.statistics())
-        case GetRequest(path=path):
+        case GetRequest(path=path, host=host):
             resolved = await resolve(context, path)
-            result = await backend.get(resolved)
+            result = await backend.get(resolved, host)
             if result is None:
                 raise ProtocolError(ErrorCode.NOT_FOUND, f"{resolved!r} is not in the index")
         case SimilarRequest(query=query):

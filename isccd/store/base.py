@@ -7,10 +7,11 @@ the store's identity, :data:`IDENTITY_PROPERTY`). It makes no decisions: the pip
 what changed and what to announce, and hands the backend the rows and events to write.
 
 A backend is opened for one host name. SQLite holds one host's index; PostgreSQL may hold a
-fleet's, and its backend reads and writes the rows of its own host, except where a method takes
-``fleet=True`` (exact matches, unit digests, the event log). File ids are unique across the
-fleet, so lookups by id find any host's files. The interface holds what isccd calls, nothing
-more.
+fleet's (:attr:`Store.shared`), and its backend reads and writes the rows of its own host,
+except where a method takes ``fleet=True`` (exact matches, unit digests, near relations, the
+event log). File ids are unique across the fleet, so lookups by id find any host's files. A near
+relation between files of two hosts belongs to both: each host's :meth:`Store.near_of` sees it.
+The interface holds what isccd calls, nothing more.
 
 Contract shared by every backend (``tests/store`` runs one suite against each):
 
@@ -22,6 +23,10 @@ Contract shared by every backend (``tests/store`` runs one suite against each):
   own writes.
 - Events appended in a transaction get strictly increasing sequence numbers and become visible
   exactly when the transaction commits, together with the changes they describe.
+- Writers of one store take turns: from a transaction's first write (or its
+  :meth:`Store.exclusive`) to its end, no other writer commits, so that what the transaction
+  read since then stays true until it commits (two hosts adding copies of one file at once
+  cannot both miss the other), and writers never deadlock each other.
 - Only live files (not tombstones) are returned unless a method says otherwise.
 - Every failure is a :class:`isccd.errors.StoreError`: :class:`~isccd.errors.StoreCorruptError`
   when the data cannot be read, :class:`~isccd.errors.StoreFullError` when the disk (or the
@@ -83,14 +88,16 @@ class FileKey:
     """The identity and content hash of a stored file.
 
     Attributes:
-        identity: ``(st_dev, st_ino)``, if known.
+        identity: ``(st_dev, st_ino)``, if known (on its host).
         datahash: The Instance datahash, if computed.
         size: Size in bytes, if known.
+        host: The host the file is on.
     """
 
     identity: tuple[int, int] | None
     datahash: str | None
     size: int | None
+    host: str = ""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -172,6 +179,20 @@ class Store(Transactional, Protocol):
     """A storage backend. See the module docstring for the contract."""
 
     @property
+    def host(self) -> str:
+        """The host name the store was opened for: its files are this host's."""
+        ...
+
+    @property
+    def shared(self) -> bool:
+        """Whether other daemons (other hosts of a fleet) write this store too."""
+        ...
+
+    def exclusive(self) -> None:
+        """From now to the end of the transaction, no other writer commits (see the module
+        docstring); idempotent. Called before reading what a decision rests on."""
+
+    @property
     def identity(self) -> str:
         """A random UUID made when the store was created, and kept for its life: the event
         log's sequence numbers are only meaningful together with it (a store deleted and made
@@ -202,9 +223,24 @@ class Store(Transactional, Protocol):
         host)."""
         ...
 
+    def files_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[StoredFile]]:
+        """:meth:`files_by_datahash` of many datahashes at once: datahash -> its live files in
+        id order (datahashes no live file has are left out)."""
+        ...
+
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """What duplicate decisions need of the live files among ``ids``, without loading
         their records (the cheap path for many near-duplicate candidates)."""
+        ...
+
+    def related_keys(
+        self, identity: tuple[int, int] | None, datahash: str | None
+    ) -> dict[int, FileKey]:
+        """:meth:`file_keys` of this host's live files with ``identity`` (hardlinks) and of the
+        fleet's with ``datahash`` (exact copies), by id: what a duplicate decision needs of
+        them, in one read."""
         ...
 
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
@@ -305,8 +341,9 @@ class Store(Transactional, Protocol):
     def remove_near(self, pairs: Sequence[NearPair]) -> None:
         """Forget relations (unknown pairs are ignored)."""
 
-    def near_pairs(self) -> Iterator[NearPair]:
-        """Every stored relation."""
+    def near_pairs(self, *, fleet: bool = False) -> Iterator[NearPair]:
+        """Every stored relation of this host's files (``fleet``: of every host's, each
+        once)."""
         ...
 
     # -- properties --------------------------------------------------------------------------
@@ -321,9 +358,29 @@ class Store(Transactional, Protocol):
     # -- events ------------------------------------------------------------------------------
 
     def append_event(
-        self, type: EventType, root: str, path: str, data: Mapping[str, Any], now: float
+        self,
+        type: EventType,
+        root: str,
+        path: str,
+        data: Mapping[str, Any],
+        now: float,
+        *,
+        host: str | None = None,
+        file_id: int | None = None,
     ) -> Event:
-        """Add an event to the log in the current transaction and return it with its seq."""
+        """Add an event to the log in the current transaction and return it with its seq.
+
+        Args:
+            type: What happened.
+            root: The root concerned.
+            path: The file concerned.
+            data: The payload (JSON-serializable).
+            now: Unix time.
+            host: The host the event is about, when another host's file (the other side of a
+                duplicate found across hosts); default: this store's host.
+            file_id: The file a ``file.*`` event changed (see :attr:`Event.file_id`); a
+                store that no other daemon follows need not keep it.
+        """
         ...
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
@@ -335,13 +392,14 @@ class Store(Transactional, Protocol):
         """
         ...
 
-    def last_seq(self) -> int:
-        """The highest sequence number this host's log ever used (0 for a new store)."""
+    def last_seq(self, *, fleet: bool = False) -> int:
+        """The highest sequence number this host's log ever used (0 for a new store);
+        ``fleet``: the whole log's, committed."""
         ...
 
-    def first_seq(self) -> int:
+    def first_seq(self, *, fleet: bool = False) -> int:
         """The lowest sequence number still in this host's log (``last_seq() + 1`` when
-        empty)."""
+        empty); ``fleet``: of the whole log, where events below it may have been purged."""
         ...
 
     def purge_events(self, before: float) -> int:

@@ -19,6 +19,10 @@ the database by its URL without its password (:func:`isccd.store.pgurl.redact_ur
 
 Names stored once and referred to by id (roots, directories, profiles) are interned here, with
 caches that a rolled-back transaction clears.
+
+Statements whose result nothing waits for (savepoints and their release, the writers' lock, the
+notification, the hosts' last sequence numbers) are queued and sent with the next statement in
+one round trip (libpq's pipeline mode).
 """
 
 from __future__ import annotations
@@ -59,6 +63,16 @@ _UNAVAILABLE = frozenset({"57P01", "57P02", "57P03", "53300", "08000", "08003", 
 _FULL = frozenset({"53100"})
 _CORRUPT = frozenset({"XX001", "XX002"})
 _CONFIG_WORDS = ("authentication", "password", "does not exist", "pg_hba.conf", "permission")
+#: Statements that write (every statement of the backends that writes starts with one of these).
+_WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
+#: Seconds a store that found its database unreachable answers at once that it still is, before
+#: it tries again: while the server is down, each of a daemon's jobs must not wait for a
+#: connection in turn (``isccd status``, the changes it defers, its health checks).
+RETRY_AFTER = 1.0
+#: Seconds to wait for a connection once the database was found unreachable.
+RECONNECT_TIMEOUT = 2.0
+_SAVEPOINT = b"SAVEPOINT unit"
+_RELEASE = b"RELEASE SAVEPOINT unit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +126,14 @@ class PgDatabase:
         self._conn: psycopg.Connection[Any] | None = None
         self._in_transaction = False
         self._events_locked = False
-        self._marks: list[bool] = []
+        self._notified = False
+        self._marks: list[tuple[bool, bool, dict[str, int]]] = []
+        self._queued: list[tuple[bytes, Sequence[Any] | None]] = []
+        # Host -> the highest seq this transaction logged about it (hosts.last_seq, at commit).
+        self._logged: dict[str, int] = {}
         self._host_id: int | None = None
+        # While the database is unreachable: until when to say so at once, and why.
+        self._unreachable: tuple[float, str] | None = None
         self._roots: dict[bytes, int] = {}
         self._dirs: dict[bytes, int] = {}
         self._profiles: dict[str, int] = {}
@@ -182,10 +202,21 @@ class PgDatabase:
             return self._conn
         if self._pool is None:
             raise StoreError(f"the index database {self._redacted} is closed")
+        timeout = self._options.connect_timeout
+        if self._unreachable is not None:
+            until, reason = self._unreachable
+            if time.monotonic() < until:
+                raise StoreUnavailableError(reason)
+            timeout = min(timeout, RECONNECT_TIMEOUT)
         try:
-            conn = self._pool.getconn()
+            conn = self._pool.getconn(timeout=timeout)
         except PoolTimeout:
-            self._connect_failed()
+            try:
+                self._connect_failed()
+            except StoreUnavailableError as exc:
+                self._unreachable = (time.monotonic() + RETRY_AFTER, str(exc))
+                raise
+        self._unreachable = None
         self._conn = conn
         try:
             if not self._readonly:
@@ -355,6 +386,8 @@ class PgDatabase:
         where = f"the index database {self._redacted}"
         if lost or state in _UNAVAILABLE or isinstance(exc, psycopg.InterfaceError):
             self._drop_session()
+            # The next session is waited for briefly: the server may be down.
+            self._unreachable = (time.monotonic(), str(exc))
             raise StoreUnavailableError(
                 f"{where} is unavailable ({exc}) while trying to {doing}; isccd reconnects on "
                 "the next transaction"
@@ -380,27 +413,43 @@ class PgDatabase:
         return self._session()
 
     def _exec(self, query: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
-        """Run one statement on the session. Outside a transaction (a read, or ``BEGIN``) a
+        """Run one statement on the session (a write in a transaction takes the writers' lock
+        first, see :meth:`_lock_events`). Outside a transaction (a read, or ``BEGIN``) a
         session found lost is replaced and the statement run once more."""
         doing = "read" if query.startswith("SELECT") else "write"
+        statement = query.encode()
+        if self._in_transaction and statement.startswith(_WRITES):
+            self._lock_events()
         retry = not self._in_transaction
         while True:
             conn = self._live_session()
             try:
-                return conn.execute(query.encode(), params)
+                if not self._queued:
+                    return conn.execute(statement, params)
+                queued, self._queued = self._queued, []
+                with conn.pipeline():
+                    for before, values in queued:
+                        conn.execute(before, values)
+                    return conn.execute(statement, params)  # read once the pipeline synced
             except psycopg.Error as exc:
                 if retry and (conn.broken or conn.closed):
                     retry = False
                     self._drop_session()
+                    self._unreachable = (time.monotonic(), str(exc))  # wait briefly: it may be down
                     continue
                 self._raise(exc, doing)
 
     def _exec_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
+        if self._in_transaction:
+            self._lock_events()
         conn = self._live_session()
         try:
-            with conn.cursor() as cursor:
+            queued, self._queued = self._queued, []
+            with conn.pipeline(), conn.cursor() as cursor:
+                for before, values in queued:
+                    cursor.execute(before, values)
                 cursor.executemany(query.encode(), rows)
         except psycopg.Error as exc:
             self._raise(exc, "write")
@@ -411,23 +460,28 @@ class PgDatabase:
         """Start a write transaction (reconnecting, and taking the host's lock, if needed)."""
         self._in_transaction = False  # one lost with its session is given up by now
         self._drop_broken()
+        self._queued.clear()
         self._exec("BEGIN")
         self._in_transaction = True
-        self._events_locked = False
+        self._events_locked = self._notified = False
         self._marks.clear()
+        self._logged.clear()
 
     def commit(self) -> None:
         """Commit the transaction."""
+        self._queue_logged()
         self._exec("COMMIT")
         self._in_transaction = False
-        self._events_locked = False
+        self._events_locked = self._notified = False
 
     def rollback(self) -> None:
         """Roll back the transaction, if one is open; a lost session has nothing to undo."""
         self._forget_interned()
         in_transaction, self._in_transaction = self._in_transaction, False
-        self._events_locked = False
+        self._events_locked = self._notified = False
         self._marks.clear()
+        self._queued.clear()
+        self._logged.clear()
         self._drop_broken()
         if self._conn is not None and in_transaction:
             # A session lost now took its transaction with it: nothing is left to undo.
@@ -435,37 +489,82 @@ class PgDatabase:
                 self._exec("ROLLBACK")
 
     def savepoint(self) -> None:
-        """Start a unit of work."""
-        self._exec("SAVEPOINT unit")
-        self._marks.append(self._events_locked)
+        """Start a unit of work (sent with its first statement)."""
+        self._queued.append((_SAVEPOINT, None))
+        self._marks.append((self._events_locked, self._notified, dict(self._logged)))
 
     def release(self) -> None:
-        """Keep the unit of work."""
-        self._exec("RELEASE SAVEPOINT unit")
+        """Keep the unit of work (sent with the next statement; nothing, when it ran none)."""
+        if self._queued and self._queued[-1][0] is _SAVEPOINT:
+            self._queued.pop()
+        else:
+            self._queued.append((_RELEASE, None))
         self._marks.pop()
 
     def rollback_to(self) -> None:
-        """Undo the unit of work (and a lock on the event log taken in it)."""
-        self._exec("ROLLBACK TO SAVEPOINT unit")
-        self._exec("RELEASE SAVEPOINT unit")
-        self._events_locked = self._marks.pop()
+        """Undo the unit of work (and the writers' lock and the notification taken in it)."""
+        if self._queued and self._queued[-1][0] is _SAVEPOINT:
+            self._queued.pop()  # it ran no statement: nothing to undo
+        else:
+            self._exec("ROLLBACK TO SAVEPOINT unit")
+            self._queued.append((_RELEASE, None))
+        self._events_locked, self._notified, self._logged = self._marks.pop()
         self._forget_interned()
 
     def _drop_broken(self) -> None:
         if self._conn is not None and (self._conn.broken or self._conn.closed):
             self._drop_session()
 
+    @property
+    def shared(self) -> bool:
+        """A fleet's database: the daemons of other hosts write it too."""
+        return True
+
+    def exclusive(self) -> None:
+        """Take the writers' lock now, before the first write (see :meth:`_lock_events`)."""
+        if self._in_transaction:
+            self._lock_events()
+
     def _lock_events(self) -> None:
-        """Before the transaction's first event: wait for the event log's lock, so that no
-        other transaction numbers events until this one has committed (commit order is
-        sequence order), and notify listeners when this one commits."""
+        """Before the transaction's first write: wait for the writers' lock, held until the
+        transaction ends. No other transaction then numbers events until this one has
+        committed (commit order is sequence order); every writer holds it before it takes a
+        row lock, so writers of the fleet never deadlock each other; and what this one read
+        since is what it commits against (no other host commits meanwhile)."""
         if self._events_locked:
             return
-        self._exec(
-            "SELECT pg_advisory_xact_lock(%s, %s), pg_notify(%s, %s)",
-            (LOCK_SPACE, EVENTS_LOCK, EVENTS_CHANNEL, self._host),
-        )
+        self._queued.append((b"SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, EVENTS_LOCK)))
         self._events_locked = True
+
+    def _notify_once(self, now: float) -> None:
+        """Before the transaction's first event: notify listeners when it commits, and note
+        that this host was heard from."""
+        if self._notified:
+            return
+        self._lock_events()
+        self._queued.append((
+            b"WITH seen AS (UPDATE hosts SET seen_at = %s WHERE name = %s) "
+            b"SELECT pg_notify(%s, %s)",
+            (now, self._host, EVENTS_CHANNEL, self._host),
+        ))  # fmt: skip
+        self._notified = True
+
+    def _logged_about(self, host: str, seq: int) -> None:
+        """An event about ``host`` was logged in this transaction with ``seq``."""
+        self._logged[host] = max(seq, self._logged.get(host, 0))
+
+    def _queue_logged(self) -> None:
+        """Queue the update of the hosts' last sequence numbers this transaction logged, once
+        (before its commit, or before they are read)."""
+        if not self._logged:
+            return
+        names, seqs = list(self._logged), list(self._logged.values())
+        self._queued.append((
+            b"UPDATE hosts h SET last_seq = greatest(h.last_seq, v.seq) FROM "
+            b"unnest(%s::text[], %s::bigint[]) AS v(name, seq) WHERE h.name = v.name",
+            (names, seqs),
+        ))  # fmt: skip
+        self._logged = {}
 
     # -- interning -----------------------------------------------------------------------------
 

@@ -12,8 +12,10 @@ host's files carries that host's name (``host``), and each daemon reads and writ
 host's rows, except where it asks for the fleet's (exact matches, unit digests, the event log):
 
 - ``hosts``: one row per host name that opened the database: its number (the key of its
-  advisory lock, see :mod:`isccd.store.pgdatabase`), when it was last opened, and the highest
-  sequence number of its events (kept when the log is purged, so that it never goes back).
+  advisory lock, see :mod:`isccd.store.pgdatabase`), when it was last opened and last heard
+  from (``seen_at``: its last commit of events, or its daemon's heartbeat), the highest
+  sequence number of its events (kept when the log is purged, so that it never goes back) and
+  the highest its purges removed (``purged_seq``).
 - ``roots``, ``dirs``: a host's interned root and directory paths, as ``bytea`` of
   ``os.fsencode(path)``: byte-exact, and byte order is path order (a subtree is a range).
   Paths may be longer than a B-tree entry (about 2,700 bytes), so uniqueness is on
@@ -24,10 +26,13 @@ host's rows, except where it asks for the fleet's (exact matches, unit digests, 
   SQLite. ``id`` is a ``bigserial``: unique across the fleet and never reused. ``datahash`` is
   indexed for exact matches over the whole fleet (a B-tree lookup).
 - ``units``, ``skips``: a file's ISCC units and the units skipped for a missing component.
-- ``near``: near-duplicate relations, by the host that decided them.
+- ``near``: near-duplicate relations, one row per host of the two files (a relation across
+  hosts is each host's), so that each host reads its files' relations alone.
 - ``events``: the event log of every host. ``seq`` comes from one sequence and is assigned
   under a transaction-scoped advisory lock (:data:`EVENTS_LOCK`), so that sequence order is
-  commit order (``docs/protocol.md``, "The event log of a shared database").
+  commit order (``docs/protocol.md``, "The event log of a shared database"). ``host`` is the
+  host the event is about (another host's daemon logs the other side of a duplicate it
+  found), ``file_id`` the file a ``file.*`` event changed.
 - ``properties``: named values about a host's index (its duplicate policy, ...).
 """
 
@@ -40,7 +45,8 @@ from isccd.store.schema import Migration
 LOCK_SPACE = 0x49534343
 #: Second key: one migration at a time.
 MIGRATION_LOCK = 1
-#: Second key: event sequence numbers are assigned by one transaction at a time.
+#: Second key: writers take turns, from their first write to their commit, so that event
+#: sequence numbers are assigned by one transaction at a time (and in commit order).
 EVENTS_LOCK = 2
 #: Host locks use the second key ``HOST_LOCK_BASE + hosts.id``.
 HOST_LOCK_BASE = 1024
@@ -191,6 +197,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             # The empty host name holds what belongs to the database rather than to a host.
             "INSERT INTO properties (host, name, value) "
             "VALUES ('', 'store_id', gen_random_uuid()::text)",
+        ),
+    ),
+    Migration(
+        3,
+        "events name the file they changed; hosts keep when they were last heard from and "
+        "how far their log was purged",
+        (
+            # The daemons of the other hosts follow the log to keep their in-memory index of
+            # the fleet's codes current: the file an event changed is what they read again.
+            "ALTER TABLE events ADD COLUMN file_id bigint",
+            "ALTER TABLE hosts ADD COLUMN seen_at double precision",
+            # The highest seq a host's purge removed: events below the highest of these may be
+            # gone, whatever older events other hosts still keep.
+            "ALTER TABLE hosts ADD COLUMN purged_seq bigint NOT NULL DEFAULT 0",
         ),
     ),
 )

@@ -4,7 +4,8 @@ migrates and runs the transactions; :mod:`isccd.store.pgschema` is the schema).
 
 Queries about paths, directories, roots, properties and the host's own log read the rows of this
 store's host only; lookups by file id find any host's files (ids are unique across the fleet);
-``fleet=True`` widens exact matches, unit digests and the log to every host.
+``fleet=True`` widens exact matches, unit digests, near relations and the log to every host. A
+near relation between files of two hosts is stored once for each of them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from isccd.errors import StoreCorruptError
@@ -28,7 +30,7 @@ from isccd.store.base import (
 from isccd.store.pgdatabase import PgDatabase, PostgresOptions
 from isccd.store.rows import FILE_COLUMNS, FILE_FROM, file_from_row, from_fs, record_columns, to_fs
 
-__all__ = ["PostgresOptions", "PostgresStore"]
+__all__ = ["KnownHost", "PostgresOptions", "PostgresStore"]
 
 #: Directory paths are indexed on their first bytes (see :mod:`isccd.store.pgschema`).
 _PREFIX = 1024
@@ -40,6 +42,22 @@ _CHILDREN = (
     "s AS (INSERT INTO skips (file_id, type, profile_id) SELECT f.id, t.* FROM f, "
     "unnest(%s::text[], %s::integer[]) AS t)"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class KnownHost:
+    """A host that opened the database, as the database last heard of it.
+
+    Attributes:
+        name: Its host name.
+        heard: Unix time of its last commit of events, heartbeat or opening (``None`` if
+            never).
+        last_seq: The highest sequence number of its log.
+    """
+
+    name: str
+    heard: float | None
+    last_seq: int
 
 
 class PostgresStore(PgDatabase):
@@ -103,26 +121,61 @@ class PostgresStore(PgDatabase):
 
     def files_by_datahash(self, datahash: str, *, fleet: bool = False) -> list[StoredFile]:
         """Live files with this datahash (an index lookup), on this host or every host."""
-        where = "f.datahash = %s AND f.removed_at IS NULL"
-        params: tuple[Any, ...] = (bytes.fromhex(datahash),)
-        if not fleet:
-            where, params = f"{where} AND f.host = %s", (*params, self._host)
-        return self._files(f"{where} ORDER BY f.id", params)
+        return self.files_by_datahashes([datahash], fleet=fleet).get(datahash, [])
+
+    def files_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[StoredFile]]:
+        """Live files with each datahash (index lookups, one round trip per thousand)."""
+        found: dict[str, list[StoredFile]] = {}
+        for start in range(0, len(datahashes), 1000):
+            where = "f.datahash = ANY(%s) AND f.removed_at IS NULL"
+            params: tuple[Any, ...] = (
+                [bytes.fromhex(h) for h in datahashes[start : start + 1000]],
+            )
+            if not fleet:
+                where, params = f"{where} AND f.host = %s", (*params, self._host)
+            for stored in self._files(f"{where} ORDER BY f.id", params):
+                found.setdefault(stored.record.datahash or "", []).append(stored)
+        return found
 
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
-        """Identity and datahash of the live files among ``ids``."""
+        """Identity and datahash of the live files among ``ids`` (of any host)."""
+        if not ids:
+            return {}
+        return self._keys("id = ANY(%s)", (list(ids),))
+
+    def related_keys(
+        self, identity: tuple[int, int] | None, datahash: str | None
+    ) -> dict[int, FileKey]:
+        """Keys of this host's live files with this identity and of the fleet's with this
+        datahash (one round trip, two index lookups)."""
+        found = []
+        params: list[Any] = []
+        if identity is not None:
+            found.append("(host = %s AND dev = %s AND ino = %s)")
+            params += [self._host, *identity]
+        if datahash is not None:
+            found.append("datahash = %s")
+            params.append(bytes.fromhex(datahash))
+        if not found:
+            return {}
+        return self._keys(f"({' OR '.join(found)}) ORDER BY id", params)
+
+    def _keys(self, where: str, params: Sequence[Any]) -> dict[int, FileKey]:
         rows = self._exec(
-            "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files "
-            "WHERE removed_at IS NULL AND id = ANY(%s)",
-            (list(ids),),
+            "SELECT id, dev, ino, datahash, coalesce(filesize, size), host FROM files "  # noqa: S608 -- fixed fragments; values are bound
+            f"WHERE removed_at IS NULL AND {where}",
+            params,
         )
         return {
             file_id: FileKey(
                 (dev, ino) if dev is not None else None,
                 bytes(datahash).hex() if datahash is not None else None,
                 size,
+                host,
             )
-            for file_id, dev, ino, datahash, size in rows.fetchall()
+            for file_id, dev, ino, datahash, size, host in rows.fetchall()
         }
 
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
@@ -391,26 +444,33 @@ class PostgresStore(PgDatabase):
         return [NearPair(a, b, UnitType(u), d) for a, b, u, d in rows.fetchall()]
 
     def add_near(self, pairs: Sequence[NearPair]) -> None:
-        """Insert or update relations."""
+        """Insert or update relations, for the host of each of the two files."""
         self._exec_many(
-            "INSERT INTO near (host, a, b, unit, distance) VALUES (%s, %s, %s, %s, %s) "
+            "INSERT INTO near (host, a, b, unit, distance) SELECT DISTINCT f.host, %s, %s, %s, "
+            "%s::integer FROM files f WHERE f.id IN (%s, %s) "
             "ON CONFLICT (host, a, b, unit) DO UPDATE SET distance = excluded.distance",
-            [(self._host, p.a, p.b, p.unit.value, p.distance) for p in pairs],
+            [(p.a, p.b, p.unit.value, p.distance, p.a, p.b) for p in pairs],
         )
 
     def remove_near(self, pairs: Sequence[NearPair]) -> None:
-        """Delete relations."""
+        """Delete relations (for both hosts of a relation across hosts)."""
         self._exec_many(
-            "DELETE FROM near WHERE host = %s AND a = %s AND b = %s AND unit = %s",
-            [(self._host, p.a, p.b, p.unit.value) for p in pairs],
+            "DELETE FROM near WHERE a = %s AND b = %s AND unit = %s",
+            [(p.a, p.b, p.unit.value) for p in pairs],
         )
 
-    def near_pairs(self) -> Iterator[NearPair]:
-        """This host's relations."""
-        rows = self._exec(
-            "SELECT a, b, unit, distance FROM near WHERE host = %s ORDER BY a, b, unit",
-            (self._host,),
-        ).fetchall()
+    def near_pairs(self, *, fleet: bool = False) -> Iterator[NearPair]:
+        """This host's relations, or every host's (each once)."""
+        if fleet:
+            query = (
+                "SELECT DISTINCT ON (a, b, unit) a, b, unit, distance FROM near ORDER BY a, b, unit"
+            )
+            rows = self._exec(query).fetchall()
+        else:
+            rows = self._exec(
+                "SELECT a, b, unit, distance FROM near WHERE host = %s ORDER BY a, b, unit",
+                (self._host,),
+            ).fetchall()
         for a, b, unit, distance in rows:
             yield NearPair(a, b, UnitType(unit), distance)
 
@@ -445,46 +505,84 @@ class PostgresStore(PgDatabase):
     # -- events --------------------------------------------------------------------------------
 
     def append_event(
-        self, type: EventType, root: str, path: str, data: Mapping[str, Any], now: float
+        self,
+        type: EventType,
+        root: str,
+        path: str,
+        data: Mapping[str, Any],
+        now: float,
+        *,
+        host: str | None = None,
+        file_id: int | None = None,
     ) -> Event:
         """Log an event in the current transaction, numbered in commit order (see
-        :meth:`~isccd.store.pgdatabase.PgDatabase._lock_events`)."""
+        :meth:`~isccd.store.pgdatabase.PgDatabase._lock_events`), about this host or
+        another one (``host``: the other side of a duplicate found across hosts)."""
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
-        self._lock_events()
+        about = host or self._host
+        self._notify_once(now)
         row = self._exec(
-            "WITH e AS (INSERT INTO events (host, type, time, root, path, data) "
-            "VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq) "
-            "UPDATE hosts SET last_seq = e.seq FROM e WHERE hosts.name = %s RETURNING e.seq",
-            (self._host, type.value, now, to_fs(root), to_fs(path), text, self._host),
+            "INSERT INTO events (host, type, time, root, path, data, file_id) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+            (about, type.value, now, to_fs(root), to_fs(path), text, file_id),
         ).fetchone()
         assert row is not None
-        return Event(int(row[0]), type, now, root, path, json.loads(text))
+        self._logged_about(about, int(row[0]))
+        return Event(int(row[0]), type, now, root, path, json.loads(text), about, file_id)
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``, of this host or every host."""
         host = "" if fleet else "AND host = %s "
         rows = self._exec(
-            f"SELECT seq, type, time, root, path, data FROM events WHERE seq > %s {host}"  # noqa: S608 -- fixed fragments
-            "ORDER BY seq LIMIT %s",
+            "SELECT seq, type, time, root, path, data, host, file_id FROM events "  # noqa: S608 -- fixed fragments
+            f"WHERE seq > %s {host}ORDER BY seq LIMIT %s",
             (seq, *(() if fleet else (self._host,)), limit),
         )
         return [
-            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data))
-            for s, t, tm, root, path, data in rows.fetchall()
+            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data), h, f)
+            for s, t, tm, root, path, data, h, f in rows.fetchall()
         ]
 
-    def last_seq(self) -> int:
-        """The highest sequence number this host ever used."""
-        row = self._exec("SELECT last_seq FROM hosts WHERE name = %s", (self._host,)).fetchone()
+    def last_seq(self, *, fleet: bool = False) -> int:
+        """The highest sequence number of this host's log, or of the whole log."""
+        self._queue_logged()
+        if fleet:
+            row = self._exec("SELECT coalesce(max(last_seq), 0) FROM hosts").fetchone()
+        else:
+            row = self._exec("SELECT last_seq FROM hosts WHERE name = %s", (self._host,)).fetchone()
         return int(row[0]) if row else 0
 
-    def first_seq(self) -> int:
-        """The lowest sequence number still in this host's log."""
-        row = self._exec("SELECT min(seq) FROM events WHERE host = %s", (self._host,)).fetchone()
-        return int(row[0]) if row and row[0] is not None else self.last_seq() + 1
+    def first_seq(self, *, fleet: bool = False) -> int:
+        """The lowest sequence number still in this host's log; ``fleet``: in the whole log,
+        and above every number a host's purge removed (another host may keep older events
+        than the ones purged)."""
+        self._queue_logged()
+        if not fleet:
+            row = self._exec(
+                "SELECT min(seq) FROM events WHERE host = %s", (self._host,)
+            ).fetchone()
+            return int(row[0]) if row and row[0] is not None else self.last_seq() + 1
+        row = self._exec(
+            "SELECT (SELECT min(seq) FROM events), coalesce(max(purged_seq), 0), "
+            "coalesce(max(last_seq), 0) FROM hosts"
+        ).fetchone()
+        assert row is not None
+        oldest, purged, last = row
+        return max(int(oldest) if oldest is not None else int(last) + 1, int(purged) + 1)
 
     def purge_events(self, before: float) -> int:
-        """Delete this host's events older than ``before``."""
-        return self._exec(
-            "DELETE FROM events WHERE host = %s AND time < %s", (self._host, before)
-        ).rowcount
+        """Delete this host's events older than ``before``, noting the highest removed."""
+        row = self._exec(
+            "WITH d AS (DELETE FROM events WHERE host = %s AND time < %s RETURNING seq), "
+            "h AS (UPDATE hosts SET purged_seq = greatest(purged_seq, (SELECT max(seq) FROM d)) "
+            "WHERE name = %s) SELECT count(*) FROM d",
+            (self._host, before, self._host),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def hosts(self) -> list[KnownHost]:
+        """Every host that opened the database, by name."""
+        rows = self._exec(
+            "SELECT name, greatest(opened_at, seen_at), last_seq FROM hosts ORDER BY name"
+        ).fetchall()
+        return [KnownHost(name, heard, int(last)) for name, heard, last in rows]

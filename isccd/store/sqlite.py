@@ -60,6 +60,14 @@ class SqliteStore(Database):
     thread-safe: use it from the thread that opened it.
     """
 
+    @property
+    def shared(self) -> bool:
+        """One host's database: no other daemon writes it."""
+        return False
+
+    def exclusive(self) -> None:
+        """Nothing to do: a write transaction holds SQLite's write lock from its start."""
+
     # -- reading files -------------------------------------------------------------------------
 
     def _files(self, where: str, params: Sequence[Any] = ()) -> list[StoredFile]:
@@ -103,24 +111,54 @@ class SqliteStore(Database):
 
     def files_by_datahash(self, datahash: str, *, fleet: bool = False) -> list[StoredFile]:
         """Live files with this datahash."""
-        return self._files(
-            "f.datahash = ? AND f.removed_at IS NULL ORDER BY f.id", (bytes.fromhex(datahash),)
-        )
+        return self.files_by_datahashes([datahash]).get(datahash, [])
+
+    def files_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[StoredFile]]:
+        """Live files with each datahash."""
+        found: dict[str, list[StoredFile]] = {}
+        for start in range(0, len(datahashes), _IN_CHUNK):
+            chunk = [bytes.fromhex(h) for h in datahashes[start : start + _IN_CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            where = f"f.datahash IN ({marks}) AND f.removed_at IS NULL ORDER BY f.id"
+            for stored in self._files(where, chunk):
+                found.setdefault(stored.record.datahash or "", []).append(stored)
+        return found
 
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """Identity and datahash of the live files among ``ids``."""
         found: dict[int, FileKey] = {}
         for chunk, marks in _chunks(ids):
-            sql = "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files WHERE "
-            for file_id, dev, ino, datahash, size in self._exec(
-                f"{sql}removed_at IS NULL AND id IN ({marks})", chunk
-            ):
-                found[file_id] = FileKey(
-                    (dev, ino) if dev is not None else None,
-                    bytes(datahash).hex() if datahash is not None else None,
-                    size,
-                )
+            found.update(self._keys(f"id IN ({marks})", chunk))
         return found
+
+    def related_keys(
+        self, identity: tuple[int, int] | None, datahash: str | None
+    ) -> dict[int, FileKey]:
+        """Keys of the live files with this identity or this datahash."""
+        found: dict[int, FileKey] = {}
+        if identity is not None:
+            found.update(self._keys("dev = ? AND ino = ?", identity))
+        if datahash is not None:
+            found.update(self._keys("datahash = ?", (bytes.fromhex(datahash),)))
+        return dict(sorted(found.items()))
+
+    def _keys(self, where: str, params: Sequence[Any]) -> dict[int, FileKey]:
+        rows = self._exec(
+            "SELECT id, dev, ino, datahash, coalesce(filesize, size) FROM files "  # noqa: S608 -- fixed fragments; values are bound
+            f"WHERE removed_at IS NULL AND {where}",
+            params,
+        )
+        return {
+            file_id: FileKey(
+                (dev, ino) if dev is not None else None,
+                bytes(datahash).hex() if datahash is not None else None,
+                size,
+                self._host,
+            )
+            for file_id, dev, ino, datahash, size in rows
+        }
 
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
         """Digests of one unit type of the live files among ``ids``."""
@@ -396,8 +434,8 @@ class SqliteStore(Database):
             [(p.a, p.b, p.unit.value) for p in pairs],
         )
 
-    def near_pairs(self) -> Iterator[NearPair]:
-        """All relations."""
+    def near_pairs(self, *, fleet: bool = False) -> Iterator[NearPair]:
+        """All relations (one host's: ``fleet`` changes nothing)."""
         rows = self._exec("SELECT a, b, unit, distance FROM near ORDER BY a, b, unit").fetchall()
         for a, b, unit, distance in rows:
             yield NearPair(a, b, UnitType(unit), distance)
@@ -428,15 +466,24 @@ class SqliteStore(Database):
     # -- events --------------------------------------------------------------------------------
 
     def append_event(
-        self, type: EventType, root: str, path: str, data: Mapping[str, Any], now: float
+        self,
+        type: EventType,
+        root: str,
+        path: str,
+        data: Mapping[str, Any],
+        now: float,
+        *,
+        host: str | None = None,
+        file_id: int | None = None,
     ) -> Event:
-        """Log an event in the current transaction."""
+        """Log an event in the current transaction. Every file here is this host's, and no
+        other daemon follows the log: ``host`` and ``file_id`` are not stored."""
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
         row = self._exec(
             "INSERT INTO events (type, time, root, path, data) VALUES (?,?,?,?,?) RETURNING seq",
             (type.value, now, to_fs(root), to_fs(path), text),
         ).fetchone()
-        return Event(int(row[0]), type, now, root, path, json.loads(text))
+        return Event(int(row[0]), type, now, root, path, json.loads(text), self._host)
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``."""
@@ -446,16 +493,16 @@ class SqliteStore(Database):
             (seq, limit),
         )
         return [
-            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data))
+            Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data), self._host)
             for s, t, tm, root, path, data in rows
         ]
 
-    def last_seq(self) -> int:
+    def last_seq(self, *, fleet: bool = False) -> int:
         """The highest sequence number ever used."""
         row = self._exec("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
         return int(row[0]) if row else 0
 
-    def first_seq(self) -> int:
+    def first_seq(self, *, fleet: bool = False) -> int:
         """The lowest sequence number still logged."""
         row = self._exec("SELECT min(seq) FROM events").fetchone()
         return int(row[0]) if row[0] is not None else self.last_seq() + 1

@@ -7,16 +7,17 @@ exactly from its seed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from isccd.model import UnitType
 from isccd.store import DB_NAME, SqliteStore
 
 WORDS = [f"w{i}" for i in range(400)]
@@ -125,9 +126,8 @@ class Snapshot:
     """What an index holds about a tree.
 
     Attributes:
-        files: Path -> (datahash, the units but the Meta-Code's). The Meta-Code comes from the
-            name, which a rename does not recompute yet, so renames would tell a restarted
-            index from a fresh scan by it alone.
+        files: Path -> (datahash, the units). A Meta-Code made from a file name follows a
+            rename, so it is compared too.
         groups: The duplicate groups, exact and near: (kind, unit, member paths).
         integrity: ``PRAGMA integrity_check``.
     """
@@ -144,15 +144,14 @@ def snapshot(state: Path, root: Path) -> Snapshot:
         files = {
             f.path: (
                 f.record.datahash,
-                tuple(
-                    (u.type.value, u.iscc) for u in f.record.units if u.type is not UnitType.META
-                ),
+                tuple((u.type.value, u.iscc) for u in f.record.units),
             )
             for f in store.files_under(str(root))
         }
-        integrity = store.integrity_check()
     finally:
         store.close()
+    with contextlib.closing(sqlite3.connect(f"file:{state / DB_NAME}?mode=ro", uri=True)) as db:
+        integrity = [str(row[0]) for row in db.execute("PRAGMA integrity_check")]
     return Snapshot(files, _groups(state), integrity)
 
 

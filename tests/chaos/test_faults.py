@@ -208,8 +208,11 @@ def test_a_root_missing_at_start_is_picked_up_when_it_appears(
         await asyncio.to_thread(_status_line_with, daemon, "1 unavailable")
         watcher = await daemon.client()
         await watcher.subscribe()
-        daemon.root.mkdir()
-        (daemon.root / "a.txt").write_text("the disk was plugged in " * 10)
+        # The disk appears with its files on it, all at once (as a mount does).
+        plugged = daemon.base / "plugged"
+        plugged.mkdir()
+        (plugged / "a.txt").write_text("the disk was plugged in " * 10)
+        plugged.rename(daemon.root)
         # The reconcile that finds it announces its files, then the root available.
         seen = await _events_until(watcher, of_type(EventType.ROOT_AVAILABLE))
         added = [e.path for e in seen if e.type is EventType.FILE_ADDED]

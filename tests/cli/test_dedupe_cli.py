@@ -12,7 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from isccd.cli.dedupe import found_groups
 from isccd.cli.main import main
+from isccd.model import UnitType
+from isccd.protocol import DupesResult, DupGroup, DupKind, DupMember
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "docs" / "schema" / "plan.schema.json").read_text()
@@ -156,3 +159,17 @@ def test_the_shell_script_checks_before_each_action(
     assert victim.read_text().isupper()
     assert (library / "big.bin").stat().st_ino == (library / "big_copy.bin").stat().st_ino
     assert not list(library.rglob(".isccd-dedupe-*"))
+
+
+def test_files_of_other_hosts_are_never_in_a_plan() -> None:
+    # A fleet's index: this host's copy, another host's copy at the same path, and another
+    # host's copy elsewhere; nothing here can act on the other hosts' files.
+    members = (
+        DupMember("/srv/a", "/srv", 10, "ISCC:IAAZV3ZSNCAD3X7B", host="here"),
+        DupMember("/srv/a", "/srv", 10, "ISCC:IAAZV3ZSNCAD3X7B", host="there"),
+        DupMember("/srv/b", "/srv", 10, "ISCC:IAAZV3ZSNCAD3X7B", host="here"),
+    )
+    result = DupesResult((DupGroup(DupKind.EXACT, UnitType.INSTANCE, 0, 20, members),))
+    [group] = found_groups(result, host="here")
+    assert [m.paths for m in group.members] == [("/srv/a",), ("/srv/b",)]
+    assert found_groups(result, host="there") == []  # one file there: nothing to act on

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pty
@@ -19,7 +20,7 @@ from structlog.testing import capture_logs
 from isccd.cli.main import main
 from isccd.cli.service import format_event, format_status
 from isccd.model import Event, EventType
-from isccd.protocol import DaemonStatus, from_wire
+from isccd.protocol import DaemonStatus, DatabaseStatus, FleetHost, from_wire
 from tests.server.fakes import FakeBackend, ServerThread
 
 ISCCD = [sys.executable, "-m", "isccd"]
@@ -271,3 +272,39 @@ def test_readable_event_lines_name_the_duplicates() -> None:
     assert "/r/b.jpg" in line
     assert "~ /r/a.jpg (image 3/12)" in line
     assert "and 3 more" in line
+
+
+def test_readable_status_shows_the_shared_database_and_the_other_hosts() -> None:
+    database = DatabaseStatus(
+        url="postgresql://isccd:***@db.example/isccd",
+        host="ingest-01",
+        connected=True,
+        latency_ms=0.84,
+        checked=50.0,
+        position=95140,
+        hosts=(FleetHost("ingest-02", 48.0, 95133), FleetHost("nas-lab", None, 0)),
+    )
+    status = DaemonStatus("1.0", 1, "ready", 0.0, (), 0, 0, 95140, database=database)
+    text = format_status(status, now=60.0)
+    assert "database         postgresql://isccd:***@db.example/isccd (as host ingest-01)\n" in text
+    assert "  state          connected, 0.8 ms\n" in text
+    assert "  log read to    seq 95140\n" in text
+    assert "    ingest-02                heard from 12 s ago, last seq 95133\n" in text
+    assert "    nas-lab                  heard from never, last seq 0\n" in text
+    down = dataclasses.replace(database, connected=False, error="connection refused")
+    text = format_status(dataclasses.replace(status, database=down), now=60.0)
+    assert "  state          unavailable: connection refused\n" in text
+
+
+def test_readable_event_lines_name_another_hosts_file_with_its_host() -> None:
+    event = Event(
+        8,
+        EventType.DUP_EXACT,
+        0.0,
+        "/r",
+        "/r/b.jpg",
+        {"others": [{"path": "/r/a.jpg", "host": "other"}, {"path": "/r/c.jpg", "host": "me"}]},
+        host="me",
+    )
+    assert "~ other:/r/a.jpg  ~ /r/c.jpg" in format_event(event)
+    assert " me:/r/b.jpg" in format_event(event, fleet=True)

@@ -83,3 +83,50 @@ def test_systemd_verifies_the_unit(tmp_path: Path, unit_file: Path) -> None:
         pytest.skip(f"systemd-analyze verify cannot run here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
     assert "isccd.service" not in result.stderr, result.stderr
+
+
+FLEET_DROP_IN = ROOT / "systemd" / "isccd-fleet.conf"
+
+
+def _installed_with_drop_in(root: Path) -> None:
+    """The system unit and the fleet drop-in, as the drop-in's comment installs them, under
+    ``root`` (systemd's --root)."""
+    units = root / "etc" / "systemd" / "system"
+    (units / "isccd.service.d").mkdir(parents=True)
+    shutil.copy(SYSTEM_UNIT, units / "isccd.service")
+    shutil.copy(FLEET_DROP_IN, units / "isccd.service.d" / "fleet.conf")
+
+
+def test_the_fleet_drop_in_opens_just_the_network_and_stays_hardened(tmp_path: Path) -> None:
+    tool = _analyze()
+    _installed_with_drop_in(tmp_path)
+    result = subprocess.run(
+        [tool, "security", "--offline=true", f"--root={tmp_path}", "isccd.service"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    match = re.search(r"Overall exposure level for isccd\.service: ([0-9.]+)", result.stdout)
+    assert match, result.stdout + result.stderr
+    assert float(match.group(1)) <= 2.5
+    # Applied on top of the unit: the network is open (TCP), and nothing else is.
+    verdicts = {
+        line.split()[1]: line.split()[0]
+        for line in result.stdout.splitlines()
+        if line[:1] in ("✓", "✗")
+    }
+    assert verdicts["PrivateNetwork="] == "✗"
+    assert verdicts["RestrictAddressFamilies=~AF_(INET|INET6)"] == "✗"
+    for still_closed in (
+        "RestrictAddressFamilies=~AF_PACKET",
+        "RestrictAddressFamilies=~AF_NETLINK",
+        "RestrictAddressFamilies=~…",
+        "NoNewPrivileges=",
+        "ProtectSystem=",
+    ):
+        assert verdicts[still_closed] == "✓", still_closed
+    d = _directives(FLEET_DROP_IN)
+    assert d["RestrictAddressFamilies"] == ["", "AF_UNIX AF_INET AF_INET6"]
+    assert d["PrivateNetwork"] == ["no"] and "IPAddressAllow" in d
+    assert "IPAddressDeny" not in d  # the unit's IPAddressDeny=any stays in force

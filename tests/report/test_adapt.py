@@ -5,7 +5,16 @@ from __future__ import annotations
 from isccd.model import UnitType
 from isccd.protocol import DupesResult, DupGroup, DupKind, DupMember, DupPair
 from isccd.report.adapt import view_of_dupes
-from isccd.report.model import GroupView, MemberView, Totals
+from isccd.report.model import (
+    FileFacts,
+    FileStat,
+    GroupView,
+    MemberView,
+    Preview,
+    PreviewKind,
+    Totals,
+)
+from isccd.report.page import page_data
 
 INSTANCE = "ISCC:IAAZV3ZSNCAD3X7B"
 
@@ -77,3 +86,23 @@ def test_totals_count_groups_members_and_reclaimable_bytes() -> None:
         (DupPair(0, 1, UnitType.TEXT, 3, 15),),
     )
     assert view_of_dupes(DupesResult((exact, near))).totals() == Totals(2, 6, 35)
+
+
+def test_another_hosts_file_is_shown_and_never_looked_at_here() -> None:
+    # The same path on two hosts of a fleet: this host's file is looked at, the other is not.
+    members = (
+        DupMember("/r/a", "/r", 10, INSTANCE, host="here"),
+        DupMember("/r/a", "/r", 10, INSTANCE, host="there"),
+    )
+    view = view_of_dupes(
+        DupesResult((DupGroup(DupKind.EXACT, UnitType.INSTANCE, 0, 10, members),)), "here"
+    )
+    mine, theirs = view.groups[0].members
+    assert (mine.host, theirs.host) == ("", "there")
+    facts = {"/r/a": FileFacts(FileStat(1, 2, 10, 3), Preview(PreviewKind.ICON))}
+    shown = page_data(view, facts, source="the daemon", generated=0.0)["groups"][0]["members"]
+    assert [(m["path"], m["root"], m["stat"] is None) for m in shown] == [
+        ("/r/a", "/r", False),
+        ("there:/r/a", "there:/r", True),  # no plan can name it
+    ]
+    assert "on host there" in shown[1]["note"]

@@ -29,6 +29,9 @@ from isccd.server import Backend, Broker, LogBounds, Server, ServerOptions, Serv
 
 T = TypeVar("T")
 
+#: The fake daemon's host name.
+HOST = "host-a"
+
 
 class FakeBackend:
     """Implements :class:`isccd.server.Backend` over lists and dicts.
@@ -54,10 +57,12 @@ class FakeBackend:
 
     # test controls ---------------------------------------------------------------------------
 
-    def commit(self, event_type: EventType, root: str, path: str, **data: Any) -> Event:
+    def commit(
+        self, event_type: EventType, root: str, path: str, *, host: str = "", **data: Any
+    ) -> Event:
         seq = (self._seqs[-1] if self._seqs else self.first - 1) + 1
         self._time += 0.001
-        event = Event(seq, event_type, self._time, root, path, data)
+        event = Event(seq, event_type, self._time, root, path, data, host)
         self.log.append(event)
         self._seqs.append(seq)
         return event
@@ -83,6 +88,9 @@ class FakeBackend:
     def store_id(self) -> str:
         return self.store
 
+    def host(self) -> str:
+        return HOST
+
     async def status(self) -> DaemonStatus:
         self._check()
         return DaemonStatus(
@@ -96,8 +104,8 @@ class FakeBackend:
             last_seq=self._seqs[-1] if self._seqs else self.first - 1,
         )
 
-    async def get(self, path: str) -> FileInfo | None:
-        self.calls.append(("get", path))
+    async def get(self, path: str, host: str | None = None) -> FileInfo | None:
+        self.calls.append(("get", path) if host is None else ("get", (path, host)))
         self._check()
         return self.files.get(path)
 

@@ -18,7 +18,7 @@ from isccd.model import Event, EventType
 from isccd.protocol import SubscribeRequest
 from isccd.server import Broker, Server
 
-from .fakes import FakeBackend, publish_all, serving
+from .fakes import HOST, FakeBackend, publish_all, serving
 
 A, B = EventType.DUP_EXACT, EventType.FILE_ADDED
 
@@ -103,6 +103,37 @@ def test_filters_select_types_and_roots(root_dir: Path, short_dir: Path) -> None
             _commit(backend, broker, root_dir, 2)  # live: 10 (B), 11 (A)
             assert [e.seq for e in await _take(by_type, 1)] == [11]
             assert [e.seq for e in await _take(by_root, 2)] == [10, 11]
+
+    _run(root_dir, short_dir, scenario)
+
+
+def test_a_subscription_follows_its_host_unless_it_asks_for_the_fleet(
+    root_dir: Path, short_dir: Path
+) -> None:
+    async def scenario(server: Server, broker: Broker, backend: FakeBackend) -> None:
+        backend.commit(B, str(root_dir), f"{root_dir}/mine", host=HOST)  # 1
+        backend.commit(B, "/srv/b", "/srv/b/theirs", host="host-b")  # 2
+        backend.commit(A, str(root_dir), f"{root_dir}/mine", host=HOST)  # 3: about this host
+        backend.commit(A, "", "")  # 4: a notice about no host
+        publish_all(backend, broker)
+        async with (
+            await AsyncClient.connect(server.path) as own,
+            await AsyncClient.connect(server.path) as fleet,
+        ):
+            await own.subscribe(since=0)
+            await fleet.subscribe(since=0, fleet=True)
+            assert [e.seq for e in await _take(own, 3)] == [1, 3, 4]
+            replayed = await _take(fleet, 4)
+            assert [(e.seq, e.host) for e in replayed] == [
+                (1, HOST), (2, "host-b"), (3, HOST), (4, "")
+            ]  # fmt: skip
+            backend.commit(B, "/srv/b", "/srv/b/more", host="host-b")  # 5
+            backend.commit(B, str(root_dir), f"{root_dir}/new", host=HOST)  # 6
+            publish_all(backend, broker)
+            assert [e.seq for e in await _take(own, 1)] == [6]
+            assert [e.seq for e in await _take(fleet, 2)] == [5, 6]
+            # The other host's events were skipped over: resuming from here misses nothing.
+            assert (await own.unsubscribe()).seq == 6
 
     _run(root_dir, short_dir, scenario)
 

@@ -107,6 +107,16 @@ def test_identity_and_datahash_lookups(store: Store) -> None:
     store.commit()
     assert [f.id for f in store.files_by_identity(1, 1)] == [a, link]
     assert [f.id for f in store.files_by_datahash(hashed(7))] == [a, link, copy]
+    related = store.related_keys((1, 1), hashed(8))  # its hardlink, and a file of those bytes
+    assert sorted(related) == [a, link, other]
+    assert related[other] == FileKey((1, 3), hashed(8), 10, "host-a")
+    assert sorted(store.related_keys(None, hashed(7))) == [a, link, copy]
+    assert store.related_keys(None, None) == {}
+    many = store.files_by_datahashes([hashed(8), hashed(9), hashed(7)])
+    assert {h: [f.id for f in found] for h, found in many.items()} == {
+        hashed(7): [a, link, copy],
+        hashed(8): [other],
+    }
     # Two names of one file are not duplicates; a second identity with the same bytes is.
     assert store.exact_datahashes() == [hashed(7)]
     store.begin()
@@ -343,5 +353,8 @@ def test_file_keys_and_digests_read_only_what_duplicate_decisions_need(store: St
     store.remove_file(gone, 2.0)
     store.commit()
     keys = store.file_keys([b, a, gone, 999])
-    assert keys == {a: FileKey((1, 1), hashed(1), 10), b: FileKey((1, 2), None, 7)}
+    assert keys == {
+        a: FileKey((1, 1), hashed(1), 10, "host-a"),
+        b: FileKey((1, 2), None, 7, "host-a"),
+    }
     assert store.unit_digests_of([a, b, gone], UnitType.DATA) == {a: b"\x01" * 32}

@@ -308,6 +308,10 @@
       const g = data.groups[gi];
       const present = g.members.filter((m) => m.stat);
       const label = `the group of ${shown(g.members[ki].path)}`;
+      if (!g.members[ki].stat) {
+        left.push(`${label}: the file to keep is not here (gone, or on another host)`);
+        continue;
+      }
       if (present.length < 2) {
         left.push(`${label}: its other files are not there any more`);
         continue;
