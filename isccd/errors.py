@@ -4,6 +4,8 @@
 
     IsccdError
     |-- ConfigError               bad settings: a clear message, exit 78 (EX_CONFIG); never retried
+    |-- OptionError               a component's option out of its range (a ``ValueError`` naming
+    |                             the option); from the settings it becomes a ConfigError
     |-- FileError                 a file cannot be read: recorded against it; the daemon carries on
     |   |-- NotRegularFileError   FIFO, socket, device or directory: never opened
     |   |-- FileVanishedError     gone between listing and reading: treated as removed
@@ -50,6 +52,20 @@ class IsccdError(Exception):
 
 class ConfigError(IsccdError):
     """The configuration is invalid. The message names the key and the problem."""
+
+
+class OptionError(IsccdError, ValueError):
+    """A component's option is out of its range, raised where the options are made.
+
+    Attributes:
+        name: The option (a field of the options, and the setting of the same name).
+        problem: What is wrong with its value.
+    """
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+        self.problem = problem
 
 
 class FileError(IsccdError):

@@ -27,6 +27,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from isccd.errors import OptionError
 from isccd.model import UnitType
 
 #: Default near-duplicate unit types, in the order findings are reported.
@@ -69,12 +70,19 @@ class Thresholds:
     min_size: int = 1
 
     def __post_init__(self) -> None:
+        """Check the values.
+
+        Raises:
+            OptionError: A threshold outside 0..64 bits, or a negative ``min_size``.
+        """
         for unit_type in NEAR_UNITS:
             value = self.of(unit_type)
             if value is not None and not 0 <= value <= 64:
-                raise ValueError(f"threshold {unit_type.value}={value} is outside 0..64 bits")
+                raise OptionError(unit_type.value, f"{value} is outside 0..64 bits")
         if self.min_size < 0:
-            raise ValueError(f"min_size={self.min_size} is negative")
+            raise OptionError(
+                "min_size", f"{self.min_size} is negative: it must be greater than or equal to 0"
+            )
 
     def of(self, unit_type: UnitType) -> int | None:
         """The 64-bit threshold of a unit type, or ``None`` when it is not compared."""

@@ -194,15 +194,15 @@ class FileStat:
         """``(st_dev, st_ino)``: the same file under any name (renames, hardlinks)."""
         return (self.dev, self.ino)
 
+    @property
+    def version(self) -> tuple[int, int, int, int, int]:
+        """``(dev, ino, size, mtime_ns, ctime_ns)``: every validator, equal between two stats
+        exactly when the content can be trusted unchanged."""
+        return (self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns)
+
     def same_content_version(self, other: FileStat) -> bool:
         """True when every validator matches, so the content can be trusted unchanged."""
-        return (
-            self.dev == other.dev
-            and self.ino == other.ino
-            and self.size == other.size
-            and self.mtime_ns == other.mtime_ns
-            and self.ctime_ns == other.ctime_ns
-        )
+        return self.version == other.version
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,14 +7,18 @@ may also be separated by colons (``ISCCD_WATCH__ROOTS=/srv/a:/srv/b``).
 
 ``config/isccd.toml`` documents every setting with its default; a test keeps the two equal.
 
-The model describes what the administrator asked for. Locations left unset (``None``) mean "the
-default place" (:mod:`isccd.dirs`) and are resolved by the daemon, so that this module reads no
-environment of its own beyond what :func:`load_settings` is given. Components never see this
-model: the daemon turns each section into the option dataclass the component defines.
+A section that one component's options cover is those options (``[code]`` is
+:class:`isccd.hashing.CodeOptions`, ``[match]`` is :class:`isccd.match.Thresholds`): pydantic
+validates the dataclass, and its ``__post_init__`` checks the values. The other sections are the
+administrator's view of several components (days, MiB, "unset" for the default place); their
+defaults are the components' own, and :mod:`isccd.config` maps them. Locations left unset
+(``None``) mean "the default place" (:mod:`isccd.dirs`), resolved there, so that this module
+reads no environment of its own beyond what :func:`load_settings` is given.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tomllib
@@ -29,7 +33,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    ValidationInfo,
     field_validator,
 )
 from pydantic_settings import (
@@ -43,8 +46,13 @@ from pydantic_settings import (
 )
 
 from isccd import dirs
-from isccd.errors import ConfigError
-from isccd.model import UNIT_BITS
+from isccd.errors import ConfigError, OptionError
+from isccd.hashing.options import CodeOptions
+from isccd.hashing.pool import DEFAULT_WORKER_MEMORY, WorkerOptions
+from isccd.match import Thresholds
+from isccd.pipeline import DAY, PipelineOptions
+from isccd.server.options import ServerOptions
+from isccd.watch.debounce import DebounceOptions
 
 ENV_PREFIX = "ISCCD_"
 ENV_NESTED_DELIMITER = "__"
@@ -52,6 +60,16 @@ ENV_NESTED_DELIMITER = "__"
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _default(options: type[Any], name: str) -> Any:
+    """The default a component's options give ``name``: each default is written once."""
+    return next(f.default for f in dataclasses.fields(options) if f.name == name)
+
+
+_DEBOUNCE = DebounceOptions()
+_PIPELINE = PipelineOptions()
+_WORKERS = WorkerOptions()
 
 
 def _split_paths(value: object) -> object:
@@ -78,9 +96,9 @@ class WatchSettings(_Section):
 
     roots: Annotated[tuple[AbsolutePath, ...], NoDecode] = ()
     """Directories to watch, absolute. ``isccd run --watch DIR`` replaces this list."""
-    settle: float = Field(default=0.25, gt=0, le=60)
+    settle: float = Field(default=_DEBOUNCE.settle, gt=0, le=60)
     """Seconds a path must stay quiet before it is processed."""
-    max_delay: float = Field(default=5.0, gt=0, le=3600)
+    max_delay: float = Field(default=_DEBOUNCE.max_delay, gt=0, le=3600)
     """Seconds after a path's first change by which it is processed even if it never settles."""
     poll_interval: float = Field(default=10.0, gt=0, le=86400)
     """Seconds between polls of roots and subtrees that cannot be watched by inotify, and between
@@ -89,7 +107,7 @@ class WatchSettings(_Section):
     """Poll every root instead of using inotify."""
     reconcile_interval: float = Field(default=3600.0, ge=0)
     """Seconds between periodic safety reconciles (stat-only); 0 turns them off."""
-    max_pending: int = Field(default=100_000, ge=100)
+    max_pending: int = Field(default=_DEBOUNCE.max_pending, ge=100)
     """Distinct paths allowed to wait for settling; beyond it a root is reconciled instead."""
     follow_symlinks: bool = False
     """Follow symbolic links while scanning, as long as they stay beneath their root."""
@@ -160,9 +178,9 @@ class StoreSettings(_Section):
     host: HostName | None = None
     """The name this host's files are stored under in a shared database; each daemon sharing
     one needs its own. Unset: the machine's host name."""
-    tombstone_days: float = Field(default=30.0, ge=0)
+    tombstone_days: float = Field(default=_PIPELINE.tombstone_retention / DAY, ge=0)
     """Days a removed file is remembered, so that clients can learn what vanished."""
-    event_days: float = Field(default=30.0, ge=0)
+    event_days: float = Field(default=_PIPELINE.event_retention / DAY, ge=0)
     """Days of the event log kept for subscribers resuming with ``since``."""
 
 
@@ -171,106 +189,32 @@ class HashingSettings(_Section):
 
     workers: int = Field(default=0, ge=0, le=256)
     """Worker processes; 0 means one per available CPU."""
-    max_in_flight: int = Field(default=0, ge=0, le=100_000)
+    max_in_flight: int = Field(default=_WORKERS.max_in_flight, ge=0, le=100_000)
     """Files handed to the workers at once, or waiting for one; 0 means two per worker."""
     shutdown_timeout: float = Field(default=10.0, ge=0, le=600)
     """Seconds in-flight files may finish at shutdown before they are abandoned."""
-    file_timeout: float = Field(default=1800.0, gt=0)
+    file_timeout: float = Field(default=_WORKERS.file_timeout, gt=0)
     """Seconds one file may take before its worker is replaced and the file recorded as failed."""
-    worker_memory: int = Field(default=2048, ge=0, le=1 << 30)
+    worker_memory: int = Field(default=DEFAULT_WORKER_MEMORY >> 20, ge=0, le=1 << 30)
     """MiB of memory one worker may use (heap and private mappings; the tools it runs each get
     as much); a file needing more keeps the units that fit, gets a ``too_large`` issue, and its
     worker is replaced. 0: no limit."""
 
 
-def _tool(value: str) -> str:
-    if "/" in value and not value.startswith("/"):
-        raise ValueError(f"{value!r} is neither a program name nor an absolute path")
-    return value
-
-
-Tool = Annotated[str, Field(min_length=1), AfterValidator(_tool)]
-
-
-class CodeSettings(_Section):
-    """``[code]``: how files are coded; the defaults are the ISCC SDK 0.9.7's (and
-    :class:`isccd.hashing.CodeOptions`', which a test keeps equal)."""
-
-    bits: int = 64
-    """Length of every unit, a multiple of 32 from 64 to 256. Changing it recomputes every
-    stored unit."""
-    wide: bool = False
-    """Compose a WIDE ISCC-CODE (128-bit Data- and Instance-Code) for files that have neither
-    Meta- nor Content-Code; needs ``bits`` of 128 or more."""
-    meta: bool = True
-    """Compute the Meta-Code."""
-    extract_meta: bool = True
-    """Take the Meta-Code's name and description from embedded metadata, else the file name."""
-    max_image_pixels: int = Field(default=128_000_000, ge=1, le=178_956_970)
-    """Images with more pixels are refused before they are decoded (decompression bombs). At
-    most 178,956,970: Pillow refuses larger images itself (twice its ``MAX_IMAGE_PIXELS``)."""
-    max_text_chars: int = Field(default=10_000_000, ge=1)
-    """Characters of text extracted at most."""
-    video_fps: int = Field(default=5, ge=1, le=60)
-    """Frames per second the video signature samples (more than a video's own rate adds
-    nothing). Changing it recomputes every Video-Code."""
-    tool_timeout: float = Field(default=600.0, gt=0)
-    """Seconds one run of fpcalc, ffmpeg or ffprobe may take before it is killed."""
-    fpcalc: Tool = "fpcalc"
-    """Chromaprint's ``fpcalc``: a name looked up on ``PATH``, or an absolute path."""
-    ffmpeg: Tool = "ffmpeg"
-    """``ffmpeg``: a name looked up on ``PATH``, or an absolute path."""
-    ffprobe: Tool = "ffprobe"
-    """``ffprobe``: a name looked up on ``PATH``, or an absolute path."""
-
-    @field_validator("bits")
-    @classmethod
-    def _legal_bits(cls, bits: int) -> int:
-        if bits not in UNIT_BITS:
-            legal = ", ".join(map(str, UNIT_BITS))
-            raise ValueError(f"{bits} is not a unit length; use one of {legal}")
-        return bits
-
-    @field_validator("wide")
-    @classmethod
-    def _wide_needs_128_bits(cls, wide: bool, info: ValidationInfo) -> bool:
-        bits = info.data.get("bits")
-        if wide and bits is not None and bits < 128:
-            raise ValueError(f"a WIDE ISCC-CODE needs bits of 128 or more (bits is {bits})")
-        return wide
-
-
-def _off(value: object) -> object:
+def _switched_off(values: object) -> object:
     """``"off"`` or ``false`` switch a threshold off (TOML has no null)."""
-    if value is False or (isinstance(value, str) and value.strip().lower() in {"off", "none"}):
-        return None
-    return value
+    if not isinstance(values, Mapping):
+        return values
+    return {
+        name: None
+        if value is False or (isinstance(value, str) and value.strip().lower() in {"off", "none"})
+        else value
+        for name, value in values.items()
+    }
 
 
-Threshold = Annotated[Annotated[int, Field(ge=0, le=64)] | None, BeforeValidator(_off)]
-
-
-class MatchSettings(_Section):
-    """``[match]``: which files are reported as duplicates: near-duplicate thresholds in
-    Hamming bits over 64-bit units (``"off"`` switches a unit type off), and the smallest file
-    reported at all."""
-
-    data: Threshold = 8
-    """Data-Code (raw bytes): isccd's own measurement of edited files."""
-    text: Threshold = 15
-    """Content-Code Text (published F1-optimal threshold)."""
-    image: Threshold = 12
-    """Content-Code Image (published F1-optimal threshold)."""
-    audio: Threshold = 4
-    """Content-Code Audio (published F1-optimal threshold)."""
-    video: Threshold = 12
-    """Content-Code Video (follows the Image-Code, whose frame features it aggregates)."""
-    meta: Threshold = None
-    """Meta-Code (names and descriptions): off, file names alone make too many false alarms."""
-    min_size: int = Field(default=1, ge=0)
-    """Files smaller than this many bytes are never reported as exact or near duplicates
-    (they are still coded and indexed). 1 leaves out empty files, every one of which has the
-    same bytes as every other; 0 reports them too."""
+#: ``[match]``: which files are reported as duplicates (:class:`isccd.match.Thresholds`).
+MatchSection = Annotated[Thresholds, BeforeValidator(_switched_off)]
 
 
 class ServerSettings(_Section):
@@ -279,15 +223,17 @@ class ServerSettings(_Section):
     socket: AbsolutePath | None = None
     """Socket path. Unset: ``$RUNTIME_DIRECTORY/isccd.sock``, ``/run/isccd/isccd.sock`` as root,
     or ``$XDG_RUNTIME_DIR/isccd/isccd.sock``."""
-    socket_mode: int = Field(default=0o660, ge=0, le=0o777)
+    socket_mode: int = Field(default=_default(ServerOptions, "socket_mode"), ge=0, le=0o777)
     """Permission bits of the socket (TOML octal ``0o660`` or the string ``"0660"``)."""
     socket_group: str | None = None
     """Group that owns the socket, so its members may connect. Unset: the daemon's group."""
-    subscriber_queue: int = Field(default=10_000, ge=16, le=10_000_000)
+    subscriber_queue: int = Field(
+        default=_default(ServerOptions, "subscriber_queue"), ge=16, le=10_000_000
+    )
     """Events buffered per subscriber before it is told it lagged and is disconnected."""
-    max_clients: int = Field(default=256, ge=1, le=100_000)
+    max_clients: int = Field(default=_default(ServerOptions, "max_clients"), ge=1, le=100_000)
     """Connections served at once; more are refused with an error line and closed."""
-    idle_timeout: float = Field(default=60.0, ge=0, le=86_400)
+    idle_timeout: float = Field(default=_default(ServerOptions, "idle_timeout"), ge=0, le=86_400)
     """Seconds a connection that holds no subscription may stay silent before it is closed;
     0 for never."""
 
@@ -330,8 +276,8 @@ class Settings(BaseSettings):
     watch: WatchSettings = WatchSettings()
     store: StoreSettings = StoreSettings()
     hashing: HashingSettings = HashingSettings()
-    code: CodeSettings = CodeSettings()
-    match: MatchSettings = MatchSettings()
+    code: CodeOptions = CodeOptions()
+    match: MatchSection = Thresholds()
     server: ServerSettings = ServerSettings()
     log: LogSettings = LogSettings()
 
@@ -414,12 +360,24 @@ def env_name(loc: Sequence[str | int]) -> str:
     return ENV_PREFIX + ENV_NESTED_DELIMITER.join(str(part) for part in loc[:2]).upper()
 
 
+def setting_defaults() -> dict[tuple[str, str], Any]:
+    """Every setting, as ``(section, key)``, with its default."""
+    found: dict[tuple[str, str], Any] = {}
+    for section, info in Settings.model_fields.items():
+        default = info.default
+        if dataclasses.is_dataclass(default):
+            values = {f.name: getattr(default, f.name) for f in dataclasses.fields(default)}
+        else:
+            values = {name: getattr(default, name) for name in type(default).model_fields}
+        found.update({(section, name): value for name, value in values.items()})
+    return found
+
+
 def _describe_undecodable(environ: Mapping[str, str]) -> str:
     list_vars = {
-        env_name((section, name))
-        for section, section_field in Settings.model_fields.items()
-        for name, field in type(section_field.default).model_fields.items()
-        if isinstance(field.default, tuple) and name != "roots"
+        env_name(key)
+        for key, default in setting_defaults().items()
+        if isinstance(default, tuple) and key != ("watch", "roots")
     }
     for name, value in sorted(environ.items()):
         if name.upper() in list_vars or value.strip()[:1] in "[{":
@@ -430,15 +388,24 @@ def _describe_undecodable(environ: Mapping[str, str]) -> str:
     return f"invalid configuration: an {ENV_PREFIX}* variable holds a value that is not JSON"
 
 
+#: What pydantic says of a key no section has (a model's, a dataclass's).
+_UNKNOWN = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
+
+
 def _describe(exc: ValidationError, path: Path | None, environ: Mapping[str, str]) -> str:
     problems = []
     for error in exc.errors(include_url=False):
         loc = tuple(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, OptionError) and len(loc) == 1:
+            # A section's own options refused a value (in __post_init__): it names the key.
+            loc, message = (*loc, cause.name), cause.problem
         key = ".".join(loc[:2])
-        if error["type"] == "extra_forbidden":
+        if error["type"] in _UNKNOWN:
             problem = "unknown setting"
         else:
-            problem = str(error["msg"]).removeprefix("Value error, ")
+            problem = message
             if error["type"] != "value_error" and not isinstance(error.get("input"), Mapping):
                 problem = f"{problem} (got {error.get('input')!r})"
         origin = ""

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isccd.index import HammingIndex, Hit, UnitIndex, code64
+from isccd.hamming import HammingIndex, HammingSearch, Hit, code64
 from isccd.model import UnitType
 
 codes = st.integers(min_value=0, max_value=2**64 - 1)
@@ -92,7 +92,7 @@ def test_code64_takes_the_first_64_bits_big_endian() -> None:
 
 
 def test_unit_index_keeps_types_apart() -> None:
-    index = UnitIndex([UnitType.DATA, UnitType.TEXT])
+    index = HammingSearch([UnitType.DATA, UnitType.TEXT])
     index.add(
         1, {UnitType.DATA: b"\x00" * 8, UnitType.TEXT: b"\xff" * 8, UnitType.IMAGE: b"\x00" * 8}
     )

@@ -1,7 +1,8 @@
 """The import rules of docs/architecture.md, kept true.
 
 Each module of the package may only import the isccd modules its layer allows. In particular the
-ISCC algorithms import nothing but themselves, and nothing imports the daemon or the CLI.
+ISCC algorithms import nothing but themselves, nothing imports the CLI, and only ``isccd run``
+imports the daemon.
 """
 
 from __future__ import annotations
@@ -25,22 +26,22 @@ ALLOWED: dict[str, set[str]] = {
     "extract": {"model", "errors", "beneath"},
     "hashing": {"extract", "iscc", "model", "errors"},
     "store": {"model", "errors", "fspath"},
-    "index": {"model", "errors"},
+    "hamming": {"model", "errors"},
+    "walk": {"model", "errors", "fspath", "beneath"},
     "match": {"model", "errors", "iscc"},
-    # iscc: recomposing the ISCC-CODE when only some units were recomputed (profile change).
-    # protocol: the answers to get, similar and dupes are the protocol's results, shared by the
-    # daemon and the command line (pipeline.answers).
+    # walk: a reconcile walks the tree; iscc: recomposing the ISCC-CODE when only some units
+    # were recomputed (profile change); protocol: the answers to get, similar and dupes are the
+    # protocol's results, shared by the daemon and the command line (pipeline.answers).
     "pipeline": {
-        "beneath",
         "fspath",
         "model",
         "errors",
         "iscc",
         "hashing",
         "store",
-        "index",
+        "hamming",
         "match",
-        "watch",
+        "walk",
         "protocol",
     },
     "protocol": {"model", "errors"},
@@ -55,50 +56,64 @@ ALLOWED: dict[str, set[str]] = {
     "sdnotify": set(),
     "dirs": set(),
     "logconf": set(),
-    "settings": {"model", "errors", "dirs"},
+    # The sections that one component's options cover are those options, and the others take
+    # their defaults from the components (each default is written once).
+    "settings": {"model", "errors", "dirs", "hashing", "match", "pipeline", "server", "watch"},
+    # The settings mapped to every component's options, for the daemon and the commands alike.
+    "config": {
+        "model",
+        "errors",
+        "dirs",
+        "fspath",
+        "hashing",
+        "logconf",
+        "pipeline",
+        "server",
+        "settings",
+        "store",
+        "walk",
+        "watch",
+    },
+    # store: its tuning options and URLs without their password, never the store itself.
     "daemon": {
-        "beneath",
         "fspath",
         "model",
         "errors",
-        "iscc",
-        "extract",
         "hashing",
         "store",
-        "index",
-        "match",
-        "protocol",
+        "walk",
         "watch",
         "pipeline",
+        "protocol",
         "server",
         "sdnotify",
         "settings",
+        "config",
         "logconf",
-        "dirs",
     },
+    # The daemon only through DAEMON_ENTRY; the settings only through config.
     "cli": {
-        "beneath",
         "fspath",
         "model",
         "errors",
         "iscc",
         "extract",
         "hashing",
-        "store",
-        "index",
-        "match",
+        "walk",
+        "pipeline",
         "protocol",
         "client",
-        "settings",
+        "config",
         "logconf",
-        "daemon",
-        "watch",
-        "pipeline",
         "dirs",
         "dedupe",
         "report",
     },
 }
+
+
+#: The one import of the daemon outside it: ``isccd run`` starts it (imported when it runs).
+DAEMON_ENTRY = ("isccd.cli.service", "isccd.daemon.run")
 
 
 def _layer_of(module: str) -> str:
@@ -157,6 +172,8 @@ def test_imports_follow_the_layering(module: str, path: Path) -> None:
         if imported == "isccd":
             continue
         target = _layer_of(imported)
+        if (module, imported) == DAEMON_ENTRY:
+            continue
         if target != layer and target not in ALLOWED.get(layer, set()) and target != "__init__":
             bad.add(imported)
     assert not bad, f"{module} ({layer}) may not import {sorted(bad)}"
@@ -200,4 +217,42 @@ def test_the_algorithms_do_no_io() -> None:
             offenders += [
                 f"{module}: {n}" for n in names if n.split(".")[0] in forbidden - allowed_here
             ]
+    assert not offenders, offenders
+
+
+def _store_methods() -> set[str]:
+    """The methods of the store's interface (:class:`isccd.store.base.Store`)."""
+    tree = ast.parse((PACKAGE / "store" / "base.py").read_text(encoding="utf-8"))
+    [store] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store"]
+    return {n.name for n in store.body if isinstance(n, ast.FunctionDef)}
+
+
+def test_the_pipeline_is_a_closed_facade() -> None:
+    # Outside the pipeline and the store, nothing reaches the store behind the pipeline's index
+    # (``something.store.file_at(...)``), and nothing imports the pipeline's modules but its
+    # face (``isccd.pipeline``): callers ask the Pipeline or the IndexReader.
+    methods = _store_methods()
+    assert {"file_at", "live_by_root", "first_seq"} <= methods
+    offenders = []
+    for module, path in MODULES:
+        if _layer_of(module) in {"pipeline", "store"}:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "store"
+                and node.attr in methods
+                # The settings' [store] section is no store.
+                and not (
+                    isinstance(node.value.value, ast.Name) and node.value.value.id == "settings"
+                )
+            ):
+                offenders.append(f"{module}:{node.lineno}: .store.{node.attr}")
+        offenders += [
+            f"{module}: imports {name}"
+            for name in _isccd_imports(module, path)
+            if name.startswith("isccd.pipeline.")
+        ]
     assert not offenders, offenders

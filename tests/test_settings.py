@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from isccd.errors import ConfigError
-from isccd.settings import Settings, env_name, load_settings
+from isccd.settings import Settings, env_name, load_settings, setting_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config" / "isccd.toml"
@@ -77,11 +77,7 @@ COMPANIONS: dict[tuple[str, str], dict[str, str]] = {
 
 
 def _fields() -> list[tuple[str, str]]:
-    return [
-        (section, name)
-        for section, info in Settings.model_fields.items()
-        for name in type(info.default).model_fields
-    ]
+    return list(setting_defaults())
 
 
 def test_the_documented_file_equals_the_defaults() -> None:

@@ -1,7 +1,7 @@
 """``isccd code PATH...``: compute the ISCC of files, as iscc-sdk's ``create`` does.
 
 Each file becomes one JSON object with the ISCC SDK's field names; directories are walked.
-Files are coded in the daemon's worker processes (``-j``, :mod:`isccd.cli.workers`) and printed
+Files are coded in the daemon's worker processes (``-j``, :mod:`isccd.hashing.lazy`) and printed
 in a fixed order (the order of the arguments, and within a directory by name), whatever order
 the workers finish in. A handful of files is coded in this process instead.
 """
@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TextIO
 
-from isccd.cli import EXIT_FAILURE, EXIT_OK, workers
+from isccd.cli import EXIT_FAILURE, EXIT_OK
 from isccd.cli.output import Progress, format_size, print_json, wants_json
-from isccd.daemon.workers import WorkerOptions
 from isccd.errors import HashingUnavailableError
 from isccd.extract.source import file_kind
-from isccd.extract.tools import DEFAULT_TIMEOUT, ToolOptions
+from isccd.extract.tools import DEFAULT_TIMEOUT
 from isccd.hashing import CodeOptions, compute_record
+from isccd.hashing.lazy import records
+from isccd.hashing.pool import WorkerOptions
 from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind
 
 _EPILOG = """\
@@ -118,9 +119,10 @@ def run_code(args: argparse.Namespace) -> int:
     """Code every file named or found under the arguments and print the results."""
     options = CodeOptions(
         bits=args.bits,
-        wide=args.wide,
+        # Below 128 bits an ISCC-CODE cannot be WIDE: --wide changes nothing there.
+        wide=args.wide and args.bits >= 128,
         meta=not args.no_meta,
-        tools=ToolOptions(timeout=args.timeout),
+        tool_timeout=args.timeout,
     )
     tasks = list(walk(args.paths))
     mode = "jsonl" if args.jsonl else "json" if wants_json(args.json) else "text"
@@ -227,7 +229,7 @@ def _records(
     )
     paths = (None if t.record else t.path for t in tasks)
     # A bounded look-ahead keeps every worker busy without queueing the whole tree.
-    for task, record in zip(tasks, workers.records(paths, pool, ahead=4 * jobs), strict=True):
+    for task, record in zip(tasks, records(paths, pool, ahead=4 * jobs), strict=True):
         found = task.record or record
         assert found is not None  # a task without a record was hashed
         yield found

@@ -22,7 +22,6 @@ from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_con
 from isccd.cli.output import Progress, format_size, print_json
 from isccd.errors import ConfigError, PlanFileError
 from isccd.fspath import is_under
-from isccd.pipeline import answers
 from isccd.protocol import DupesQuery, DupesResult, DupKind
 from isccd.protocol.requests import DUPES_LIMIT_MAX
 
@@ -255,7 +254,7 @@ def _read_groups(args: argparse.Namespace) -> tuple[Plan, tuple[Excluded, ...], 
     rules = _rules(args)
     root = _folder(Path(args.root)) if args.root else None
     query = DupesQuery(near=args.near, root=root, limit=args.limit)
-    result = _answer(args, lambda c: c.dupes(query), lambda ix, _: answers.dupes(ix, query))
+    result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     if result.truncated:
         print(
             f"isccd: more than {args.limit:,} groups: these first; run again for the rest",

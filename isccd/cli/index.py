@@ -12,7 +12,7 @@ Both ways give the same result (:mod:`isccd.pipeline.answers`), printed the same
 the store is not read instead.
 
 All four read the daemon's configuration (``--config FILE``, default: the daemon's default file
-when it exists; ``ISCCD_*`` variables; :mod:`isccd.cli.configured`): its state directory, store
+when it exists; ``ISCCD_*`` variables; :mod:`isccd.config`): its state directory, store
 and socket, its duplicate policy, and for ``scan`` how files are coded and which are ignored.
 An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``.
 
@@ -34,7 +34,6 @@ from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.answers import format_dupes, format_file, format_similar
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
 from isccd.cli.output import Progress, print_json, wants_json
-from isccd.cli.workers import LazyWorkers
 from isccd.client import Client
 from isccd.dirs import default_socket_path
 from isccd.errors import (
@@ -46,10 +45,10 @@ from isccd.errors import (
     StoreLockedError,
 )
 from isccd.fspath import is_under
-from isccd.hashing import CodeOptions, compute_record
+from isccd.hashing import compute_record
+from isccd.hashing.lazy import LazyWorkers
 from isccd.model import UNIT_BITS
-from isccd.pipeline import Indexer, Pipeline, ScanStats, answers
-from isccd.pipeline.policy import Adopted
+from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
     DUPES_LIMIT,
@@ -58,11 +57,10 @@ from isccd.protocol.requests import (
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
 )
-from isccd.store import StoredFile, open_store
-from isccd.watch.scan import ScanOptions, compile_ignore
+from isccd.walk import ScanOptions, compile_ignore
 
 if TYPE_CHECKING:
-    from isccd.cli.configured import IndexConfig
+    from isccd.config import IndexConfig
 
 T = TypeVar("T")
 
@@ -246,14 +244,14 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
 def _configure(
     args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]] | None = None
 ) -> IndexConfig:
-    """The command's configuration, loaded once (see :mod:`isccd.cli.configured`).
+    """The command's configuration, loaded once (see :mod:`isccd.config`).
 
     Raises:
         ConfigError: The file cannot be read, or a setting is invalid.
     """
     # Loading settings imports pydantic and the daemon's option mapping, about 150 ms that the
     # commands without configuration (`isccd code` run file by file) do not pay at every start.
-    from isccd.cli.configured import load_index_config  # noqa: PLC0415
+    from isccd.config import load_index_config  # noqa: PLC0415
 
     socket: Path | None = getattr(args, "socket", None)
     return load_index_config(args.config, state=args.state, socket=socket, overrides=overrides)
@@ -403,7 +401,7 @@ class _Failed(Exception):
 def _answer(
     args: argparse.Namespace,
     ask: Callable[[Client], T],
-    read: Callable[[Indexer, IndexConfig], T],
+    read: Callable[[IndexReader, IndexConfig], T],
 ) -> T:
     """Ask the daemon, or read the store (see the module docstring).
 
@@ -437,12 +435,8 @@ def _answer(
             except ProtocolError as exc:
                 raise _Failed(f"{exc.message} ({exc.code})") from None
     try:
-        store = open_store(config.store_url, host=config.store_host, readonly=True)
-        ix = Indexer(store, config.reading(), load=False)
-        try:
-            return read(ix, config)
-        finally:
-            ix.close()
+        with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
+            return read(reader, config)
     except ProtocolError as exc:  # the same refusals as the daemon's
         raise _Failed(f"{exc.message} ({exc.code})") from None
     except StoreError as exc:
@@ -454,7 +448,7 @@ def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
     query = DupesQuery(near=args.near, limit=args.limit, host=args.host)
     try:
-        result = _answer(args, lambda c: c.dupes(query), lambda ix, _: answers.dupes(ix, query))
+        result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     except _Failed as exc:
         return _fail(str(exc), exc.status)
     _print(args, result, format_dupes)
@@ -468,11 +462,8 @@ def run_similar(args: argparse.Namespace) -> int:
         path=path, max_distance=args.max_distance, limit=args.limit, host=args.host
     )
 
-    def read(ix: Indexer, config: IndexConfig) -> SimilarResult:
-        stored = ix.store.file_at(path)
-        if stored is None:
-            stored = _coded(path, config.code)
-        return answers.similar(ix, stored, query)
+    def read(index: IndexReader, config: IndexConfig) -> SimilarResult:
+        return index.similar(query, lambda unindexed: compute_record(unindexed, config.code))
 
     try:
         result = _answer(args, lambda c: c.similar(query), read)
@@ -482,18 +473,12 @@ def run_similar(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _coded(path: str, options: CodeOptions) -> StoredFile:
-    """A file that is not indexed, coded on the fly as the index's files were (and as the
-    daemon does)."""
-    return answers.coded(path, compute_record(path, options))
-
-
 def run_get(args: argparse.Namespace) -> int:
     """``isccd get``."""
     path = file_path(args.path)
 
-    def read(ix: Indexer, _: IndexConfig) -> FileInfo:
-        info = answers.get(ix, path, args.host)
+    def read(index: IndexReader, _: IndexConfig) -> FileInfo:
+        info = index.get(path, args.host)
         if info is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"{path!r} is not in the index")
         return info

@@ -27,7 +27,6 @@ from isccd.client import Client
 from isccd.dirs import default_cache_dir
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
-from isccd.pipeline import answers
 from isccd.protocol import DupesQuery, DupesResult
 from isccd.protocol.requests import DUPES_LIMIT, DUPES_LIMIT_MAX
 from isccd.report.adapt import view_of_dupes
@@ -122,7 +121,7 @@ def run_report(args: argparse.Namespace) -> int:
         return client.dupes(query)
 
     try:
-        result = _answer(args, ask, lambda ix, _: answers.dupes(ix, query))
+        result = _answer(args, ask, lambda index, _: index.dupes(query))
     except _Failed as exc:
         return _fail(str(exc), exc.status)
     source = f"the daemon on {daemon[0]}" if daemon else f"the index in {config.state_dir}"

@@ -1,66 +1,7 @@
-"""The daemon: builds every component from the configuration and owns the lifecycle.
-
-Start-up, in this order: open the store (checked, migrated, index loaded) while the hashing
-workers warm up; bind the socket; start watching every root; tell systemd ``READY=1``; then
-reconcile every root with the disk (``scan.progress`` / ``scan.done`` events, ``isccd status``,
-and the systemd status line show how far it got). Changes seen while the reconcile runs are
-processed alongside it. When the duplicate policy (``[match]``) is not the one the stored
-relations were decided under (it was edited while the daemon was stopped, or a scan ran under
-another), they are re-evaluated alongside too, as a reload does; so are the stored ISCC-CODEs
-composed again when ``[code] wide`` changed.
-
-Running: settled watcher changes go through the work queue to the pipeline; reconciles run at
-start, every ``reconcile_interval``, after lost events and on request; polled roots and
-subtrees are reconciled every ``poll_interval``; expired tombstones and events are purged
-hourly; a heartbeat keeps systemd's watchdog quiet while work moves. Before each safety
-reconcile the tools' versions are asked again (as on a reload).
-
-SIGHUP re-reads the configuration: a valid one is applied as a whole (roots added and removed,
-the stored relations re-evaluated under new thresholds or ``min_size``, the ISCC-CODEs composed
-again under a new ``wide``, settling, scanning and worker options replaced; a changed ``[code]``
-setting that outdates units, such as ``bits`` or ``meta``, has them computed again by a
-reconcile), an invalid one is logged and the running configuration kept;
-``RELOADING=1`` and ``READY=1`` frame it. What cannot change without a restart (the store and
-the socket) is reported and kept. The versions of the tools units depend on are asked again:
-when one changed (fpcalc installed or upgraded), every root is reconciled, which computes again
-just the units that depend on it.
-
-SIGTERM or SIGINT: ``STOPPING=1``; watching stops and no new work is taken; files being hashed
-get ``shutdown_timeout`` seconds to finish and be committed, the rest is abandoned (the next
-start's reconcile picks it up); the store is committed and closed, the socket removed, exit 0.
-
-Faults. Every background loop runs supervised (:mod:`isccd.daemon.supervisor`); what a failure
-of each leads to:
-
-============  =======  ========================================================================
-loop          policy   why
-============  =======  ========================================================================
-feed          restart  its state lives in the debouncer; every root is reconciled after a
-                       restart, for the changes it held when it failed
-queue         stop     entries in flight cannot be accounted for; the next start reconciles
-schedule      restart  keeps nothing between rounds
-reloads       stop     a reload that failed half-way leaves a half-applied configuration
-status        restart  keeps nothing
-heartbeat     restart  keeps nothing; no ``WATCHDOG=1`` while it is down
-store         stop     the store's health is what the other loops rely on
-roots         restart  keeps nothing; every root is checked again
-adopt         restart  re-evaluating relations and composing codes again resume where they were
-fleet         restart  follows the shared log from the last event it read (a database a
-                       fleet shares); it retries its own connection problems
-deferred      restart  queues the changes the store could not take, once it can
-============  =======  ========================================================================
-
-A stop ends the daemon with exit status 70 (systemd restarts it), after the heartbeat stopped. A
-store that cannot be written is not a loop failure: the store is reported degraded and retried
-(:mod:`isccd.daemon.storehealth`), the changes it could not take are kept (bounded) and applied
-once it can (:mod:`isccd.daemon.deferred`); a database deleted under the daemon stops it (exit
-74). A root that goes or comes back is noticed by :mod:`isccd.daemon.roots`. ``isccd status``
-(``state`` ``degraded``) and the systemd status line show each of these, and a reload that was
-refused.
-
-A store a fleet shares (PostgreSQL): the events subscribers receive, the daemon's own and the
-other hosts', come from the shared log, which :mod:`isccd.daemon.fleetlog` follows; it also
-keeps the in-memory index current with the other hosts' changes.
+"""The running service: builds every component from the configuration and owns the lifecycle
+(start, serve, reload on SIGHUP, stop on SIGTERM), each background loop supervised. The order
+of each phase, and what a failing loop leads to, are in docs/architecture.md ("The daemon's
+lifecycle").
 """
 
 from __future__ import annotations
@@ -79,25 +20,25 @@ from typing import Any
 import structlog
 
 from isccd import __version__
+from isccd.config import DaemonConfig, build_config
 from isccd.daemon.backend import DaemonBackend
-from isccd.daemon.config import DaemonConfig, build_config
 from isccd.daemon.deferred import Deferred
 from isccd.daemon.feed import Feed
 from isccd.daemon.fleetlog import FleetLog
-from isccd.daemon.hasher import Hashing
+from isccd.daemon.hasher import DaemonHasher
 from isccd.daemon.heartbeat import Progress, run_heartbeat
 from isccd.daemon.roots import Roots
 from isccd.daemon.scans import Outcome, Scans
 from isccd.daemon.signals import handle_signals
 from isccd.daemon.storehealth import StoreHealth
 from isccd.daemon.supervisor import Backoff, LoopFailedError, Policy, Supervisor
-from isccd.daemon.workers import WorkerPool
 from isccd.daemon.workqueue import WorkQueue
 from isccd.errors import ConfigError, StoreError
 from isccd.hashing import current_versions
+from isccd.hashing.pool import WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
-from isccd.pipeline import Pipeline, policy
+from isccd.pipeline import Counts, Pipeline, encode_policy
 from isccd.protocol import DaemonStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
@@ -166,12 +107,12 @@ class Daemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._broker = Broker(queue_size=config.server.subscriber_queue)
         self._pool = WorkerPool(config.workers)
-        self._hashing = Hashing(self._pool, self._progress)
+        self._hasher = DaemonHasher(self._pool, self._progress)
         self._pipeline = make_pipeline(
             config.store_url,
             config.pipeline,
             host=config.store_host,
-            hasher=self._hashing,
+            hasher=self._hasher,
             sqlite=SqliteOptions(),
             on_commit=self._committed,
         )
@@ -221,7 +162,7 @@ class Daemon:
         self._redo: set[str] = set()  # what the store failed to do, done again once it can
         self._deferred = Deferred()  # the changes the store could not take
         self._fleet: FleetLog | None = None  # the shared log's follower (PostgreSQL)
-        self._counts: tuple[dict[str, int], int] = ({}, 0)  # for status while the store fails
+        self._counts = Counts({}, 0)  # for status while the store cannot be read
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -260,7 +201,7 @@ class Daemon:
             # The duplicate policy is adopted once serving (see _adopt_policy).
             await asyncio.to_thread(functools.partial(self._pipeline.open, adopt=False))
             if is_postgres_url(config.store_url):
-                index = await self._pipeline.call(lambda ix: ix.fleet)
+                index = self._pipeline.fleet
                 assert index is not None  # a PostgreSQL store is shared
                 url, host = config.store_url, self._pipeline.host
                 self._fleet = FleetLog(url, host, self._pipeline, index, self._publish)
@@ -307,19 +248,24 @@ class Daemon:
         for root in self.config.roots:
             await self._roots.watch(root)
         start = self._supervisor.start
+        # Its state lives in the debouncer: every root is reconciled after a restart.
         start("feed", self._feed.run, Policy.RESTART, on_restart=self._feed_restarted)
+        # Entries in flight cannot be accounted for: the next start reconciles.
         start("queue", self._queue.run, Policy.STOP)
-        start("schedule", self._schedule, Policy.RESTART)
+        start("schedule", self._schedule, Policy.RESTART)  # keeps nothing between rounds
+        # A reload that failed half-way leaves a half-applied configuration.
         start("reloads", self._reloads, Policy.STOP)
-        start("status", self._status_loop, Policy.RESTART)
+        start("status", self._status_loop, Policy.RESTART)  # keeps nothing
+        # The store's health is what the other loops rely on.
         start("store", self._health.run, Policy.STOP)
-        start("roots", self._roots.run, Policy.RESTART)
+        start("roots", self._roots.run, Policy.RESTART)  # keeps nothing; every root is checked
         if fleet is not None:
+            # Follows the shared log from the last event it read; retries its own connection.
             start("fleet", fleet.run, Policy.RESTART)
         interval = self._notifier.watchdog_interval
         if interval is not None:
             beat = functools.partial(run_heartbeat, self._notifier, interval, self._healthy)
-            start("heartbeat", beat, Policy.RESTART)
+            start("heartbeat", beat, Policy.RESTART)  # no WATCHDOG=1 while it is down
         self._state = "ready"
         self._notifier.ready(self._compose_status())
         structlog.get_logger().info(
@@ -328,6 +274,7 @@ class Daemon:
             roots=list(self.config.roots),
             seconds=round(time.time() - self._started, 3),
         )
+        # Re-evaluating relations and composing codes again resume where they were.
         start("adopt", self._adopt_stored, Policy.RESTART)
         for root in self.config.roots:
             self._scans.request(root, "startup")
@@ -354,7 +301,7 @@ class Daemon:
                 log.info(
                     "thresholds_changed",
                     at="startup",
-                    previous=policy.encode(adopted.previous),
+                    previous=encode_policy(adopted.previous),
                     files=adopted.files,
                     events=len(adopted.events),
                 )
@@ -461,9 +408,8 @@ class Daemon:
         # meanwhile keeps its other options.
         pipeline = dataclasses.replace(self.config.pipeline, versions=versions)
         self.config = dataclasses.replace(self.config, pipeline=pipeline)
-        self._pipeline.options = dataclasses.replace(self._pipeline.options, versions=versions)
-        await self._pipeline.call(
-            lambda ix: setattr(ix, "options", dataclasses.replace(ix.options, versions=versions))
+        await self._pipeline.set_options(
+            dataclasses.replace(self._pipeline.options, versions=versions)
         )
         structlog.get_logger().info("versions_changed", components=changed)
 
@@ -481,7 +427,7 @@ class Daemon:
         if self._supervisor.dead is not None:
             return str(self._supervisor.dead)
         try:
-            await self._pipeline.call(lambda ix: None)
+            await self._pipeline.flush()
         except StoreError as exc:
             self._health.failed(exc)
         pending = self._queue.depth() + self._pool.statistics().busy
@@ -550,16 +496,13 @@ class Daemon:
             server=old.server,
         )
         options = new.pipeline
-        # First: the start's re-evaluation, if it has not begun yet, then adopts these.
-        self._pipeline.options = options
-        if new.pipeline.thresholds != old.pipeline.thresholds:
-            try:
-                events = await self._pipeline.set_thresholds(new.pipeline.thresholds)
-            except StoreError as exc:  # re-evaluated once the store can be written
-                self._store_failed(exc, "adopt")
-            else:
-                log.info("thresholds_changed", events=len(events))
-        await self._pipeline.call(lambda ix: setattr(ix, "options", options))
+        try:
+            adopted = await self._pipeline.set_options(options)
+        except StoreError as exc:  # re-evaluated once the store can be written
+            self._store_failed(exc, "adopt")
+        else:
+            if options.thresholds != old.pipeline.thresholds:
+                log.info("thresholds_changed", events=len(adopted.events))
         changed = _changed_versions(old.pipeline.versions, options.versions)
         if options.wide != old.pipeline.wide:
             await self._recompose("reload")
@@ -585,7 +528,7 @@ class Daemon:
     async def _replace_workers(self, new: DaemonConfig) -> None:
         pool = WorkerPool(new.workers)
         await pool.start()
-        old, self._pool, self._hashing.pool = self._pool, pool, pool
+        old, self._pool, self._hasher.pool = self._pool, pool, pool
         self._progress.limit = new.workers.file_timeout + 60
         closing = functools.partial(old.close, grace=new.shutdown_timeout)
         self._supervisor.start("old workers", closing, Policy.STOP)
@@ -599,7 +542,7 @@ class Daemon:
     async def _forget_root(self, root: str) -> None:
         """Tombstone the files of a root no longer configured (once the store can)."""
         try:
-            events = await self._pipeline.call(lambda ix: ix.remove_path(root))
+            events = await self._pipeline.remove_path(root)
         except StoreError as exc:
             self._store_failed(exc, f"drop {root}")
             return
@@ -658,6 +601,7 @@ class Daemon:
             self._scans.request(root, "store recovered")
         if backlog.changes:
             structlog.get_logger().info("changes_resumed", changes=len(backlog.changes))
+            # Queues the changes the store could not take, once it can.
             self._supervisor.start(
                 "deferred", functools.partial(self._resume, backlog.changes), Policy.RESTART
             )
@@ -714,7 +658,7 @@ class Daemon:
 
     def _emit(self, type: EventType, root: str, path: str, data: dict[str, Any]) -> None:
         """Log a daemon-level event (watch problems); it is published once committed."""
-        future = self._pipeline.submit(lambda ix: ix.emit(type, root, path, data))
+        future = self._pipeline.emit(type, root, path, data)
         future.add_done_callback(self._emitted)
 
     def _emitted(self, future: concurrent.futures.Future[Event]) -> None:
@@ -728,12 +672,10 @@ class Daemon:
         """What ``isccd status`` shows; the counts are the index's at the time of the reply
         (the last known ones while the store cannot be read)."""
         try:
-            self._counts = await self._pipeline.call(
-                lambda ix: (ix.store.live_by_root(), ix.store.last_seq(fleet=True))
-            )
+            self._counts = await self._pipeline.counts()
         except StoreError as exc:
             self._health.failed(exc)
-        live, last = self._counts
+        counts = self._counts
         watch = self._roots.status()
         roots = []
         for root in self.config.roots:
@@ -746,7 +688,7 @@ class Daemon:
                 RootStatus(
                     path=root,
                     watch_mode=ws.mode.value if ws else "stopped",
-                    files=live.get(root, 0),
+                    files=counts.files.get(root, 0),
                     scan=self._scans.progress(root),
                     note="; ".join(notes) or None,
                 )
@@ -758,8 +700,8 @@ class Daemon:
             started=self._started,
             roots=tuple(roots),
             queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
-            files_indexed=sum(live.values()),
-            last_seq=last,
+            files_indexed=sum(counts.files.values()),
+            last_seq=counts.last_seq,
             problems=tuple(self._problems()),
             database=self._fleet.status() if self._fleet is not None else None,
         )

@@ -1,13 +1,13 @@
 """The daemon's side of the socket server: :class:`isccd.server.Backend` over the pipeline.
 
-Queries run as jobs on the store's owner thread (so they see every committed change) and are
-answered by :mod:`isccd.pipeline.answers`, as the command line reading a store directly
-answers them. ``similar`` on a file inside the roots that is not indexed yet (and not ignored)
-codes it on the fly in the worker pool, without storing it; the server has already refused any
-path outside the roots. ``rescan`` starts reconciles; ``sync`` is the barrier: what waits to
-settle is released, the roots are reconciled from the disk (which catches changes whose events
-are still on their way), and the work queued before the request is awaited; the reply carries
-the last sequence number, at or after every event those changes caused.
+Queries are the pipeline's, so they see every committed change and are answered as a command
+reading the store directly answers them. ``similar`` on a file inside the roots that is not
+indexed yet (and not ignored) codes it on the fly in the worker pool, without storing it; the
+server has already refused any path outside the roots. ``rescan`` starts reconciles; ``sync`` is
+the barrier: what waits to settle is released, the roots are reconciled from the disk (which
+catches changes whose events are still on their way), and the work queued before the request is
+awaited; the reply carries the last sequence number, at or after every event those changes
+caused.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
 from isccd.errors import ProtocolError
 from isccd.fspath import is_under
-from isccd.model import Event
-from isccd.pipeline import Pipeline, answers
+from isccd.model import Event, FileRecord
+from isccd.pipeline import Pipeline
 from isccd.protocol import (
     DaemonStatus,
     DupesQuery,
@@ -34,7 +34,6 @@ from isccd.protocol import (
     SimilarResult,
 )
 from isccd.server import LogBounds
-from isccd.store import StoredFile
 
 
 class DaemonBackend:
@@ -84,19 +83,13 @@ class DaemonBackend:
 
     async def get(self, path: str, host: str | None = None) -> FileInfo | None:
         """What the index knows about ``path`` (tombstones included)."""
-        return await self._pipeline.call(lambda ix: answers.get(ix, path, host))
+        return await self._pipeline.get(path, host)
 
     async def similar(self, query: SimilarQuery) -> SimilarResult:
         """Files near a file or a code (see the module docstring for a file not indexed)."""
-        if query.path is not None:
-            path = query.path
-            stored = await self._pipeline.call(lambda ix: ix.store.file_at(path))
-            subject = stored if stored is not None else await self._code(path)
-        else:
-            subject = answers.subject_of_code(query.code or "")
-        return await self._pipeline.call(lambda ix: answers.similar(ix, subject, query))
+        return await self._pipeline.similar(query, self._code)
 
-    async def _code(self, path: str) -> StoredFile:
+    async def _code(self, path: str) -> FileRecord:
         """A file inside the roots that is not indexed, coded on the fly."""
         roots = self._roots_for(path)
         if not roots:  # the root was removed by a reload since the path was resolved
@@ -105,11 +98,11 @@ class DaemonBackend:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND, f"{path!r} is not in the index: an ignore pattern excludes it"
             )
-        return answers.coded(path, await self._pipeline.code(roots[0], path))
+        return await self._pipeline.code(roots[0], path)
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, largest wasted bytes first."""
-        return await self._pipeline.call(lambda ix: answers.dupes(ix, query))
+        return await self._pipeline.dupes(query)
 
     async def rescan(self, path: str | None) -> RescanResult:
         """Start reconciles of every root, or of the directory ``path`` (a root or a directory
@@ -139,10 +132,7 @@ class DaemonBackend:
 
     async def log_bounds(self) -> LogBounds:
         """The oldest and newest sequence numbers in the log."""
-        first, last = await self._pipeline.call(
-            lambda ix: (ix.store.first_seq(fleet=True), ix.store.last_seq(fleet=True))
-        )
-        return LogBounds(first, last)
+        return LogBounds(*await self._pipeline.log_bounds())
 
     async def events_after(self, seq: int, limit: int) -> Sequence[Event]:
         """Committed events after ``seq``, of every host."""

@@ -20,21 +20,21 @@ from typing import Any
 
 import structlog
 
-from isccd.daemon.config import DebounceOptions
 from isccd.daemon.scans import Scans
 from isccd.daemon.workqueue import WorkQueue
 from isccd.model import EventType
+from isccd.walk import compile_ignore, is_ignored
 from isccd.watch.debounce import (
     Action,
     Change,
     ChangeKind,
+    DebounceOptions,
     Debouncer,
     Dirty,
     Moved,
     Recrawl,
     RecrawlReason,
 )
-from isccd.watch.scan import compile_ignore, is_ignored
 from isccd.watch.watcher import Degradation
 
 #: Emits a daemon-level event: (type, root, path, data).
@@ -65,7 +65,7 @@ class Feed:
     ) -> None:
         self._options = options
         self._ignore = compile_ignore(ignore)
-        self._debouncer = Debouncer(options.settle, options.max_delay, options.max_pending)
+        self._debouncer = Debouncer(options)
         self._queue = queue
         self._scans = scans
         self._emit = emit
@@ -82,7 +82,7 @@ class Feed:
             return
         self._take(self._debouncer.flush())
         self._options = options
-        self._debouncer = Debouncer(options.settle, options.max_delay, options.max_pending)
+        self._debouncer = Debouncer(options)
         self._wake.set()
 
     def pending(self) -> int:

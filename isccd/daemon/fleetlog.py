@@ -39,8 +39,7 @@ import structlog
 
 from isccd.errors import StoreError
 from isccd.model import Event
-from isccd.pipeline import Pipeline
-from isccd.pipeline.fleetindex import FleetIndex, IndexUpdate, read_update
+from isccd.pipeline import FleetIndex, IndexUpdate, Pipeline, read_update
 from isccd.protocol import DatabaseStatus, FleetHost
 from isccd.store import Store, open_store, redact_url
 
@@ -171,7 +170,7 @@ class FleetLog:
         next uses the index); when much is waiting, have it applied now."""
         index.offer(update)
         if index.waiting > MAX_WAITING:
-            await self._pipeline.call(lambda ix: ix.refresh())
+            await self._pipeline.refresh()
 
     async def _check(self, listener: Listener) -> None:
         now = self._clock()

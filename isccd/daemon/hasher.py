@@ -1,7 +1,7 @@
 """The daemon's hasher: the worker pool behind the pipeline's ``Hasher`` interface, with the
 canonical log line of every processed file.
 
-The pipeline asks for a record (:meth:`Hashing.__call__`); the pool computes it in a worker.
+The pipeline asks for a record (:meth:`DaemonHasher.__call__`); the pool computes it in a worker.
 Each file hashed gives one line, ``file_processed`` (:func:`log_processed`), with the same
 fields whatever happened: its path, outcome, the units computed, bytes, milliseconds, media
 type, the units asked for (``requested``: ``null`` for all of them, else the ones whose profile
@@ -22,7 +22,7 @@ import time
 import structlog
 
 from isccd.daemon.heartbeat import Progress
-from isccd.daemon.workers import PoolClosedError, WorkerPool
+from isccd.hashing.pool import PoolClosedError, WorkerPool
 from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
 
 #: The log level of each outcome.
@@ -49,7 +49,7 @@ def outcome(record: FileRecord) -> str:
     return "coded"
 
 
-class Hashing:
+class DaemonHasher:
     """Hashes files in the worker pool for the pipeline.
 
     Args:

@@ -10,11 +10,11 @@ from typing import Any
 
 import structlog
 
+from isccd.config import build_config
 from isccd.daemon.app import Daemon
-from isccd.daemon.config import build_config
 from isccd.daemon.supervisor import LoopFailedError
-from isccd.daemon.workers import WorkersUnavailableError
 from isccd.errors import ConfigError, SocketSetupError, StoreError, StoreUnavailableError
+from isccd.hashing.pool import WorkersUnavailableError
 from isccd.logconf import configure_logging
 from isccd.settings import config_file, load_settings
 

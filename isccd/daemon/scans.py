@@ -28,7 +28,7 @@ from isccd.fspath import is_below, is_under
 from isccd.model import EventType
 from isccd.pipeline import Pipeline, ScanStats
 from isccd.protocol import ScanProgress
-from isccd.watch.scan import IssueReason, ScanOptions
+from isccd.walk import IssueReason, ScanOptions
 
 #: Seconds between two ``scan.progress`` events of one reconcile.
 PROGRESS_EVERY = 2.0
@@ -282,5 +282,5 @@ class Scans:
             "errors": stats.errors,
             "seconds": round(stats.seconds, 3),
         }
-        self._pipeline.submit(lambda ix: ix.emit(EventType.SCAN_PROGRESS, root, "", data))
+        self._pipeline.emit(EventType.SCAN_PROGRESS, root, "", data)
         self._on_change()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 from collections.abc import Awaitable, Callable
 
@@ -31,7 +30,6 @@ from isccd.daemon.supervisor import Backoff
 from isccd.errors import StoreCorruptError, StoreError, StoreRemovedError
 from isccd.model import EventType
 from isccd.pipeline import Pipeline
-from isccd.pipeline.indexer import Indexer
 
 #: Seconds between two checks that the database is still the file opened.
 CHECK_EVERY = 2.0
@@ -125,7 +123,7 @@ class StoreHealth:
                 self._wake.clear()
                 if self.reason is None:
                     try:
-                        await self._pipeline.call(lambda ix: None)
+                        await self._pipeline.flush()
                     except StoreError as exc:
                         self.failed(exc)
                     continue
@@ -139,11 +137,10 @@ class StoreHealth:
             await self._sleep(pause())
             reason, since = self.reason, self.since or self._clock()
             data = {"reason": reason, "seconds": round(self._clock() - since, 3)}
-            recovered = functools.partial(
-                Indexer.emit, type=EventType.STORE_RECOVERED, root="", path="", data=data
-            )
             try:
-                await self._pipeline.call(recovered)
+                await asyncio.wrap_future(
+                    self._pipeline.emit(EventType.STORE_RECOVERED, "", "", data)
+                )
             except StoreError as exc:
                 self.failed(exc)
                 continue

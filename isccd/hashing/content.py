@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from isccd.errors import (
     ExtractionError,
@@ -13,17 +13,18 @@ from isccd.errors import (
 from isccd.extract.audio import extract_audio
 from isccd.extract.image import extract_image, extract_image_metadata
 from isccd.extract.image import extractor_profile as image_profile
-from isccd.extract.meta import Metadata, name_from_filename, pick
+from isccd.extract.meta import name_from_filename, pick
 from isccd.extract.probe import MediaInfo, probe_media
 from isccd.extract.source import SourceFile
 from isccd.extract.tags import COMPONENT as TAGS_COMPONENT
 from isccd.extract.tags import VERSION as TAGS_VERSION
 from isccd.extract.tags import read_tags
 from isccd.extract.text import extract_text, extract_text_metadata, metadata_source
-from isccd.extract.tools import MISSING, ToolInput, ToolOptions, tool_input
+from isccd.extract.tools import ToolInput, ToolOptions, tool_input
 from isccd.extract.video import extract_video
 from isccd.hashing.issues import issue_from_exception
-from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, Run
+from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE
+from isccd.hashing.run import Described, Run
 from isccd.iscc import (
     IsccError,
     decode_base32,
@@ -73,29 +74,6 @@ VIDEO_META_FIELDS = (
 
 #: Vector formats the SDK rasterizes with extra tools isccd does not ship.
 _NOT_RASTERIZED = frozenset({"image/svg+xml", "application/postscript"})
-
-
-@dataclass(frozen=True, slots=True)
-class Described:
-    """Embedded metadata, what read it, and what went wrong reading it.
-
-    Attributes:
-        meta: What was found.
-        source: The profile components of what read it (``tika/0.6.0``, ``ffprobe/missing``);
-            empty when nothing was read (plain text, metadata not wanted or unreadable).
-        problem: Why nothing could be read.
-    """
-
-    meta: Metadata = field(default_factory=Metadata)
-    source: str = ""
-    problem: BaseException | None = None
-
-    @classmethod
-    def failed(cls, problem: BaseException) -> Described:
-        """Nothing read; a missing tool is named in the source, so that installing it makes
-        the Meta-Code outdated."""
-        component = problem.component if isinstance(problem, ToolMissingError) else None
-        return cls(problem=problem, source=f"{component}/{MISSING}" if component else "")
 
 
 @dataclass(frozen=True, slots=True)

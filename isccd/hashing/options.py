@@ -1,23 +1,15 @@
-"""The options of :func:`~isccd.hashing.compute_record` and the state of one file's run."""
+"""The options of :func:`~isccd.hashing.compute_record`: how files are coded."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass
 
-from isccd.errors import ToolMissingError
+from isccd.errors import OptionError
 from isccd.extract.image import DEFAULT_MAX_PIXELS
 from isccd.extract.text import MAX_CHARS
-from isccd.extract.tools import MISSING, ToolOptions
+from isccd.extract.tools import ToolOptions
 from isccd.extract.video import DEFAULT_FPS
-from isccd.hashing.issues import issue_from_exception
-from isccd.model import FileIssue, UnitType
-
-if TYPE_CHECKING:
-    from isccd.hashing.content import Described
+from isccd.model import UNIT_BITS
 
 #: The algorithms every unit is computed with (conformant to iscc-core 1.5.0).
 ALGORITHM = "iscc/1.5.0"
@@ -31,26 +23,35 @@ EXTRACTION_REVISION = "isccd-extract/1"
 #: Meta-Code; a skip records it). Changing ``meta`` or ``extract_meta`` outdates the Meta-Codes.
 META_SOURCE = "meta"
 
-_T = TypeVar("_T")
+
+#: The most pixels :attr:`CodeOptions.max_image_pixels` may admit: Pillow refuses larger images
+#: itself (twice its ``MAX_IMAGE_PIXELS``).
+PILLOW_MAX_PIXELS = 178_956_970
+
+_TOOLS = ToolOptions()
 
 
 @dataclass(frozen=True, slots=True)
 class CodeOptions:
-    """How files are coded. The defaults are the ISCC SDK 0.9.7's.
+    """How files are coded: the ``[code]`` settings. The defaults are the ISCC SDK 0.9.7's.
 
     Attributes:
-        bits: Length of each unit, a multiple of 32 from 64 to 256.
-        wide: Make a WIDE ISCC-CODE (128-bit Data and Instance) for files without Meta- and
-            Content-Code, when ``bits >= 128``.
+        bits: Length of each unit, a multiple of 32 from 64 to 256. Changing it recomputes
+            every stored unit.
+        wide: Compose a WIDE ISCC-CODE (128-bit Data- and Instance-Code) for files that have
+            neither Meta- nor Content-Code; needs ``bits`` of 128 or more.
         meta: Compute the Meta-Code.
         extract_meta: Take the Meta-Code's name and description from the file's embedded
             metadata (else from the file name only).
-        max_image_pixels: Larger images are refused before decoding (decompression bombs).
-        max_text_chars: Text extraction stops here (the SDK's fixed 10,000,000).
-        video_fps: Frames per second the video signature samples.
-        read_size: Bytes per read of the Data/Instance pass (memory used for the pass).
-        noatime: Do not update files' access times when allowed.
-        tools: External tools, their timeout and output limit, and the temporary directory.
+        max_image_pixels: Images with more pixels are refused before they are decoded
+            (decompression bombs); at most :data:`PILLOW_MAX_PIXELS`.
+        max_text_chars: Characters of text extracted at most (the SDK's fixed 10,000,000).
+        video_fps: Frames per second the video signature samples (more than a video's own rate
+            adds nothing). Changing it recomputes every Video-Code.
+        tool_timeout: Seconds one run of fpcalc, ffmpeg or ffprobe may take before it is killed.
+        fpcalc: Chromaprint's ``fpcalc``: a name looked up on ``PATH``, or an absolute path.
+        ffmpeg: ``ffmpeg``: a name looked up on ``PATH``, or an absolute path.
+        ffprobe: ``ffprobe``: a name looked up on ``PATH``, or an absolute path.
     """
 
     bits: int = 64
@@ -60,9 +61,40 @@ class CodeOptions:
     max_image_pixels: int = DEFAULT_MAX_PIXELS
     max_text_chars: int = MAX_CHARS
     video_fps: int = DEFAULT_FPS
-    read_size: int = 2 * 1024 * 1024
-    noatime: bool = True
-    tools: ToolOptions = field(default_factory=ToolOptions)
+    tool_timeout: float = _TOOLS.timeout
+    fpcalc: str = _TOOLS.fpcalc
+    ffmpeg: str = _TOOLS.ffmpeg
+    ffprobe: str = _TOOLS.ffprobe
+
+    def __post_init__(self) -> None:
+        """Check the values.
+
+        Raises:
+            OptionError: A value out of its range, named.
+        """
+        if self.bits not in UNIT_BITS:
+            legal = ", ".join(map(str, UNIT_BITS))
+            raise OptionError("bits", f"{self.bits} is not a unit length; use one of {legal}")
+        if self.wide and self.bits < 128:
+            raise OptionError(
+                "wide", f"a WIDE ISCC-CODE needs bits of 128 or more (bits is {self.bits})"
+            )
+        _within("max_image_pixels", self.max_image_pixels, 1, PILLOW_MAX_PIXELS)
+        _within("max_text_chars", self.max_text_chars, 1)
+        _within("video_fps", self.video_fps, 1, 60)
+        if not self.tool_timeout > 0:
+            raise OptionError("tool_timeout", f"must be greater than 0 (got {self.tool_timeout})")
+        for name in ("fpcalc", "ffmpeg", "ffprobe"):
+            tool = getattr(self, name)
+            if not tool or ("/" in tool and not tool.startswith("/")):
+                raise OptionError(name, f"{tool!r} is neither a program name nor an absolute path")
+
+    @property
+    def tools(self) -> ToolOptions:
+        """The external tools and their time limit."""
+        return ToolOptions(
+            fpcalc=self.fpcalc, ffmpeg=self.ffmpeg, ffprobe=self.ffprobe, timeout=self.tool_timeout
+        )
 
     @property
     def meta_source(self) -> str:
@@ -72,49 +104,7 @@ class CodeOptions:
         return "embedded" if self.extract_meta else "name"
 
 
-class Run:
-    """Collects the results of one file's stages."""
-
-    def __init__(self, options: CodeOptions) -> None:
-        self.options = options
-        self.issues: list[FileIssue] = []
-        self.timings: list[tuple[str, float]] = []
-        #: The embedded metadata read along with the content, kept for the Meta-Code even when
-        #: the Content-Code then fails (so that it is not read twice).
-        self.described: Described | None = None
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings.append((name, round((time.perf_counter() - start) * 1000.0, 3)))
-
-    def issue(self, stage: str, exc: BaseException) -> None:
-        issue = issue_from_exception(stage, exc)
-        if isinstance(exc, ToolMissingError) and stage in _UNIT_STAGES:
-            # The profile the unit would have had, with the component as missing: once it is
-            # installed, the profile is outdated and the unit computed (see FileIssue.profile).
-            # Without a named component, only a new extraction revision tries again.
-            missing = (f"{exc.component}/{MISSING}",) if exc.component else ()
-            issue = replace(issue, profile=self.profile(*missing, EXTRACTION_REVISION))
-        self.issues.append(issue)
-
-    def guarded(self, stage: str, compute: Callable[[], _T]) -> _T | None:
-        """Run one stage; any failure becomes an issue of that stage instead of an exception."""
-        with self.stage(stage):
-            try:
-                return compute()
-            except Exception as exc:
-                # Decoders and tools fail in ways no list of exception types covers; a bad
-                # file must cost only this stage, never the record or the worker.
-                self.issue(stage, exc)
-                return None
-
-    def profile(self, *parts: str) -> str:
-        """The profile of a unit made by ``parts`` (``name/version`` components, or ``""``)."""
-        return " ".join((ALGORITHM, f"bits/{self.options.bits}", *(p for p in parts if p)))
-
-
-_UNIT_STAGES = frozenset(t.value for t in UnitType)
+def _within(name: str, value: int, low: int, high: int | None = None) -> None:
+    if value < low or (high is not None and value > high):
+        bound = f" and at most {high}" if high is not None else ""
+        raise OptionError(name, f"must be greater than {low - 1}{bound} (got {value})")

@@ -15,7 +15,8 @@ from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to
 from isccd.extract.source import SourceFile, open_source
 from isccd.hashing.content import Content, content_unit, make_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
-from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions, Run
+from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
+from isccd.hashing.run import Run
 from isccd.iscc import (
     SumHasher,
     gen_iscc_code_v0,
@@ -32,6 +33,9 @@ from isccd.model import (
 )
 
 ALL_UNITS: frozenset[UnitType] = frozenset(UnitType) - {UnitType.MIXED}
+
+#: Bytes per read of the Data- and Instance-Code pass (the memory the pass uses).
+READ_SIZE = 2 * 1024 * 1024
 
 
 def compute_record(
@@ -62,7 +66,7 @@ def compute_record(
     wanted = ALL_UNITS if units is None else frozenset(units)
     run = Run(options)
     try:
-        src = open_source(path, noatime=options.noatime, root=root, follow_symlinks=follow_symlinks)
+        src = open_source(path, root=root, follow_symlinks=follow_symlinks)
     except FileError as exc:
         run.issue("read", exc)
         return FileRecord(path=path, stat=None, issues=tuple(run.issues))
@@ -169,7 +173,7 @@ def _undecodable(run: Run, stage: str, mediatype: str) -> bool:
 def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     hasher = SumHasher()
     # A small file needs no large buffer (allocating one costs more than hashing the file).
-    bufsize = min(run.options.read_size, max(src.size + 1, 65536))
+    bufsize = min(READ_SIZE, max(src.size + 1, 65536))
     src.stream(hasher.push, bufsize=bufsize)
     # The two units alone: the record composes its ISCC-CODE from all its units.
     bits, profile = run.options.bits, run.profile()

@@ -1,18 +1,19 @@
-"""The pipeline: from scans, watcher changes and computed records to the store, the in-memory
-index and the events they cause. Shared by ``isccd scan`` and the daemon.
+"""The pipeline: from scans, watcher changes and computed records to the index (the store and
+its in-memory search) and the events they cause. Shared by ``isccd scan`` and the daemon, and
+closed: callers use what this package hands on, never the store.
 
-- :class:`Pipeline` (:mod:`.runner`): the asyncio facade. ``open()``, then ``reconcile(root)``,
-  ``process_path``, ``remove_path``, ``move_path``, ``set_thresholds`` and ``adopt``, ``purge``,
-  the questions ``get``/``similar``/``dupes`` and the event log (``events_since``,
-  ``last_seq``, ``first_seq``); ``on_commit`` receives every committed batch of events in
-  order.
-- :class:`Indexer` (:mod:`.indexer`): the synchronous core on the store's owner thread: applies
-  records, renames, hardlinks and removals, keeps relations and the index consistent, logs
+- :class:`Pipeline` (:mod:`.pipeline`): the asyncio facade. ``open()``, then
+  ``reconcile(root)``, ``process_path``, ``remove_path``, ``move_path``, ``set_options``,
+  ``adopt``, ``recompose``, ``purge``; the questions ``get``, ``similar``, ``dupes`` and
+  ``counts``; the event log (``emit``, ``events_since``, ``last_seq``, ``log_bounds``);
+  ``on_commit`` receives every committed batch of events in order.
+- :class:`IndexReader` (:mod:`.reader`): the same questions asked of a store read directly.
+- :class:`Index` (:mod:`.index`): the synchronous core on the store's owner thread: applies
+  records, renames, hardlinks and removals, keeps relations and the search consistent, logs
   events in the same transaction.
-- :mod:`.reconcile`: one reconcile, walked in short steps on the owner thread.
-- :mod:`.queries`: ``get``, ``similar``, ``dupes`` for the daemon and for read-only commands.
-- :mod:`.answers`: their answers as the protocol's results, for the daemon and the command
-  line alike.
+- :mod:`.reconcile`: one reconcile, planned in short steps on the owner thread.
+- :mod:`.queries`: ``get``, ``similar``, ``dupes`` over an index; :mod:`.answers`: their
+  answers as the protocol's results.
 - :mod:`.events`: what each event's ``data`` holds.
 - :mod:`.composition`: whether the stored ISCC-CODEs are WIDE, and composing them again when
   that option changed.
@@ -23,27 +24,26 @@ index and the events they cause. Shared by ``isccd scan`` and the daemon.
 
 from __future__ import annotations
 
-from isccd.pipeline.indexer import Indexer, is_unstable
-from isccd.pipeline.options import PipelineOptions, profile_is_stale
-from isccd.pipeline.queries import DupGroup, FileView, Member, Peer, dupes, get, similar
-from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats
-from isccd.pipeline.runner import Hasher, Pipeline
+from isccd.pipeline.fleetindex import FleetIndex, IndexUpdate, read_update
+from isccd.pipeline.options import DAY, PipelineOptions, profile_is_stale
+from isccd.pipeline.pipeline import Counts, Hasher, Pipeline
+from isccd.pipeline.policy import Adopted
+from isccd.pipeline.policy import encode as encode_policy
+from isccd.pipeline.reader import IndexReader
+from isccd.pipeline.reconcile import ScanStats
 
 __all__ = [
-    "DupGroup",
-    "FileView",
-    "HashJob",
+    "DAY",
+    "Adopted",
+    "Counts",
+    "FleetIndex",
     "Hasher",
-    "Indexer",
-    "Member",
-    "Peer",
+    "IndexReader",
+    "IndexUpdate",
     "Pipeline",
     "PipelineOptions",
-    "Reconciler",
     "ScanStats",
-    "dupes",
-    "get",
-    "is_unstable",
+    "encode_policy",
     "profile_is_stale",
-    "similar",
+    "read_update",
 ]

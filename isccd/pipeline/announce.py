@@ -14,11 +14,11 @@ from isccd.pipeline import mirror
 from isccd.store import NearPair, StoredFile
 
 if TYPE_CHECKING:
-    from isccd.pipeline.indexer import Indexer
+    from isccd.pipeline.index import Index
 
 
 def announce(
-    ix: Indexer,
+    ix: Index,
     root: str,
     stored: StoredFile,
     relations: Sequence[Relation],

@@ -2,7 +2,7 @@
 
 The daemon answers its clients through these functions, on its store's owner thread with the
 live index; the command line reading a store directly calls the same functions on a read-only
-:class:`~isccd.pipeline.indexer.Indexer`. Both therefore give the same result, member for
+:class:`~isccd.pipeline.index.Index`. Both therefore give the same result, member for
 member, and one renderer prints either. The questions themselves are
 :mod:`isccd.pipeline.queries`; this module only shapes their answers.
 """
@@ -18,7 +18,7 @@ from isccd.iscc.constants import MT, ST_CC
 from isccd.match import NEAR_UNITS, Thresholds, hamming
 from isccd.model import FileRecord, Unit, UnitType
 from isccd.pipeline import queries as q
-from isccd.pipeline.indexer import Indexer
+from isccd.pipeline.index import Index
 from isccd.protocol import (
     DupesQuery,
     DupesResult,
@@ -96,7 +96,7 @@ def subject_of_code(code: str) -> StoredFile:
     return unsaved(FileRecord(path="", stat=None, units=units_of_code(code)))
 
 
-def get(ix: Indexer, path: str, host: str | None = None) -> FileInfo | None:
+def get(ix: Index, path: str, host: str | None = None) -> FileInfo | None:
     """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
     ``host``: only its duplicates on that host."""
     view = q.get(ix, path, host)
@@ -114,7 +114,7 @@ def get(ix: Indexer, path: str, host: str | None = None) -> FileInfo | None:
     )
 
 
-def similar(ix: Indexer, subject: StoredFile, query: SimilarQuery) -> SimilarResult:
+def similar(ix: Index, subject: StoredFile, query: SimilarQuery) -> SimilarResult:
     """Files related to ``subject`` (stored, or :func:`unsaved`), nearest first, at most
     ``query.limit`` of them (``query.path`` and ``query.code`` are not read: the caller turned
     them into ``subject``)."""
@@ -123,7 +123,7 @@ def similar(ix: Indexer, subject: StoredFile, query: SimilarQuery) -> SimilarRes
     return SimilarResult(matches, truncated=len(peers) > query.limit)
 
 
-def dupes(ix: Indexer, query: DupesQuery) -> DupesResult:
+def dupes(ix: Index, query: DupesQuery) -> DupesResult:
     """Duplicate groups, the most wasted bytes first (``query.root``, if given, must be
     resolved as the store keeps paths)."""
     groups = q.dupes(ix, query.near, query.host)

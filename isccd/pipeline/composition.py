@@ -9,7 +9,7 @@ each one that changes, chunk by chunk. The record is written once all are done, 
 interrupted switch is simply run again (composing again is idempotent). A store that records
 nothing (a new one) takes the pipeline's option.
 
-The functions taking an :class:`Indexer` run on the store's owner thread, each as one job.
+The functions taking an :class:`Index` run on the store's owner thread, each as one job.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import Sequence
 
-from isccd.pipeline.indexer import Indexer
+from isccd.pipeline.index import Index
 
 _log = logging.getLogger("isccd.pipeline")
 
@@ -41,14 +41,14 @@ def _decode(text: str) -> bool | None:
     return found
 
 
-def record(ix: Indexer, wide: bool) -> None:
+def record(ix: Index, wide: bool) -> None:
     """Record ``wide`` as the option the stored ISCC-CODEs follow."""
     ix.store.set_property(PROPERTY, json.dumps({"wide": wide}))
 
 
-def outdated(ix: Indexer, wide: bool) -> Sequence[int] | None:
+def outdated(ix: Index, wide: bool) -> Sequence[int] | None:
     """The live files to compose again under ``wide`` (each chunk with
-    :meth:`Indexer.recompose`), or ``None`` when the stored codes follow it already (a store
+    :meth:`Index.recompose`), or ``None`` when the stored codes follow it already (a store
     that records no option takes this one)."""
     text = ix.store.get_property(PROPERTY)
     if text is None:

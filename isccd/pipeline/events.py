@@ -30,7 +30,7 @@ A duplicate found on another host of a fleet is also announced from that host's 
 (:mod:`isccd.pipeline.mirror`).
 
 ``scan.progress`` is not logged: progress is transient and a log of it would bury the changes.
-:meth:`Pipeline.reconcile <isccd.pipeline.runner.Pipeline.reconcile>` reports it through its
+:meth:`Pipeline.reconcile <isccd.pipeline.pipeline.Pipeline.reconcile>` reports it through its
 ``progress`` callback, for the daemon to push live.
 """
 

@@ -1,7 +1,7 @@
 """The other hosts' part of the in-memory index, for a store a fleet shares.
 
 Each daemon keeps the first 64 bits of every unit of the whole fleet in memory
-(:mod:`isccd.index`), so that a near-duplicate question never waits on the database for its
+(:mod:`isccd.hamming`), so that a near-duplicate question never waits on the database for its
 scan. Its own files it indexes as it stores them; the other hosts' changes it learns from the
 shared event log, where each ``file.*`` event names the file it changed (:attr:`Event.file_id`):
 the file is read again, and its codes replace the old ones (or leave the index, when it is no
@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from isccd.index import UnitIndex
+from isccd.hamming import HammingSearch
 from isccd.model import Event, UnitType
 from isccd.store import Store
 
@@ -98,7 +98,7 @@ class FleetIndex:
             self._inbox.append(update)
             self._waiting += len(update.codes)
 
-    def apply(self, index: UnitIndex) -> None:
+    def apply(self, index: HammingSearch) -> None:
         """Apply the updates offered so far."""
         while True:
             with self._lock:
@@ -108,7 +108,7 @@ class FleetIndex:
                 self._waiting -= len(update.codes)
             self._apply(index, update)
 
-    def catch_up(self, store: Store, index: UnitIndex) -> None:
+    def catch_up(self, store: Store, index: HammingSearch) -> None:
         """Apply every change other hosts committed so far, reading the log from the index's
         position (call under the writers' lock, so that nothing commits meanwhile)."""
         self.apply(index)
@@ -119,7 +119,7 @@ class FleetIndex:
                 return
             self._apply(index, read_update(store, events, events[-1].seq))
 
-    def _apply(self, index: UnitIndex, update: IndexUpdate) -> None:
+    def _apply(self, index: HammingSearch, update: IndexUpdate) -> None:
         if update.upto <= self.position:
             return  # read before a newer update was applied: that one is as fresh or fresher
         for file_id, codes in update.codes.items():

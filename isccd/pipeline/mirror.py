@@ -23,11 +23,11 @@ from isccd.pipeline import events as payload
 from isccd.store import StoredFile
 
 if TYPE_CHECKING:
-    from isccd.pipeline.indexer import Indexer
+    from isccd.pipeline.index import Index
 
 
 def mirror(
-    ix: Indexer,
+    ix: Index,
     type: EventType,
     stored: StoredFile,
     others: Iterable[StoredFile],

@@ -14,8 +14,8 @@ further switch, so that every file is re-evaluated exactly once from the policy 
 were decided under. A store that records no policy (a new one, or one written before policies
 were recorded) takes the policy of the pipeline that opens it, without re-evaluating.
 
-The functions taking an :class:`Indexer` run on the store's owner thread, each as one job
-(:meth:`isccd.pipeline.runner.Pipeline.call`); the record is JSON:
+The functions taking an :class:`Index` run on the store's owner thread, each as one job
+(submitted by :class:`isccd.pipeline.Pipeline`); the record is JSON:
 ``{"decided": {...}, "switching": {"to": {...}, "done": <last file id re-evaluated>}}``.
 """
 
@@ -32,7 +32,7 @@ from isccd.match import NEAR_UNITS, RelationKind, Side, Thresholds, is_exact
 from isccd.model import Event
 from isccd.pipeline import events as payload
 from isccd.pipeline.announce import announce
-from isccd.pipeline.indexer import Indexer, side_of, stored_side
+from isccd.pipeline.index import Index, side_of, stored_side
 from isccd.store import StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
@@ -117,7 +117,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # JSON's true is no number
 
 
-def recorded(ix: Indexer) -> Recorded | None:
+def recorded(ix: Index) -> Recorded | None:
     """The store's record; ``None`` when it has none, or one this isccd cannot read (it is
     then replaced, as if none had been recorded)."""
     text = ix.store.get_property(PROPERTY)
@@ -150,7 +150,7 @@ def parse(text: str) -> Recorded:
     return Recorded(decided, target, done)
 
 
-def record(ix: Indexer, state: Recorded) -> None:
+def record(ix: Index, state: Recorded) -> None:
     """Write the record in the current transaction."""
     found: dict[str, Any] = {"decided": encode(state.decided)}
     if state.target is not None:
@@ -158,7 +158,7 @@ def record(ix: Indexer, state: Recorded) -> None:
     ix.store.set_property(PROPERTY, json.dumps(found, sort_keys=True, separators=(",", ":")))
 
 
-def keep(ix: Indexer, fallback: Thresholds) -> None:
+def keep(ix: Index, fallback: Thresholds) -> None:
     """Decide under the store's policy (the one a switch under way moves to) until the next
     switch; a store that records none takes ``fallback``."""
     found = recorded(ix)
@@ -168,8 +168,8 @@ def keep(ix: Indexer, fallback: Thresholds) -> None:
     ix.options = replace(ix.options, thresholds=found.effective)
 
 
-def begin(ix: Indexer, previous: Thresholds, target: Thresholds, done: int = 0) -> Switch:
-    """Start a switch (or take up one interrupted after file ``done``): the indexer decides
+def begin(ix: Index, previous: Thresholds, target: Thresholds, done: int = 0) -> Switch:
+    """Start a switch (or take up one interrupted after file ``done``): the index decides
     under ``target`` from now on, and the files whose relations it affects are named.
 
     Returns:
@@ -181,7 +181,7 @@ def begin(ix: Indexer, previous: Thresholds, target: Thresholds, done: int = 0) 
     return Switch(previous, target, ids)
 
 
-def step(ix: Indexer, switch: Switch, part: Sequence[int]) -> list[Event]:
+def step(ix: Index, switch: Switch, part: Sequence[int]) -> list[Event]:
     """Re-evaluate the next files of a switch (a chunk of ``switch.ids``, in order) and record
     the progress with the events, in one transaction.
 
@@ -197,8 +197,8 @@ def step(ix: Indexer, switch: Switch, part: Sequence[int]) -> list[Event]:
     return events
 
 
-def switch_to(ix: Indexer, thresholds: Thresholds) -> list[int]:
-    """Switch the indexer to a new duplicate policy; return the ids of the files whose
+def switch_to(ix: Index, thresholds: Thresholds) -> list[int]:
+    """Switch the index to a new duplicate policy; return the ids of the files whose
     relations must be re-evaluated (with :func:`reevaluate` and the old policy, in chunks):
     those with a unit whose threshold changed, and those whose size lies between the old and
     the new ``min_size``."""
@@ -209,7 +209,7 @@ def switch_to(ix: Indexer, thresholds: Thresholds) -> list[int]:
     for unit_type in changed:
         if thresholds.of(unit_type) is not None:
             ix.ensure_loaded(unit_type)
-            ids.update(int(i) for i in ix.index[unit_type].ids())
+            ids.update(int(i) for i in ix.search[unit_type].ids())
     for pair in ix.store.near_pairs():
         if pair.unit in changed:
             ids.update((pair.a, pair.b))
@@ -220,7 +220,7 @@ def switch_to(ix: Indexer, thresholds: Thresholds) -> list[int]:
 
 
 def reevaluate(
-    ix: Indexer, file_ids: Sequence[int], previous: Thresholds | None = None
+    ix: Index, file_ids: Sequence[int], previous: Thresholds | None = None
 ) -> list[Event]:
     """Recompute the relations of these files under the current policy, logging what began
     (``dup.exact``, ``dup.near``) and ended (``dup.resolved``, reason ``threshold``).

@@ -2,7 +2,7 @@
 duplicate groups (``dupes``).
 
 The same functions serve the daemon (on the owner thread, with the live index) and the
-command line reading the store directly (a read-only :class:`~isccd.pipeline.indexer.Indexer`
+command line reading the store directly (a read-only :class:`~isccd.pipeline.index.Index`
 that loads the unit types a question needs). Results are frozen dataclasses;
 :mod:`isccd.pipeline.answers` turns them into the protocol's results, which both print.
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from isccd.match import NEAR_UNITS, RelationKind, Thresholds, near_unit, relate
 from isccd.model import FileRecord, Unit, UnitType
 from isccd.pipeline import events as payload
-from isccd.pipeline.indexer import Indexer, exact_copies, stored_side
+from isccd.pipeline.index import Index, exact_copies, stored_side
 from isccd.store import NearPair, StoredFile
 
 
@@ -84,7 +84,7 @@ def _peer(stored: StoredFile, kind: RelationKind, unit: UnitType, distance: int,
     )
 
 
-def get(ix: Indexer, path: str, host: str | None = None) -> FileView | None:
+def get(ix: Index, path: str, host: str | None = None) -> FileView | None:
     """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
     ``host``: only its duplicates on that host."""
     store = ix.store
@@ -135,7 +135,7 @@ def _holds(
 
 
 def similar(
-    ix: Indexer,
+    ix: Index,
     stored: StoredFile,
     max_distance: int | None = None,
     unit_types: Sequence[UnitType] | None = None,
@@ -144,7 +144,7 @@ def similar(
     """Files whose units are within reach of ``stored``'s, nearest first.
 
     Args:
-        ix: The indexer.
+        ix: The index.
         stored: The file (live, or a record computed on the fly with id 0).
         max_distance: Bits of the first 64 within which a unit counts (scaled for longer
             units, as thresholds are), 0 to 64; the configured threshold per unit type when
@@ -175,7 +175,7 @@ def similar(
         if radius is None or unit.type not in NEAR_UNITS:
             continue
         ix.ensure_loaded(unit.type)
-        candidate_ids.update(h.file_id for h in ix.index.within(unit.type, unit.digest, radius))
+        candidate_ids.update(h.file_id for h in ix.search.within(unit.type, unit.digest, radius))
     if record.datahash:
         found = ix.store.files_by_datahash(record.datahash, fleet=True)
         candidate_ids.update(s.id for s in found)
@@ -274,11 +274,11 @@ def _members(files: Sequence[StoredFile]) -> list[tuple[Member, list[int]]]:
     return members
 
 
-def dupes(ix: Indexer, near: bool = False, host: str | None = None) -> list[DupGroup]:
+def dupes(ix: Index, near: bool = False, host: str | None = None) -> list[DupGroup]:
     """Duplicate groups, the most wasted bytes first.
 
     Args:
-        ix: The indexer.
+        ix: The index.
         near: Include groups of near duplicates (connected components of the stored near
             relations) besides the exact ones.
         host: Only groups with a member on this host (every group of the fleet by default).
@@ -300,7 +300,7 @@ def dupes(ix: Indexer, near: bool = False, host: str | None = None) -> list[DupG
     return groups
 
 
-def _near_groups(ix: Indexer) -> list[DupGroup]:
+def _near_groups(ix: Index) -> list[DupGroup]:
     """Connected components of the stored near relations that hold under the policy."""
     parent: dict[int, int] = {}
 

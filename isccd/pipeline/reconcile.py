@@ -1,8 +1,10 @@
 """One reconcile of a root, as state that lives on the store's owner thread.
 
-The walk (:class:`isccd.watch.scan.Walker`) is advanced in short steps, each one a job on the
-owner thread, so that a long walk never holds the store for long and watcher events interleave
-with it. Each step turns what the walk found into actions:
+The walk (:class:`isccd.walk.Walker`) is advanced in short steps: a thread of its own lists
+directories for a moment (the disk is never asked on the owner thread, where a hung ``stat``
+would stall every commit), then a job on the owner thread compares them with the store, so that
+a long walk never holds the store for long and watcher events interleave with it. Each step
+turns what the walk found into actions:
 
 - unchanged files: nothing (no file is opened);
 - new paths: a rename or a hardlink of a stored file is applied at once, without hashing;
@@ -19,21 +21,29 @@ profile is outdated; :meth:`Reconciler.close` logs ``scan.done``.
 
 from __future__ import annotations
 
-import errno
 import logging
+import os
 import stat as stat_module
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from isccd.beneath import RootDir
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
-from isccd.pipeline.indexer import Indexer, on_disk
+from isccd.pipeline.index import Index
 from isccd.pipeline.options import profile_is_stale
 from isccd.pipeline.rootdev import RootDevice
 from isccd.store import StoredFile
 from isccd.store.base import join_path
-from isccd.watch.scan import DirScan, ItemKind, ScanIssue, ScanItem, ScanOptions, Walker
+from isccd.walk import (
+    NO_FILE,
+    ItemKind,
+    Listing,
+    ScanIssue,
+    ScanItem,
+    ScanOptions,
+    Walker,
+    examine,
+)
 
 #: Issues listed in ``scan.done`` at most.
 _ISSUES_LOGGED = 100
@@ -146,94 +156,151 @@ class Step:
 
     Attributes:
         jobs: Files to hash.
+        sightings: Files the store holds elsewhere, to place (:meth:`Reconciler.settle`) once
+            the disk was asked about their other paths.
         done: The walk is complete.
         stats: The counters so far.
     """
 
     jobs: list[HashJob]
+    sightings: list[Sighting]
     done: bool
     stats: ScanStats
 
 
-def known_elsewhere(indexer: Indexer, path: str, st: FileStat) -> tuple[StoredFile, bool] | None:
-    """A stored file with this identity and content version (size and mtime) at another path,
-    and whether that path no longer holds it (a rename) or still does (a hardlink)."""
-    candidates = [
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """A file at a path the store does not hold it at, while the store holds a file of the same
+    identity and content version (size and mtime) at other paths: a rename or a hardlink, told
+    apart by whether those paths still hold it. The disk is asked off the owner thread
+    (:func:`look`), then :func:`place` applies it.
+
+    Attributes:
+        root: Its root.
+        path: The path it was found at.
+        stat: Its validators.
+        elsewhere: The stored paths of its identity, with their roots.
+    """
+
+    root: str
+    path: str
+    stat: FileStat
+    elsewhere: tuple[tuple[str, str], ...]
+
+
+#: What the disk holds at each path asked about: the identity of the file there, or ``None``
+#: when no file of the tree is. A path left out could not be examined: it counts as holding the
+#: file, so that a doubt never turns a hardlink into a move.
+Present = Mapping[str, tuple[int, int] | None]
+
+
+def _elsewhere(ix: Index, path: str, st: FileStat) -> list[StoredFile]:
+    """Stored files with this identity and content version at other paths."""
+    return [
         f
-        for f in indexer.store.files_by_identity(*st.identity)
+        for f in ix.store.files_by_identity(*st.identity)
         if f.path != path
         and f.record.stat is not None
         and f.record.stat.size == st.size
         and f.record.stat.mtime_ns == st.mtime_ns
     ]
+
+
+def sighted(ix: Index, root: str, path: str, st: FileStat) -> Sighting | None:
+    """The sighting of a file the store holds elsewhere, if it does."""
+    found = _elsewhere(ix, path, st)
+    return Sighting(root, path, st, tuple((f.root, f.path) for f in found)) if found else None
+
+
+def look(
+    sightings: Sequence[Sighting], *, follow_symlinks: bool = False
+) -> dict[str, tuple[int, int] | None]:
+    """What the disk holds at the sightings' other paths, each examined beneath its root
+    (blocking: called off the owner thread).
+
+    Returns:
+        The :data:`Present` answer.
+    """
+    by_root: dict[str, set[str]] = {}
+    for sighting in sightings:
+        for root, path in sighting.elsewhere:
+            by_root.setdefault(root, set()).add(path)
+    present: dict[str, tuple[int, int] | None] = {}
+    for root, paths in by_root.items():
+        for path, found in examine(root, paths, follow_symlinks=follow_symlinks).items():
+            if not isinstance(found, OSError):
+                present[path] = (found.st_dev, found.st_ino)
+            elif found.errno in NO_FILE:
+                present[path] = None
+    return present
+
+
+def place(ix: Index, sighting: Sighting, present: Present) -> tuple[list[Event], bool]:
+    """Apply a sighting as the store stands now: a hardlink when another path still holds the
+    file, else a rename.
+
+    Returns:
+        The events logged, and whether the file must be hashed instead (the store no longer
+        holds it elsewhere).
+    """
+    st = sighting.stat
+    candidates = _elsewhere(ix, sighting.path, st)
     for candidate in candidates:
-        if on_disk(candidate.path, st.identity):
-            return candidate, False
-    return (candidates[0], True) if candidates else None
+        if present.get(candidate.path, st.identity) == st.identity:
+            return ix.link(sighting.root, candidate, sighting.path, st), False
+    if candidates:
+        return ix.move_file(candidates[0], sighting.root, sighting.path, st), False
+    return [], True
 
 
 def plan_path(
-    indexer: Indexer, root: str, path: str, *, follow_symlinks: bool = False
-) -> tuple[list[Event], HashJob | None, bool]:
-    """What to do about one path a watcher reported: apply a removal, rename or hardlink at
-    once, or say what to hash.
-
-    The path is examined beneath the root's directory (as the workers open it): one that
-    leads through a symbolic link (unless ``follow_symlinks`` and it stays beneath the root)
-    is no file of the tree, and whatever the store held there is removed.
+    ix: Index, root: str, path: str, found: os.stat_result | OSError
+) -> tuple[list[Event], HashJob | Sighting | None, bool]:
+    """What to do about one path a watcher reported, given what examining it beneath the root's
+    directory found (:func:`isccd.walk.examine`, as the workers open it): apply a removal at
+    once, or say what to hash or which sighting to place. A path that leads through a symbolic
+    link (unless followed and beneath the root) is no file of the tree, and whatever the store
+    held there is removed.
 
     Returns:
-        The events logged, the job to hash (if any), and whether the path is a directory to
+        The events logged, what is left to do, and whether the path is a directory to
         reconcile.
     """
-    try:
-        with RootDir(root, follow_symlinks=follow_symlinks) as top:
-            st_os = top.stat(path)
-    except OSError as exc:
-        if exc.errno in _NO_FILE:
-            return indexer.remove_path(path), None, False
+    if isinstance(found, OSError):
+        if found.errno in NO_FILE:
+            return ix.remove_path(path), None, False
         return [], None, False  # cannot tell (or the root is gone); the next reconcile will
-    if stat_module.S_ISDIR(st_os.st_mode):
+    if stat_module.S_ISDIR(found.st_mode):
         return [], None, True
-    if not stat_module.S_ISREG(st_os.st_mode):
-        return indexer.remove_path(path), None, False
-    events, job = _plan_file(indexer, root, path, FileStat.from_os(st_os))
-    return events, job, False
+    if not stat_module.S_ISREG(found.st_mode):
+        return ix.remove_path(path), None, False
+    return [], _plan_file(ix, root, path, FileStat.from_os(found)), False
 
 
-#: What examining a path beneath its root says when no file of the tree is there: gone, a
-#: directory on the way is a file, a symbolic link on the way is not followed, or it leads out.
-_NO_FILE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
-
-
-def _plan_file(
-    indexer: Indexer, root: str, path: str, st: FileStat
-) -> tuple[list[Event], HashJob | None]:
-    stored = indexer.store.file_at(path)
+def _plan_file(ix: Index, root: str, path: str, st: FileStat) -> HashJob | Sighting | None:
+    stored = ix.store.file_at(path)
     before = stored.record.stat if stored is not None else None
     if before is not None and before.same_content_version(st):
-        return [], None
-    known = None
+        return None
     if before is None or before.identity != st.identity:
-        known = known_elsewhere(indexer, path, st)
-    if known is None:
-        return [], HashJob(root, path, st)
-    source, gone = known
-    if gone:
-        return indexer.move_file(source, root, path, st), None
-    return indexer.link(root, source, path, st), None
+        sighting = sighted(ix, root, path, st)
+        if sighting is not None:
+            return sighting
+    return HashJob(root, path, st)
 
 
 class Reconciler:
-    """The owner-thread state of one reconcile."""
+    """The state of one reconcile: its walk lists directories on a thread of its own
+    (:meth:`walk`), everything else runs on the owner thread."""
 
     def __init__(
         self,
-        indexer: Indexer,
+        ix: Index,
         root: str,
         options: ScanOptions | None = None,
         *,
         start: str | None = None,
+        device: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         collect: bool = False,
         announce: bool = False,
@@ -243,15 +310,18 @@ class Reconciler:
         ``announce``, log ``scan.done`` at the end of a subtree walk too (one a client asked
         for).
 
+        Args:
+            device: The root directory's ``st_dev`` now (:func:`.rootdev.device_of`), if it
+                can be stat'ed.
+
         Raises:
             ValueError: ``start`` is outside ``root``, or an ignore pattern is malformed.
         """
-        self._ix = indexer
+        self._ix = ix
         self.root = root
-        self._device = RootDevice.probe(indexer.store, root)
-        self._lookup = self._device.lookup(indexer.store.validators_in_dir)
+        self._device = RootDevice(root, ix.store.root_device(root), device)
+        self._lookup = self._device.lookup(ix.store.validators_in_dir)
         self._walker = Walker(root, self._lookup, options, start=start)
-        self._walk: Iterator[DirScan] = iter(self._walker)
         self._present = 0  # indexed files found at their paths
         self._clock = clock
         self._started = clock()
@@ -270,11 +340,22 @@ class Reconciler:
         self.stats.seconds = self._clock() - self._started
         return self.stats.snapshot()
 
-    def step(self, budget: float = 0.05, max_jobs: int = 256) -> Step:
-        """Walk on for about ``budget`` seconds or until ``max_jobs`` files need hashing."""
-        deadline = self._clock() + budget
+    def walk(self, seconds: float = 0.05) -> tuple[list[Listing], bool]:
+        """List directories for about ``seconds`` (blocking on the disk: never call it on the
+        owner thread); :meth:`step` then compares them with the store.
+
+        Returns:
+            The listings, and whether the walk is complete.
+        """
+        return self._walker.take(seconds, self._clock)
+
+    def step(self, listings: Sequence[Listing], walked: bool) -> Step:
+        """Compare listed directories with the store: apply nothing yet, say what to hash and
+        which sightings to place; ``walked`` when the walk is complete."""
         jobs: list[HashJob] = []
-        for scanned in self._walk:
+        sightings: list[Sighting] = []
+        for listing in listings:
+            scanned = self._walker.compare(listing)
             self.stats.dirs += 1
             self.stats.unchanged += scanned.unchanged
             self.stats.seen += scanned.unchanged
@@ -286,38 +367,57 @@ class Reconciler:
                     continue
                 self.stats.seen += 1
                 self._present += item.kind is ItemKind.CHANGED
-                job = self._plan(item)
-                if job is not None:
-                    jobs.append(job)
-            if self._clock() >= deadline or len(jobs) >= max_jobs:
-                self.stats.queued += len(jobs)
-                return Step(jobs, False, self._stats())
+                planned = self._plan(item.path, item.stat, item.kind is ItemKind.NEW)
+                if isinstance(planned, Sighting):
+                    sightings.append(planned)
+                elif planned is not None:
+                    jobs.append(planned)
         self.stats.queued += len(jobs)
-        self.stats.walked = True
-        return Step(jobs, True, self._stats())
+        self.stats.walked = walked
+        return Step(jobs, sightings, walked, self._stats())
 
-    def _plan(self, item: ScanItem) -> HashJob | None:
-        """Apply a rename or hardlink at once; otherwise say what to hash."""
-        st = item.stat
+    def _plan(self, path: str, st: FileStat, new: bool) -> HashJob | Sighting | None:
+        """Say what to hash, or which sighting to place (a rename or a hardlink); nothing for
+        another path of a file being hashed, which waits for its result."""
         waiting = self._waiting.get(st.identity)
         if waiting is not None:
-            waiting.append((item.path, st))
+            waiting.append((path, st))
             return None
         # A new path is one the walk found no stored file at (in this job): no need to ask.
-        stored = None if item.kind is ItemKind.NEW else self._ix.store.file_at(item.path)
+        stored = None if new else self._ix.store.file_at(path)
         if stored is None or (stored.record.stat and stored.record.stat.identity != st.identity):
-            known = known_elsewhere(self._ix, item.path, st)
-            if known is not None:
-                source, gone = known
-                if gone:
-                    self._count(self._ix.move_file(source, self.root, item.path, st))
-                else:
-                    self._count(self._ix.link(self.root, source, item.path, st))
-                return None
+            sighting = sighted(self._ix, self.root, path, st)
+            if sighting is not None:
+                return sighting
+        return self._hash(path, st)
+
+    def _hash(self, path: str, st: FileStat) -> HashJob:
         links = st.nlink > 1
         if links:
             self._waiting[st.identity] = []
-        return HashJob(self.root, item.path, st, links=links)
+        return HashJob(self.root, path, st, links=links)
+
+    def settle(
+        self, sightings: Sequence[Sighting], present: Present
+    ) -> tuple[list[HashJob], ScanStats]:
+        """Place a step's sightings in the order they were found, given what the disk holds at
+        their other paths (:func:`look`).
+
+        Returns:
+            Jobs for the files that must be hashed after all, and the counters.
+        """
+        jobs: list[HashJob] = []
+        for sighting in sightings:
+            waiting = self._waiting.get(sighting.stat.identity)
+            if waiting is not None:  # another path of it is being hashed meanwhile
+                waiting.append((sighting.path, sighting.stat))
+                continue
+            events, hashing = place(self._ix, sighting, present)
+            self._count(events)
+            if hashing:
+                jobs.append(self._hash(sighting.path, sighting.stat))
+        self.stats.queued += len(jobs)
+        return jobs, self._stats()
 
     def applied(
         self, job: HashJob, record: FileRecord

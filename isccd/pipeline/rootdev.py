@@ -32,7 +32,16 @@ from pathlib import Path
 
 from isccd.model import FileStat
 from isccd.store import Store
-from isccd.watch.scan import IssueReason, Lookup, ScanIssue
+from isccd.walk import IssueReason, Lookup, ScanIssue
+
+
+def device_of(root: str) -> int | None:
+    """The ``st_dev`` of a root directory now (blocking on the disk), if it can be stat'ed (the
+    walk reports a missing or unreadable root)."""
+    try:
+        return Path(root).stat().st_dev
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +57,6 @@ class RootDevice:
     root: str
     recorded: int | None
     current: int | None
-
-    @classmethod
-    def probe(cls, store: Store, root: str) -> RootDevice:
-        """Compare the recorded device of ``root`` with the directory's now."""
-        try:
-            current: int | None = Path(root).stat().st_dev
-        except OSError:
-            current = None  # the walk reports a missing or unreadable root
-        return cls(root, store.root_device(root), current)
 
     @property
     def moved(self) -> bool:

@@ -1,7 +1,7 @@
 """One named thread that owns the store; work is sent to it and results come back as futures.
 
 SQLite allows one writer at a time and its connections belong to the thread that made them, so
-isccd gives the write connection (and whatever is built on it: the pipeline's indexer and its
+isccd gives the write connection (and whatever is built on it: the pipeline's index and its
 in-memory index) to a single thread. Any thread submits a job, a callable that receives the
 owned object; the owner runs jobs in submission order and returns each result through a
 :class:`concurrent.futures.Future` (``asyncio.wrap_future`` makes it awaitable).

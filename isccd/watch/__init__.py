@@ -10,5 +10,6 @@
   reader, hooked to tell it.
 - :mod:`isccd.watch.presence`: whether a root is still the directory watched (its identity, a
   watch on its parent).
-- :mod:`isccd.watch.scan`: the reconcile scan (walk, stat, diff against the store).
+
+The reconcile walk that catches what watching misses is :mod:`isccd.walk`, below both.
 """

@@ -30,6 +30,8 @@ import heapq
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from isccd.errors import OptionError
+
 
 class ChangeKind(enum.Enum):
     """What an observer saw happen to a path."""
@@ -131,24 +133,44 @@ class _Entry:
         self.is_dir = is_dir
 
 
-class Debouncer:
-    """Coalesces changes per path and releases them once settled.
+@dataclass(frozen=True, slots=True)
+class DebounceOptions:
+    """How changes are settled (``[watch] settle``, ``max_delay``, ``max_pending``).
 
-    Args:
+    Attributes:
         settle: Seconds a path must stay quiet before it is released.
         max_delay: Seconds after a path's first change by which it is released regardless.
         max_pending: Paths allowed to wait at once. A change that would exceed it drops the
             pending paths of its root and yields a :class:`Recrawl` of that root instead.
+    """
+
+    settle: float = 0.25
+    max_delay: float = 5.0
+    max_pending: int = 100_000
+
+    def __post_init__(self) -> None:
+        """Check the values.
+
+        Raises:
+            OptionError: A value that is not positive.
+        """
+        for name in ("settle", "max_delay", "max_pending"):
+            if not getattr(self, name) > 0:
+                raise OptionError(name, f"must be greater than 0 (got {getattr(self, name)})")
+
+
+class Debouncer:
+    """Coalesces changes per path and releases them once settled (see
+    :class:`DebounceOptions`).
 
     Times are seconds on any monotonic clock, passed to every call.
     """
 
-    def __init__(self, settle: float = 0.25, max_delay: float = 5.0, max_pending: int = 100_000):
-        if settle <= 0 or max_delay <= 0 or max_pending < 1:
-            raise ValueError("settle, max_delay and max_pending must be positive")
-        self._settle = settle
-        self._max_delay = max_delay
-        self._max_pending = max_pending
+    def __init__(self, options: DebounceOptions | None = None) -> None:
+        options = options or DebounceOptions()
+        self._settle = options.settle
+        self._max_delay = options.max_delay
+        self._max_pending = options.max_pending
         self._entries: dict[str, _Entry] = {}
         # Quiet order: least recently touched first (a touch moves a path to the end).
         self._by_last: OrderedDict[str, None] = OrderedDict()

@@ -1,5 +1,5 @@
-"""From settings to component options: defaults agree with the components' own, default places
-follow the environment, and roots are checked on the machine."""
+"""From settings to component options: default places follow the environment, settings reach
+the components, and roots are checked on the machine."""
 
 from __future__ import annotations
 
@@ -7,13 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from isccd.daemon.config import build_config
+from isccd.config import build_config
 from isccd.errors import ConfigError
-from isccd.hashing import CodeOptions, compute_record, current_versions
-from isccd.match import Thresholds
+from isccd.hashing import compute_record
 from isccd.model import UnitType
-from isccd.pipeline import PipelineOptions, profile_is_stale
-from isccd.server import ServerOptions
+from isccd.pipeline import profile_is_stale
 from isccd.settings import Settings, env_name, load_settings
 from isccd.store import state_url
 from tests.test_settings import EXAMPLES
@@ -21,22 +19,6 @@ from tests.test_settings import EXAMPLES
 
 def _settings(tmp_path: Path, **watch: object):  # type: ignore[no-untyped-def]
     return load_settings(env={}, overrides={"watch": {"roots": [tmp_path], **watch}})
-
-
-def test_defaults_agree_with_the_components(tmp_path: Path) -> None:
-    config = build_config(_settings(tmp_path), env={"STATE_DIRECTORY": "/var/lib/x"})
-    assert config.pipeline.thresholds == Thresholds()
-    defaults = PipelineOptions()
-    assert config.pipeline.tombstone_retention == defaults.tombstone_retention
-    assert config.pipeline.event_retention == defaults.event_retention
-    server = ServerOptions(socket_path=config.server.socket_path)
-    assert config.server == server
-    assert config.debounce.settle == 0.25
-    assert config.workers.workers >= 1
-    # The [code] defaults are CodeOptions' (the ISCC SDK's), wherever the options are used.
-    assert config.workers.code == CodeOptions()
-    assert config.pipeline.wide == CodeOptions().wide
-    assert config.pipeline.versions == current_versions(CodeOptions())
 
 
 def test_default_places_follow_systemd_and_xdg(tmp_path: Path) -> None:
@@ -96,20 +78,13 @@ def test_own_directories_inside_a_root_are_ignored(tmp_path: Path) -> None:
         build_config(_settings(tmp_path), env={"STATE_DIRECTORY": str(tmp_path)})
 
 
-def _option(code: CodeOptions, name: str) -> object:
-    """A ``[code]`` setting's value in :class:`CodeOptions`: the tools' under ``tools``."""
-    if name in {"fpcalc", "ffmpeg", "ffprobe"}:
-        return getattr(code.tools, name)
-    return code.tools.timeout if name == "tool_timeout" else getattr(code, name)
-
-
 def test_code_settings_reach_the_workers_the_versions_and_the_pipeline(tmp_path: Path) -> None:
     examples = {name: example for (section, name), example in EXAMPLES.items() if section == "code"}
     env = {env_name(("code", name)): text for name, (text, _) in examples.items()}
     config = build_config(_settings_from(tmp_path, env), env={})
     code = config.workers.code
     for name, (_, expected) in examples.items():
-        assert _option(code, name) == expected, name
+        assert getattr(code, name) == expected, name
     assert config.pipeline.wide is True
     versions = config.pipeline.versions
     assert (versions["bits"], versions["fps"]) == ("128", "2")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from isccd.daemon.config import build_config
+from isccd.config import build_config
 from isccd.settings import load_settings
 from tests.extract.media import needs_fpcalc
 

@@ -6,10 +6,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from isccd.daemon.config import DebounceOptions
 from isccd.daemon.feed import Feed
 from isccd.model import EventType
-from isccd.watch.debounce import Change, ChangeKind, Dirty, Moved, Recrawl, RecrawlReason
+from isccd.watch.debounce import (
+    Change,
+    ChangeKind,
+    DebounceOptions,
+    Dirty,
+    Moved,
+    Recrawl,
+    RecrawlReason,
+)
 from isccd.watch.watcher import Degradation
 
 R = "/r"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import structlog
 
-from isccd.daemon.hasher import Hashing, log_processed, outcome
+from isccd.daemon.hasher import DaemonHasher, log_processed, outcome
 from isccd.daemon.heartbeat import Progress
-from isccd.daemon.workers import WorkerOptions, WorkerPool
+from isccd.hashing.pool import WorkerOptions, WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, Unit, UnitType
 
@@ -35,7 +35,7 @@ def test_replaced_workers_take_over_and_closed_ones_abandon(tmp_path: Path) -> N
         old = WorkerPool(WorkerOptions(workers=1))
         new = WorkerPool(WorkerOptions(workers=1))
         await asyncio.gather(old.start(), new.start())
-        hashing = Hashing(old, Progress(limit=60))
+        hashing = DaemonHasher(old, Progress(limit=60))
         try:
             # A reload replaces the workers while a file is being hashed.
             job = asyncio.create_task(hashing(str(tmp_path), str(big), None))

@@ -9,7 +9,7 @@ from typing import Any
 
 from isccd.daemon.scans import Scans
 from isccd.pipeline import ScanStats
-from isccd.watch.scan import ScanOptions
+from isccd.walk import ScanOptions
 
 
 class _Pipeline:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from isccd.daemon.workers import PoolClosedError, WorkerOptions, WorkerPool
 from isccd.hashing import ALL_UNITS, OUT_OF_MEMORY, compute_record
+from isccd.hashing.pool import PoolClosedError, WorkerOptions, WorkerPool
 from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
 from tests.extract.media import huge_png
 

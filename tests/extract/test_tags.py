@@ -108,7 +108,7 @@ def test_an_mp3_is_coded_without_ffprobe(tmp_path: Path) -> None:
     path = tmp_path / "song.mp3"
     ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:duration=8", "-metadata", "title=Song",
            str(path))  # fmt: skip
-    without = CodeOptions(tools=ToolOptions(ffprobe=str(tmp_path / "no-ffprobe")))
+    without = CodeOptions(ffprobe=str(tmp_path / "no-ffprobe"))
     record = compute_record(str(path), without)
     assert record.issues == ()
     assert record.name == "Song"

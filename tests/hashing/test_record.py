@@ -23,7 +23,6 @@ import pytest
 
 from isccd.extract.probe import probe_media
 from isccd.extract.text import document_extractor_available
-from isccd.extract.tools import ToolOptions
 from isccd.hashing import CodeOptions, compute_record
 from isccd.model import FileRecord, IssueCode, IssueKind, Mode, UnitType
 from tests.extract.media import (
@@ -366,7 +365,8 @@ def test_tools_leave_no_temporary_files(
         return str(made[-1])
 
     monkeypatch.setattr(tempfile, "mkdtemp", recording)
-    options = CodeOptions(tools=ToolOptions(temp_dir=str(temp), timeout=60))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # the default temporary directory
+    options = CodeOptions(tool_timeout=60)
     fake = tmp_path / "fake.mp4"
     fake.write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(5000))
     for path in (corpus["tone.mp3"], corpus["bars.mp4"], corpus["letter.docx"], fake):
@@ -381,7 +381,7 @@ def test_tool_timeout_is_a_clean_error(corpus: dict[str, Path], tmp_path: Path) 
     slow = tmp_path / "slow-fpcalc"
     slow.write_text("#!/bin/sh\nexec sleep 30\n")
     slow.chmod(0o755)
-    options = CodeOptions(tools=ToolOptions(fpcalc=str(slow), ffprobe="none", timeout=0.5))
+    options = CodeOptions(fpcalc=str(slow), ffprobe="none", tool_timeout=0.5)
     wav = tmp_path / "x.wav"
     wav.write_bytes(b"RIFF" + bytes(100))
     start = time.monotonic()
@@ -420,7 +420,7 @@ def test_metadata_read_with_the_content_is_not_read_again_when_the_content_code_
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(content, "probe_media", counting)
-    without_fpcalc = CodeOptions(tools=ToolOptions(fpcalc=str(tmp_path / "not-installed")))
+    without_fpcalc = CodeOptions(fpcalc=str(tmp_path / "not-installed"))
     record = compute_record(str(tone), without_fpcalc)
     assert record.unit(UnitType.AUDIO) is None  # the Content-Code failed
     assert record.unit(UnitType.META) is not None

@@ -11,7 +11,6 @@ import PIL
 import pytest
 
 from isccd.extract.text import document_extractor_available
-from isccd.extract.tools import ToolOptions
 from isccd.hashing import CodeOptions, compute_record, current_versions
 from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
 from isccd.pipeline import profile_is_stale
@@ -117,7 +116,7 @@ def test_every_profile_component_is_current(one_of_each: list[Path], bits: int) 
 
 def test_versions_follow_the_options_and_name_a_missing_tool(tmp_path: Path) -> None:
     absent = str(tmp_path / "not-installed")
-    options = CodeOptions(bits=256, video_fps=2, tools=ToolOptions(fpcalc=absent, ffmpeg=absent))
+    options = CodeOptions(bits=256, video_fps=2, fpcalc=absent, ffmpeg=absent)
     versions = current_versions(options)
     assert (versions["bits"], versions["fps"]) == ("256", "2")
     assert versions["fpcalc"] == versions["ffmpeg"] == "missing"
@@ -132,7 +131,7 @@ def test_a_skip_for_a_missing_tool_is_outdated_once_the_tool_is_there(tmp_path: 
     # A WAV file: its tags are read by ffprobe (an MP3's are read in process).
     tone = make_audio(tmp_path / "audio")["tone.wav"]
     absent = str(tmp_path / "not-installed")
-    without = CodeOptions(tools=ToolOptions(fpcalc=absent, ffprobe=absent))
+    without = CodeOptions(fpcalc=absent, ffprobe=absent)
     record = compute_record(str(tone), without)
     assert record.unit(UnitType.AUDIO) is None
     [skip] = [i for i in record.issues if i.stage == "audio"]

@@ -8,15 +8,19 @@ contents by construction.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from isccd.match import Thresholds
 from isccd.model import Event, FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Unit, UnitType
 from isccd.pipeline import Pipeline, PipelineOptions
-from isccd.store import SqliteOptions, open_store, state_url
+from isccd.protocol import DupesQuery, DupGroup, FileInfo
+from isccd.store import SqliteOptions, Store, open_store, state_url
 
 PROFILE = "fake/1"
 
@@ -37,11 +41,15 @@ class FamilyHasher:
         self.calls: Counter[str] = Counter()
         self.unstable: dict[str, int] = {}  # path -> how many more reads see it change
         self.unreadable: set[str] = set()
+        self.vanishing: set[str] = set()  # deleted as they are read, so never opened
+        self.numbers: dict[str, tuple[int, int]] = {}  # path -> the (st_dev, st_ino) it reads
 
     async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         assert path.startswith(root + "/"), (root, path)
         self.calls[path] += 1
-        if path in self.unreadable:
+        if path in self.vanishing:
+            Path(path).unlink()
+        if path in self.unreadable or path in self.vanishing:
             issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
             return FileRecord(path, None, issues=(issue,))
         try:
@@ -51,6 +59,10 @@ class FamilyHasher:
             return FileRecord(path, None, issues=(issue,))
         with os.fdopen(fd, "rb") as f:
             stat = FileStat.from_os(os.fstat(f.fileno()))
+            if path in self.numbers:
+                stat = dataclasses.replace(
+                    stat, dev=self.numbers[path][0], ino=self.numbers[path][1]
+                )
             data = f.read()
         if self.unstable.get(path, 0) > 0:
             self.unstable[path] -= 1
@@ -131,8 +143,39 @@ class Harness:
         self.run(self.pipeline.reconcile(str(self.root)))
         return self.committed[before:]
 
+    def dupes(self, near: bool = False) -> tuple[DupGroup, ...]:
+        groups: tuple[DupGroup, ...] = self.run(self.pipeline.dupes(DupesQuery(near=near))).groups
+        return groups
+
+    def get(self, path: str) -> FileInfo | None:
+        info: FileInfo | None = self.run(self.pipeline.get(path))
+        return info
+
+    def adopt(self, thresholds: Thresholds) -> list[Event]:
+        options = dataclasses.replace(self.pipeline.options, thresholds=thresholds)
+        return list(self.run(self.pipeline.set_options(options)).events)
+
+    def read(self, question: Callable[[Store], Any]) -> Any:
+        """``question`` asked of the database as committed, on a read-only connection."""
+        store = open_store(state_url(self.state), readonly=True)
+        try:
+            return question(store)
+        finally:
+            store.close()
+
+    def stored(self, path: str | None = None) -> Any:
+        """The live file at ``path`` in the database, or every live file."""
+        return self.read(
+            lambda store: store.files_under("/") if path is None else store.file_at(path)
+        )
+
     def close(self) -> None:
         self.pipeline.close()
+
+
+async def not_coded(path: str) -> FileRecord:
+    """A coder for ``similar`` that must not be called: the file asked about is indexed."""
+    raise AssertionError(f"{path} is indexed: nothing is coded on the fly")
 
 
 def kinds(events: list[Event]) -> list[tuple[str, str]]:

@@ -19,8 +19,8 @@ import pytest
 
 from isccd.errors import ProtocolError
 from isccd.match import Thresholds
-from isccd.model import UnitType
-from isccd.pipeline import Indexer, PipelineOptions, answers
+from isccd.model import FileRecord, UnitType
+from isccd.pipeline import IndexReader, PipelineOptions, answers
 from isccd.protocol import (
     DupesQuery,
     DupesResult,
@@ -33,7 +33,7 @@ from isccd.protocol import (
     SimilarQuery,
     SimilarResult,
 )
-from isccd.store import default_host, open_store, state_url
+from isccd.store import default_host, state_url
 from tests.pipeline.harness import Harness
 
 
@@ -80,7 +80,8 @@ def h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
 
 
 def unit_of(h: Harness, name: str, unit_type: UnitType) -> str:
-    info: FileInfo = h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p(name))))
+    info = h.get(h.p(name))
+    assert info is not None
     return next(u.iscc for u in info.units if u.type is unit_type)
 
 
@@ -95,7 +96,7 @@ def data_of(h: Harness, name: str) -> str:
 def test_groups_have_one_member_per_file_with_its_unit_and_distance_to_the_first(
     h: Harness,
 ) -> None:
-    result = h.run(h.pipeline.call(lambda ix: answers.dupes(ix, DupesQuery(near=True))))
+    result = h.run(h.pipeline.dupes(DupesQuery(near=True)))
     near, exact = result.groups  # 6 bytes wasted, then 3
     assert not result.truncated
     assert (exact.kind, exact.unit, exact.threshold, exact.wasted_bytes) == (
@@ -128,15 +129,16 @@ def test_groups_have_one_member_per_file_with_its_unit_and_distance_to_the_first
 
 
 def test_groups_are_limited_and_chosen_by_any_name_of_a_member(h: Harness) -> None:
-    first = h.run(h.pipeline.call(lambda ix: answers.dupes(ix, DupesQuery(near=True, limit=1))))
+    first = h.run(h.pipeline.dupes(DupesQuery(near=True, limit=1)))
     assert len(first.groups) == 1 and first.groups[0].kind is DupKind.NEAR and first.truncated
     query = DupesQuery(near=True, root=h.p("x-link"))
-    [group] = h.run(h.pipeline.call(lambda ix: answers.dupes(ix, query))).groups
+    [group] = h.run(h.pipeline.dupes(query)).groups
     assert group.kind is DupKind.EXACT
 
 
 def test_a_file_lists_its_links_exact_copies_and_recorded_near_duplicates(h: Harness) -> None:
-    x = h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p("x"))))
+    x = h.get(h.p("x"))
+    assert x is not None
     assert x.links == (h.p("x-link"),)
     assert x.duplicates == (
         SimilarMatch(
@@ -145,35 +147,37 @@ def test_a_file_lists_its_links_exact_copies_and_recorded_near_duplicates(h: Har
         ),
     )  # fmt: skip
     assert x.host == default_host()
-    b = h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p("b"))))
+    b = h.get(h.p("b"))
+    assert b is not None
     assert [(m.path, m.relation, m.unit, m.distance, m.threshold) for m in b.duplicates] == [
         (h.p("a"), Relation.NEAR, UnitType.DATA, 3, 8),
         (h.p("c"), Relation.NEAR, UnitType.DATA, 6, 8),
     ]
-    assert h.run(h.pipeline.call(lambda ix: answers.get(ix, h.p("nothing")))) is None
+    assert h.get(h.p("nothing")) is None
 
 
 def test_similar_to_a_stored_file_and_to_one_coded_on_the_fly(h: Harness, tmp_path: Path) -> None:
-    def similar(subject_path: str, query: SimilarQuery) -> list[tuple[str, Relation, int]]:
-        def ask(ix: Indexer) -> SimilarResult:
-            stored = ix.store.file_at(subject_path)
-            assert stored is not None
-            return answers.similar(ix, stored, query)
+    coded: list[str] = []
 
-        result = h.run(h.pipeline.call(ask))
-        return [(m.path.rsplit("/", 1)[-1], m.relation, m.distance) for m in result.matches]
+    async def code(path: str) -> FileRecord:
+        coded.append(path)
+        record: FileRecord = await h.hasher(str(tmp_path), path, None)
+        return record
 
-    assert sorted(similar(h.p("x"), SimilarQuery(path=h.p("x")))) == [
+    def similar(query: SimilarQuery) -> SimilarResult:
+        return h.run(h.pipeline.similar(query, code))  # type: ignore[no-any-return]
+
+    result = similar(SimilarQuery(path=h.p("x")))
+    assert sorted((m.path.rsplit("/", 1)[-1], m.relation, m.distance) for m in result.matches) == [
         ("x-copy", Relation.EXACT, 0),
         ("x-link", Relation.HARDLINK, 0),
     ]
+    assert coded == []  # a stored file is not coded again
     # A file that is not stored: "A:4" is 1 bit from A:3, 4 from A:0 and 5 from A:9.
     outside = tmp_path / "outside"
     outside.write_text("A:4")
-    subject = answers.unsaved(h.run(h.hasher(str(tmp_path), str(outside), None)))
-    result = h.run(
-        h.pipeline.call(lambda ix: answers.similar(ix, subject, SimilarQuery(code="-", limit=2)))
-    )
+    result = similar(SimilarQuery(path=str(outside), limit=2))
+    assert coded == [str(outside)]
     assert [(m.path, m.distance) for m in result.matches] == [(h.p("b"), 1), (h.p("a"), 4)]
     assert result.truncated
     assert all(m.relation is Relation.NEAR and m.threshold == 8 for m in result.matches)
@@ -183,19 +187,14 @@ def test_a_reader_given_a_stricter_policy_reports_only_what_it_admits(h: Harness
     # A command reading the store with its own configuration: stored relations are shown only
     # where its policy reports them.
     def read(thresholds: Thresholds) -> tuple[DupesResult, Any, Any, SimilarResult]:
-        store = open_store(state_url(h.state), readonly=True)
-        ix = Indexer(store, PipelineOptions(thresholds=thresholds), load=False)
-        try:
-            x = store.file_at(h.p("x"))
-            assert x is not None
+        options = PipelineOptions(thresholds=thresholds)
+        with IndexReader(state_url(h.state), options) as reader:
             return (
-                answers.dupes(ix, DupesQuery(near=True)),
-                answers.get(ix, h.p("b")),
-                answers.get(ix, h.p("x")),
-                answers.similar(ix, x, SimilarQuery(path=h.p("x"))),
+                reader.dupes(DupesQuery(near=True)),
+                reader.get(h.p("b")),
+                reader.get(h.p("x")),
+                reader.similar(SimilarQuery(path=h.p("x")), _not_coded),
             )
-        finally:
-            ix.close()
 
     dupes, b, _, _ = read(Thresholds(data=4))  # b-c are 6 bits apart
     [near] = [g for g in dupes.groups if g.kind is DupKind.NEAR]
@@ -206,3 +205,7 @@ def test_a_reader_given_a_stricter_policy_reports_only_what_it_admits(h: Harness
     assert dupes.groups == () and b.duplicates == () and x.duplicates == ()
     assert x.links == (h.p("x-link"),)
     assert [(m.path, m.relation) for m in similar.matches] == [(h.p("x-link"), Relation.HARDLINK)]
+
+
+def _not_coded(path: str) -> FileRecord:
+    raise AssertionError(f"{path} is indexed: nothing is coded on the fly")

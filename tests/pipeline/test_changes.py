@@ -9,17 +9,30 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from isccd.beneath import RootDir
 from isccd.errors import StoreFullError
 from isccd.match import Thresholds
 from isccd.model import EventType, FileRecord, UnitType
 from isccd.pipeline import PipelineOptions
+from isccd.protocol import SimilarQuery
 from isccd.store import SqliteOptions
-from tests.pipeline.harness import PAD, FamilyHasher, Harness, kinds, others, pairs
+from tests.pipeline.harness import (
+    PAD,
+    FamilyHasher,
+    Harness,
+    kinds,
+    not_coded,
+    others,
+    pairs,
+)
 
 
 def test_a_scan_announces_files_and_exact_duplicates(h: Harness) -> None:
@@ -35,9 +48,9 @@ def test_a_scan_announces_files_and_exact_duplicates(h: Harness) -> None:
     seqs = [e.seq for e in events]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert all(e.time > 1_000_000 for e in events)  # the injected clock
-    [group] = h.run(h.pipeline.dupes())
-    assert group.kind == "exact" and group.wasted == 3
-    assert sorted(m.paths[0] for m in group.members) == [h.p("a"), h.p("sub/copy")]
+    [group] = h.dupes()
+    assert group.kind == "exact" and group.wasted_bytes == 3
+    assert sorted(m.path for m in group.members) == [h.p("a"), h.p("sub/copy")]
 
 
 def test_hardlinks_are_hashed_once_and_never_reported_as_duplicates(h: Harness) -> None:
@@ -49,9 +62,9 @@ def test_hardlinks_are_hashed_once_and_never_reported_as_duplicates(h: Harness) 
     added = {e.path: e for e in events if e.type is EventType.FILE_ADDED}
     second = added[h.p("link")] if h.p("a") in h.hasher.calls else added[h.p("a")]
     assert second.data["links"] in ([h.p("a")], [h.p("link")])
-    assert h.run(h.pipeline.dupes(near=True)) == []
-    view = h.run(h.pipeline.get(h.p("a")))
-    assert view.links == (h.p("link"),) and view.duplicates == ()
+    assert h.dupes(near=True) == ()
+    info = h.get(h.p("a"))
+    assert info is not None and info.links == (h.p("link"),) and info.duplicates == ()
     # A later hardlink changes the file's ctime (its link count), so the validators ask for one
     # more read, but one for all three names; no duplicate is reported.
     (h.root / "late").hardlink_to(h.root / "a")
@@ -70,8 +83,8 @@ def test_a_rename_keeps_the_codes_and_is_not_rehashed(h: Harness) -> None:
     assert kinds(events) == [("file.moved", "renamed"), ("scan.done", "")]
     assert events[0].data["from"] == h.p("a")
     assert sum(h.hasher.calls.values()) == calls
-    [group] = h.run(h.pipeline.dupes())
-    assert sorted(m.paths[0] for m in group.members) == [h.p("copy"), h.p("elsewhere/renamed")]
+    [group] = h.dupes()
+    assert sorted(m.path for m in group.members) == [h.p("copy"), h.p("elsewhere/renamed")]
 
 
 def test_a_file_written_to_then_renamed_before_the_write_was_seen_is_hashed_again(
@@ -87,9 +100,9 @@ def test_a_file_written_to_then_renamed_before_the_write_was_seen_is_hashed_agai
     # daemon was killed meanwhile, by the next reconcile.
     changed = h.scan()
     assert kinds(changed) == [("file.changed", "b"), ("scan.done", "")]
-    view = h.run(h.pipeline.get(h.p("b")))
-    assert view is not None
-    assert view.file.record.datahash == h.run(h.hasher(str(h.root), h.p("b"), None)).datahash
+    info = h.get(h.p("b"))
+    assert info is not None
+    assert info.datahash == h.run(h.hasher(str(h.root), h.p("b"), None)).datahash
 
 
 def test_a_removal_leaves_a_tombstone_and_resolves_duplicates(h: Harness) -> None:
@@ -108,9 +121,9 @@ def test_a_removal_leaves_a_tombstone_and_resolves_duplicates(h: Harness) -> Non
     exact, near = events[1], events[2]
     assert (exact.data["kind"], exact.data["reason"], others(exact)) == ("exact", "removed", ["a"])
     assert (near.data["kind"], near.data["unit"], others(near)) == ("near", "data", ["near"])
-    assert h.run(h.pipeline.dupes()) == []
-    view = h.run(h.pipeline.get(h.p("copy")))
-    assert view.file.removed_at is not None and not view.file.live
+    assert h.dupes() == ()
+    info = h.get(h.p("copy"))
+    assert info is not None and info.removed is not None
 
 
 def test_near_duplicates_begin_change_and_end(h: Harness) -> None:
@@ -133,17 +146,17 @@ def test_near_duplicates_begin_change_and_end(h: Harness) -> None:
         ("a", 5),
         ("b", 4),
     ]
-    [group] = h.run(h.pipeline.dupes(near=True))
-    assert group.kind == "near" and len(group.members) == 3 and len(group.links) == 2
+    [group] = h.dupes(near=True)
+    assert group.kind == "near" and len(group.members) == 3 and len(group.pairs) == 2
 
 
 def test_new_thresholds_are_applied_to_stored_relations(h: Harness) -> None:
     h.write("a", "A:0")
     h.write("b", "A:3")
     h.scan()
-    events = h.run(h.pipeline.set_thresholds(Thresholds(data=2)))
+    events = h.adopt(Thresholds(data=2))
     assert [(e.type.value, e.data["reason"]) for e in events] == [("dup.resolved", "threshold")]
-    events = h.run(h.pipeline.set_thresholds(Thresholds(data=3)))
+    events = h.adopt(Thresholds(data=3))
     assert [(e.type.value, e.data["distance"]) for e in events] == [("dup.near", 3)]
 
 
@@ -156,16 +169,17 @@ def test_empty_files_are_indexed_but_never_duplicates(h: Harness) -> None:
     assert Counter(t for t, _ in kinds(events)) == {"file.added": 4, "dup.exact": 1, "scan.done": 1}
     [dup] = [e for e in events if e.type is EventType.DUP_EXACT]
     assert {dup.path.rsplit("/", 1)[-1], *others(dup)} == {"one", "same"}
-    [group] = h.run(h.pipeline.dupes(near=True))
-    assert sorted(m.paths[0] for m in group.members) == [h.p("one"), h.p("same")]
-    view = h.run(h.pipeline.get(h.p("pkg/__init__.py")))
-    assert view.file.live and view.file.record.units and view.duplicates == ()
-    assert h.run(h.pipeline.similar(view.file)) == []
+    [group] = h.dupes(near=True)
+    assert sorted(m.path for m in group.members) == [h.p("one"), h.p("same")]
+    info = h.get(h.p("pkg/__init__.py"))
+    assert info is not None and info.removed is None and info.units and info.duplicates == ()
+    query = SimilarQuery(path=h.p("pkg/__init__.py"))
+    assert h.run(h.pipeline.similar(query, not_coded)).matches == ()
     # Its other names are still known, and never hashed again.
     (h.root / "pkg" / "link.py").hardlink_to(h.root / "pkg" / "__init__.py")
     assert kinds(h.scan()) == [("file.added", "link.py"), ("scan.done", "")]
-    peers = h.run(h.pipeline.similar(view.file))
-    assert [(p.path, p.kind.value) for p in peers] == [(h.p("pkg/link.py"), "hardlink")]
+    matches = h.run(h.pipeline.similar(query, not_coded)).matches
+    assert [(m.path, m.relation.value) for m in matches] == [(h.p("pkg/link.py"), "hardlink")]
 
 
 def test_files_below_min_size_are_not_reported(tmp_path: Path) -> None:
@@ -184,10 +198,10 @@ def test_files_below_min_size_are_not_reported(tmp_path: Path) -> None:
                 "big_copy",
                 "big_near",
             }
-        groups = h.run(h.pipeline.dupes(near=True))
+        groups = h.dupes(near=True)
         assert sorted(g.kind for g in groups) == ["exact", "near"]
         assert all(m.size and m.size > 100 for g in groups for m in g.members)
-        assert h.run(h.pipeline.get(h.p("copy"))).duplicates == ()
+        assert h.get(h.p("copy")).duplicates == ()  # type: ignore[union-attr]
     finally:
         h.close()
 
@@ -199,9 +213,9 @@ def test_a_new_min_size_resolves_and_finds_duplicates_once_per_group(h: Harness)
     h.write("big", "B:0" + PAD)
     h.write("big_copy", "B:0" + PAD)
     h.scan()
-    before = h.run(h.pipeline.dupes(near=True))
+    before = h.dupes(near=True)
 
-    events = h.run(h.pipeline.set_thresholds(Thresholds(min_size=100)))
+    events = h.adopt(Thresholds(min_size=100))
     assert {(e.type.value, e.data["reason"]) for e in events} == {("dup.resolved", "threshold")}
     # The group of copies ends in one event, by one of them, naming the other two.
     [exact] = [e for e in events if e.data["kind"] == "exact"]
@@ -209,16 +223,16 @@ def test_a_new_min_size_resolves_and_finds_duplicates_once_per_group(h: Harness)
     assert {exact.path.rsplit("/", 1)[-1], *others(exact)} == {"a", "b", "c"}
     near = [e for e in events if e.data["kind"] == "near"]
     assert pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
-    [group] = h.run(h.pipeline.dupes(near=True))
-    assert sorted(m.paths[0] for m in group.members) == [h.p("big"), h.p("big_copy")]
+    [group] = h.dupes(near=True)
+    assert sorted(m.path for m in group.members) == [h.p("big"), h.p("big_copy")]
 
-    events = h.run(h.pipeline.set_thresholds(Thresholds()))
+    events = h.adopt(Thresholds())
     [exact] = [e for e in events if e.type is EventType.DUP_EXACT]
     assert {exact.path.rsplit("/", 1)[-1], *others(exact)} == {"a", "b", "c"}
     near = [e for e in events if e.type is EventType.DUP_NEAR]
     assert len(events) == 1 + len(near)
     assert pairs(near) == {("a", "near"), ("b", "near"), ("c", "near")}
-    assert h.run(h.pipeline.dupes(near=True)) == before
+    assert h.dupes(near=True) == before
 
 
 def test_touching_a_file_updates_its_validators_silently(h: Harness) -> None:
@@ -242,7 +256,7 @@ def test_a_changing_file_is_retried_with_backoff_then_reported(h: Harness) -> No
     assert h.hasher.calls[str(restless)] == 4 and h.hasher.calls[str(settles)] == 3
     # Two retries for one file, three for the other, each waiting twice as long as before.
     assert sorted(h.delays) == [0.5, 0.5, 1.0, 1.0, 2.0]
-    assert h.run(h.pipeline.get(str(restless))) is None  # nothing from a changing file is stored
+    assert h.get(str(restless)) is None  # nothing from a changing file is stored
     h.hasher.unstable.clear()
     assert ("file.added", "restless") in kinds(h.scan())
 
@@ -270,7 +284,7 @@ def test_the_log_replays_exactly_what_was_committed(h: Harness) -> None:
     assert logged == h.committed
     assert h.run(h.pipeline.events_since(middle)) == h.committed[3:]
     assert h.run(h.pipeline.last_seq()) == h.committed[-1].seq
-    assert h.run(h.pipeline.first_seq()) == h.committed[0].seq
+    assert h.run(h.pipeline.log_bounds()) == (h.committed[0].seq, h.committed[-1].seq)
 
 
 def test_watcher_changes_are_applied_one_path_at_a_time(h: Harness) -> None:
@@ -290,6 +304,64 @@ def test_watcher_changes_are_applied_one_path_at_a_time(h: Harness) -> None:
     assert h.hasher.calls[str(a)] == 1
 
 
+class OwnerThreadDisk:
+    """Records every look at the tree made on the store's owner thread: a hung ``stat`` there (a
+    network file system) would stall every commit."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, tree: Path) -> None:
+        self.tree = str(tree)
+        self.seen: list[str] = []
+        for name in ("lstat", "stat", "scandir", "open"):
+            monkeypatch.setattr(os, name, self._watch(name, getattr(os, name)))
+        monkeypatch.setattr(RootDir, "open", self._watch("RootDir.open", RootDir.open, 1))
+
+    def _watch(self, name: str, real: Callable[..., Any], at: int = 0) -> Callable[..., Any]:
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            path = args[at] if len(args) > at else None
+            if (
+                threading.current_thread().name == "isccd-store"
+                and isinstance(path, str)
+                and path.startswith(self.tree)
+            ):
+                self.seen.append(f"{name}({path})")
+            return real(*args, **kwargs)
+
+        return watched
+
+
+def test_the_disk_is_looked_at_off_the_store_thread(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(h.root)
+    a = h.write("dir/a", "A:0")
+    h.write("dir/b", "B:0")
+    gone = h.write("gone", "C:0")
+    for path in (a, h.root / "dir" / "b", gone):
+        h.run(h.pipeline.process_path(root, str(path)))
+    disk = OwnerThreadDisk(monkeypatch, h.root)
+    (h.root / "dir").rename(h.root / "moved")
+    moved = h.run(h.pipeline.move_path(h.p("dir"), root, h.p("moved")))
+    assert sorted(kinds(moved)) == [("file.moved", "a"), ("file.moved", "b")]
+    (h.root / "moved" / "a").rename(h.root / "renamed")  # seen as a new path only
+    renamed = h.run(h.pipeline.process_path(root, h.p("renamed")))
+    assert kinds(renamed) == [("file.moved", "renamed")]
+    (h.root / "link").hardlink_to(h.root / "renamed")
+    assert kinds(h.run(h.pipeline.process_path(root, h.p("link")))) == [("file.added", "link")]
+    # A file that could not be opened and is gone by then is removed, not kept as unreadable.
+    gone.write_text("C:1")
+    h.hasher.vanishing.add(str(gone))
+    assert kinds(h.run(h.pipeline.process_path(root, str(gone)))) == [("file.removed", "gone")]
+    # A reconcile walks the tree on a thread of its own, and places what it found on the store's.
+    (h.root / "moved" / "b").rename(h.root / "again")
+    h.write("moved/new", "D:0")
+    assert sorted(kinds(h.scan())) == [
+        ("file.added", "new"),
+        ("file.moved", "again"),
+        ("scan.done", ""),
+    ]
+    assert disk.seen == []
+
+
 def test_a_full_disk_stops_the_scan_cleanly_and_a_rescan_converges(tmp_path: Path) -> None:
     small = Harness(tmp_path, sqlite=SqliteOptions(max_size=96 * 1024))
     for i in range(300):
@@ -305,8 +377,7 @@ def test_a_full_disk_stops_the_scan_cleanly_and_a_rescan_converges(tmp_path: Pat
     roomy = Harness(tmp_path)
     try:
         roomy.scan()
-        live = roomy.run(roomy.pipeline.call(lambda ix: ix.store.files_under("/")))
-        assert len(live) == 300
+        assert len(roomy.stored()) == 300
     finally:
         roomy.close()
 
@@ -321,15 +392,15 @@ def test_tombstones_and_events_are_kept_for_their_retention(tmp_path: Path) -> N
         last = h.run(h.pipeline.last_seq())
         h.clock.now += 50
         assert h.run(h.pipeline.purge()) == (0, 0)
-        assert h.run(h.pipeline.get(h.p("a"))).file.removed_at is not None
+        assert h.get(h.p("a")).removed is not None  # type: ignore[union-attr]
         h.clock.now += 100
         assert h.run(h.pipeline.purge()) == (1, 0)
-        assert h.run(h.pipeline.get(h.p("a"))) is None
+        assert h.get(h.p("a")) is None
         h.clock.now += 1000
         assert h.run(h.pipeline.purge()) == (0, len(h.committed))
         assert h.run(h.pipeline.events_since(0)) == []
         assert h.run(h.pipeline.last_seq()) == last  # sequence numbers are never reused
-        assert h.run(h.pipeline.first_seq()) == last + 1
+        assert h.run(h.pipeline.log_bounds()) == (last + 1, last)
     finally:
         h.close()
 
@@ -367,8 +438,8 @@ def test_a_file_replaced_by_a_directory_of_files(h: Harness) -> None:
         ("file.added", "inner")
     ]
     assert kinds(h.scan()) == [("file.removed", "x"), ("scan.done", "")]
-    assert h.run(h.pipeline.get(str(inner))).file.live
-    assert h.run(h.pipeline.get(h.p("x"))).file.removed_at is not None
+    assert h.stored(str(inner)) is not None
+    assert h.get(h.p("x")).removed is not None  # type: ignore[union-attr]
 
 
 def test_a_watched_path_through_a_link_out_of_the_root_is_not_indexed(
@@ -391,4 +462,4 @@ def test_a_watched_path_through_a_link_out_of_the_root_is_not_indexed(
     events = h.run(h.pipeline.process_path(root, h.p("race/secret")))
     assert kinds(events) == [("file.removed", "secret")]
     assert sum(h.hasher.calls.values()) == calls
-    assert h.run(h.pipeline.get(h.p("race/secret"))).file.removed_at is not None
+    assert h.get(h.p("race/secret")).removed is not None  # type: ignore[union-attr]

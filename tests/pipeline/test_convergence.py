@@ -75,10 +75,8 @@ def test_incremental_updates_converge_to_a_fresh_scan(
                 live.scan()
         live.scan()
         # The per-root counters the store keeps agree with its files, after every change.
-        counted = Counter(
-            f.root for f in live.run(live.pipeline.call(lambda ix: ix.store.files_under("/")))
-        )
-        assert live.run(live.pipeline.call(lambda ix: ix.store.live_by_root())) == counted
+        counted = Counter(f.root for f in live.stored())
+        assert live.run(live.pipeline.counts()).files == counted
     finally:
         live.close()
     fresh = Harness(tmp, state="fresh")

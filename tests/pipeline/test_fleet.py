@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline, PipelineOptions
+from isccd.protocol import DupesQuery
 from tests.pipeline.harness import Clock, FamilyHasher
+
+NEAR = DupesQuery(near=True)
 
 
 class Host:
@@ -29,11 +31,12 @@ class Host:
         self.root = base / name
         self.root.mkdir()
         self.committed: list[Event] = []
+        self.hasher = FamilyHasher()
         self.pipeline = Pipeline(
             url,
             PipelineOptions(),
             host=name,
-            hasher=FamilyHasher(),
+            hasher=self.hasher,
             clock=Clock(),
             on_commit=self.committed.extend,
         )
@@ -90,8 +93,8 @@ def test_a_near_copy_is_found_on_another_host_whose_changes_the_index_had_not_se
     assert (theirs.host, theirs.path, named(theirs)) == ("a", a.p("x"), [("b", b.p("y"))])
     # Either host's answers name both files with their hosts.
     for host in (a, b):
-        [group] = asyncio.run(host.pipeline.dupes(near=True))
-        assert sorted((m.host, m.paths[0]) for m in group.members) == [
+        [group] = asyncio.run(host.pipeline.dupes(NEAR)).groups
+        assert sorted((m.host, m.path) for m in group.members) == [
             ("a", a.p("x")),
             ("b", b.p("y")),
         ]
@@ -111,8 +114,8 @@ def test_removing_a_copy_resolves_the_duplicate_on_both_sides(fleet: tuple[Host,
         ("b", b.p("near"), "near"),
     ]
     assert all(e.data["reason"] == "removed" for e in resolved)
-    [left] = asyncio.run(b.pipeline.dupes(near=True))  # b's own two files remain near
-    assert sorted(m.paths[0] for m in left.members) == [b.p("copy"), b.p("near")]
+    [left] = asyncio.run(b.pipeline.dupes(NEAR)).groups  # b's own two files remain near
+    assert sorted(m.path for m in left.members) == [b.p("copy"), b.p("near")]
 
 
 def test_hosts_adding_near_copies_at_the_same_time_find_each_other(
@@ -136,18 +139,10 @@ def test_another_hosts_file_with_the_same_inode_is_a_copy_not_a_hardlink(
 ) -> None:
     a, b = fleet
     asyncio.run(a.add("x", "B:0"))
-    stored_a = asyncio.run(a.pipeline.get(a.p("x")))
-    assert stored_a is not None
-    (b.root / "x").write_text("B:0")
-    record = asyncio.run(b.pipeline.code(str(b.root), b.p("x")))
+    numbered = (a.root / "x").stat()
     # Another machine's file system may number its files alike: same (st_dev, st_ino).
-    assert record.stat is not None and stored_a.file.record.stat is not None
-    same = replace(
-        record.stat, dev=stored_a.file.record.stat.dev, ino=stored_a.file.record.stat.ino
-    )
-    events = asyncio.run(
-        b.pipeline.call(lambda ix: ix.apply_record(str(b.root), replace(record, stat=same)))
-    )
+    b.hasher.numbers[b.p("x")] = (numbered.st_dev, numbered.st_ino)
+    events = asyncio.run(b.add("x", "B:0"))
     added = of(events, EventType.FILE_ADDED)
     assert [e.data.get("links") for e in added] == [None]
     assert [named(e) for e in of(events, EventType.DUP_EXACT) if e.host == "b"] == [

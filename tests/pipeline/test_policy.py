@@ -11,7 +11,6 @@ one, the same change at an open in the other.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import sqlite3
 from pathlib import Path
@@ -20,11 +19,14 @@ from typing import Any
 from isccd.match import Thresholds
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline, PipelineOptions, policy
-from isccd.store import state_url
+from isccd.pipeline.index import Index
+from isccd.protocol import DupesQuery
+from isccd.store import open_store, state_url
 from tests.pipeline.harness import PAD, Harness, others, pairs, snapshot
 
 DEFAULT = Thresholds()
 STRICT = Thresholds(data=2, min_size=100)
+NEAR = DupesQuery(near=True)
 
 
 def _open(tmp: Path, thresholds: Thresholds, state: str = "state") -> Harness:
@@ -39,6 +41,22 @@ def _library(h: Harness) -> None:
     h.write("big", "B:0" + PAD)
     h.write("big_copy", "B:0" + PAD)
     h.write("big_near", "B:5" + PAD)
+
+
+def _interrupted(state: Path, files: int) -> tuple[policy.Switch, list[Event]]:
+    """Begin the switch from DEFAULT to STRICT in the store of ``state`` and re-evaluate its
+    first ``files`` files, each step committed, then stop, as a process killed midway does."""
+    ix = Index(open_store(state_url(state)), PipelineOptions(thresholds=DEFAULT))
+    try:
+        ix.begin()
+        switch = policy.begin(ix, previous=DEFAULT, target=STRICT)
+        ix.commit()
+        ix.begin()
+        events = policy.step(ix, switch=switch, part=switch.ids[:files])
+        ix.commit()
+    finally:
+        ix.close()
+    return switch, events
 
 
 def _what(events: list[Event]) -> list[tuple[str, str, Any]]:
@@ -76,8 +94,8 @@ def test_a_policy_changed_between_runs_is_applied_once_at_the_next_open(tmp_path
         assert pairs(near) == small | {("big", "big_near"), ("big_copy", "big_near")}
         assert strict.adopted.previous == DEFAULT and strict.adopted.files > 0
         assert list(strict.adopted.events) == events
-        [group] = strict.run(strict.pipeline.dupes(near=True))
-        assert sorted(m.paths[0] for m in group.members) == [strict.p("big"), strict.p("big_copy")]
+        [group] = strict.dupes(near=True)
+        assert sorted(m.path for m in group.members) == [strict.p("big"), strict.p("big_copy")]
     finally:
         strict.close()
     assert _recorded(tmp_path) == {"decided": policy.encode(STRICT)}
@@ -115,7 +133,7 @@ def test_an_open_logs_what_a_reload_logs(tmp_path: Path) -> None:
             _library(h)
         h.scan()
         if state == "reloaded":
-            reloaded = h.run(h.pipeline.set_thresholds(STRICT))
+            reloaded = h.adopt(STRICT)
         h.close()
     reopened = _open(tmp_path, STRICT, state="reopened")
     reopened.close()
@@ -134,15 +152,10 @@ def test_an_interrupted_switch_is_finished_by_the_next_open(tmp_path: Path) -> N
 
     cut = _open(tmp_path, DEFAULT, state="cut")
     cut.scan()
-    # The switch's first two files are re-evaluated and committed, then the process dies.
-    switch = cut.run(
-        cut.pipeline.call(functools.partial(policy.begin, previous=DEFAULT, target=STRICT))
-    )
-    assert len(switch.ids) > 2
-    first = cut.run(
-        cut.pipeline.call(functools.partial(policy.step, switch=switch, part=switch.ids[:2]))
-    )
     cut.close()
+    # The switch's first two files are re-evaluated and committed, then the process dies.
+    switch, first = _interrupted(tmp_path / "cut", 2)
+    assert len(switch.ids) > 2
     progress = _recorded(tmp_path, "cut")
     assert progress["switching"] == {"to": policy.encode(STRICT), "done": switch.ids[1]}
 
@@ -159,11 +172,8 @@ def test_an_interrupted_switch_is_finished_before_the_next_one(tmp_path: Path) -
     cut = _open(tmp_path, DEFAULT, state="cut")
     _library(cut)
     cut.scan()
-    switch = cut.run(
-        cut.pipeline.call(functools.partial(policy.begin, previous=DEFAULT, target=STRICT))
-    )
-    cut.run(cut.pipeline.call(functools.partial(policy.step, switch=switch, part=switch.ids[:1])))
     cut.close()
+    _interrupted(tmp_path / "cut", 1)
     # A third policy: the small files count again, near ones within 5 bits.
     third = Thresholds(data=5)
     later = _open(tmp_path, third, state="cut")
@@ -194,17 +204,17 @@ def test_a_daemon_opens_under_the_stored_policy_and_adopts_its_own_later(tmp_pat
     h = _open(tmp_path, DEFAULT)
     _library(h)
     h.scan()
-    before = h.run(h.pipeline.dupes(near=True))
+    before = h.dupes(near=True)
     h.close()
     options = PipelineOptions(thresholds=STRICT)
     pipeline = Pipeline(state_url(tmp_path / "state"), options, hasher=h.hasher)
     try:
         assert pipeline.open(adopt=False) == policy.Adopted()
         # Until then, decisions and answers follow the policy the store was written under.
-        assert asyncio.run(pipeline.dupes(near=True)) == before
+        assert asyncio.run(pipeline.dupes(NEAR)).groups == before
         adopted = asyncio.run(pipeline.adopt())
         assert adopted.previous == DEFAULT and adopted.events
-        [group] = asyncio.run(pipeline.dupes(near=True))  # only the big copies are left
+        [group] = asyncio.run(pipeline.dupes(NEAR)).groups  # only the big copies are left
         assert group.kind == "exact" and len(group.members) == 2
         assert asyncio.run(pipeline.adopt()) == policy.Adopted()
     finally:

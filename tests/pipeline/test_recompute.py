@@ -98,9 +98,7 @@ def test_a_unit_of_an_older_tool_is_computed_again_alone(tmp_path: Path) -> None
     calls: Calls = Counter()
     first = Harness(tmp_path, hasher=_hasher(calls), options=options)
     first.scan()
-    before = {
-        f.path: f for f in first.run(first.pipeline.call(lambda ix: ix.store.files_under("/")))
-    }
+    before = {f.path: f for f in first.stored()}
     first.close()
     for name, (unit, component) in aged.items():
         _age(tmp_path / "state" / DB_NAME, name, unit, component)
@@ -109,9 +107,7 @@ def test_a_unit_of_an_older_tool_is_computed_again_alone(tmp_path: Path) -> None
     again = Harness(tmp_path, hasher=_hasher(calls), options=options)
     try:
         events = again.scan()
-        after = {
-            f.path: f for f in again.run(again.pipeline.call(lambda ix: ix.store.files_under("/")))
-        }
+        after = {f.path: f for f in again.stored()}
     finally:
         again.close()
 
@@ -171,7 +167,7 @@ def test_turning_the_meta_code_off_and_on_again_computes_it_alone(tmp_path: Path
         )
         try:
             h.scan()
-            stored = h.run(h.pipeline.call(lambda ix: ix.store.files_under("/")))
+            stored = h.stored()
         finally:
             h.close()
         return {Path(f.path).name: f.record for f in stored}
@@ -222,7 +218,7 @@ def test_a_changed_wide_option_composes_the_iscc_codes_again_without_reading(
         try:
             opened = list(h.committed)  # what opening the store did, before any scan
             h.scan()
-            stored = h.run(h.pipeline.call(lambda ix: ix.store.files_under("/")))
+            stored = h.stored()
         finally:
             h.close()
         changed = [Path(e.path).name for e in opened if e.type is EventType.FILE_CHANGED]
@@ -259,10 +255,10 @@ def test_a_profile_change_recomputes_only_the_affected_units(tmp_path: Path) -> 
     # Pretend the extraction recipes moved on: every unit whose profile names them is stale.
     again = Harness(tmp_path, hasher=real, options=PipelineOptions(versions={"isccd-extract": "0"}))
     try:
-        before = again.run(again.pipeline.get(str(text))).file.record
+        before = again.stored(str(text)).record
         events = again.scan()
         assert calls[-1] == frozenset({UnitType.META, UnitType.TEXT})
-        after = again.run(again.pipeline.get(str(text))).file.record
+        after = again.stored(str(text)).record
         full = compute_record(str(text))
         assert after.iscc == full.iscc  # recomposed from kept and new units
         assert after.unit(UnitType.DATA) == before.unit(UnitType.DATA)
@@ -285,7 +281,7 @@ def test_a_rename_makes_a_meta_code_from_the_new_file_name_without_reading(
         return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
 
     def stored(h: Harness, path: Path) -> tuple[Any, ...]:
-        record = h.run(h.pipeline.get(str(path))).file.record
+        record = h.stored(str(path)).record
         return (record.units, record.iscc, record.name, record.metahash, record.named_by_file)
 
     options = PipelineOptions(versions={"isccd-extract": "1"})

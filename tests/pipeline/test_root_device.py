@@ -20,7 +20,7 @@ from typing import Any
 from isccd.daemon.scans import Scans
 from isccd.model import EventType
 from isccd.store import DB_NAME
-from isccd.watch.scan import IssueReason, ScanOptions
+from isccd.walk import IssueReason, ScanOptions
 from tests.pipeline.harness import FamilyHasher, Harness, kinds
 
 #: A device number no test directory is on.
@@ -59,11 +59,11 @@ def _elsewhere(tmp_path: Path, *, files: bool = False) -> None:
 
 def _recorded(h: Harness) -> int | None:
     root = str(h.root)
-    return h.run(h.pipeline.call(lambda ix: ix.store.root_device(root)))  # type: ignore[no-any-return]
+    return h.read(lambda store: store.root_device(root))  # type: ignore[no-any-return]
 
 
 def _live(h: Harness) -> dict[str, int]:
-    files = h.run(h.pipeline.call(lambda ix: ix.store.files_under("/")))
+    files = h.stored()
     return {f.path.rsplit("/", 1)[-1]: f.record.stat.dev for f in files}
 
 

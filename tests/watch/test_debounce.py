@@ -10,6 +10,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from isccd.watch.debounce import (
     Change,
     ChangeKind,
+    DebounceOptions,
     Debouncer,
     Dirty,
     Moved,
@@ -27,7 +28,7 @@ def touched(path: str, root: str = ROOT) -> Change:
 
 
 def test_a_burst_of_writes_is_released_once_after_the_quiet_period() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     for i in range(10):
         assert d.add(touched("/r/a"), now=i * 0.1) == []
     assert d.next_deadline() == pytest.approx(0.9 + SETTLE)
@@ -39,7 +40,7 @@ def test_a_burst_of_writes_is_released_once_after_the_quiet_period() -> None:
 
 
 def test_a_file_that_never_goes_quiet_is_released_after_the_maximum_delay() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     t = 0.0
     released: list[tuple[float, Dirty]] = []
     while t < 5.0:
@@ -53,7 +54,7 @@ def test_a_file_that_never_goes_quiet_is_released_after_the_maximum_delay() -> N
 
 
 def test_create_then_delete_is_one_look_at_the_path() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     d.add(touched("/r/tmp"), 0.0)
     d.add(Change(ChangeKind.REMOVED, ROOT, "/r/tmp"), 0.05)
     assert d.pop_due(1.0) == [Dirty(ROOT, "/r/tmp")]
@@ -62,7 +63,7 @@ def test_create_then_delete_is_one_look_at_the_path() -> None:
 def test_an_editor_save_is_a_move_then_one_dirty_target() -> None:
     # write .a.swp, then rename it over a: the rename is passed on at once, and what was pending
     # for the temporary name now waits under the target name.
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     d.add(touched("/r/.a.tmp"), 0.0)
     assert d.add(Change(ChangeKind.MOVED, ROOT, "/r/.a.tmp", "/r/a"), 0.1) == [
         Moved(ROOT, "/r/.a.tmp", "/r/a")
@@ -72,7 +73,7 @@ def test_an_editor_save_is_a_move_then_one_dirty_target() -> None:
 
 
 def test_a_directory_move_carries_pending_children() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     d.add(touched("/r/d/x"), 0.0)
     d.add(touched("/r/d/sub/y"), 0.0)
     d.add(touched("/r/dz"), 0.0)  # shares a prefix, not a parent
@@ -82,14 +83,14 @@ def test_a_directory_move_carries_pending_children() -> None:
 
 
 def test_a_new_directory_is_looked_at_at_once() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     out = d.add(Change(ChangeKind.DIR_ADDED, ROOT, "/r/new", is_dir=True), 0.0)
     assert out == [Dirty(ROOT, "/r/new", is_dir=True)]
     assert len(d) == 0
 
 
 def test_a_flood_beyond_the_limit_becomes_one_recrawl_of_that_root() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY, max_pending=100)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY, max_pending=100))
     d.add(touched("/other/x", root="/other"), 0.0)
     actions = []
     for i in range(250):
@@ -102,7 +103,7 @@ def test_a_flood_beyond_the_limit_becomes_one_recrawl_of_that_root() -> None:
 
 
 def test_flush_releases_one_root_or_all() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     d.add(touched("/r/a"), 0.0)
     d.add(touched("/s/b", root="/s"), 0.0)
     assert d.flush("/s") == [Dirty("/s", "/s/b")]
@@ -111,7 +112,7 @@ def test_flush_releases_one_root_or_all() -> None:
 
 
 def test_discard_root_forgets_its_paths() -> None:
-    d = Debouncer(SETTLE, MAX_DELAY)
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY))
     d.add(touched("/r/a"), 0.0)
     d.add(touched("/s/b", root="/s"), 0.0)
     assert d.discard_root(ROOT) == 1
@@ -119,8 +120,8 @@ def test_discard_root_forgets_its_paths() -> None:
 
 
 def test_invalid_parameters_are_refused() -> None:
-    with pytest.raises(ValueError, match="positive"):
-        Debouncer(0, 1)
+    with pytest.raises(ValueError, match="settle: must be greater than 0"):
+        DebounceOptions(0, 1)
 
 
 PATHS = st.sampled_from(["/r/a", "/r/b", "/r/d/x", "/r/d/y", "/r/e", "/r/e/x"])
@@ -131,7 +132,7 @@ class DebouncerMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.d = Debouncer(SETTLE, MAX_DELAY, max_pending=4)
+        self.d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY, max_pending=4))
         self.now = 0.0
         # path -> (first, last)
         self.model: dict[str, tuple[float, float]] = {}

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from isccd.model import FileStat
-from isccd.watch.scan import (
+from isccd.walk import (
     DirScan,
     IssueReason,
     ItemKind,

@@ -1,5 +1,5 @@
-"""The indexer: applies what was learned about files to the store and the in-memory index, and
-decides which events that causes.
+"""The index: what isccd knows about the files, the store and its in-memory Hamming search kept
+in step; it applies what was learned about files and decides which events that causes.
 
 It is the object the store's owner thread owns (:class:`isccd.store.owner.StoreOwner`): every
 method runs on that thread, inside the transaction the owner opened, so reads see the batch's
@@ -32,14 +32,13 @@ are never this host's hardlinks, whatever their ``(st_dev, st_ino)``.
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from isccd.hamming import HammingSearch, code64
 from isccd.hashing import compose_iscc, renamed_record
-from isccd.index import UnitIndex, code64
 from isccd.match import (
     NEAR_UNITS,
     Relation,
@@ -69,7 +68,7 @@ from isccd.store import FileKey, Store, StoredFile
 _log = logging.getLogger("isccd.pipeline")
 
 #: Issue codes meaning "there is no regular file here any more".
-_GONE = frozenset({IssueCode.VANISHED, IssueCode.NOT_REGULAR})
+GONE = frozenset({IssueCode.VANISHED, IssueCode.NOT_REGULAR})
 
 
 def issue_codes(record: FileRecord) -> set[IssueCode]:
@@ -131,19 +130,7 @@ def exact_copies(
     ]
 
 
-def on_disk(path: str, identity: tuple[int, int]) -> bool:
-    """Whether ``path`` still holds the file with ``identity`` (unknown counts as yes, so that
-    a doubt never turns a hardlink into a move)."""
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return (st.st_dev, st.st_ino) == identity
-
-
-class Indexer:
+class Index:
     """Store + in-memory index + duplicate decisions, used from one thread."""
 
     def __init__(
@@ -169,7 +156,7 @@ class Indexer:
         self.options = options or PipelineOptions()
         self._clock = clock
         self._on_commit = on_commit
-        self.index = UnitIndex(())
+        self.search = HammingSearch(())
         # Where the index stands in a shared log: read before any unit type is loaded.
         self.fleet = FleetIndex(store.last_seq(fleet=True)) if store.shared else None
         self._caught_up = False
@@ -181,13 +168,18 @@ class Indexer:
             for unit_type in self.options.thresholds.enabled():
                 self.ensure_loaded(unit_type)
 
-    # -- the in-memory index -------------------------------------------------------------------
+    def set_options(self, options: PipelineOptions) -> None:
+        """Work under ``options`` from now on, keeping the duplicate policy in force: that one
+        is the store's, switched only with the relations (:mod:`isccd.pipeline.policy`)."""
+        self.options = replace(options, thresholds=self.options.thresholds)
+
+    # -- the in-memory search ------------------------------------------------------------------
 
     def ensure_loaded(self, unit_type: UnitType) -> None:
         """Build the index of one unit type from the store, if not done yet."""
         if unit_type in self._loaded:
             return
-        index = self.index.add_type(unit_type)
+        index = self.search.add_type(unit_type)
         for chunk in self.store.unit_digests(unit_type, fleet=True):
             index.add_many([fid for fid, _ in chunk], [code64(d) for _, d in chunk])
         self._loaded.add(unit_type)
@@ -196,32 +188,32 @@ class Indexer:
         """Apply the other hosts' changes the log follower read (nothing for a store no other
         daemon writes)."""
         if self.fleet is not None:
-            self.fleet.apply(self.index)
+            self.fleet.apply(self.search)
 
     def _decide(self) -> None:
         """Before deciding relations: take the writers' lock, and bring the index up to every
         change committed so far (once per transaction: nothing commits while it holds it)."""
         self.store.exclusive()
         if self.fleet is not None and not self._caught_up:
-            self.fleet.catch_up(self.store, self.index)
+            self.fleet.catch_up(self.store, self.search)
             self._caught_up = True
 
     def _index_put(self, file_id: int, record: FileRecord | None) -> None:
-        before = {t: self.index[t].get(file_id) for t in self._loaded}
+        before = {t: self.search[t].get(file_id) for t in self._loaded}
         self._undo.append((file_id, before))
         if record is None:
-            self.index.remove(file_id)
+            self.search.remove(file_id)
         else:
-            self.index.add(file_id, {u.type: u.digest for u in record.units})
+            self.search.add(file_id, {u.type: u.digest for u in record.units})
 
     def _unwind(self, mark: int) -> None:
         while len(self._undo) > mark:
             file_id, before = self._undo.pop()
             for unit_type, code in before.items():
                 if code is None:
-                    self.index[unit_type].discard(file_id)
+                    self.search[unit_type].discard(file_id)
                 else:
-                    self.index[unit_type].add(file_id, code)
+                    self.search[unit_type].add(file_id, code)
 
     # -- transactions (the owner's protocol) ---------------------------------------------------
 
@@ -329,7 +321,7 @@ class Indexer:
             if radius is None or unit.type not in NEAR_UNITS:
                 continue
             self.ensure_loaded(unit.type)
-            hits = self.index.within(unit.type, unit.digest, radius)
+            hits = self.search.within(unit.type, unit.digest, radius)
             found = {h.file_id: h.code.to_bytes(8, "big") for h in hits if h.file_id != file_id}
             if unit.bits > 64:
                 found = self.store.unit_digests_of(sorted(found), unit.type)
@@ -360,7 +352,9 @@ class Indexer:
         Args:
             root: The root the file belongs to.
             record: What :func:`isccd.hashing.compute_record` returned. An unstable record must
-                not be applied (retry it, then :meth:`apply_unstable`).
+                not be applied (retry it, then :meth:`apply_unstable`); one of a file that could
+                not be opened says ``vanished`` when its path holds no file any more (the
+                pipeline asks the disk before this job).
             seen: The validators the scan saw, used when the file could not be opened (so that
                 it is not retried until it changes).
 
@@ -369,7 +363,7 @@ class Indexer:
         """
         mark = len(self._pending)
         codes = issue_codes(record)
-        if codes & _GONE or (record.stat is None and not _exists(record.path)):
+        if codes & GONE:
             # The file only: its path may hold a directory of indexed files by now.
             gone = self.store.file_at(record.path)
             if gone is not None:
@@ -473,7 +467,7 @@ class Indexer:
             extractor=record.extractor or existing.record.extractor,
             **_learned(record),
         )
-        if issue_codes(new) & _GONE:
+        if issue_codes(new) & GONE:
             return self.apply_record(root, new)
         mark = len(self._pending)
         self._update(root, existing, new)  # the file is known: no need to look it up again
@@ -530,18 +524,24 @@ class Indexer:
         self._index_put(stored.id, record)
         return self._pending[mark:]
 
-    def move_path(self, src: str, root: str, dst: str) -> list[Event]:
+    def move_path(
+        self, src: str, root: str, dst: str, found: Mapping[str, FileStat]
+    ) -> list[Event]:
         """A file or directory was renamed from ``src`` to ``dst`` (under ``root``): every live
-        file at or below ``src`` moves with it, keeping its codes."""
+        file at or below ``src`` moves with it, keeping its codes.
+
+        Args:
+            src: The old path.
+            root: The root of the new one.
+            dst: The new path.
+            found: What the disk holds at the new paths (examined before this job); a path it
+                does not name could not be examined, and its file is taken to have moved.
+        """
         mark = len(self._pending)
         for stored in self.store.files_under(src):
             new = dst + stored.path[len(src) :]
             old_stat = stored.record.stat
-            st: FileStat | None
-            try:
-                st = FileStat.from_os(os.lstat(new))
-            except OSError:
-                st = old_stat
+            st = found.get(new, old_stat)
             if st is None or old_stat is None or st.identity != old_stat.identity:
                 self.remove_file(stored)  # not the same file any more: the caller rescans dst
                 continue
@@ -604,13 +604,3 @@ def _learned(record: FileRecord) -> dict[str, Any]:
         if getattr(record, name) is not None:
             fields[name] = getattr(record, name)
     return fields
-
-
-def _exists(path: str) -> bool:
-    try:
-        os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return True

@@ -1,4 +1,4 @@
-"""Hashing for the commands in the daemon's worker processes (:mod:`isccd.daemon.workers`).
+"""Hashing for the commands in worker processes (:mod:`isccd.hashing.pool`), started on first use.
 
 ``isccd scan`` and ``isccd code`` hash in the same workers as the daemon, so that a file which
 crashes a decoder or runs past the file time limit costs only its own record (an ``internal``
@@ -12,7 +12,7 @@ import asyncio
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from isccd.daemon.workers import WorkerOptions, WorkerPool, WorkersUnavailableError
+from isccd.hashing.pool import WorkerOptions, WorkerPool, WorkersUnavailableError
 from isccd.model import FileRecord, UnitType
 
 

@@ -1,4 +1,4 @@
-"""The in-memory Hamming index: every stored unit's first 64 bits, per unit type.
+"""The index's in-memory Hamming search: every stored unit's first 64 bits, per unit type.
 
 A query ("every file whose code is within distance d of this one") is an exact, flat scan:
 XOR against all codes and a hardware popcount (``numpy.bitwise_count``), about a millisecond per
@@ -184,8 +184,8 @@ class HammingIndex:
         return np.bitwise_count(np.bitwise_xor(self._codes[: self._n], query))
 
 
-class UnitIndex:
-    """One :class:`HammingIndex` per unit type."""
+class HammingSearch:
+    """The in-memory search: one :class:`HammingIndex` per unit type."""
 
     def __init__(self, unit_types: Iterable[UnitType]) -> None:
         """Index the given unit types (others are ignored by :meth:`add`)."""

@@ -1,12 +1,12 @@
-"""The pipeline as the daemon and ``isccd scan`` use it: an asyncio facade over the indexer on
-its owner thread, with hashing delegated.
+"""The pipeline as the daemon and ``isccd scan`` use it: a closed asyncio facade over the index
+on the store's owner thread, with hashing delegated.
 
 Threads and processes: the :class:`Pipeline` lives on the event loop; every store and index
-operation is a job on the owner thread (:class:`isccd.store.owner.StoreOwner`) awaited through
-``asyncio.wrap_future``; hashing is delegated to a :class:`Hasher` (the daemon's and
-``isccd scan``'s run :func:`isccd.hashing.compute_record` in worker processes). A hasher that
-raises for a file fails only that file's record, except
-:class:`~isccd.errors.HashingUnavailableError`, which fails the scan.
+operation is a job on the owner thread (:class:`isccd.store.owner.StoreOwner`), and the
+file-system calls a job depends on are made before it is submitted, never on that thread (a hung
+``stat`` would stall every commit). Hashing is delegated to a :class:`Hasher`; one that raises
+for a file fails only that file's record, except :class:`~isccd.errors.HashingUnavailableError`,
+which fails the scan.
 
 Committed events reach the ``on_commit`` callback on the owner thread, batch by batch in
 sequence order; a daemon forwards them to its loop with ``call_soon_threadsafe``. The event lists
@@ -20,19 +20,41 @@ import concurrent.futures
 import functools
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
 
 from isccd.errors import HashingUnavailableError
 from isccd.match import Thresholds
-from isccd.model import Event, FileIssue, FileRecord, IssueCode, IssueKind, UnitType
-from isccd.pipeline import composition, policy, queries
-from isccd.pipeline.indexer import Indexer, is_unstable
+from isccd.model import (
+    Event,
+    EventType,
+    FileIssue,
+    FileRecord,
+    FileStat,
+    IssueCode,
+    IssueKind,
+    UnitType,
+)
+from isccd.pipeline import answers, composition, policy
+from isccd.pipeline.fleetindex import FleetIndex
+from isccd.pipeline.index import GONE, Index, is_unstable, issue_codes
 from isccd.pipeline.options import PipelineOptions
-from isccd.pipeline.reconcile import HashJob, Reconciler, ScanStats, plan_path
-from isccd.store import SqliteOptions, StoredFile, open_store
+from isccd.pipeline.reconcile import (
+    HashJob,
+    Reconciler,
+    ScanStats,
+    Sighting,
+    Step,
+    look,
+    place,
+    plan_path,
+)
+from isccd.pipeline.rootdev import device_of
+from isccd.protocol import DupesQuery, DupesResult, FileInfo, SimilarQuery, SimilarResult
+from isccd.store import SqliteOptions, open_store
 from isccd.store.owner import OwnerOptions, StoreOwner
-from isccd.watch.scan import ScanOptions
+from isccd.walk import NO_FILE, Listing, ScanOptions, examine
 
 T = TypeVar("T")
 
@@ -46,6 +68,19 @@ class Hasher(Protocol):
         """Hash one file of ``root``, opened beneath the root's directory (never through a
         symbolic link that leads out of it)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What the index holds, read together.
+
+    Attributes:
+        files: Live files per root.
+        last_seq: The last sequence number committed.
+    """
+
+    files: Mapping[str, int]
+    last_seq: int
 
 
 def unstable_reason(record: FileRecord) -> str:
@@ -105,23 +140,24 @@ class Pipeline:
             on_commit: Receives each committed batch of events, on the owner thread.
             sleep: Waits between retries of an unstable file (injectable for tests).
         """
-        self.options = options or PipelineOptions()
+        self._options = options or PipelineOptions()
         self._hasher = hasher
         self._sleep = sleep
         self._adopting = threading.Lock()
         self._composing = threading.Lock()
 
-        def build() -> Indexer:
+        def build() -> Index:
             store = open_store(store_url, host=host, sqlite=sqlite)
             try:
-                return Indexer(store, self.options, clock=clock, on_commit=on_commit)
+                return Index(store, self._options, clock=clock, on_commit=on_commit)
             except BaseException:
                 store.close()
                 raise
 
-        self._owner: StoreOwner[Indexer] = StoreOwner(build, name="isccd-store", options=owner)
+        self._owner: StoreOwner[Index] = StoreOwner(build, name="isccd-store", options=owner)
         self._store_id: str | None = None
         self._host = ""
+        self._fleet: FleetIndex | None = None
 
     def open(self, *, adopt: bool = True) -> policy.Adopted:
         """Open the store and load the index (blocking), and bring the stored relations under
@@ -141,14 +177,14 @@ class Pipeline:
         """
         self._owner.start()
         try:
-            self._store_id, self._host = self._owner.call(
-                lambda ix: (ix.store.identity, ix.store.host)
+            self._store_id, self._host, self._fleet = self._owner.call(
+                lambda ix: (ix.store.identity, ix.store.host, ix.fleet)
             )
             if adopt:
                 adopted = self._adopt(None)
                 self._recompose()
                 return adopted
-            self._owner.call(functools.partial(policy.keep, fallback=self.options.thresholds))
+            self._owner.call(functools.partial(policy.keep, fallback=self._options.thresholds))
         except BaseException:
             self._owner.close()
             raise
@@ -174,13 +210,42 @@ class Pipeline:
         """The host name the store was opened for (``""`` until it is open)."""
         return self._host
 
-    def submit(self, fn: Callable[[Indexer], T]) -> concurrent.futures.Future[T]:
-        """Run ``fn(indexer)`` on the owner thread; the future resolves once it is committed."""
+    @property
+    def fleet(self) -> FleetIndex | None:
+        """The other hosts' part of the index, which a follower of the shared log feeds (a
+        store a fleet shares; ``None`` otherwise, and until it is open)."""
+        return self._fleet
+
+    async def refresh(self) -> None:
+        """Apply what the follower offered :attr:`fleet` now, rather than before the index is
+        next used."""
+        await self._call(lambda ix: ix.refresh())
+
+    @property
+    def options(self) -> PipelineOptions:
+        """The options it works under (:meth:`set_options` changes them)."""
+        return self._options
+
+    async def set_options(self, options: PipelineOptions, chunk: int = 256) -> policy.Adopted:
+        """Work under ``options`` from now on, here and on the owner thread; when their
+        duplicate policy is another one, bring the stored relations under it (:meth:`adopt`).
+
+        Returns:
+            What adopting the policy took: nothing when it did not change.
+        """
+        previous, self._options = self._options, options  # first: an adopt yet to begin takes it
+        await self._call(functools.partial(Index.set_options, options=options))
+        if options.thresholds == previous.thresholds:
+            return policy.Adopted()
+        return await self.adopt(options.thresholds, chunk)
+
+    def _submit(self, fn: Callable[[Index], T]) -> concurrent.futures.Future[T]:
+        """Run ``fn(index)`` on the owner thread; the future resolves once it is committed."""
         return self._owner.submit(fn)
 
-    async def call(self, fn: Callable[[Indexer], T]) -> T:
-        """Run ``fn(indexer)`` on the owner thread and await its committed result."""
-        return await asyncio.wrap_future(self._owner.submit(fn))
+    async def _call(self, fn: Callable[[Index], T]) -> T:
+        """Run ``fn(index)`` on the owner thread and await its committed result."""
+        return await asyncio.wrap_future(self._submit(fn))
 
     # -- scanning and hashing ------------------------------------------------------------------
 
@@ -193,8 +258,8 @@ class Pipeline:
         """Hash with retries while the file keeps changing; returns the last record and the
         number of attempts."""
         hasher = self._need_hasher()
-        delay = self.options.unstable_delay
-        attempts = max(1, self.options.unstable_attempts)
+        delay = self._options.unstable_delay
+        attempts = max(1, self._options.unstable_attempts)
         for attempt in range(1, attempts + 1):
             try:
                 record = await hasher(job.root, job.path, job.units)
@@ -203,10 +268,23 @@ class Pipeline:
             except Exception as exc:  # a crashed worker is a per-file error, never fatal
                 return failed_record(job.path, exc), attempt
             if not is_unstable(record) or attempt == attempts:
-                return record, attempt
+                return await self._unopened(job.root, record), attempt
             await self._sleep(delay)
             delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _unopened(self, root: str, record: FileRecord) -> FileRecord:
+        """The record of a file that could not be opened, saying ``vanished`` when its path no
+        longer holds a file of the tree (asked of the disk here, not on the owner thread)."""
+        if record.stat is not None or issue_codes(record) & GONE:
+            return record
+        follow = self._options.follow_symlinks
+        found = await asyncio.to_thread(examine, root, [record.path], follow_symlinks=follow)
+        error = found[record.path]
+        if not isinstance(error, OSError) or error.errno not in NO_FILE:
+            return record  # there, or it cannot be told: unreadable
+        issue = FileIssue("read", IssueKind.ERROR, "no longer there", IssueCode.VANISHED)
+        return replace(record, issues=(*record.issues, issue))
 
     async def reconcile(
         self,
@@ -242,12 +320,14 @@ class Pipeline:
         *,
         collect: bool,
     ) -> tuple[ScanStats, list[Event]]:
-        rec = await self.call(
+        device = await asyncio.to_thread(device_of, root)
+        rec = await self._call(
             lambda ix: Reconciler(
-                ix, root, scan, start=start, collect=collect, announce=not collect
+                ix, root, scan, start=start, device=device, collect=collect, announce=not collect
             )
         )
-        concurrency = max(1, self.options.hash_concurrency)
+        follow = scan.follow_symlinks if scan is not None else False
+        concurrency = max(1, self._options.hash_concurrency)
         queue: asyncio.Queue[HashJob | None] = asyncio.Queue(maxsize=2 * concurrency)
 
         def report(stats: ScanStats) -> None:
@@ -258,10 +338,10 @@ class Pipeline:
             record, attempts = await self._hash(job)
             if is_unstable(record):
                 reason = unstable_reason(record)
-                stats = await self.call(lambda ix: rec.unstable(job, attempts, reason))
+                stats = await self._call(lambda ix: rec.unstable(job, attempts, reason))
                 report(stats)
                 return []
-            _, more, stats = await self.call(lambda ix: rec.applied(job, record))
+            _, more, stats = await self._call(lambda ix: rec.applied(job, record))
             report(stats)
             return more
 
@@ -271,15 +351,26 @@ class Pipeline:
                 while todo:
                     todo.extend(await settle(todo.pop()))
 
+        async def placed(sightings: list[Sighting]) -> tuple[list[HashJob], ScanStats]:
+            present = await asyncio.to_thread(look, sightings, follow_symlinks=follow)
+            return await self._call(lambda ix: rec.settle(sightings, present))
+
+        async def planned(listings: list[Listing], walked: bool) -> Step:
+            return await self._call(lambda ix: rec.step(listings, walked))
+
         async def produce() -> None:
             done = False
             while not done:
-                step = await self.call(lambda ix: rec.step())
-                for job in step.jobs:
+                step = await planned(*await asyncio.to_thread(rec.walk))
+                jobs, stats = step.jobs, step.stats
+                if step.sightings:
+                    more, stats = await placed(step.sightings)
+                    jobs = jobs + more
+                for job in jobs:
                     await queue.put(job)
-                report(step.stats)
+                report(stats)
                 done = step.done
-            for job in await self.call(lambda ix: rec.finish()):
+            for job in await self._call(lambda ix: rec.finish()):
                 await queue.put(job)
             for _ in range(concurrency):
                 await queue.put(None)
@@ -293,7 +384,7 @@ class Pipeline:
             # Workers share the store: one failure (a full disk) usually fails them all alike.
             # Callers get the first error itself, as from any other method.
             raise _first_error(failed) from failed
-        stats, _ = await self.call(lambda ix: rec.close())
+        stats, _ = await self._call(lambda ix: rec.close())
         report(stats)
         return stats, rec.events or []
 
@@ -303,39 +394,45 @@ class Pipeline:
         Returns:
             The events logged.
         """
-        follow = self.options.follow_symlinks
-        events, job, is_dir = await self.call(
-            lambda ix: plan_path(ix, root, path, follow_symlinks=follow)
+        follow = self._options.follow_symlinks
+        examined = await asyncio.to_thread(examine, root, [path], follow_symlinks=follow)
+        events, todo, is_dir = await self._call(
+            lambda ix: plan_path(ix, root, path, examined[path])
         )
         if is_dir:
             _, found = await self._reconcile(root, path, None, None, collect=True)
             return events + found
-        if job is None:
+        if isinstance(todo, Sighting):
+            sighting = todo
+            present = await asyncio.to_thread(look, [sighting], follow_symlinks=follow)
+            placed, hashing = await self._call(lambda ix: place(ix, sighting, present))
+            events += placed
+            todo = HashJob(root, path, sighting.stat) if hashing else None
+        if todo is None:
             return events
+        job = todo
         record, attempts = await self._hash(job)
         if is_unstable(record):
             reason = unstable_reason(record)
-            return events + await self.call(
+            return events + await self._call(
                 lambda ix: ix.apply_unstable(root, path, attempts, reason)
             )
-        return events + await self.call(lambda ix: ix.apply_record(root, record, job.stat))
+        return events + await self._call(lambda ix: ix.apply_record(root, record, job.stat))
 
     async def remove_path(self, path: str) -> list[Event]:
         """A file or directory was deleted: tombstone what the store held there."""
-        return await self.call(lambda ix: ix.remove_path(path))
+        return await self._call(lambda ix: ix.remove_path(path))
 
     async def move_path(self, src: str, root: str, dst: str) -> list[Event]:
         """A file or directory was renamed: the stored files move with it, unhashed."""
-        return await self.call(lambda ix: ix.move_path(src, root, dst))
-
-    async def set_thresholds(self, thresholds: Thresholds, chunk: int = 256) -> list[Event]:
-        """Apply a new duplicate policy (thresholds and ``min_size``) and re-evaluate the
-        relations it affects (:meth:`adopt`).
-
-        Returns:
-            The events logged.
-        """
-        return list((await self.adopt(thresholds, chunk)).events)
+        stored = await self._call(lambda ix: [f.path for f in ix.store.files_under(src)])
+        moved = [dst + path[len(src) :] for path in stored]
+        follow = self._options.follow_symlinks
+        examined = await asyncio.to_thread(examine, root, moved, follow_symlinks=follow)
+        found = {
+            p: FileStat.from_os(st) for p, st in examined.items() if not isinstance(st, OSError)
+        }
+        return await self._call(lambda ix: ix.move_path(src, root, dst, found))
 
     async def adopt(self, thresholds: Thresholds | None = None, chunk: int = 256) -> policy.Adopted:
         """Bring the stored relations under a duplicate policy (this pipeline's by default):
@@ -353,7 +450,7 @@ class Pipeline:
         default :attr:`options`', read once the previous switch is done) if the store's policy
         is another one; chunk by chunk (blocking)."""
         with self._adopting:
-            target = self.options.thresholds if thresholds is None else thresholds
+            target = self._options.thresholds if thresholds is None else thresholds
             return self._switch(target, chunk)
 
     def _switch(self, thresholds: Thresholds, chunk: int) -> policy.Adopted:
@@ -390,20 +487,20 @@ class Pipeline:
     def _recompose(self, chunk: int = 1024) -> list[Event]:
         with self._composing:
             call = self._owner.call
-            wide = self.options.wide
+            wide = self._options.wide
             ids = call(functools.partial(composition.outdated, wide=wide))
             if ids is None:
                 return []
             events: list[Event] = []
             for start in range(0, len(ids), chunk):
                 part = ids[start : start + chunk]
-                events += call(functools.partial(Indexer.recompose, file_ids=part, wide=wide))
+                events += call(functools.partial(Index.recompose, file_ids=part, wide=wide))
             call(functools.partial(composition.record, wide=wide))
             return events
 
     async def purge(self) -> tuple[int, int]:
         """Forget tombstones and events past their retention."""
-        return await self.call(lambda ix: ix.purge())
+        return await self._call(lambda ix: ix.purge())
 
     # -- questions -----------------------------------------------------------------------------
 
@@ -420,30 +517,74 @@ class Pipeline:
         except Exception as exc:  # a crashed worker is a per-file error, as in _hash
             return failed_record(path, exc)
 
-    async def get(self, path: str) -> queries.FileView | None:
-        """What the index knows about ``path``."""
-        return await self.call(lambda ix: queries.get(ix, path))
+    async def get(self, path: str, host: str | None = None) -> FileInfo | None:
+        """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
+        ``host``: only its duplicates on that host."""
+        return await self._call(lambda ix: answers.get(ix, path, host))
 
     async def similar(
-        self, stored: StoredFile, max_distance: int | None = None
-    ) -> list[queries.Peer]:
-        """Files near ``stored`` (see :func:`isccd.pipeline.queries.similar`)."""
-        return await self.call(lambda ix: queries.similar(ix, stored, max_distance))
+        self, query: SimilarQuery, code: Callable[[str], Awaitable[FileRecord]]
+    ) -> SimilarResult:
+        """Files related to a file or a code (see :func:`isccd.pipeline.answers.similar`).
 
-    async def dupes(self, near: bool = False) -> list[queries.DupGroup]:
+        Args:
+            query: The question.
+            code: Codes a file the index does not hold (``query.path``), without storing it.
+
+        Raises:
+            ProtocolError: The code cannot be decoded, or the file cannot be coded.
+        """
+        if query.path is None:
+            subject = answers.subject_of_code(query.code or "")
+        else:
+            path = query.path
+            stored = await self._call(lambda ix: ix.store.file_at(path))
+            subject = stored if stored is not None else answers.coded(path, await code(path))
+        return await self._call(lambda ix: answers.similar(ix, subject, query))
+
+    async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most wasted bytes first."""
-        return await self.call(lambda ix: queries.dupes(ix, near))
+        return await self._call(lambda ix: answers.dupes(ix, query))
+
+    async def counts(self) -> Counts:
+        """The live files per root and the last sequence number (every host's, in a store a
+        fleet shares), read together."""
+        return await self._call(
+            lambda ix: Counts(ix.store.live_by_root(), ix.store.last_seq(fleet=True))
+        )
+
+    # -- the event log -------------------------------------------------------------------------
+
+    def emit(
+        self, type: EventType, root: str, path: str, data: dict[str, Any]
+    ) -> concurrent.futures.Future[Event]:
+        """Log an event of the caller's (progress, watch problems, the store's recovery) in a
+        job of its own; the future resolves once it is committed."""
+        return self._submit(
+            functools.partial(Index.emit, type=type, root=root, path=path, data=data)
+        )
+
+    async def flush(self) -> None:
+        """Wait until every job submitted before is committed.
+
+        Raises:
+            StoreError: The store cannot commit (a full disk, a database deleted or replaced).
+        """
+        await self._call(lambda ix: None)
 
     async def events_since(
         self, seq: int, limit: int = 1000, *, fleet: bool = False
     ) -> list[Event]:
         """Committed events after ``seq`` (for ``subscribe since=N``; ``fleet``: every host's)."""
-        return await self.call(lambda ix: ix.store.events_since(seq, limit, fleet=fleet))
+        return await self._call(lambda ix: ix.store.events_since(seq, limit, fleet=fleet))
 
     async def last_seq(self) -> int:
         """The last sequence number committed."""
-        return await self.call(lambda ix: ix.store.last_seq())
+        return await self._call(lambda ix: ix.store.last_seq())
 
-    async def first_seq(self) -> int:
-        """The oldest sequence number still in the log."""
-        return await self.call(lambda ix: ix.store.first_seq())
+    async def log_bounds(self) -> tuple[int, int]:
+        """The oldest sequence number still in the log and the last one committed (every
+        host's, in a store a fleet shares)."""
+        return await self._call(
+            lambda ix: (ix.store.first_seq(fleet=True), ix.store.last_seq(fleet=True))
+        )

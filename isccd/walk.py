@@ -33,7 +33,8 @@ import enum
 import errno
 import os
 import stat as stat_module
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pathspec
@@ -135,6 +136,34 @@ class DirScan:
     issues: list[ScanIssue] = field(default_factory=list)
 
 
+#: A file's ``(dev, ino, size, mtime_ns, ctime_ns, nlink)``: the fields of a :class:`FileStat`,
+#: in order, its :attr:`~FileStat.version` first.
+Validators = tuple[int, int, int, int, int, int]
+
+
+@dataclass(slots=True)
+class Listing:
+    """What one directory holds, as listed beneath the root; no store is asked.
+
+    Attributes:
+        path: The directory.
+        files: Name -> validators of its regular files (links followed as the options say), as
+            :data:`Validators` (plain tuples the garbage collector leaves alone: a walk holds
+            many, and most are only compared).
+        kept: Names that could not be stat'ed: the store keeps what it knows of them.
+        listed: Whether the directory was listed whole (else nothing in it can have vanished).
+        skipped: Entries skipped on purpose (ignored, non-regular, symlinks not followed).
+        issues: What could not be seen.
+    """
+
+    path: str
+    files: dict[str, Validators] = field(default_factory=dict)
+    kept: set[str] = field(default_factory=set)
+    listed: bool = False
+    skipped: int = 0
+    issues: list[ScanIssue] = field(default_factory=list)
+
+
 def compile_ignore(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
     """Compile gitignore-style patterns (``None`` when there are none).
 
@@ -162,9 +191,10 @@ def _message(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-#: What opening a path beneath the root says when there is no directory there to walk: gone,
-#: a file, or a symbolic link that is not followed (or leads outside the root).
-_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
+#: What examining a path beneath its root says when no file or directory of the tree is there:
+#: gone, a directory on the way is a file, a symbolic link on the way is not followed, or it
+#: leads out of the root.
+NO_FILE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV})
 
 
 #: Paths this long (in characters) may be too long in bytes (at most four per character).
@@ -187,12 +217,42 @@ def _stat_beneath(top: RootDir, path: str) -> os.stat_result:
         os.close(fd)
 
 
+def examine(
+    root: str, paths: Iterable[str], *, follow_symlinks: bool = False
+) -> dict[str, os.stat_result | OSError]:
+    """The ``lstat`` of each path, reached beneath the root's directory (opened once), or the
+    error that says why not (:data:`NO_FILE` when no file of the tree is there). For the
+    pipeline, which asks before it submits the job that depends on the answer, so that no
+    file-system call is made on the store's thread.
+
+    Args:
+        root: The root (absolute, normalized).
+        paths: Paths under it.
+        follow_symlinks: Follow symbolic links that stay beneath the root.
+    """
+    paths = list(paths)
+    try:
+        top = RootDir(root, follow_symlinks=follow_symlinks)
+    except OSError as exc:
+        return dict.fromkeys(paths, exc)
+    found: dict[str, os.stat_result | OSError] = {}
+    with top:
+        for path in paths:
+            try:
+                found[path] = top.stat(path)
+            except OSError as exc:
+                found[path] = exc
+    return found
+
+
 class Walker:
     """Walks a root (or a subtree of it) one directory at a time.
 
     Iterate it to get a :class:`DirScan` per directory; afterwards :meth:`vanished_dirs` tells
     which stored directories were not seen at all, and :meth:`is_known` whether a path was
-    visible to the walk.
+    visible to the walk. The two halves of each step can also run on two threads, the disk's
+    and the store's: :meth:`take` lists directories (blocking on the disk), :meth:`compare`
+    diffs a listing against the store.
     """
 
     def __init__(
@@ -223,6 +283,7 @@ class Walker:
         self._ignore = compile_ignore(self._options.ignore)
         self._visited_ids: dict[tuple[int, int], str] = {}
         self._top: RootDir | None = None  # the root's directory, open during the walk
+        self._listings: Iterator[Listing] | None = None
         self.visited: set[str] = set()
         self.unknown: list[str] = []
         self.files_seen = 0
@@ -232,23 +293,65 @@ class Walker:
 
     def __iter__(self) -> Iterator[DirScan]:
         """Scan directory after directory, depth first."""
+        for listing in self.listings():
+            yield self.compare(listing)
+
+    def take(
+        self, seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> tuple[list[Listing], bool]:
+        """Walk on for about ``seconds`` (blocking).
+
+        Returns:
+            The directories listed, and whether the walk is complete.
+        """
+        if self._listings is None:
+            self._listings = self.listings()
+        deadline = clock() + seconds
+        taken: list[Listing] = []
+        for listing in self._listings:
+            taken.append(listing)
+            if clock() >= deadline:
+                return taken, False
+        return taken, True
+
+    def compare(self, listing: Listing) -> DirScan:
+        """What a directory holds compared with what the store remembers of it."""
+        result = DirScan(listing.path, skipped=listing.skipped, issues=list(listing.issues))
+        if not listing.listed:
+            return result
+        stored = self._lookup(listing.path)
+        prefix = listing.path if listing.path != "/" else ""
+        for name, now in listing.files.items():
+            before = stored.get(name)
+            if before is not None and before.version == now[:5]:
+                result.unchanged += 1
+                continue
+            kind = ItemKind.NEW if before is None else ItemKind.CHANGED
+            result.items.append(ScanItem(kind, f"{prefix}/{name}", FileStat(*now)))
+        for name, before in stored.items():
+            if name not in listing.files and name not in listing.kept:
+                result.items.append(ScanItem(ItemKind.VANISHED, f"{prefix}/{name}", before))
+        return result
+
+    def listings(self) -> Iterator[Listing]:
+        """List directory after directory, depth first."""
         if self._ignored(self.start, True):
             return
         try:
             top = RootDir(self.root, follow_symlinks=self._options.follow_symlinks)
         except OSError as exc:
-            if exc.errno in _ABSENT:
+            if exc.errno in NO_FILE:
                 yield from self._missing()
             else:
                 self.unknown.append(self.start)
-                yield DirScan(self.start, issues=[self._issue(self.start, exc)])
+                yield Listing(self.start, issues=[self._issue(self.start, exc)])
             return
         self._top = top
         with top:
             start_stat = self._stat_dir(self.start)
             if isinstance(start_stat, ScanIssue):
                 self.unknown.append(self.start)
-                yield DirScan(self.start, issues=[start_stat])
+                yield Listing(self.start, issues=[start_stat])
                 return
             if start_stat is None:
                 yield from self._missing()
@@ -261,7 +364,7 @@ class Walker:
                 stack.extend(reversed(subdirs))
                 yield result
 
-    def _missing(self) -> Iterator[DirScan]:
+    def _missing(self) -> Iterator[Listing]:
         """The start is not a directory: a missing root is reported, a missing subtree is
         simply gone."""
         if self.start == self.root:
@@ -269,7 +372,7 @@ class Walker:
             # report it and keep what the store knows, rather than tombstone everything.
             self.unknown.append(self.start)
             issue = ScanIssue(self.start, IssueReason.MISSING, "the root is not a directory")
-            yield DirScan(self.start, issues=[issue])
+            yield Listing(self.start, issues=[issue])
         # a subtree that is gone: everything below it vanished
 
     def _stat_dir(self, path: str) -> os.stat_result | ScanIssue | None:
@@ -277,7 +380,7 @@ class Walker:
         try:
             st = _stat_beneath(self._top, path)
         except OSError as exc:
-            if exc.errno in _ABSENT:
+            if exc.errno in NO_FILE:
                 return None
             return self._issue(path, exc)
         return st if stat_module.S_ISDIR(st.st_mode) else None
@@ -287,102 +390,87 @@ class Walker:
             return ScanIssue(path, IssueReason.TOO_LONG, f"path too long: {_message(exc)}")
         return ScanIssue(path, IssueReason.UNREADABLE, f"cannot read: {_message(exc)}")
 
-    def _scan_dir(self, directory: str) -> tuple[DirScan, list[str]]:
+    def _scan_dir(self, directory: str) -> tuple[Listing, list[str]]:
         assert self._top is not None
-        result = DirScan(directory)
+        listing = Listing(directory)
         subdirs: list[str] = []
         try:
             fd = self._top.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
-            if exc.errno not in _ABSENT:
+            if exc.errno not in NO_FILE:
                 self.unknown.append(directory)
-                result.issues.append(self._issue(directory, exc))
+                listing.issues.append(self._issue(directory, exc))
             # Otherwise gone, or replaced by a file or a link, since its parent was listed:
             # not visited, so what the store held there counts as vanished.
-            return result, subdirs
+            return listing, subdirs
         try:
             try:
                 with os.scandir(fd) as it:
                     entries = list(it)
             except OSError as exc:  # the listing failed midway (an I/O error)
                 self.unknown.append(directory)
-                result.issues.append(self._issue(directory, exc))
-                return result, subdirs
+                listing.issues.append(self._issue(directory, exc))
+                return listing, subdirs
             self.visited.add(directory)
             # The entries stat themselves relative to fd (fstatat): it stays open till then.
-            self._compare(directory, entries, result, subdirs)
+            self._list(entries, listing, subdirs)
         finally:
             os.close(fd)
-        return result, subdirs
+        return listing, subdirs
 
-    def _compare(
-        self,
-        directory: str,
-        entries: list[os.DirEntry[str]],
-        result: DirScan,
-        subdirs: list[str],
-    ) -> None:
-        stored = self._lookup(directory)
-        seen: set[str] = set()
-        prefix = directory if directory != "/" else ""
+    def _list(self, entries: list[os.DirEntry[str]], listing: Listing, subdirs: list[str]) -> None:
+        prefix = listing.path if listing.path != "/" else ""
         for entry in entries:
-            name = entry.name
-            path = f"{prefix}/{name}"
-            st = self._file_stat(entry, path, result, subdirs, seen)
-            if st is None:
-                continue
-            seen.add(name)
-            self.files_seen += 1
-            now = FileStat.from_os(st)
-            before = stored.get(name)
-            if before is None:
-                result.items.append(ScanItem(ItemKind.NEW, path, now))
-            elif before.same_content_version(now):
-                result.unchanged += 1
-            else:
-                result.items.append(ScanItem(ItemKind.CHANGED, path, now))
-        for name, before in stored.items():
-            if name not in seen:
-                result.items.append(ScanItem(ItemKind.VANISHED, f"{prefix}/{name}", before))
+            st = self._file_stat(entry, f"{prefix}/{entry.name}", listing, subdirs)
+            if st is not None:
+                self.files_seen += 1
+                listing.files[entry.name] = (
+                    st.st_dev,
+                    st.st_ino,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,
+                    st.st_nlink,
+                )
+        listing.listed = True
 
     def _file_stat(
         self,
         entry: os.DirEntry[str],
         path: str,
-        result: DirScan,
+        listing: Listing,
         subdirs: list[str],
-        seen: set[str],
     ) -> os.stat_result | None:
         """The stat of a regular file to compare; ``None`` for anything else (a directory is
-        queued in ``subdirs``; an entry that cannot be stat'ed is reported and kept in
-        ``seen``, so that the store keeps what it knows)."""
+        queued in ``subdirs``; an entry that cannot be stat'ed is reported and kept, so that
+        the store keeps what it knows)."""
         st: os.stat_result | None
         try:
             if len(path) >= _LONG_PATH:
                 _check_length(path)
             if entry.is_file(follow_symlinks=False):  # most entries: the quick way first
                 if self._ignored(path, False):
-                    result.skipped += 1
+                    listing.skipped += 1
                     return None
                 st = entry.stat(follow_symlinks=False)
             else:
-                st = self._not_a_file(entry, path, result, subdirs)
+                st = self._not_a_file(entry, path, listing, subdirs)
                 if st is None:
                     return None
         except FileNotFoundError:
             return None  # vanished (or a dangling link) since the listing
         except OSError as exc:
-            seen.add(entry.name)
+            listing.kept.add(entry.name)
             self.unknown.append(path)
-            result.issues.append(self._issue(path, exc))
+            listing.issues.append(self._issue(path, exc))
             return None
         if not stat_module.S_ISREG(st.st_mode):  # replaced since the listing
-            result.skipped += 1
+            listing.skipped += 1
             return None
         return st
 
     def _not_a_file(
-        self, entry: os.DirEntry[str], path: str, result: DirScan, subdirs: list[str]
+        self, entry: os.DirEntry[str], path: str, listing: Listing, subdirs: list[str]
     ) -> os.stat_result | None:
         """A directory (queued in ``subdirs`` unless ignored or a loop), a symbolic link
         (followed as the options say) or anything else (skipped); the stat of a file a link
@@ -391,22 +479,22 @@ class Walker:
         if entry.is_dir(follow_symlinks=False):
             st = entry.stat(follow_symlinks=False)
         elif entry.is_symlink() and self._options.follow_symlinks:
-            st = self._followed(path, result)
+            st = self._followed(path, listing)
         else:
-            result.skipped += 1  # FIFOs, sockets, devices, and links not followed
+            listing.skipped += 1  # FIFOs, sockets, devices, and links not followed
             return None
         if st is None:
             return None
         if stat_module.S_ISDIR(st.st_mode):
-            if self._enter(path, st, result):
+            if self._enter(path, st, listing):
                 subdirs.append(path)
             return None
         if self._ignored(path, False):
-            result.skipped += 1
+            listing.skipped += 1
             return None
         return st
 
-    def _followed(self, path: str, result: DirScan) -> os.stat_result | None:
+    def _followed(self, path: str, listing: Listing) -> os.stat_result | None:
         """What a symbolic link leads to, when it stays beneath the root; ``None`` (skipped)
         otherwise."""
         assert self._top is not None
@@ -414,19 +502,19 @@ class Walker:
             return _stat_beneath(self._top, path)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EXDEV):
-                result.skipped += 1  # out of the root, or a chain of links too long
+                listing.skipped += 1  # out of the root, or a chain of links too long
                 return None
             raise
 
-    def _enter(self, path: str, st: os.stat_result, result: DirScan) -> bool:
+    def _enter(self, path: str, st: os.stat_result, listing: Listing) -> bool:
         """Whether to walk into a subdirectory (loop and ignore checks)."""
         if self._ignored(path, True):
-            result.skipped += 1
+            listing.skipped += 1
             return False
         key = (st.st_dev, st.st_ino)
         first = self._visited_ids.get(key)
         if first is not None:
-            result.issues.append(
+            listing.issues.append(
                 ScanIssue(path, IssueReason.LOOP, f"the same directory as {first}: not entered")
             )
             return False

@@ -1,0 +1,90 @@
+"""One file's run through the stages of :func:`~isccd.hashing.compute_record`: the issues and
+timings it collects, and the embedded metadata read along the way."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from isccd.errors import ToolMissingError
+from isccd.extract.meta import Metadata
+from isccd.extract.tools import MISSING
+from isccd.hashing.issues import issue_from_exception
+from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
+from isccd.model import FileIssue, UnitType
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """Embedded metadata, what read it, and what went wrong reading it.
+
+    Attributes:
+        meta: What was found.
+        source: The profile components of what read it (``tika/0.6.0``, ``ffprobe/missing``);
+            empty when nothing was read (plain text, metadata not wanted or unreadable).
+        problem: Why nothing could be read.
+    """
+
+    meta: Metadata = field(default_factory=Metadata)
+    source: str = ""
+    problem: BaseException | None = None
+
+    @classmethod
+    def failed(cls, problem: BaseException) -> Described:
+        """Nothing read; a missing tool is named in the source, so that installing it makes
+        the Meta-Code outdated."""
+        component = problem.component if isinstance(problem, ToolMissingError) else None
+        return cls(problem=problem, source=f"{component}/{MISSING}" if component else "")
+
+
+class Run:
+    """Collects the results of one file's stages."""
+
+    def __init__(self, options: CodeOptions) -> None:
+        self.options = options
+        self.issues: list[FileIssue] = []
+        self.timings: list[tuple[str, float]] = []
+        #: The embedded metadata read along with the content, kept for the Meta-Code even when
+        #: the Content-Code then fails (so that it is not read twice).
+        self.described: Described | None = None
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings.append((name, round((time.perf_counter() - start) * 1000.0, 3)))
+
+    def issue(self, stage: str, exc: BaseException) -> None:
+        issue = issue_from_exception(stage, exc)
+        if isinstance(exc, ToolMissingError) and stage in _UNIT_STAGES:
+            # The profile the unit would have had, with the component as missing: once it is
+            # installed, the profile is outdated and the unit computed (see FileIssue.profile).
+            # Without a named component, only a new extraction revision tries again.
+            missing = (f"{exc.component}/{MISSING}",) if exc.component else ()
+            issue = replace(issue, profile=self.profile(*missing, EXTRACTION_REVISION))
+        self.issues.append(issue)
+
+    def guarded(self, stage: str, compute: Callable[[], _T]) -> _T | None:
+        """Run one stage; any failure becomes an issue of that stage instead of an exception."""
+        with self.stage(stage):
+            try:
+                return compute()
+            except Exception as exc:
+                # Decoders and tools fail in ways no list of exception types covers; a bad
+                # file must cost only this stage, never the record or the worker.
+                self.issue(stage, exc)
+                return None
+
+    def profile(self, *parts: str) -> str:
+        """The profile of a unit made by ``parts`` (``name/version`` components, or ``""``)."""
+        return " ".join((ALGORITHM, f"bits/{self.options.bits}", *(p for p in parts if p)))
+
+
+_UNIT_STAGES = frozenset(t.value for t in UnitType)

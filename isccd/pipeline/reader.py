@@ -1,0 +1,77 @@
+"""The index of a store read directly, for the commands when no daemon answers.
+
+A read-only connection, so it works while the daemon or a scan writes the store; the search
+loads only the unit types a question needs. Its answers are the daemon's
+(:mod:`isccd.pipeline.answers`), member for member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+
+from isccd.model import FileRecord
+from isccd.pipeline import answers
+from isccd.pipeline.index import Index
+from isccd.pipeline.options import PipelineOptions
+from isccd.protocol import DupesQuery, DupesResult, FileInfo, SimilarQuery, SimilarResult
+from isccd.store import open_store
+
+
+class IndexReader:
+    """Answers ``get``, ``similar`` and ``dupes`` from a store, read-only.
+
+    Args:
+        store_url: Where the store lives (see :func:`isccd.store.open_store`).
+        options: The duplicate policy the answers follow.
+        host: The host name the store is opened for (default: the machine's).
+
+    Raises:
+        StoreError: The store cannot be opened.
+    """
+
+    def __init__(
+        self, store_url: str, options: PipelineOptions, *, host: str | None = None
+    ) -> None:
+        self._ix = Index(open_store(store_url, host=host, readonly=True), options, load=False)
+
+    def close(self) -> None:
+        """Close the store."""
+        self._ix.close()
+
+    def __enter__(self) -> IndexReader:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def get(self, path: str, host: str | None = None) -> FileInfo | None:
+        """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
+        ``host``: only its duplicates on that host."""
+        return answers.get(self._ix, path, host)
+
+    def similar(self, query: SimilarQuery, code: Callable[[str], FileRecord]) -> SimilarResult:
+        """Files related to a file or a code, as :meth:`isccd.pipeline.Pipeline.similar`.
+
+        Args:
+            query: The question.
+            code: Codes a file the index does not hold (``query.path``), without storing it.
+
+        Raises:
+            ProtocolError: The code cannot be decoded, or the file cannot be coded.
+        """
+        if query.path is None:
+            subject = answers.subject_of_code(query.code or "")
+        else:
+            stored = self._ix.store.file_at(query.path)
+            subject = stored if stored is not None else answers.coded(query.path, code(query.path))
+        return answers.similar(self._ix, subject, query)
+
+    def dupes(self, query: DupesQuery) -> DupesResult:
+        """Duplicate groups, the most wasted bytes first."""
+        return answers.dupes(self._ix, query)
