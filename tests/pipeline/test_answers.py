@@ -27,7 +27,6 @@ from isccd.protocol import (
     DupKind,
     DupMember,
     DupPair,
-    FileInfo,
     Relation,
     SimilarMatch,
     SimilarQuery,
