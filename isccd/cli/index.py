@@ -49,13 +49,17 @@ from isccd.hashing import compute_record
 from isccd.hashing.lazy import LazyWorkers
 from isccd.model import UNIT_BITS
 from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
-from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
-from isccd.protocol.requests import (
+from isccd.protocol import ErrorCode, to_wire
+from isccd.results import (
     DUPES_LIMIT,
     DUPES_LIMIT_MAX,
     MAX_DISTANCE,
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
+    DupesQuery,
+    FileInfo,
+    SimilarQuery,
+    SimilarResult,
 )
 from isccd.walk import ScanOptions, compile_ignore
 

@@ -19,7 +19,8 @@ import pytest
 
 from isccd.cli.main import main
 from isccd.client import AsyncClient
-from isccd.protocol import SimilarQuery, SimilarRequest
+from isccd.protocol import SimilarRequest
+from isccd.results import SimilarQuery
 from tests.cli.test_index_cli import prose
 from tests.e2e.conftest import Daemon, daemons
 

@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 from isccd.cli.main import main
 from isccd.client import Client
 from isccd.model import Event, EventType
-from isccd.protocol import DupesResult
+from isccd.results import DupesResult
 
 from .conftest import Daemon, events_until, next_event, of_type
 
