@@ -8,7 +8,9 @@ naming files of more than one host (a fleet's shared database) shows each path a
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
+from typing import TextIO
 
 from isccd.cli.output import format_size
 from isccd.model import RelationKind
@@ -76,6 +78,33 @@ def format_dupes(result: DupesResult) -> str:
         lines.append(f"(only the first {len(result.groups):,} groups shown: raise --limit)")
     lines.append(format_totals(result.totals))
     return "\n".join(lines) + "\n"
+
+
+#: The columns of ``dupes --csv``: one row per file name, a file's hardlinks on rows of their own
+#: with the same ``member`` (and ``link`` true).
+CSV_COLUMNS = (
+    "group", "kind", "group_unit", "reclaimable", "member", "link", "path", "root", "host",
+    "size", "mediatype", "unit", "distance", "threshold", "nearest", "iscc", "code",
+)  # fmt: skip
+
+
+def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
+    """``dupes --csv``: a header, then a row per file name of every group (groups and members
+    numbered from 1, ``nearest`` by its member number), in the order of the text."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for g, group in enumerate(result.groups, start=1):
+        for m, member in enumerate(group.members, start=1):
+            nearest = "" if member.nearest is None else member.nearest + 1
+            for link, path in enumerate((member.path, *member.links)):
+                writer.writerow((
+                    g, group.kind.value, group.unit.value, group.reclaimable, m,
+                    "true" if link else "false", path, member.root, member.host,
+                    "" if member.size is None else member.size, member.mediatype or "",
+                    member.unit.value, member.distance, member.threshold, nearest,
+                    member.iscc or "", member.code or "",
+                ))  # fmt: skip
+    stream.flush()
 
 
 def _group_lines(group: DupGroup, where: Callable[[str, str], str]) -> list[str]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.connect import add_socket_option
 from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_config_option
-from isccd.cli.output import Progress, format_size, print_json
+from isccd.cli.output import Progress, format_size, parse_size, print_json
 from isccd.errors import ConfigError, PlanFileError
 from isccd.fspath import is_under
 from isccd.results import DUPES_LIMIT_MAX, FILE_TYPES, DupesQuery, DupesResult, DupKind
@@ -117,7 +117,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--log", type=Path, metavar="FILE", help="the action log to append to")
     parser.add_argument("--root", metavar="PATH", help="only groups with a file under PATH")
     parser.add_argument(
-        "--min-size", type=_size, default=0, metavar="BYTES",
+        "--min-size", type=parse_size, default=0, metavar="BYTES",
         help="only files of at least this size (suffixes K, M, G)",
     )  # fmt: skip
     parser.add_argument(
@@ -137,18 +137,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_socket_option(where)
     add_config_option(parser)
     parser.set_defaults(handler=run_dedupe)
-
-
-def _size(text: str) -> int:
-    units = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-    factor = units.get(text[-1:].upper(), 1)
-    try:
-        value = int(text[:-1] if factor > 1 else text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r}")
-    return value * factor
 
 
 class _Usage(Exception):

@@ -200,7 +200,7 @@ def similar(ix: Index, subject: StoredFile, query: SimilarQuery) -> SimilarResul
     for other in candidates.values():
         if not other.live or (query.host is not None and other.host != query.host):
             continue
-        if _same_instance(record, other, thresholds):
+        if UnitType.INSTANCE in wanted and _same_instance(record, other, thresholds):
             peers.append(Peer(other, RelationKind.EXACT))
             continue
         for r in relate(me, stored_side(other, ix.store.host), thresholds):

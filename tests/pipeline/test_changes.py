@@ -465,3 +465,21 @@ def test_a_watched_path_through_a_link_out_of_the_root_is_not_indexed(
     assert kinds(events) == [("file.removed", "secret")]
     assert sum(h.hasher.calls.values()) == calls
     assert h.get(h.p("race/secret")).removed is not None  # type: ignore[union-attr]
+
+
+def test_a_files_hardlinks_are_one_of_the_others_of_a_duplicate_event(h: Harness) -> None:
+    h.write("a", "A:0")
+    (h.root / "a-link").hardlink_to(h.root / "a")
+    h.scan()
+    h.write("copy", "A:0")
+    events = h.scan()
+    [dup] = [e for e in events if e.type is EventType.DUP_EXACT]
+    assert dup.path == h.p("copy")
+    # One entry for the file, its other name in links; count counts the names.
+    [other] = dup.data["others"]
+    assert (other["path"], other["links"], other["relation"]) == (
+        h.p("a"),
+        [h.p("a-link")],
+        "exact",
+    )
+    assert other["code"] == dup.data["code"] and dup.data["count"] == 2
