@@ -19,10 +19,11 @@ import pytest
 
 from isccd.cli.main import main
 from isccd.client import AsyncClient
-from isccd.protocol import SimilarRequest
+from isccd.protocol import SimilarRequest, event_to_wire
 from isccd.results import SimilarQuery
 from tests.cli.test_index_cli import prose
-from tests.e2e.conftest import Daemon, daemons
+from tests.e2e.conftest import Daemon, daemons, events_until
+from tests.schemas import check
 
 #: Each test runs a real daemon process.
 pytestmark = pytest.mark.slow
@@ -243,3 +244,33 @@ def test_a_max_distance_beyond_64_bits_is_refused_clearly_by_the_socket_and_offl
         err = capsys.readouterr().err
         assert exited.value.code == 2
         assert "--max-distance: must be 0 to 64, got 100" in err and "Traceback" not in err
+
+
+def test_the_daemons_replies_and_events_follow_the_schemas(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = ("--socket", str(daemon.socket))
+    report = str(daemon.root / "docs" / "report.txt")
+    # A copy that comes and goes (dup.exact, then dup.resolved), and a broken image (file.error).
+    extra, broken = daemon.root / "extra.txt", daemon.root / "broken.png"
+    extra.write_text(prose(3))
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    assert run(capsys, "rescan", "--wait", "--json", *sock)[0] == 0
+    extra.unlink()
+    broken.unlink()
+    status, rescan, _ = run(capsys, "rescan", "--wait", "--json", *sock)
+    assert status == 0
+    check("rescan", rescan)
+    status, state, _ = run(capsys, "status", "--json", *sock)
+    assert status == 0
+    check("status", state)
+    check("get", run(capsys, "get", report, "--json", *sock)[1])
+    check("similar", run(capsys, "similar", report, "--json", *sock)[1])
+    check("dupes", run(capsys, "dupes", "--near", "--json", *sock)[1])
+    events = asyncio.run(events_until(daemon, 0, state["last_seq"]))
+    wire = [event_to_wire(e) for e in events]
+    for event in wire:
+        check("event", event)
+    seen = {e["event"] for e in wire}
+    assert {"file.added", "dup.exact", "dup.near", "dup.resolved", "file.error"} <= seen, seen
+    assert all(e["host"] for e in wire)  # every logged event names its host
