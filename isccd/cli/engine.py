@@ -20,8 +20,13 @@ from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.output import print_json, wants_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from isccd.iscc.conformance import ConformanceReport
-    from isccd.match import Thresholds
+    from isccd.model import UnitType
+
+    #: The threshold of a unit type for a number of compared bits (``None``: not compared).
+    ThresholdOf = Callable[[UnitType, int], int | None]
 
 
 #: The conformance vectors shipped with the package.
@@ -220,13 +225,14 @@ def run_explain(args: argparse.Namespace) -> int:
 # -- compare ----------------------------------------------------------------------------------
 
 
-def compare_codes(a: str, b: str, thresholds: Thresholds | None = None) -> dict[str, Any]:
+def compare_codes(a: str, b: str, threshold_of: ThresholdOf | None = None) -> dict[str, Any]:
     """Everything ``isccd compare`` reports about two codes.
 
     Args:
         a: The first code.
         b: The second code.
-        thresholds: The near-duplicate policy the verdict follows (the defaults when ``None``).
+        threshold_of: The near-duplicate policy the verdict follows (the configured
+            ``Thresholds.scaled``); ``None``: no unit type but the Instance-Code is judged.
 
     Returns:
         ``{"a", "b", "compare", "pairs", "duplicate"}``: the inputs, the :func:`iscc_compare`
@@ -239,9 +245,7 @@ def compare_codes(a: str, b: str, thresholds: Thresholds | None = None) -> dict[
         IsccError: a code cannot be decoded, or the codes cannot be compared.
     """
     import isccd.iscc as ic  # noqa: PLC0415 -- keeps --help fast
-    from isccd.match import Thresholds  # noqa: PLC0415
 
-    policy = thresholds if thresholds is not None else Thresholds()
     summary = ic.iscc_compare(a, b)
     pairs: list[dict[str, Any]] = []
     if "id_match" not in summary:
@@ -254,7 +258,7 @@ def compare_codes(a: str, b: str, thresholds: Thresholds | None = None) -> dict[
                 body_a, body_b = ic.iscc_decode(unit_a)[4], ic.iscc_decode(unit_b)[4]
                 bits = min(len(body_a), len(body_b)) * 8
                 distance = ic.iscc_distance(unit_a, unit_b)
-                threshold = _threshold(type_a, bits, policy)
+                threshold = _threshold(type_a, bits, threshold_of)
                 pairs.append(
                     {
                         "type": type_a,
@@ -273,7 +277,7 @@ def compare_codes(a: str, b: str, thresholds: Thresholds | None = None) -> dict[
     return {"a": a, "b": b, "compare": summary, "pairs": pairs, "duplicate": verdict}
 
 
-def _threshold(type_id: str, bits: int, policy: Thresholds) -> int | None:
+def _threshold(type_id: str, bits: int, threshold_of: ThresholdOf | None) -> int | None:
     """The threshold of a unit type (``CONTENT-TEXT-V0``) for ``bits`` compared bits, as the
     daemon applies it; 0 for the Instance-Code (the same bytes); ``None`` for a type the
     policy does not compare."""
@@ -282,11 +286,13 @@ def _threshold(type_id: str, bits: int, policy: Thresholds) -> int | None:
     main, sub = type_id.split("-")[:2]
     if main == "INSTANCE":
         return 0
+    if threshold_of is None:
+        return None
     try:
         unit_type = UnitType(sub.lower() if main == "CONTENT" else main.lower())
     except ValueError:
         return None
-    return policy.scaled(unit_type, bits)
+    return threshold_of(unit_type, bits)
 
 
 def _print_comparison(result: dict[str, Any]) -> None:
@@ -345,7 +351,7 @@ def run_compare(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         codes[side] = given
     try:
-        result = compare_codes(codes["a"], codes["b"], config.reading().thresholds)
+        result = compare_codes(codes["a"], codes["b"], config.reading().thresholds.scaled)
     except IsccError as e:
         print(f"isccd compare: cannot compare {args.a!r} with {args.b!r}: {e}", file=sys.stderr)
         return EXIT_USAGE
