@@ -7,9 +7,10 @@ The other three ask the daemon on its socket when one answers (its index is warm
 its roots), and otherwise read the store of the default state directory themselves; with
 ``--state DIR`` they read that store, with ``--socket PATH`` they need the daemon there. A store
 is read through a read-only connection, so they work while the daemon or a scan writes it.
-Both ways give the same result (:mod:`isccd.pipeline.answers`), printed the same way
+Both ways give the same result (the results of :mod:`isccd.results`), printed the same way
 (:mod:`isccd.cli.answers`). A daemon's error reply (a path outside its roots) is the answer:
-the store is not read instead.
+the store is not read instead; ``similar`` codes a file outside the daemon's roots itself and
+asks by its code.
 
 All four read the daemon's configuration (``--config FILE``, default: the daemon's default file
 when it exists; ``ISCCD_*`` variables; :mod:`isccd.config`): its state directory, store
