@@ -48,7 +48,7 @@ from daemon import Daemon, memory_mib, pct  # bench/daemon.py, beside this file
 from isccd.client import AsyncClient, Client
 from isccd.iscc import MT, ST_CC, encode_component
 from isccd.model import EventType
-from isccd.protocol import DupesQuery, SimilarQuery
+from isccd.results import DupesQuery, SimilarQuery
 from isccd.store import open_store
 from tests.pg import PgServer, find_bin_dir
 

@@ -31,13 +31,9 @@ from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import (
     PROTOCOL_VERSION,
-    DaemonStatus,
-    DupesQuery,
     DupesRequest,
-    DupesResult,
     ErrorCode,
     EventFilter,
-    FileInfo,
     GetRequest,
     HelloRequest,
     HelloResult,
@@ -45,9 +41,7 @@ from isccd.protocol import (
     Request,
     RescanRequest,
     RescanResult,
-    SimilarQuery,
     SimilarRequest,
-    SimilarResult,
     StatusRequest,
     SubscribeRequest,
     SubscribeResult,
@@ -60,6 +54,14 @@ from isccd.protocol import (
     encode_request,
     from_wire,
     normalize_path,
+)
+from isccd.results import (
+    DaemonStatus,
+    DupesQuery,
+    DupesResult,
+    FileInfo,
+    SimilarQuery,
+    SimilarResult,
 )
 
 T = TypeVar("T")

@@ -29,6 +29,9 @@
     |   `-- StoreUnavailableError the database server cannot be reached or the connection was
     |                             lost: retryable; the batch failed whole, the next one reconnects
     |-- ProtocolError             a bad client request: an error reply; the connection carries on
+    |   |-- InvalidCodeError      a code asked about cannot be decoded (``invalid_argument``)
+    |   `-- NotIndexedError       a file asked about is not indexed and cannot be coded
+    |                             (``not_found``)
     |-- SocketSetupError          the socket cannot be set up safely (insecure directory, another
     |                             daemon answering): fatal at start-up, clear message
     |-- DaemonUnavailableError    client side: no daemon answers on the socket
@@ -175,6 +178,20 @@ class ProtocolError(IsccdError):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class InvalidCodeError(ProtocolError):
+    """A code asked about (``similar --code``) cannot be decoded, or holds no unit to compare."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_argument", message)
+
+
+class NotIndexedError(ProtocolError):
+    """A file asked about is not in the index and cannot be coded; the message says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("not_found", message)
 
 
 class SocketSetupError(IsccdError):

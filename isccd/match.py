@@ -23,12 +23,11 @@ This module does no I/O and keeps no state.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from isccd.errors import OptionError
-from isccd.model import UnitType
+from isccd.model import RelationKind, UnitType
 
 #: Default near-duplicate unit types, in the order findings are reported.
 NEAR_UNITS: tuple[UnitType, ...] = (
@@ -106,17 +105,6 @@ class Thresholds:
     def as_dict(self) -> dict[str, int | None]:
         """``{unit type: threshold}`` for reports."""
         return {t.value: self.of(t) for t in NEAR_UNITS}
-
-
-class RelationKind(enum.StrEnum):
-    """How two files relate."""
-
-    HARDLINK = "hardlink"
-    """The same file under two names (same identity)."""
-    EXACT = "exact"
-    """The same bytes in two files."""
-    NEAR = "near"
-    """Similar content by one unit type."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,17 @@ class IssueCode(enum.StrEnum):
     """An unexpected error in isccd itself (a bug); the message names the exception."""
 
 
+class RelationKind(enum.StrEnum):
+    """How two files relate. The value is the wire name (``relation``)."""
+
+    HARDLINK = "hardlink"
+    """The same file under two names (same device and inode)."""
+    EXACT = "exact"
+    """The same bytes in two files (equal datahash and size)."""
+    NEAR = "near"
+    """Similar content: units of one type within that type's threshold."""
+
+
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One computed ISCC unit.

@@ -29,9 +29,11 @@ ALLOWED: dict[str, set[str]] = {
     "hamming": {"model", "errors"},
     "walk": {"model", "errors", "fspath", "beneath"},
     "match": {"model", "errors", "iscc"},
+    # The answers of the index and the daemon, defined once below the pipeline.
+    "results": {"model"},
     # walk: a reconcile walks the tree; iscc: recomposing the ISCC-CODE when only some units
-    # were recomputed (profile change); protocol: the answers to get, similar and dupes are the
-    # protocol's results, shared by the daemon and the command line (pipeline.answers).
+    # were recomputed (profile change), and decoding a code asked about. Never the protocol:
+    # the pipeline answers with results, which the protocol encodes.
     "pipeline": {
         "fspath",
         "model",
@@ -42,17 +44,17 @@ ALLOWED: dict[str, set[str]] = {
         "hamming",
         "match",
         "walk",
-        "protocol",
+        "results",
     },
-    "protocol": {"model", "errors"},
+    "protocol": {"model", "errors", "results"},
     "watch": {"model", "errors", "fspath", "beneath"},
-    "server": {"protocol", "model", "errors", "fspath"},
-    "client": {"protocol", "model", "errors"},
+    "server": {"protocol", "results", "model", "errors", "fspath"},
+    "client": {"protocol", "results", "model", "errors"},
     # iscc: the Instance-Code's BLAKE3, to verify content right before acting on it.
     "dedupe": {"model", "errors", "fspath", "iscc"},
-    # protocol: the dupes answer it adapts (report.adapt); extract: safe opening, media types,
+    # results: the dupes answer it adapts (report.adapt); extract: safe opening, media types,
     # image decoding, text extraction and ffmpeg for the previews.
-    "report": {"model", "errors", "fspath", "extract", "protocol"},
+    "report": {"model", "errors", "fspath", "extract", "results"},
     "sdnotify": set(),
     "dirs": set(),
     "logconf": set(),
@@ -85,6 +87,7 @@ ALLOWED: dict[str, set[str]] = {
         "watch",
         "pipeline",
         "protocol",
+        "results",
         "server",
         "sdnotify",
         "settings",
@@ -102,6 +105,7 @@ ALLOWED: dict[str, set[str]] = {
         "walk",
         "pipeline",
         "protocol",
+        "results",
         "client",
         "config",
         "logconf",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from isccd.match import (
-    RelationKind,
     Side,
     Thresholds,
     hamming,
@@ -15,7 +14,7 @@ from isccd.match import (
     relate,
     relate_all,
 )
-from isccd.model import UnitType
+from isccd.model import RelationKind, UnitType
 
 D = UnitType.DATA
 T = UnitType.TEXT

@@ -1,17 +1,20 @@
 """The readable text of the index's answers: ``get``, ``similar`` and ``dupes``.
 
-The same results come from the daemon or from a store read directly
-(:mod:`isccd.pipeline.answers`); these functions print either, and ``--json`` prints their
-protocol form (docs/protocol.md). An answer naming files of more than one host (a fleet's
-shared database) shows each path as ``host:path``.
+The same results (:mod:`isccd.results`) come from the daemon or from a store read directly;
+these functions print either, and ``--json`` prints their wire form (docs/schema/). An answer
+naming files of more than one host (a fleet's shared database) shows each path as
+``host:path``. A file's hardlinks are one entry, its other names listed under it.
 """
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
+from typing import TextIO
 
 from isccd.cli.output import format_size
-from isccd.protocol import DupesResult, DupKind, FileInfo, Relation, SimilarMatch, SimilarResult
+from isccd.model import RelationKind
+from isccd.results import DupesResult, DupGroup, DupKind, FileInfo, Match, SimilarResult, Totals
 
 
 def format_file(info: FileInfo) -> str:
@@ -27,48 +30,97 @@ def format_file(info: FileInfo) -> str:
         "datahash": info.datahash,
     }
     lines += [f"  {key}: {value}" for key, value in fields.items() if value is not None]
-    lines += [f"  {unit.type.value}: {unit.iscc}" for unit in info.units]
+    lines += [f"  {unit_type.value}: {code}" for unit_type, code in info.units.items()]
     lines += [f"  {i.kind.value} ({i.stage}): {i.reason}" for i in info.issues]
     lines += [f"  hardlink: {link}" for link in info.links]
-    lines += [f"  {_relation(m)}: {where(m.host, m.path)}" for m in info.duplicates]
+    for match in info.duplicates:
+        lines.append(f"  {_relation(match)}: {where(match.host, match.path)}")
+        lines += [f"    = {link} (hardlink)" for link in match.links]
     return "\n".join(lines) + "\n"
 
 
 def format_similar(result: SimilarResult) -> str:
-    """``similar``: one line per match, how it relates and its path."""
+    """``similar``: one line per related file (its other names under it), how it relates."""
     if not result.matches:
         return "nothing similar\n"
     where = _hosts([m.host for m in result.matches])
-    lines = [f"{_relation(m):>24}  {where(m.host, m.path)}" for m in result.matches]
+    lines = []
+    for match in result.matches:
+        lines.append(f"{_relation(match):>24}  {where(match.host, match.path)}")
+        lines += [f"{'':>24}  = {link} (hardlink)" for link in match.links]
     if result.truncated:
         lines.append("(more not shown: raise --limit)")
     return "\n".join(lines) + "\n"
 
 
+def format_totals(totals: Totals) -> str:
+    """The line that sums up ``dupes``: groups, files and the bytes keeping one of each group
+    would free."""
+    groups = "group" if totals.groups == 1 else "groups"
+    files = "file" if totals.files == 1 else "files"
+    reclaimable = format_size(totals.reclaimable)
+    return f"{totals.groups:,} {groups}, {totals.files:,} {files}, {reclaimable} reclaimable"
+
+
 def format_dupes(result: DupesResult) -> str:
-    """``dupes``: each group with its wasted bytes, members and what joins them."""
+    """``dupes``: each group with its reclaimable bytes and its members, then the totals.
+
+    A near group's member shows its distance to the nearest other member, by which unit type,
+    and which member that is (``#N``); the pairs are not listed.
+    """
     if not result.groups:
         return "no duplicates\n"
     where = _hosts([m.host for g in result.groups for m in g.members])
     lines = []
     for group in result.groups:
-        kind = "exact" if group.kind is DupKind.EXACT else f"near by {group.unit.value}"
-        wasted = _size(group.wasted_bytes)
-        lines.append(f"{kind}: {len(group.members)} files, {wasted} wasted")
-        for i, member in enumerate(group.members):
-            apart = ""
-            if group.kind is DupKind.NEAR and i and member.distance is not None:
-                apart = f"  (distance {member.distance})"
-            lines.append(f"  {_size(member.size):>10}  {where(member.host, member.path)}{apart}")
-            lines += [f"{'':>14}= {link} (hardlink)" for link in member.links]
-        for pair in group.pairs:
-            lines.append(
-                f"    near: #{pair.a + 1} ~ #{pair.b + 1} by {pair.unit.value}, "
-                f"{pair.distance}/{pair.threshold} bits"
-            )
+        lines += _group_lines(group, where)
     if result.truncated:
-        lines.append("(more groups not shown: raise --limit)")
+        lines.append(f"(only the first {len(result.groups):,} groups shown: raise --limit)")
+    lines.append(format_totals(result.totals))
     return "\n".join(lines) + "\n"
+
+
+#: The columns of ``dupes --csv``: one row per file name, a file's hardlinks on rows of their own
+#: with the same ``member`` (and ``link`` true).
+CSV_COLUMNS = (
+    "group", "kind", "group_unit", "reclaimable", "member", "link", "path", "root", "host",
+    "size", "mediatype", "unit", "distance", "threshold", "nearest", "iscc", "code",
+)  # fmt: skip
+
+
+def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
+    """``dupes --csv``: a header, then a row per file name of every group (groups and members
+    numbered from 1, ``nearest`` by its member number), in the order of the text."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for g, group in enumerate(result.groups, start=1):
+        for m, member in enumerate(group.members, start=1):
+            nearest = "" if member.nearest is None else member.nearest + 1
+            for link, path in enumerate((member.path, *member.links)):
+                writer.writerow((
+                    g, group.kind.value, group.unit.value, group.reclaimable, m,
+                    "true" if link else "false", path, member.root, member.host,
+                    "" if member.size is None else member.size, member.mediatype or "",
+                    member.unit.value, member.distance, member.threshold, nearest,
+                    member.iscc or "", member.code or "",
+                ))  # fmt: skip
+    stream.flush()
+
+
+def _group_lines(group: DupGroup, where: Callable[[str, str], str]) -> list[str]:
+    kind = "exact" if group.kind is DupKind.EXACT else f"near by {group.unit.value}"
+    files = len(group.members)
+    lines = [f"{kind}: {files} files, {_size(group.reclaimable)} reclaimable"]
+    for i, member in enumerate(group.members, start=1):
+        apart = ""
+        if group.kind is DupKind.NEAR and member.nearest is not None:
+            apart = (
+                f"  ~{member.distance}/{member.threshold} by {member.unit.value} "
+                f"to #{member.nearest + 1}"
+            )
+        lines.append(f"  #{i:<3}{_size(member.size):>10}  {where(member.host, member.path)}{apart}")
+        lines += [f"{'':>16}= {link} (hardlink)" for link in member.links]
+    return lines
 
 
 def _hosts(hosts: list[str]) -> Callable[[str, str], str]:
@@ -78,8 +130,8 @@ def _hosts(hosts: list[str]) -> Callable[[str, str], str]:
     return lambda host, path: path
 
 
-def _relation(match: SimilarMatch) -> str:
-    if match.relation is not Relation.NEAR:
+def _relation(match: Match) -> str:
+    if match.relation is not RelationKind.NEAR:
         return match.relation.value
     return f"near by {match.unit.value}, {match.distance}/{match.threshold} bits"
 

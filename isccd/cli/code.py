@@ -1,6 +1,7 @@
 """``isccd code PATH...``: compute the ISCC of files, as iscc-sdk's ``create`` does.
 
-Each file becomes one JSON object with the ISCC SDK's field names; directories are walked.
+Each file becomes one JSON object with the ISCC SDK's field names (``size`` where the SDK says
+``filesize``: the name every other isccd answer uses); directories are walked.
 Files are coded in the daemon's worker processes (``-j``, :mod:`isccd.hashing.lazy`) and printed
 in a fixed order (the order of the arguments, and within a directory by name), whatever order
 the workers finish in. A handful of files is coded in this process instead.
@@ -9,6 +10,7 @@ the workers finish in. A handful of files is coded in this process instead.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import stat
 import sys
@@ -18,20 +20,22 @@ from pathlib import Path, PurePath
 from typing import Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
-from isccd.cli.output import Progress, format_size, print_json, wants_json
+from isccd.cli.output import Progress, dumps, format_size, wants_json
 from isccd.errors import HashingUnavailableError
 from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT
 from isccd.hashing import CodeOptions, compute_record
 from isccd.hashing.lazy import records
 from isccd.hashing.pool import WorkerOptions
-from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind
+from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind, sort_units
 
 _EPILOG = """\
-output: with --json, or when stdout is not a terminal, one JSON object per file (pretty-printed;
---jsonl prints one compact object per line, as each file is done). Fields follow iscc-sdk:
-path, iscc, name, description, mediatype, mode, filename, filesize, datahash, metahash,
-characters, width, height, duration, units (with --units), issues and error.
+output: with --json, or when stdout is not a terminal, one JSON document: an array with one
+object per file, always (even for one file), written as each file is done; --jsonl prints one
+compact object per line instead. Fields follow iscc-sdk: path, iscc, name, description,
+mediatype, mode, filename, size (iscc-sdk's filesize), datahash, metahash, characters, width,
+height, duration, units (with --units: unit type -> ISCC unit), issues and error
+(docs/schema/code.schema.json).
 
 Directories are walked recursively. Symbolic links inside them, FIFOs, sockets and devices are
 listed as skipped, never opened; symbolic links named on the command line are followed.
@@ -131,6 +135,7 @@ def run_code(args: argparse.Namespace) -> int:
     default = max(WorkerOptions().file_timeout, 3 * options.tools.timeout + 60)
     timeout = args.file_timeout or default
     failed = coded = 0
+    out = _Output(mode, sys.stdout)
     with Progress("coding", total=len(tasks)) as progress:
         try:
             coding = _records(tasks, options, args.jobs, timeout)
@@ -138,10 +143,13 @@ def run_code(args: argparse.Namespace) -> int:
                 progress.advance(note=PurePath(task.shown).name)
                 failed += record.failed
                 coded += record.iscc is not None and not record.failed
-                _emit(record_json(record, task.shown, units=args.units), mode, sys.stdout)
+                out.write(record_json(record, task.shown, units=args.units))
         except HashingUnavailableError as exc:
             print(f"isccd: {exc}", file=sys.stderr)
             return EXIT_FAILURE
+        finally:
+            # The array is closed whatever happened, so that what was printed still parses.
+            out.close()
     if mode == "text":
         print(f"{len(tasks)} files: {coded} coded, {failed} failed", file=sys.stderr)
     return EXIT_FAILURE if failed else EXIT_OK
@@ -245,7 +253,7 @@ def record_json(record: FileRecord, shown: str, *, units: bool = False) -> dict[
         "mediatype": record.mediatype,
         "mode": record.mode.value if record.mode else None,
         "filename": PurePath(shown).name,
-        "filesize": record.filesize,
+        "size": record.filesize,
         "datahash": record.datahash,
         "metahash": record.metahash,
         "characters": record.characters,
@@ -254,31 +262,50 @@ def record_json(record: FileRecord, shown: str, *, units: bool = False) -> dict[
         "duration": round(record.duration, 3) if record.duration is not None else None,
     }
     if units:
-        out["units"] = [unit.iscc for unit in record.units]
+        out["units"] = {unit.type.value: unit.iscc for unit in sort_units(record.units)}
     out = {key: value for key, value in out.items() if value is not None}
     if record.issues:
-        out["issues"] = [
-            {"stage": i.stage, "kind": i.kind.value, "code": i.code, "reason": i.reason}
-            for i in record.issues
-        ]
+        out["issues"] = [dataclasses.asdict(i) for i in record.issues]
     errors = [i.reason for i in record.issues if i.kind is IssueKind.ERROR]
     if errors:
         out["error"] = "; ".join(errors)
     return out
 
 
-def _emit(obj: dict[str, Any], mode: str, stream: TextIO) -> None:
-    if mode == "text":
-        stream.write(_summary(obj) + "\n")
-        stream.flush()
-        return
-    print_json(obj, stream=stream, indent=2 if mode == "json" else None)
+class _Output:
+    """Writes each file's object as it is done: a readable block (``text``), a line
+    (``jsonl``), or an element of one JSON array (``json``), opened at the first file and
+    closed by :meth:`close`."""
+
+    def __init__(self, mode: str, stream: TextIO) -> None:
+        self._mode = mode
+        self._stream = stream
+        self._written = 0
+
+    def write(self, obj: dict[str, Any]) -> None:
+        """Write one file's object."""
+        if self._mode == "text":
+            text = _summary(obj)
+        elif self._mode == "jsonl":
+            text = dumps(obj)
+        else:
+            element = "  " + dumps(obj, indent=2).replace("\n", "\n  ")
+            text = ("[\n" if not self._written else ",\n") + element
+        self._stream.write(text if self._mode == "json" else text + "\n")
+        self._stream.flush()
+        self._written += 1
+
+    def close(self) -> None:
+        """End the JSON array (an empty one when no file was written)."""
+        if self._mode == "json":
+            self._stream.write("\n]\n" if self._written else "[]\n")
+            self._stream.flush()
 
 
 def _summary(obj: dict[str, Any]) -> str:
     """A readable block for one file: code and path, then what it is, then its issues."""
     head = f"{obj.get('iscc') or 'no ISCC':<60} {obj['path']}"
-    facts = [obj.get("mediatype"), _size(obj.get("filesize"))]
+    facts = [obj.get("mediatype"), _size(obj.get("size"))]
     if "width" in obj:
         facts.append(f"{obj['width']}x{obj['height']}")
     if "duration" in obj:
@@ -289,7 +316,7 @@ def _summary(obj: dict[str, Any]) -> str:
         facts.append(f"name {obj['name']!r}")
     lines = [head, "    " + ", ".join(str(f) for f in facts if f)]
     lines += [f"    {i['kind']} ({i['stage']}): {i['reason']}" for i in obj.get("issues", [])]
-    lines += [f"    {unit}" for unit in obj.get("units", [])]
+    lines += [f"    {kind}: {unit}" for kind, unit in obj.get("units", {}).items()]
     return "\n".join(line for line in lines if line.strip())
 
 

@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.connect import add_socket_option
 from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_config_option
-from isccd.cli.output import Progress, format_size, print_json
+from isccd.cli.output import Progress, format_size, parse_size, print_json
 from isccd.errors import ConfigError, PlanFileError
 from isccd.fspath import is_under
-from isccd.protocol import DupesQuery, DupesResult, DupKind
-from isccd.protocol.requests import DUPES_LIMIT_MAX
+from isccd.results import DUPES_LIMIT_MAX, FILE_TYPES, DupesQuery, DupesResult, DupKind
 
 if TYPE_CHECKING:
     from isccd.dedupe.apply import Outcome
@@ -118,8 +117,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--log", type=Path, metavar="FILE", help="the action log to append to")
     parser.add_argument("--root", metavar="PATH", help="only groups with a file under PATH")
     parser.add_argument(
-        "--min-size", type=_size, default=0, metavar="BYTES",
+        "--min-size", type=parse_size, default=0, metavar="BYTES",
         help="only files of at least this size (suffixes K, M, G)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--type", dest="types", action="append", choices=FILE_TYPES, metavar="TYPE",
+        help=f"only files of this type (repeatable): {', '.join(FILE_TYPES)}",
     )  # fmt: skip
     parser.add_argument(
         "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT_MAX,
@@ -134,18 +137,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_socket_option(where)
     add_config_option(parser)
     parser.set_defaults(handler=run_dedupe)
-
-
-def _size(text: str) -> int:
-    units = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-    factor = units.get(text[-1:].upper(), 1)
-    try:
-        value = int(text[:-1] if factor > 1 else text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r}")
-    return value * factor
 
 
 class _Usage(Exception):
@@ -178,8 +169,12 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise _Usage("--script writes a script to run instead of --apply; choose one")
     if args.plan is not None and args.keep:
         raise _Usage("a plan file says which file each group keeps; --keep does not apply")
-    if args.plan is not None and (args.root or args.min_size or args.state or args.socket):
-        raise _Usage("--root, --min-size, --state and --socket choose groups; a plan has them")
+    if args.plan is not None and (
+        args.root or args.min_size or args.types or args.state or args.socket
+    ):
+        raise _Usage(
+            "--root, --min-size, --type, --state and --socket choose groups; a plan has them"
+        )
 
 
 def run_dedupe(args: argparse.Namespace) -> int:
@@ -196,13 +191,12 @@ def run_dedupe(args: argparse.Namespace) -> int:
 # -- the plan ------------------------------------------------------------------------------------
 
 
-def found_groups(result: DupesResult, min_size: int = 0, host: str = "") -> list[FoundGroup]:
+def found_groups(result: DupesResult, host: str = "") -> list[FoundGroup]:
     """The groups of a ``dupes`` result as the dedupe engine takes them: the one function to
     change when the ``dupes`` result changes shape.
 
     Args:
-        result: What ``dupes`` answered.
-        min_size: Leave out files smaller than this.
+        result: What ``dupes`` answered (its query already chose the files: sizes, types).
         host: This machine's host name: files of other hosts (a fleet's shared index) are left
             out, since nothing here can act on them (their paths here may name other files).
     """
@@ -215,10 +209,10 @@ def found_groups(result: DupesResult, min_size: int = 0, host: str = "") -> list
         exact = group.kind is DupKind.EXACT
         members = []
         for m in group.members:
-            if (m.size is not None and m.size < min_size) or m.host not in ("", host):
+            if m.host not in ("", host):
                 continue
             # An exact group's member code is its Instance-Code: a prefix of its BLAKE3.
-            digest = blake3_of_instance(m.iscc) if exact and m.iscc else None
+            digest = blake3_of_instance(m.code) if exact and m.code else None
             members.append(Found((m.path, *m.links), m.root, m.size, digest))
         if len(members) > 1:
             kind = GroupKind.EXACT if exact else GroupKind.NEAR
@@ -253,14 +247,17 @@ def _read_groups(args: argparse.Namespace) -> tuple[Plan, tuple[Excluded, ...], 
         return load_plan(args.plan), (), str(args.plan)
     rules = _rules(args)
     root = _folder(Path(args.root)) if args.root else None
-    query = DupesQuery(near=args.near, root=root, limit=args.limit)
+    query = DupesQuery(
+        near=args.near, root=root, limit=args.limit, min_size=args.min_size,
+        types=tuple(args.types) if args.types else None,
+    )  # fmt: skip
     result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     if result.truncated:
         print(
             f"isccd: more than {args.limit:,} groups: these first; run again for the rest",
             file=sys.stderr,
         )
-    found = observe(found_groups(result, args.min_size, _configure(args).store_host))
+    found = observe(found_groups(result, _configure(args).store_host))
     keep_in = tuple(_folder(d) for d in args.keep_in)
     source = f"index in {args.state}" if args.state else "the index"
     return build_plan(found.groups, rules, keep_in), found.excluded, source

@@ -1,8 +1,10 @@
 """Commands about ISCC codes themselves: ``selftest``, ``explain`` and ``compare``.
 
-They need no configuration, store or daemon. ``explain`` and ``compare`` print readable text on
-a terminal and JSON with ``--json`` or when stdout is not a terminal; ``selftest`` prints a
-one-line summary unless ``--json`` is given.
+They need no store or daemon. ``explain`` and ``compare`` print readable text on a terminal and
+JSON with ``--json`` or when stdout is not a terminal (``explain``: one array, or one object per
+line with ``--jsonl``); ``selftest`` prints a one-line summary unless ``--json`` is given.
+``compare`` also takes files, coded as ``isccd code`` codes them, and reads the configuration's
+near-duplicate thresholds (``[match]``) to say whether the two are duplicates.
 """
 
 from __future__ import annotations
@@ -11,13 +13,20 @@ import argparse
 import json
 import sys
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from isccd.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.output import print_json, wants_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from isccd.iscc.conformance import ConformanceReport
+    from isccd.model import UnitType
+
+    #: The threshold of a unit type for a number of compared bits (``None``: not compared).
+    ThresholdOf = Callable[[UnitType, int], int | None]
 
 
 #: The conformance vectors shipped with the package.
@@ -27,6 +36,16 @@ _CODE_ERRORS = (
     "exit status: 0 success; 2 when a CODE cannot be read as an ISCC (the reason goes to "
     "stderr). CODE may be canonical (ISCC:...), bare base32, a URI (iscc:...) or multiformat "
     "(f, b, v, z, u), with or without hyphens."
+)
+
+_COMPARE_EPILOG = (
+    "A FILE is coded first, with the configuration's [code] options (--config FILE), and "
+    "compared by its ISCC-CODE; two files with the same bytes are exact duplicates. Each pair "
+    "of units of a type [match] compares is within its threshold or not (scaled to the bits "
+    "compared, as the daemon does); the verdict is exact, near (some unit within its "
+    "threshold) or different. exit status: 0 success; 1 when a FILE cannot be coded; 2 when "
+    "a CODE cannot be read as an ISCC or the two cannot be compared; 78 for an invalid "
+    "configuration."
 )
 
 
@@ -50,19 +69,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_CODE_ERRORS,
     )
     explain.add_argument("codes", nargs="+", metavar="CODE", help="an ISCC code")
-    explain.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    out = explain.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    out.add_argument("--jsonl", action="store_true", help="print one JSON object per line")
     explain.set_defaults(handler=run_explain)
 
     compare = subparsers.add_parser(
         "compare",
-        help="compare two ISCC codes unit by unit",
-        description="Hamming distance and similarity of the units the two codes share "
-        "(units of unequal length are compared over their common prefix).",
-        epilog=_CODE_ERRORS,
+        help="compare two ISCC codes or files unit by unit",
+        description="Hamming distance and similarity of the units the two codes (or files) "
+        "share (units of unequal length are compared over their common prefix), and whether "
+        "they are within the configured near-duplicate thresholds.",
+        epilog=_CODE_ERRORS + " " + _COMPARE_EPILOG,
     )
-    compare.add_argument("a", metavar="CODE", help="the first ISCC code")
-    compare.add_argument("b", metavar="CODE", help="the second ISCC code")
+    compare.add_argument("a", metavar="CODE|FILE", help="the first ISCC code, or a file")
+    compare.add_argument("b", metavar="CODE|FILE", help="the second ISCC code, or a file")
     compare.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    compare.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="the daemon's TOML configuration, for [match] and [code] (default: the daemon's "
+        "default file, when it exists)",
+    )  # fmt: skip
     compare.set_defaults(handler=run_compare)
 
 
@@ -146,7 +173,9 @@ def explain_code(code: str) -> dict[str, Any]:
             explain=ic.iscc_explain(canonical),
             problem=problem,
         )
-    info["units"] = [
+    # ``parts``, not ``units``: what was given may hold several units of one type (no ISCC-CODE),
+    # so it is a list, not the map from unit type to code that ``units`` is everywhere else.
+    info["parts"] = [
         {"iscc": unit, "type_id": ic.iscc_type_id(unit), "explain": ic.iscc_explain(unit)}
         for unit in units
     ]
@@ -161,12 +190,12 @@ def _print_explanation(info: dict[str, Any]) -> None:
         print(f"{info['iscc']}  {info['type_id']}  {status}")
         if not info["canonical"]:
             print(f"  given as {info['input']}")
-    single = len(info["units"]) == 1 and info["units"][0]["iscc"] == info["iscc"]
+    single = len(info["parts"]) == 1 and info["parts"][0]["iscc"] == info["iscc"]
     if single:
         print(f"  {info['explain']}")
         return
-    width = max(len(u["iscc"]) for u in info["units"])
-    for unit in info["units"]:
+    width = max(len(u["iscc"]) for u in info["parts"])
+    for unit in info["parts"]:
         print(f"  {unit['iscc']:<{width}}  {unit['explain']}")
 
 
@@ -182,7 +211,10 @@ def run_explain(args: argparse.Namespace) -> int:
         except IsccError as e:
             _bad_code("explain", code, e)
             status = EXIT_USAGE
-    if wants_json(args.json):
+    if args.jsonl:
+        for info in results:
+            print_json(info)
+    elif wants_json(args.json):
         print_json(results)
     else:
         for info in results:
@@ -193,12 +225,21 @@ def run_explain(args: argparse.Namespace) -> int:
 # -- compare ----------------------------------------------------------------------------------
 
 
-def compare_codes(a: str, b: str) -> dict[str, Any]:
+def compare_codes(a: str, b: str, threshold_of: ThresholdOf | None = None) -> dict[str, Any]:
     """Everything ``isccd compare`` reports about two codes.
 
+    Args:
+        a: The first code.
+        b: The second code.
+        threshold_of: The near-duplicate policy the verdict follows (the configured
+            ``Thresholds.scaled``); ``None``: no unit type but the Instance-Code is judged.
+
     Returns:
-        ``{"a", "b", "compare", "units"}``: the inputs, the :func:`iscc_compare` result, and one
-        entry per pair of units of the same type with its bits, distance and similarity.
+        ``{"a", "b", "compare", "pairs", "duplicate"}``: the inputs, the :func:`iscc_compare`
+        result, one entry per pair of units of the same type with its bits, distance,
+        similarity, and ``within`` its ``threshold`` (``null`` for a type the policy does not
+        compare), and the verdict: ``"exact"`` (equal Instance-Codes over the bits compared),
+        ``"near"`` (some pair within its threshold) or ``null``.
 
     Raises:
         IsccError: a code cannot be decoded, or the codes cannot be compared.
@@ -215,52 +256,114 @@ def compare_codes(a: str, b: str) -> dict[str, Any]:
                 if ic.iscc_type_id(unit_b).rsplit("-", 1)[0] != type_a:
                     continue
                 body_a, body_b = ic.iscc_decode(unit_a)[4], ic.iscc_decode(unit_b)[4]
+                bits = min(len(body_a), len(body_b)) * 8
+                distance = ic.iscc_distance(unit_a, unit_b)
+                threshold = _threshold(type_a, bits, threshold_of)
                 pairs.append(
                     {
                         "type": type_a,
                         "a": "ISCC:" + unit_a,
                         "b": "ISCC:" + unit_b,
-                        "bits": min(len(body_a), len(body_b)) * 8,
-                        "distance": ic.iscc_distance(unit_a, unit_b),
+                        "bits": bits,
+                        "distance": distance,
                         "similarity": ic.iscc_similarity(unit_a, unit_b),
+                        "threshold": threshold,
+                        "within": None if threshold is None else distance <= threshold,
                     }
                 )
-    return {"a": a, "b": b, "compare": summary, "units": pairs}
+    exact = any(p["type"].startswith("INSTANCE") and p["distance"] == 0 for p in pairs)
+    near = any(p["within"] for p in pairs if not p["type"].startswith("INSTANCE"))
+    verdict = "exact" if exact else "near" if near else None
+    return {"a": a, "b": b, "compare": summary, "pairs": pairs, "duplicate": verdict}
+
+
+def _threshold(type_id: str, bits: int, threshold_of: ThresholdOf | None) -> int | None:
+    """The threshold of a unit type (``CONTENT-TEXT-V0``) for ``bits`` compared bits, as the
+    daemon applies it; 0 for the Instance-Code (the same bytes); ``None`` for a type the
+    policy does not compare."""
+    from isccd.model import UnitType  # noqa: PLC0415
+
+    main, sub = type_id.split("-")[:2]
+    if main == "INSTANCE":
+        return 0
+    if threshold_of is None:
+        return None
+    try:
+        unit_type = UnitType(sub.lower() if main == "CONTENT" else main.lower())
+    except ValueError:
+        return None
+    return threshold_of(unit_type, bits)
 
 
 def _print_comparison(result: dict[str, Any]) -> None:
-    print(f"A  {result['a']}")
-    print(f"B  {result['b']}")
+    for side in ("a", "b"):
+        path = result["files"][side]
+        print(f"{side.upper()}  {result[side]}" + (f"  {path}" if path else ""))
     if "id_match" in result["compare"]:
         print("ISCC-ID    " + ("identical" if result["compare"]["id_match"] else "different"))
         return
-    if not result["units"]:
+    if not result["pairs"]:
         print("no units of the same type to compare")
         return
-    width = max(len(p["type"]) for p in result["units"])
-    for pair in result["units"]:
+    width = max(len(p["type"]) for p in result["pairs"])
+    for pair in result["pairs"]:
         if pair["type"].startswith("INSTANCE"):
             verdict = "identical" if pair["distance"] == 0 else "different"
         else:
             verdict = f"distance {pair['distance']:>3}  similarity {pair['similarity']:>3}%"
+            if pair["within"] is not None:
+                verdict += f"  {'within' if pair['within'] else 'beyond'} {pair['threshold']}"
         print(f"{pair['type']:<{width}}  {pair['bits']:>3} bits  {verdict}")
+    duplicate = result["duplicate"]
+    print(f"duplicates: {duplicate}" if duplicate else "not duplicates")
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    """Compare two codes; exit 2 if either cannot be decoded or they cannot be compared."""
-    from isccd.iscc import IsccError, iscc_decompose  # noqa: PLC0415 -- keeps --help fast
+    """Compare two codes or files; exit 2 if a code cannot be decoded or the two cannot be
+    compared, 1 if a file cannot be coded, 78 for an invalid configuration."""
+    from isccd.config import load_index_config  # noqa: PLC0415 -- keeps --help fast
+    from isccd.errors import ConfigError  # noqa: PLC0415
+    from isccd.hashing import compute_record  # noqa: PLC0415
+    from isccd.iscc import IsccError, iscc_decompose  # noqa: PLC0415
 
-    for code in (args.a, args.b):
-        try:
-            iscc_decompose(code)
-        except IsccError as e:
-            _bad_code("compare", code, e)
-            return EXIT_USAGE
     try:
-        result = compare_codes(args.a, args.b)
+        config = load_index_config(args.config)
+    except ConfigError as exc:
+        print(f"isccd compare: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    codes: dict[str, str] = {}
+    files: dict[str, str | None] = {}
+    datahashes: dict[str, str | None] = {}
+    for side, given in (("a", args.a), ("b", args.b)):
+        files[side] = datahashes[side] = None
+        if Path(given).is_file():
+            record = compute_record(str(Path(given).absolute()), config.code)
+            if record.iscc is None:
+                reason = "; ".join(i.reason for i in record.issues) or "nothing was computed"
+                print(f"isccd compare: cannot code {given!r}: {reason}", file=sys.stderr)
+                return EXIT_FAILURE
+            codes[side], files[side], datahashes[side] = record.iscc, given, record.datahash
+            continue
+        try:
+            iscc_decompose(given)
+        except IsccError as e:
+            _bad_code("compare", given, e)
+            return EXIT_USAGE
+        codes[side] = given
+    try:
+        result = compare_codes(codes["a"], codes["b"], config.reading().thresholds.scaled)
     except IsccError as e:
         print(f"isccd compare: cannot compare {args.a!r} with {args.b!r}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if files["a"] and files["b"]:
+        # Two files are exact duplicates by their whole content, not a 64-bit prefix of it.
+        same = datahashes["a"] is not None and datahashes["a"] == datahashes["b"]
+        if result["duplicate"] == "exact" and not same:
+            near = any(p["within"] for p in result["pairs"] if not p["type"].startswith("INSTANCE"))
+            result["duplicate"] = "near" if near else None
+        elif same:
+            result["duplicate"] = "exact"
+    result["files"] = files
     if wants_json(args.json):
         print_json(result)
     else:

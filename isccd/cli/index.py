@@ -7,9 +7,10 @@ The other three ask the daemon on its socket when one answers (its index is warm
 its roots), and otherwise read the store of the default state directory themselves; with
 ``--state DIR`` they read that store, with ``--socket PATH`` they need the daemon there. A store
 is read through a read-only connection, so they work while the daemon or a scan writes it.
-Both ways give the same result (:mod:`isccd.pipeline.answers`), printed the same way
+Both ways give the same result (the results of :mod:`isccd.results`), printed the same way
 (:mod:`isccd.cli.answers`). A daemon's error reply (a path outside its roots) is the answer:
-the store is not read instead.
+the store is not read instead; ``similar`` codes a file outside the daemon's roots itself and
+asks by its code.
 
 All four read the daemon's configuration (``--config FILE``, default: the daemon's default file
 when it exists; ``ISCCD_*`` variables; :mod:`isccd.config`): its state directory, store
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import shlex
 import sys
@@ -31,9 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.answers import format_dupes, format_file, format_similar
+from isccd.cli.answers import format_dupes, format_file, format_similar, write_dupes_csv
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
-from isccd.cli.output import Progress, print_json, wants_json
+from isccd.cli.output import Progress, parse_size, print_json, wants_json
 from isccd.client import Client
 from isccd.dirs import default_socket_path
 from isccd.errors import (
@@ -47,15 +49,20 @@ from isccd.errors import (
 from isccd.fspath import is_under
 from isccd.hashing import compute_record
 from isccd.hashing.lazy import LazyWorkers
-from isccd.model import UNIT_BITS
+from isccd.model import UNIT_BITS, FileRecord, UnitType
 from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
-from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
-from isccd.protocol.requests import (
+from isccd.protocol import ErrorCode, to_wire
+from isccd.results import (
     DUPES_LIMIT,
     DUPES_LIMIT_MAX,
+    FILE_TYPES,
     MAX_DISTANCE,
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
+    DupesQuery,
+    FileInfo,
+    SimilarQuery,
+    SimilarResult,
 )
 from isccd.walk import ScanOptions, compile_ignore
 
@@ -63,6 +70,9 @@ if TYPE_CHECKING:
     from isccd.config import IndexConfig
 
 T = TypeVar("T")
+
+#: The unit types ``--unit`` takes.
+_UNIT_NAMES = tuple(t.value for t in UnitType)
 
 
 _SCAN_EPILOG = """\
@@ -167,13 +177,37 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     dup = subparsers.add_parser(
         "dupes",
         parents=[reader],
-        help="list duplicate files, the most wasted space first",
+        help="list duplicate files, the most reclaimable space first",
         description="List groups of exact duplicates (same bytes; hardlinks are one file), "
-        "and with --near also groups of near duplicates, the most wasted bytes first."
-        + _READ_SOURCE,
+        "and with --near also groups of near duplicates, the most reclaimable bytes first, "
+        "then a totals line (groups, files, reclaimable bytes). A near group lists its "
+        "members, each with its distance to the nearest other member and by which unit. The "
+        "filters narrow the configured [match] policy, never widen it." + _READ_SOURCE,
         epilog=_READ_EPILOG,
     )
     dup.add_argument("--near", action="store_true", help="include near-duplicate groups")
+    dup.add_argument("--root", metavar="DIR", help="only groups with a file under DIR")
+    dup.add_argument(
+        "--unit", dest="units", action="append", choices=_UNIT_NAMES, metavar="UNIT",
+        help="only groups by this unit type (repeatable; instance: exact groups): "
+        + ", ".join(_UNIT_NAMES),
+    )  # fmt: skip
+    dup.add_argument(
+        "--max-distance", type=_limit(MAX_DISTANCE, 0), metavar="N", default=None,
+        help="only near relations within N bits of 64 (default: each unit type's threshold)",
+    )  # fmt: skip
+    dup.add_argument(
+        "--min-size", type=parse_size, default=0, metavar="BYTES",
+        help="only files of at least this size (suffixes K, M, G, T)",
+    )  # fmt: skip
+    dup.add_argument(
+        "--type", dest="types", action="append", choices=FILE_TYPES, metavar="TYPE",
+        help=f"only files of this type (repeatable): {', '.join(FILE_TYPES)}",
+    )  # fmt: skip
+    dup.add_argument(
+        "--csv", action="store_true",
+        help="print CSV: a header, then one row per file name (columns in the README)",
+    )  # fmt: skip
     dup.add_argument(
         "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
         help=f"most groups listed (default {DUPES_LIMIT}, at most {DUPES_LIMIT_MAX:,})",
@@ -182,15 +216,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     sim = subparsers.add_parser(
         "similar",
-        help="list files similar to a file",
+        help="list files similar to a file or a code",
         parents=[reader],
-        description="List the indexed files related to PATH, nearest first: its other names "
-        "(hardlinks), its exact copies, and the files with a unit within reach of PATH's. A "
-        "file that is not indexed is coded on the fly and not stored (by the daemon, only "
-        "inside its roots and outside its ignore patterns)." + _READ_SOURCE,
+        description="List the indexed files related to PATH, or to an ISCC code (--code: is "
+        "this already in my library?), nearest first: its other names (hardlinks), its exact "
+        "copies, and the files with a unit within reach of its units; a file with several "
+        "names is listed once. A file that is not indexed is coded on the fly and not stored: "
+        "inside the daemon's roots by the daemon, anywhere else by this command, which then "
+        "asks by its code (the daemon never reads outside its roots), so the answer is the "
+        "same with or without a daemon." + _READ_SOURCE,
         epilog=_READ_EPILOG,
     )
-    sim.add_argument("path", metavar="PATH", help="a file (indexed or not)")
+    what = sim.add_mutually_exclusive_group(required=True)
+    what.add_argument("path", metavar="PATH", nargs="?", help="a file (indexed or not)")
+    what.add_argument("--code", metavar="ISCC", help="an ISCC-CODE or ISCC unit instead of a file")
+    sim.add_argument(
+        "--unit", dest="units", action="append", choices=_UNIT_NAMES, metavar="UNIT",
+        help="compare only this unit type (repeatable; instance: exact copies and hardlinks): "
+        + ", ".join(_UNIT_NAMES),
+    )  # fmt: skip
     sim.add_argument(
         "--max-distance", type=_limit(MAX_DISTANCE, 0), metavar="N", default=None,
         help="Hamming distance in bits of 64 (default: each unit type's threshold)",
@@ -446,31 +490,78 @@ def _answer(
 
 def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
-    query = DupesQuery(near=args.near, limit=args.limit, host=args.host)
+    query = DupesQuery(
+        near=args.near,
+        root=os.path.realpath(args.root) if args.root else None,
+        limit=args.limit,
+        host=args.host,
+        units=_unit_types(args.units),
+        max_distance=args.max_distance,
+        min_size=args.min_size,
+        types=tuple(dict.fromkeys(args.types)) if args.types else None,
+    )
     try:
         result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     except _Failed as exc:
         return _fail(str(exc), exc.status)
-    _print(args, result, format_dupes)
+    if args.csv:
+        write_dupes_csv(result, sys.stdout)
+    else:
+        _print(args, result, format_dupes)
     return EXIT_OK
 
 
+def _unit_types(names: list[str] | None) -> tuple[UnitType, ...] | None:
+    return tuple(dict.fromkeys(UnitType(n) for n in names)) if names else None
+
+
 def run_similar(args: argparse.Namespace) -> int:
-    """``isccd similar``."""
-    path = file_path(args.path)
+    """``isccd similar``: about a file, or a code. A file outside the daemon's roots (it
+    answers ``outside_roots``) is coded here and asked about by its code."""
+    units = _unit_types(args.units)
+    path = None if args.path is None else file_path(args.path)
     query = SimilarQuery(
-        path=path, max_distance=args.max_distance, limit=args.limit, host=args.host
+        path=path,
+        code=args.code,
+        max_distance=args.max_distance,
+        limit=args.limit,
+        host=args.host,
+        units=units,
     )
+
+    def ask(client: Client) -> SimilarResult:
+        try:
+            return client.similar(query)
+        except ProtocolError as exc:
+            if path is None or exc.code != ErrorCode.OUTSIDE_ROOTS:
+                raise
+        # Coded with the configuration the daemon reads, as it would code the file itself.
+        return client.similar(_coded_query(query, compute_record(path, _configure(args).code)))
 
     def read(index: IndexReader, config: IndexConfig) -> SimilarResult:
         return index.similar(query, lambda unindexed: compute_record(unindexed, config.code))
 
     try:
-        result = _answer(args, lambda c: c.similar(query), read)
+        result = _answer(args, ask, read)
     except _Failed as exc:
         return _fail(str(exc), exc.status)
     _print(args, result, format_similar)
     return EXIT_OK
+
+
+def _coded_query(query: SimilarQuery, record: FileRecord) -> SimilarQuery:
+    """``query`` asked by the ISCC-CODE of a file coded here, not by its path.
+
+    Raises:
+        ProtocolError: ``not_found`` when the file could not be coded (the daemon's answer for
+            a file inside its roots).
+    """
+    if record.iscc is None:
+        reason = record.issues[0].reason if record.issues else "nothing could be computed"
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND, f"{query.path!r} is not in the index and cannot be coded: {reason}"
+        )
+    return dataclasses.replace(query, path=None, code=record.iscc)
 
 
 def run_get(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ times per second.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -24,6 +25,23 @@ def format_size(n: int) -> str:
         if value < 1024:
             return f"{value:.1f} {unit}"
     return f"{value / 1024:.1f} TiB"
+
+
+def parse_size(text: str) -> int:
+    """A size argument: bytes, or with a binary suffix K, M, G or T (``--min-size 10M``).
+
+    Raises:
+        argparse.ArgumentTypeError: Not a size.
+    """
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+    factor = units.get(text[-1:].upper(), 1)
+    try:
+        value = int(text[:-1] if factor > 1 else text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r}")
+    return value * factor
 
 
 def wants_json(flag: bool, stream: TextIO | None = None) -> bool:

@@ -27,13 +27,12 @@ from isccd.client import Client
 from isccd.dirs import default_cache_dir
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
-from isccd.protocol import DupesQuery, DupesResult
-from isccd.protocol.requests import DUPES_LIMIT, DUPES_LIMIT_MAX
 from isccd.report.adapt import view_of_dupes
 from isccd.report.cache import PreviewCache
 from isccd.report.page import render_page
 from isccd.report.preview import PreviewOptions
 from isccd.report.thumbs import look_at
+from isccd.results import DUPES_LIMIT, DUPES_LIMIT_MAX, DupesQuery, DupesResult
 
 #: Seconds ffmpeg may take for one video frame.
 FRAME_TIMEOUT = 30.0

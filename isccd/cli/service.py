@@ -25,7 +25,8 @@ from isccd.cli.output import print_json, wants_json
 from isccd.client import Client
 from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
-from isccd.protocol import DaemonStatus, DatabaseStatus, event_to_wire, to_wire
+from isccd.protocol import event_to_wire, to_wire
+from isccd.results import DaemonStatus, DatabaseStatus
 
 _NO_DAEMON = "exit status: 0 success; 1 when no daemon answers on the socket or it refuses."
 

@@ -39,7 +39,7 @@ from isccd.hashing.pool import WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
 from isccd.pipeline import Counts, Pipeline, encode_policy
-from isccd.protocol import DaemonStatus, RootStatus
+from isccd.results import DaemonStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings

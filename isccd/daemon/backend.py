@@ -23,13 +23,12 @@ from isccd.errors import ProtocolError
 from isccd.fspath import is_under
 from isccd.model import Event, FileRecord
 from isccd.pipeline import Pipeline
-from isccd.protocol import (
+from isccd.protocol import ErrorCode, RescanResult
+from isccd.results import (
     DaemonStatus,
     DupesQuery,
     DupesResult,
-    ErrorCode,
     FileInfo,
-    RescanResult,
     SimilarQuery,
     SimilarResult,
 )
@@ -101,7 +100,7 @@ class DaemonBackend:
         return await self._pipeline.code(roots[0], path)
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
-        """Duplicate groups, largest wasted bytes first."""
+        """Duplicate groups, the most reclaimable bytes first."""
         return await self._pipeline.dupes(query)
 
     async def rescan(self, path: str | None) -> RescanResult:

@@ -40,7 +40,7 @@ import structlog
 from isccd.errors import StoreError
 from isccd.model import Event
 from isccd.pipeline import FleetIndex, IndexUpdate, Pipeline, read_update
-from isccd.protocol import DatabaseStatus, FleetHost
+from isccd.results import DatabaseStatus, FleetHost
 from isccd.store import Store, open_store, redact_url
 
 if TYPE_CHECKING:

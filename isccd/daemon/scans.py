@@ -27,7 +27,7 @@ from isccd.errors import StoreError
 from isccd.fspath import is_below, is_under
 from isccd.model import EventType
 from isccd.pipeline import Pipeline, ScanStats
-from isccd.protocol import ScanProgress
+from isccd.results import ScanProgress
 from isccd.walk import IssueReason, ScanOptions
 
 #: Seconds between two ``scan.progress`` events of one reconcile.

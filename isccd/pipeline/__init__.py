@@ -4,16 +4,17 @@ closed: callers use what this package hands on, never the store.
 
 - :class:`Pipeline` (:mod:`.pipeline`): the asyncio facade. ``open()``, then
   ``reconcile(root)``, ``process_path``, ``remove_path``, ``move_path``, ``set_options``,
-  ``adopt``, ``recompose``, ``purge``; the questions ``get``, ``similar``, ``dupes`` and
-  ``counts``; the event log (``emit``, ``events_since``, ``last_seq``, ``log_bounds``);
+  ``adopt``, ``recompose``, ``purge``; the questions ``get``, ``similar``, ``dupes``
+  and ``counts``, answered with the results of :mod:`isccd.results`; the event log
+  (``emit``, ``events_since``, ``last_seq``, ``log_bounds``);
   ``on_commit`` receives every committed batch of events in order.
 - :class:`IndexReader` (:mod:`.reader`): the same questions asked of a store read directly.
 - :class:`Index` (:mod:`.index`): the synchronous core on the store's owner thread: applies
   records, renames, hardlinks and removals, keeps relations and the search consistent, logs
   events in the same transaction.
 - :mod:`.reconcile`: one reconcile, planned in short steps on the owner thread.
-- :mod:`.queries`: ``get``, ``similar``, ``dupes`` over an index; :mod:`.answers`: their
-  answers as the protocol's results.
+- :mod:`.queries`: ``get`` and ``similar`` over an index; :mod:`.groups`: ``dupes``;
+  :mod:`.peers`: other files named with their hardlinks.
 - :mod:`.events`: what each event's ``data`` holds.
 - :mod:`.composition`: whether the stored ISCC-CODEs are WIDE, and composing them again when
   that option changed.

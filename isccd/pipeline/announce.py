@@ -5,12 +5,13 @@ for another host's file, from its side too (:mod:`isccd.pipeline.mirror`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from isccd.match import Relation, RelationKind
-from isccd.model import EventType, UnitType
+from isccd.match import Relation
+from isccd.model import EventType, RelationKind, UnitType
 from isccd.pipeline import events as payload
 from isccd.pipeline import mirror
+from isccd.pipeline.peers import Peer
 from isccd.store import NearPair, StoredFile
 
 if TYPE_CHECKING:
@@ -67,24 +68,22 @@ def announce(
         listed.update(r.other for r in found[:limit])
     files = {s.id: s for s in ix.store.files_by_id(sorted(listed))}
 
-    def peers(ids: Iterable[int], **extra: Any) -> list[dict[str, Any]]:
-        return [payload.peer(files[i], **extra) for i in ids if i in files]
-
     def known(ids: Iterable[int]) -> list[StoredFile]:
         return [files[i] for i in ids if i in files]
 
     if ended_exact:
         ix.emit(EventType.DUP_RESOLVED, root, record.path, {
             "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
-            "others": peers(ended_exact[:limit]), "count": len(ended_exact),
+            "others": payload.refs(known(ended_exact[:limit])), "count": len(ended_exact),
         })  # fmt: skip
         mirror.mirror(ix, EventType.DUP_RESOLVED, stored, known(ended_exact[:limit]),
                       mirror.resolved(stored, "exact", UnitType.INSTANCE, reason))  # fmt: skip
     if began_exact:
         ix.emit(EventType.DUP_EXACT, root, record.path, {
             "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
-            **payload.brief(record),
-            "others": peers(exact[:limit]), "count": len(exact),
+            **payload.brief(record), "code": payload.unit_code(stored, UnitType.INSTANCE),
+            "others": payload.matches(Peer(f, RelationKind.EXACT) for f in known(exact[:limit])),
+            "count": len(exact),
         })  # fmt: skip
         mirror.mirror(
             ix, EventType.DUP_EXACT, stored, known(began_exact[:limit]), mirror.exact(stored)
@@ -92,7 +91,7 @@ def announce(
     for unit, ids in ended.items():
         ix.emit(EventType.DUP_RESOLVED, root, record.path, {
             "kind": "near", "unit": unit.value, "reason": reason,
-            "others": peers(ids[:limit]), "count": len(ids),
+            "others": payload.refs(known(ids[:limit])), "count": len(ids),
         })  # fmt: skip
         mirror.mirror(ix, EventType.DUP_RESOLVED, stored, known(ids[:limit]),
                       mirror.resolved(stored, "near", unit, reason))  # fmt: skip
@@ -102,10 +101,10 @@ def announce(
             "unit": unit.value, "threshold": found[0].threshold, "bits": found[0].bits,
             "distance": found[0].distance, "iscc": record.iscc,
             "code": mine.iscc if mine else None,
-            "others": [
-                payload.peer(f, code=payload.unit_code(f, unit), distance=r.distance)
+            "others": payload.matches(
+                Peer(f, RelationKind.NEAR, unit, r.distance, r.threshold)
                 for r in found[:limit] if (f := files.get(r.other)) is not None
-            ],
+            ),
             "count": len(found),
         })  # fmt: skip
         by_id = {r.other: r for r in found[:limit]}

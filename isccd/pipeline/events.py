@@ -10,13 +10,14 @@ itself. The data adds, per type:
   the file name follows it); ``previous`` (``iscc``, ``datahash``, ``size``) when it changed.
 - ``file.removed``: ``iscc``, ``datahash``, ``size``.
 - ``dup.exact``: ``unit`` (``"instance"``), ``distance`` 0, ``threshold`` 0, ``iscc``,
-  ``datahash``, ``size``, ``others`` (``path``, ``root``, ``iscc``, ``host``), ``count``.
+  ``code`` (this file's Instance-Code), ``datahash``, ``size``, ``others`` (matches, as
+  ``similar`` lists them: one per file, its hardlinks in ``links``), ``count``.
 - ``dup.near``: ``unit``, ``threshold``, ``bits``, ``distance`` (the smallest), ``iscc``,
-  ``code`` (this file's unit), ``others`` (``path``, ``root``, ``iscc``, ``host``, ``code``,
-  ``distance``), ``count``.
+  ``code`` (this file's unit), ``others`` (matches), ``count``.
 - ``dup.resolved``: ``kind`` (``exact`` or ``near``), ``unit``, ``reason`` (``changed``,
-  ``removed``, ``threshold``), ``others``, ``count``.
-- ``file.error``: ``issues`` (``stage``, ``kind``, ``reason``, ``code``).
+  ``removed``, ``threshold``), ``others`` (``path``, ``links``, ``root``, ``host``, ``size``,
+  ``iscc``), ``count``.
+- ``file.error``: ``issues`` (``stage``, ``kind``, ``reason``, ``code``, ``profile``).
 - ``file.unstable``: ``attempts``, ``reason``.
 - ``scan.done`` (reconciles of a whole root, or of a directory a client asked for; the
   watcher's own subtree walks are not announced): ``start`` (the
@@ -25,7 +26,8 @@ itself. The data adds, per type:
   ``errors``, ``unstable``, ``duplicates``, and ``seconds``, ``walked`` and ``issues``
   (``path``, ``reason``, ``message``; at most 100): the parts of the tree that could not be seen.
 
-``others`` lists at most ``PipelineOptions.others_limit`` files; ``count`` is the full number.
+``others`` lists at most ``PipelineOptions.others_limit`` names, folded into one entry per file;
+``count`` is the full number of other names.
 A duplicate found on another host of a fleet is also announced from that host's side
 (:mod:`isccd.pipeline.mirror`).
 
@@ -36,18 +38,18 @@ A duplicate found on another host of a fleet is also announced from that host's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from isccd.model import FileIssue, FileRecord, UnitType
+from isccd.model import FileIssue, FileRecord, RelationKind, UnitType
+from isccd.pipeline.peers import Peer, fold, size_of
+from isccd.results import units_of
 from isccd.store import StoredFile
 
-
-def size_of(record: FileRecord) -> int | None:
-    """The file's size: bytes read, or the validators' size."""
-    if record.filesize is not None:
-        return record.filesize
-    return record.stat.size if record.stat else None
+#: The members of a match that a ``dup.resolved`` event names: the relation has ended, so it
+#: has no distance any more.
+_REF = ("path", "links", "root", "host", "size", "iscc")
 
 
 def content(record: FileRecord) -> dict[str, Any]:
@@ -57,7 +59,7 @@ def content(record: FileRecord) -> dict[str, Any]:
         "datahash": record.datahash,
         "size": size_of(record),
         "mediatype": record.mediatype,
-        "units": {u.type.value: u.iscc for u in record.units},
+        "units": units_of(record.units),
     }
 
 
@@ -66,15 +68,17 @@ def brief(record: FileRecord) -> dict[str, Any]:
     return {"iscc": record.iscc, "datahash": record.datahash, "size": size_of(record)}
 
 
-def peer(stored: StoredFile, **extra: Any) -> dict[str, Any]:
-    """Another file in a duplicate event, with the host it is on."""
-    return {
-        "path": stored.path,
-        "root": stored.root,
-        "iscc": stored.record.iscc,
-        "host": stored.host,
-        **extra,
-    }
+def matches(peers: Iterable[Peer]) -> list[dict[str, Any]]:
+    """Other files in a duplicate event: one match per file (see :func:`fold`)."""
+    return [dataclasses.asdict(m) for m in fold(peers)]
+
+
+def refs(files: Iterable[StoredFile]) -> list[dict[str, Any]]:
+    """Other files in a ``dup.resolved`` event: one per file, with its names."""
+    return [
+        {k: v for k, v in m.items() if k in _REF}
+        for m in matches(Peer(f, RelationKind.EXACT) for f in files)
+    ]
 
 
 def unit_code(stored: StoredFile, unit_type: UnitType) -> str | None:
@@ -85,12 +89,4 @@ def unit_code(stored: StoredFile, unit_type: UnitType) -> str | None:
 
 def issues(items: Sequence[FileIssue]) -> list[dict[str, Any]]:
     """Issues as JSON objects."""
-    return [
-        {
-            "stage": i.stage,
-            "kind": i.kind.value,
-            "reason": i.reason,
-            "code": i.code.value if i.code else None,
-        }
-        for i in items
-    ]
+    return [dataclasses.asdict(i) for i in items]

@@ -42,7 +42,6 @@ from isccd.hashing import compose_iscc, renamed_record
 from isccd.match import (
     NEAR_UNITS,
     Relation,
-    RelationKind,
     Side,
     Thresholds,
     is_exact,
@@ -56,6 +55,7 @@ from isccd.model import (
     FileStat,
     IssueCode,
     IssueKind,
+    RelationKind,
     UnitType,
     sort_units,
 )
@@ -63,6 +63,7 @@ from isccd.pipeline import events as payload
 from isccd.pipeline.announce import announce
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.options import PipelineOptions
+from isccd.pipeline.peers import size_of
 from isccd.store import FileKey, Store, StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
@@ -88,7 +89,7 @@ def side_of(file_id: int, record: FileRecord, *, foreign: bool = False) -> Side:
         file_id=file_id,
         identity=record.stat.identity if record.stat and not foreign else None,
         datahash=record.datahash,
-        size=payload.size_of(record),
+        size=size_of(record),
         digests={u.type: u.digest for u in record.units},
     )
 
@@ -120,7 +121,7 @@ def exact_copies(
 ) -> list[StoredFile]:
     """Live files of the fleet holding the same bytes as this one, other than itself and its
     hardlinks, when the policy reports them."""
-    if not record.datahash or not thresholds.admits(payload.size_of(record)):
+    if not record.datahash or not thresholds.admits(size_of(record)):
         return []
     me = side_of(file_id, record)
     return [

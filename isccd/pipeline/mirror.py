@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from isccd.match import Relation
-from isccd.model import EventType, UnitType
+from isccd.model import EventType, RelationKind, UnitType
 from isccd.pipeline import events as payload
+from isccd.pipeline.peers import Peer
 from isccd.store import StoredFile
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def exact(stored: StoredFile) -> Callable[[StoredFile], dict[str, Any]]:
     def build(other: StoredFile) -> dict[str, Any]:
         return {
             "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
-            **payload.brief(other.record), "others": [payload.peer(stored)], "count": 1,
+            **payload.brief(other.record), "code": payload.unit_code(other, UnitType.INSTANCE),
+            "others": payload.matches([Peer(stored, RelationKind.EXACT)]), "count": 1,
         }  # fmt: skip
 
     return build
@@ -61,11 +63,12 @@ def near(
 
     def build(other: StoredFile) -> dict[str, Any]:
         r = relations[other.id]
-        mine = payload.peer(stored, code=payload.unit_code(stored, r.unit), distance=r.distance)
+        mine = Peer(stored, RelationKind.NEAR, r.unit, r.distance, r.threshold)
         return {
             "unit": r.unit.value, "threshold": r.threshold, "bits": r.bits,
             "distance": r.distance, "iscc": other.record.iscc,
-            "code": payload.unit_code(other, r.unit), "others": [mine], "count": 1,
+            "code": payload.unit_code(other, r.unit), "others": payload.matches([mine]),
+            "count": 1,
         }  # fmt: skip
 
     return build
@@ -80,7 +83,7 @@ def resolved(
     def build(other: StoredFile) -> dict[str, Any]:
         return {
             "kind": kind, "unit": unit.value, "reason": reason,
-            "others": [payload.peer(stored)], "count": 1,
+            "others": payload.refs([stored]), "count": 1,
         }  # fmt: skip
 
     return build

@@ -36,7 +36,7 @@ from isccd.model import (
     IssueKind,
     UnitType,
 )
-from isccd.pipeline import answers, composition, policy
+from isccd.pipeline import composition, groups, policy, queries
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.index import GONE, Index, is_unstable, issue_codes
 from isccd.pipeline.options import PipelineOptions
@@ -51,7 +51,13 @@ from isccd.pipeline.reconcile import (
     plan_path,
 )
 from isccd.pipeline.rootdev import device_of
-from isccd.protocol import DupesQuery, DupesResult, FileInfo, SimilarQuery, SimilarResult
+from isccd.results import (
+    DupesQuery,
+    DupesResult,
+    FileInfo,
+    SimilarQuery,
+    SimilarResult,
+)
 from isccd.store import SqliteOptions, open_store
 from isccd.store.owner import OwnerOptions, StoreOwner
 from isccd.walk import NO_FILE, Listing, ScanOptions, examine
@@ -520,31 +526,32 @@ class Pipeline:
     async def get(self, path: str, host: str | None = None) -> FileInfo | None:
         """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
         ``host``: only its duplicates on that host."""
-        return await self._call(lambda ix: answers.get(ix, path, host))
+        return await self._call(lambda ix: queries.get(ix, path, host))
 
     async def similar(
         self, query: SimilarQuery, code: Callable[[str], Awaitable[FileRecord]]
     ) -> SimilarResult:
-        """Files related to a file or a code (see :func:`isccd.pipeline.answers.similar`).
+        """Files related to a file or a code (see :func:`isccd.pipeline.queries.similar`).
 
         Args:
             query: The question.
             code: Codes a file the index does not hold (``query.path``), without storing it.
 
         Raises:
-            ProtocolError: The code cannot be decoded, or the file cannot be coded.
+            InvalidCodeError: The code cannot be decoded.
+            NotIndexedError: The file is not indexed and cannot be coded.
         """
         if query.path is None:
-            subject = answers.subject_of_code(query.code or "")
+            subject = queries.subject_of_code(query.code or "")
         else:
             path = query.path
             stored = await self._call(lambda ix: ix.store.file_at(path))
-            subject = stored if stored is not None else answers.coded(path, await code(path))
-        return await self._call(lambda ix: answers.similar(ix, subject, query))
+            subject = stored if stored is not None else queries.coded(path, await code(path))
+        return await self._call(lambda ix: queries.similar(ix, subject, query))
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
-        """Duplicate groups, the most wasted bytes first."""
-        return await self._call(lambda ix: answers.dupes(ix, query))
+        """Duplicate groups, the most reclaimable bytes first."""
+        return await self._call(lambda ix: groups.dupes(ix, query))
 
     async def counts(self) -> Counts:
         """The live files per root and the last sequence number (every host's, in a store a

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from isccd.match import NEAR_UNITS, RelationKind, Side, Thresholds, is_exact
-from isccd.model import Event
-from isccd.pipeline import events as payload
+from isccd.match import NEAR_UNITS, Side, Thresholds, is_exact
+from isccd.model import Event, RelationKind
 from isccd.pipeline.announce import announce
 from isccd.pipeline.index import Index, side_of, stored_side
+from isccd.pipeline.peers import size_of
 from isccd.store import StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
@@ -257,7 +257,7 @@ def reevaluate(
         relations = ix.relations(stored.id, stored.record)
         exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
         old_exact = exact
-        size = payload.size_of(stored.record)
+        size = size_of(stored.record)
         if previous.admits(size) != current.admits(size):
             group = exact if current.admits(size) else copies(stored, previous)
             if all(other > stored.id for other in group):

@@ -1,8 +1,8 @@
 """The index of a store read directly, for the commands when no daemon answers.
 
 A read-only connection, so it works while the daemon or a scan writes the store; the search
-loads only the unit types a question needs. Its answers are the daemon's
-(:mod:`isccd.pipeline.answers`), member for member.
+loads only the unit types a question needs. Its answers are the daemon's (the same functions
+of :mod:`isccd.pipeline.queries` and :mod:`~isccd.pipeline.groups`), member for member.
 """
 
 from __future__ import annotations
@@ -11,10 +11,16 @@ from collections.abc import Callable
 from types import TracebackType
 
 from isccd.model import FileRecord
-from isccd.pipeline import answers
+from isccd.pipeline import groups, queries
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
-from isccd.protocol import DupesQuery, DupesResult, FileInfo, SimilarQuery, SimilarResult
+from isccd.results import (
+    DupesQuery,
+    DupesResult,
+    FileInfo,
+    SimilarQuery,
+    SimilarResult,
+)
 from isccd.store import open_store
 
 
@@ -53,7 +59,7 @@ class IndexReader:
     def get(self, path: str, host: str | None = None) -> FileInfo | None:
         """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
         ``host``: only its duplicates on that host."""
-        return answers.get(self._ix, path, host)
+        return queries.get(self._ix, path, host)
 
     def similar(self, query: SimilarQuery, code: Callable[[str], FileRecord]) -> SimilarResult:
         """Files related to a file or a code, as :meth:`isccd.pipeline.Pipeline.similar`.
@@ -63,15 +69,16 @@ class IndexReader:
             code: Codes a file the index does not hold (``query.path``), without storing it.
 
         Raises:
-            ProtocolError: The code cannot be decoded, or the file cannot be coded.
+            InvalidCodeError: The code cannot be decoded.
+            NotIndexedError: The file is not indexed and cannot be coded.
         """
         if query.path is None:
-            subject = answers.subject_of_code(query.code or "")
+            subject = queries.subject_of_code(query.code or "")
         else:
             stored = self._ix.store.file_at(query.path)
-            subject = stored if stored is not None else answers.coded(query.path, code(query.path))
-        return answers.similar(self._ix, subject, query)
+            subject = stored if stored is not None else queries.coded(query.path, code(query.path))
+        return queries.similar(self._ix, subject, query)
 
     def dupes(self, query: DupesQuery) -> DupesResult:
-        """Duplicate groups, the most wasted bytes first."""
-        return answers.dupes(self._ix, query)
+        """Duplicate groups, the most reclaimable bytes first."""
+        return groups.dupes(self._ix, query)

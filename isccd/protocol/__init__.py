@@ -7,10 +7,11 @@ package holds everything both ends agree on:
 - :mod:`~isccd.protocol.codes`: the version, the command names and the error codes;
 - :mod:`~isccd.protocol.requests`: typed requests and their decoding and validation;
 - :mod:`~isccd.protocol.messages`: replies and events, written and read back;
-- :mod:`~isccd.protocol.results`: the typed results of the commands;
+- :mod:`~isccd.protocol.results`: the results of the protocol's own commands (the answers of
+  the index and the daemon are :mod:`isccd.results`, which this package encodes);
 - :mod:`~isccd.protocol.wire`: dataclasses to JSON values and back.
 
-Imports only :mod:`isccd.model` and :mod:`isccd.errors`.
+Imports only :mod:`isccd.model`, :mod:`isccd.results` and :mod:`isccd.errors`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from .messages import (
     lagged_event,
 )
 from .requests import (
-    DupesQuery,
     DupesRequest,
     EventFilter,
     GetRequest,
@@ -39,7 +39,6 @@ from .requests import (
     RequestError,
     RequestId,
     RescanRequest,
-    SimilarQuery,
     SimilarRequest,
     StatusRequest,
     SubscribeRequest,
@@ -50,29 +49,7 @@ from .requests import (
     normalize_path,
     request_to_wire,
 )
-from .results import (
-    DaemonStatus,
-    DatabaseStatus,
-    DupesResult,
-    DupGroup,
-    DupKind,
-    DupMember,
-    DupPair,
-    FileInfo,
-    FleetHost,
-    HelloResult,
-    Relation,
-    RescanResult,
-    RootStatus,
-    ScanProgress,
-    ServiceStatistics,
-    SimilarMatch,
-    SimilarResult,
-    SubscribeResult,
-    SyncResult,
-    UnitInfo,
-    UnsubscribeResult,
-)
+from .results import HelloResult, RescanResult, SubscribeResult, SyncResult, UnsubscribeResult
 from .wire import from_wire, object_to_wire, to_wire
 
 __all__ = [
@@ -81,44 +58,26 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",
     "Command",
-    "DaemonStatus",
-    "DatabaseStatus",
-    "DupGroup",
-    "DupKind",
-    "DupMember",
-    "DupPair",
-    "DupesQuery",
     "DupesRequest",
-    "DupesResult",
     "ErrorCode",
     "EventFilter",
-    "FileInfo",
-    "FleetHost",
     "GetRequest",
     "HelloRequest",
     "HelloResult",
     "LineSplitter",
     "OversizedLine",
-    "Relation",
     "Reply",
     "Request",
     "RequestError",
     "RequestId",
     "RescanRequest",
     "RescanResult",
-    "RootStatus",
-    "ScanProgress",
-    "ServiceStatistics",
-    "SimilarMatch",
-    "SimilarQuery",
     "SimilarRequest",
-    "SimilarResult",
     "StatusRequest",
     "SubscribeRequest",
     "SubscribeResult",
     "SyncRequest",
     "SyncResult",
-    "UnitInfo",
     "UnknownEvent",
     "UnsubscribeRequest",
     "UnsubscribeResult",

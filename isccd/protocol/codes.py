@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 
 #: The protocol's major version. It changes only when a change is incompatible (see
-#: docs/protocol.md, "Versioning"); compatible additions keep it.
-PROTOCOL_VERSION = 1
+#: docs/protocol.md, "Versioning"); compatible additions keep it. Version 2: one shape per
+#: thing in every reply and event (docs/protocol.md, "Changes").
+PROTOCOL_VERSION = 2
 
 #: The versions this implementation speaks.
 SUPPORTED_VERSIONS: frozenset[int] = frozenset({PROTOCOL_VERSION})
@@ -28,7 +29,7 @@ class Command(enum.StrEnum):
     SIMILAR = "similar"
     """Indexed files within a Hamming distance of a file's or a code's units."""
     DUPES = "dupes"
-    """Duplicate groups, largest wasted bytes first."""
+    """Duplicate groups, the most reclaimable bytes first."""
     RESCAN = "rescan"
     """Start a reconcile scan of one root, a directory inside one, or every root."""
     SYNC = "sync"

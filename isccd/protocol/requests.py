@@ -23,7 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from isccd.errors import ProtocolError
-from isccd.model import Event, EventType
+from isccd.model import Event, EventType, UnitType
+from isccd.results import (
+    DUPES_LIMIT,
+    DUPES_LIMIT_MAX,
+    FILE_TYPES,
+    MAX_DISTANCE,
+    SIMILAR_LIMIT,
+    SIMILAR_LIMIT_MAX,
+    DupesQuery,
+    SimilarQuery,
+)
 
 from .codes import Command, ErrorCode
 
@@ -39,16 +49,6 @@ MAX_STORE_ID_CHARS = 64
 MAX_HOST_CHARS = 255
 #: Most items in a list argument (event types, roots).
 MAX_LIST_ITEMS = 256
-#: Largest Hamming distance a query may ask for. Distances are counted in bits of a unit's first
-#: 64, as the ``[match]`` thresholds are, and scale with longer units (``d * bits / 64``), so 64
-#: already reaches every unit of every length.
-MAX_DISTANCE = 64
-#: Default and largest number of matches ``similar`` returns.
-SIMILAR_LIMIT = 100
-SIMILAR_LIMIT_MAX = 10_000
-#: Default and largest number of groups ``dupes`` returns.
-DUPES_LIMIT = 1_000
-DUPES_LIMIT_MAX = 100_000
 
 
 class RequestError(ProtocolError):
@@ -87,44 +87,6 @@ class EventFilter:
         if self.host is not None and event.host and event.host != self.host:
             return False
         return self.roots is None or not event.root or event.root in self.roots
-
-
-@dataclass(frozen=True, slots=True)
-class SimilarQuery:
-    """What ``similar`` looks for: the units of an indexed file, or of one code.
-
-    Attributes:
-        path: An indexed file (exclusive with ``code``); resolved inside the roots.
-        code: An ISCC-CODE or ISCC unit (exclusive with ``path``).
-        max_distance: Largest Hamming distance per unit, 0 to :data:`MAX_DISTANCE`, in bits of
-            a unit's first 64 (scaled for longer units, as the thresholds are); ``None`` uses
-            the daemon's thresholds.
-        limit: Most matches returned.
-        host: Only files on this host (in a store a fleet shares); ``None``: every host's.
-    """
-
-    path: str | None = None
-    code: str | None = None
-    max_distance: int | None = None
-    limit: int = SIMILAR_LIMIT
-    host: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DupesQuery:
-    """Which duplicate groups ``dupes`` lists.
-
-    Attributes:
-        near: Include near-duplicate groups, not only exact ones.
-        root: Only groups with a member under this path (resolved inside the roots).
-        limit: Most groups returned.
-        host: Only groups with a member on this host; ``None``: every group of the fleet.
-    """
-
-    near: bool = False
-    root: str | None = None
-    limit: int = DUPES_LIMIT
-    host: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +148,7 @@ class DupesRequest:
     """``dupes``."""
 
     id: RequestId
-    query: DupesQuery = DupesQuery()
+    query: DupesQuery = DupesQuery()  # noqa: RUF009 (a frozen dataclass)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,10 +254,15 @@ def request_to_wire(request: Request) -> dict[str, Any]:
             obj["max_distance"] = q.max_distance
             obj["limit"] = None if q.limit == SIMILAR_LIMIT else q.limit
             obj["host"] = q.host
+            obj["units"] = None if q.units is None else [u.value for u in q.units]
         case DupesRequest(query=q):
             obj = {"cmd": Command.DUPES, "near": q.near or None, "root": q.root}
             obj["limit"] = None if q.limit == DUPES_LIMIT else q.limit
             obj["host"] = q.host
+            obj["units"] = None if q.units is None else [u.value for u in q.units]
+            obj["max_distance"] = q.max_distance
+            obj["min_size"] = q.min_size or None
+            obj["types"] = None if q.types is None else list(q.types)
         case RescanRequest(path=path):
             obj = {"cmd": Command.RESCAN, "path": path}
         case SyncRequest(path=path):
@@ -464,6 +431,17 @@ def _subscribe(request_id: RequestId, args: _Args) -> SubscribeRequest:
     return SubscribeRequest(request_id, since, EventFilter(types, roots), store, fleet)
 
 
+def _units(args: _Args) -> tuple[UnitType, ...] | None:
+    names = args.strings("units")
+    if names is None:
+        return None
+    try:
+        return tuple(dict.fromkeys(UnitType(name) for name in names))
+    except ValueError:
+        known = ", ".join(t.value for t in UnitType)
+        raise args.error(f'"units" names an unknown unit type; known: {known}') from None
+
+
 def _similar(request_id: RequestId, args: _Args) -> SimilarRequest:
     path = args.path("path")
     code = args.string("code", max_chars=1024)
@@ -472,7 +450,8 @@ def _similar(request_id: RequestId, args: _Args) -> SimilarRequest:
     max_distance = args.integer("max_distance", minimum=0, maximum=MAX_DISTANCE)
     limit = args.limit("limit", default=SIMILAR_LIMIT, maximum=SIMILAR_LIMIT_MAX)
     host = args.string("host", max_chars=MAX_HOST_CHARS)
-    return SimilarRequest(request_id, SimilarQuery(path, code, max_distance, limit, host))
+    units = _units(args)
+    return SimilarRequest(request_id, SimilarQuery(path, code, max_distance, limit, host, units))
 
 
 def _dupes(request_id: RequestId, args: _Args) -> DupesRequest:
@@ -480,7 +459,17 @@ def _dupes(request_id: RequestId, args: _Args) -> DupesRequest:
     root = args.path("root")
     limit = args.limit("limit", default=DUPES_LIMIT, maximum=DUPES_LIMIT_MAX)
     host = args.string("host", max_chars=MAX_HOST_CHARS)
-    return DupesRequest(request_id, DupesQuery(near, root, limit, host))
+    units = _units(args)
+    max_distance = args.integer("max_distance", minimum=0, maximum=MAX_DISTANCE)
+    min_size = args.integer("min_size", minimum=0) or 0
+    types = args.strings("types")
+    if types is not None and not set(types) <= set(FILE_TYPES):
+        raise args.error(f'"types" names an unknown file type; known: {", ".join(FILE_TYPES)}')
+    query = DupesQuery(
+        near, root, limit, host, units, max_distance, min_size,
+        None if types is None else tuple(dict.fromkeys(types)),
+    )  # fmt: skip
+    return DupesRequest(request_id, query)
 
 
 def _get(request_id: RequestId, args: _Args) -> GetRequest:

@@ -1,6 +1,7 @@
 """Conversion between the protocol's frozen dataclasses and JSON values.
 
-``to_wire`` turns a dataclass (nested dataclasses, enums, tuples, ``None``) into JSON values;
+``to_wire`` turns a dataclass (nested dataclasses, enums, tuples, mappings, ``None``) into JSON
+values;
 ``from_wire`` is its inverse, driven by the dataclass's type hints, and validates as it goes:
 a member of the wrong type raises :class:`ValueError` naming it. Members the class does not know
 are ignored (newer servers may send more), missing members take their default.
@@ -72,6 +73,14 @@ def _convert(tp: Any, value: Any, where: str) -> Any:  # noqa: PLR0911, PLR0912 
             except ValueError as exc:
                 errors.append(str(exc))
         raise ValueError("; ".join(errors))
+    if origin in (dict, Mapping):
+        key_type, item_type = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected an object")
+        return {
+            _convert(key_type, k, f"{where}[{k!r}]"): _convert(item_type, v, f"{where}[{k!r}]")
+            for k, v in value.items()
+        }
     if origin is tuple:
         item_type = typing.get_args(tp)[0]
         if not isinstance(value, list):

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from isccd.model import Event
-from isccd.protocol import (
+from isccd.protocol import RescanResult
+from isccd.results import (
     DaemonStatus,
     DupesQuery,
     DupesResult,
     FileInfo,
-    RescanResult,
     SimilarQuery,
     SimilarResult,
 )
@@ -75,13 +75,13 @@ class Backend(Protocol):
         """Indexed files near the units of ``query.path`` (resolved) or of ``query.code``.
 
         Raises:
-            ProtocolError: ``not_found`` when the path is not indexed; ``invalid_argument``
-                when the code cannot be decoded.
+            ProtocolError: ``not_found`` when the path is not indexed and cannot be coded;
+                ``invalid_argument`` when the code cannot be decoded.
         """
         ...
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
-        """Duplicate groups, largest wasted bytes first (``query.root`` resolved)."""
+        """Duplicate groups, the most reclaimable bytes first (``query.root`` resolved)."""
         ...
 
     async def rescan(self, path: str | None) -> RescanResult:

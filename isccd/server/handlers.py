@@ -26,13 +26,13 @@ from isccd.protocol import (
     HelloRequest,
     HelloResult,
     RescanRequest,
-    ServiceStatistics,
     SimilarRequest,
     StatusRequest,
     SyncRequest,
     SyncResult,
     object_to_wire,
 )
+from isccd.results import ServiceStatistics
 
 from .backend import Backend
 from .broker import Broker

@@ -20,7 +20,8 @@ from typing import cast
 
 import structlog
 
-from isccd.protocol import ErrorCode, ServiceStatistics, encode_error
+from isccd.protocol import ErrorCode, encode_error
+from isccd.results import ServiceStatistics
 
 from .backend import Backend
 from .broker import Broker, BrokerStatistics

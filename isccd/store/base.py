@@ -230,6 +230,12 @@ class Store(Transactional, Protocol):
         id order (datahashes no live file has are left out)."""
         ...
 
+    def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:
+        """Live files whose datahash begins with this Instance-Code body (the start of their
+        BLAKE3 digest: the files with those bytes, as an ISCC-CODE names them), in id order
+        (``fleet``: on every host)."""
+        ...
+
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """What duplicate decisions need of the live files among ``ids``, without loading
         their records (the cheap path for many near-duplicate candidates)."""

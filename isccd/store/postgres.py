@@ -28,7 +28,15 @@ from isccd.store.base import (
     split_path,
 )
 from isccd.store.pgdatabase import PgDatabase, PostgresOptions
-from isccd.store.rows import FILE_COLUMNS, FILE_FROM, file_from_row, from_fs, record_columns, to_fs
+from isccd.store.rows import (
+    FILE_COLUMNS,
+    FILE_FROM,
+    file_from_row,
+    from_fs,
+    instance_range,
+    record_columns,
+    to_fs,
+)
 
 __all__ = ["KnownHost", "PostgresOptions", "PostgresStore"]
 
@@ -138,6 +146,16 @@ class PostgresStore(PgDatabase):
             for stored in self._files(f"{where} ORDER BY f.id", params):
                 found.setdefault(stored.record.datahash or "", []).append(stored)
         return found
+
+    def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:
+        """Live files whose datahash begins with ``digest`` (a range of the datahash index),
+        on this host or every host."""
+        low, high = instance_range(digest)
+        where = "f.datahash >= %s AND f.datahash < %s AND f.removed_at IS NULL"
+        params: tuple[Any, ...] = (low, high)
+        if not fleet:
+            where, params = f"{where} AND f.host = %s", (*params, self._host)
+        return self._files(f"{where} ORDER BY f.id", params)
 
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """Identity and datahash of the live files among ``ids`` (of any host)."""

@@ -36,6 +36,21 @@ def from_fs(blob: bytes) -> str:
     return os.fsdecode(blob)
 
 
+#: The multihash prefix of a datahash: BLAKE3 (``0x1e``), 32 bytes (``0x20``).
+DATAHASH_PREFIX = b"\x1e\x20"
+
+
+def instance_range(digest: bytes) -> tuple[bytes, bytes]:
+    """The datahashes (as stored) that begin with an Instance-Code body: ``low <= datahash <
+    high``. An Instance-Code is the start of the content's BLAKE3 digest."""
+    low = DATAHASH_PREFIX + digest
+    # The smallest byte string after every one that begins with ``low``: its last byte below
+    # 0xff raised by one, the 0xff bytes after it dropped.
+    stem = low.rstrip(b"\xff")
+    high = stem[:-1] + bytes([stem[-1] + 1])
+    return low, high
+
+
 def record_columns(record: FileRecord) -> tuple[Any, ...]:
     """The values of the ``files`` columns from ``dev`` to ``named_by_file``."""
     st = record.stat

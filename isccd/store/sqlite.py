@@ -36,6 +36,7 @@ from isccd.store.rows import (
     FILE_FROM,
     file_from_row,
     from_fs,
+    instance_range,
     record_columns,
     to_fs,
 )
@@ -125,6 +126,12 @@ class SqliteStore(Database):
             for stored in self._files(where, chunk):
                 found.setdefault(stored.record.datahash or "", []).append(stored)
         return found
+
+    def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:
+        """Live files whose datahash begins with ``digest`` (a range of the datahash index)."""
+        low, high = instance_range(digest)
+        where = "f.datahash >= ? AND f.datahash < ? AND f.removed_at IS NULL ORDER BY f.id"
+        return self._files(where, (low, high))
 
     def file_keys(self, ids: Sequence[int]) -> dict[int, FileKey]:
         """Identity and datahash of the live files among ``ids``."""

@@ -17,7 +17,7 @@ import pytest
 
 from isccd.client import AsyncClient
 from isccd.model import Event, EventType
-from isccd.protocol import DaemonStatus
+from isccd.results import DaemonStatus
 from tests.e2e.conftest import Daemon, daemons, next_event, of_type
 from tests.namespaces import unshare_tool
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from isccd.cli.answers import format_dupes, format_similar
-from isccd.model import UnitType
-from isccd.protocol import DupesResult, DupGroup, DupKind, DupMember, SimilarMatch, SimilarResult
+from isccd.model import RelationKind, UnitType
+from isccd.results import DupesResult, DupGroup, DupKind, DupMember, Match, SimilarResult
 
 
 def _group(*hosts: str) -> DupGroup:
     members = tuple(
-        DupMember(f"/srv/{i}.txt", "/srv", 10, "ISCC:IAA", host=host)
+        DupMember(
+            f"/srv/{i}.txt", "/srv", 10, "ISCC:KAC", UnitType.INSTANCE, "ISCC:IAA", 0, 0, host=host
+        )
         for i, host in enumerate(hosts)
     )
     return DupGroup(DupKind.EXACT, UnitType.INSTANCE, 0, 10, members)
@@ -23,6 +25,6 @@ def test_one_hosts_answers_read_as_before() -> None:
 def test_a_fleets_answers_name_the_hosts() -> None:
     text = format_dupes(DupesResult((_group("a", "b"),)))
     assert "a:/srv/0.txt" in text and "b:/srv/1.txt" in text
-    match = SimilarMatch("/srv/x", "/srv", UnitType.DATA, 3, 8, "ISCC:GAA", host="b")
-    other = SimilarMatch("/srv/y", "/srv", UnitType.DATA, 4, 8, "ISCC:GAA", host="a")
+    match = Match("/srv/x", "/srv", RelationKind.NEAR, UnitType.DATA, 3, 8, None, None, 1, host="b")
+    other = Match("/srv/y", "/srv", RelationKind.NEAR, UnitType.DATA, 4, 8, None, None, 1, host="a")
     assert "b:/srv/x" in format_similar(SimilarResult((match, other)))

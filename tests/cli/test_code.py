@@ -36,14 +36,14 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-def test_one_file_prints_one_sdk_shaped_object(
+def test_one_file_prints_an_array_of_one_sdk_shaped_object(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "My_holiday-photo.jpg"
     path.write_bytes(jpeg_bytes(scene()))
     status, out, _ = _run(capsys, str(path), "--json", "--units")
     assert status == 0
-    obj = json.loads(out)
+    [obj] = json.loads(out)
     assert obj["name"] == "My holiday photo"  # the SDK's file-name fallback
     assert obj["filename"] == "My_holiday-photo.jpg"
     assert (obj["mediatype"], obj["mode"], obj["width"], obj["height"]) == (
@@ -52,8 +52,9 @@ def test_one_file_prints_one_sdk_shaped_object(
         320,
         240,
     )
-    assert obj["filesize"] == path.stat().st_size
-    assert obj["iscc"] == iscc_core.gen_iscc_code_v0(obj["units"])["iscc"]
+    assert obj["size"] == path.stat().st_size and "filesize" not in obj
+    assert list(obj["units"]) == ["meta", "image", "data", "instance"]
+    assert obj["iscc"] == iscc_core.gen_iscc_code_v0(list(obj["units"].values()))["iscc"]
     assert obj["datahash"].startswith("1e20") and obj["metahash"].startswith("1e20")
     assert "issues" not in obj and "error" not in obj
 
@@ -83,6 +84,17 @@ def test_directories_are_walked_in_order_and_specials_skipped(
     # The same output with one worker: the order does not depend on scheduling.
     _, serial, _ = _run(capsys, str(tree), "--jsonl", "-j", "1")
     assert serial == out
+
+
+def test_json_is_one_array_of_every_file_and_jsonl_one_object_per_line(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, document, _ = _run(capsys, str(tree), "--json")
+    _, lines, _ = _run(capsys, str(tree), "--jsonl")
+    assert json.loads(document) == [json.loads(line) for line in lines.splitlines()]
+    assert len(lines.splitlines()) == 7
+    _, one, _ = _run(capsys, str(tree / "b-sub" / "deeper"), "--json")
+    assert [Path(o["path"]).name for o in json.loads(one)] == ["d.md"]  # an array all the same
 
 
 def test_failures_set_the_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,8 +133,12 @@ def test_bits_and_no_meta(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     path.write_text(PROSE)
     _, out, _ = _run(capsys, str(path), "--jsonl", "--units", "--bits", "256", "--no-meta")
     obj = json.loads(out)
-    assert [u[:6] for u in obj["units"]] == ["ISCC:E", "ISCC:G", "ISCC:I"]
-    assert all(len(iscc_core.iscc_decode(u)[4]) == 32 for u in obj["units"])
+    assert [(t, u[:6]) for t, u in obj["units"].items()] == [
+        ("text", "ISCC:E"),
+        ("data", "ISCC:G"),
+        ("instance", "ISCC:I"),
+    ]
+    assert all(len(iscc_core.iscc_decode(u)[4]) == 32 for u in obj["units"].values())
     assert "name" not in obj
 
 
@@ -145,7 +161,8 @@ def test_readable_summary_on_a_terminal(tmp_path: Path, monkeypatch: pytest.Monk
     lines = screen.getvalue().splitlines()
     assert lines[0].startswith("ISCC:K") and lines[0].endswith(str(path))
     assert "image/png" in lines[1] and "320x240" in lines[1]
-    assert sum(line.startswith("    ISCC:") for line in lines) == 4  # the units
+    units = [line.split()[0] for line in lines if ": ISCC:" in line]
+    assert units == ["meta:", "image:", "data:", "instance:"]
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ import pytest
 from isccd.cli.dedupe import found_groups
 from isccd.cli.main import main
 from isccd.model import UnitType
-from isccd.protocol import DupesResult, DupGroup, DupKind, DupMember
+from isccd.results import DupesResult, DupGroup, DupKind, DupMember
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "docs" / "schema" / "plan.schema.json").read_text()
@@ -165,9 +165,39 @@ def test_files_of_other_hosts_are_never_in_a_plan() -> None:
     # A fleet's index: this host's copy, another host's copy at the same path, and another
     # host's copy elsewhere; nothing here can act on the other hosts' files.
     members = (
-        DupMember("/srv/a", "/srv", 10, "ISCC:IAAZV3ZSNCAD3X7B", host="here"),
-        DupMember("/srv/a", "/srv", 10, "ISCC:IAAZV3ZSNCAD3X7B", host="there"),
-        DupMember("/srv/b", "/srv", 10, "ISCC:IAAZV3ZSNCAD3X7B", host="here"),
+        DupMember(
+            "/srv/a",
+            "/srv",
+            10,
+            None,
+            UnitType.INSTANCE,
+            "ISCC:IAAZV3ZSNCAD3X7B",
+            0,
+            0,
+            host="here",
+        ),
+        DupMember(
+            "/srv/a",
+            "/srv",
+            10,
+            None,
+            UnitType.INSTANCE,
+            "ISCC:IAAZV3ZSNCAD3X7B",
+            0,
+            0,
+            host="there",
+        ),
+        DupMember(
+            "/srv/b",
+            "/srv",
+            10,
+            None,
+            UnitType.INSTANCE,
+            "ISCC:IAAZV3ZSNCAD3X7B",
+            0,
+            0,
+            host="here",
+        ),
     )
     result = DupesResult((DupGroup(DupKind.EXACT, UnitType.INSTANCE, 0, 20, members),))
     [group] = found_groups(result, host="here")

@@ -93,10 +93,10 @@ def test_explain_prints_json_when_piped() -> None:
     assert (first["valid"], first["canonical"]) == (True, True)
     assert first["type_id"] == ic.iscc_type_id(ISCC_CODE)
     assert first["explain"] == ic.iscc_explain(ISCC_CODE)
-    assert [u["iscc"] for u in first["units"]] == [
+    assert [u["iscc"] for u in first["parts"]] == [
         "ISCC:" + u for u in ic.iscc_decompose(ISCC_CODE)
     ]
-    assert [u["explain"] for u in first["units"]] == [
+    assert [u["explain"] for u in first["parts"]] == [
         ic.iscc_explain(u) for u in ic.iscc_decompose(ISCC_CODE)
     ]
     assert second["iscc"] == "ISCC:EAASKDNZNYGUUF5A"
@@ -129,7 +129,7 @@ def test_explain_shows_units_that_make_no_iscc_code() -> None:
     (info,) = json.loads(result.stdout)
     assert info["iscc"] is None
     assert info["valid"] is False
-    assert [u["type_id"] for u in info["units"]] == ["CONTENT-TEXT-V0-64", "CONTENT-IMAGE-V0-64"]
+    assert [u["type_id"] for u in info["parts"]] == ["CONTENT-TEXT-V0-64", "CONTENT-IMAGE-V0-64"]
 
 
 def test_compare_json_equals_the_reference() -> None:
@@ -138,12 +138,13 @@ def test_compare_json_equals_the_reference() -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["compare"] == ic.iscc_compare(ISCC_CODE, other)
-    assert [(u["type"], u["bits"], u["distance"]) for u in report["units"]] == [
+    assert [(u["type"], u["bits"], u["distance"]) for u in report["pairs"]] == [
         ("CONTENT-TEXT-V0", 64, 0),
         ("DATA-NONE-V0", 64, 0),
         ("INSTANCE-NONE-V0", 64, 0),
     ]
-    assert {u["similarity"] for u in report["units"]} == {100}
+    assert {u["similarity"] for u in report["pairs"]} == {100}
+    assert report["duplicate"] == "exact" and report["files"] == {"a": None, "b": None}
 
 
 def test_compare_on_a_terminal() -> None:
@@ -151,8 +152,11 @@ def test_compare_on_a_terminal() -> None:
     b = "ISCC:" + ic.encode_component(ic.MT.CONTENT, 0, 0, 64, b"\xff" + bytes(7))
     status, out = isccd_on_a_terminal("compare", a, b)
     assert status == 0
-    # 8 of 64 bits differ: similarity int(56 / 64 * 100) = 87 %.
-    assert out.splitlines()[-1] == "CONTENT-TEXT-V0   64 bits  distance   8  similarity  87%"
+    # 8 of 64 bits differ: similarity int(56 / 64 * 100) = 87 %, within the text threshold.
+    assert out.splitlines()[-2:] == [
+        "CONTENT-TEXT-V0   64 bits  distance   8  similarity  87%  within 15",
+        "duplicates: near",
+    ]
 
 
 @pytest.mark.slow

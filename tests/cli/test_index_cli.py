@@ -90,7 +90,8 @@ def test_dupes_get_and_similar(
     assert status == 0
     groups = report["groups"]
     assert [g["kind"] for g in groups] == ["exact", "exact"]
-    assert groups[0]["wasted_bytes"] == 200_000  # the largest waste first
+    assert groups[0]["reclaimable"] == 200_000  # the most reclaimable first
+    assert report["totals"]["groups"] == 2
     assert {m["path"] for m in groups[1]["members"]} == {
         str(library / "docs" / "report.txt"),
         str(library / "backup_report.txt"),
@@ -99,7 +100,8 @@ def test_dupes_get_and_similar(
     [group] = [g for g in near["groups"] if g["kind"] == "near"]
     paths = {m["path"] for m in group["members"]}
     assert str(library / "docs" / "draft.txt") in paths and str(library / "other.txt") not in paths
-    assert {pair["unit"] for pair in group["pairs"]} >= {"text"}
+    assert {m["unit"] for m in group["members"]} >= {"text"}
+    assert all(m["distance"] <= m["threshold"] for m in group["members"])
 
     status, view, _ = run(["get", "--state", state, str(library / "docs" / "draft.txt")], capsys)
     assert status == 0 and view["removed"] is None and view["mode"] == "text"
@@ -173,8 +175,8 @@ def test_readable_text_on_a_terminal(
     assert main(["dupes", "--state", state, "--near"]) == 0
     assert main(["get", "--state", state, str(library / "docs" / "report.txt")]) == 0
     text = screen.getvalue()
-    assert "exact: 2 files, 195.3 KiB wasted" in text
-    assert "near: #" in text and "hardlink" not in text
+    assert "exact: 2 files, 195.3 KiB reclaimable" in text
+    assert " by text to #" in text and "hardlink" not in text
     assert f"{library / 'docs' / 'report.txt'} (indexed)" in text
 
 

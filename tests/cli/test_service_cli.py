@@ -18,7 +18,8 @@ from structlog.testing import capture_logs
 from isccd.cli.main import main
 from isccd.cli.service import format_event, format_status
 from isccd.model import Event, EventType
-from isccd.protocol import DaemonStatus, DatabaseStatus, FleetHost, from_wire
+from isccd.protocol import from_wire
+from isccd.results import DaemonStatus, DatabaseStatus, FleetHost
 from tests.server.fakes import FakeBackend, ServerThread
 
 ISCCD = [sys.executable, "-m", "isccd"]

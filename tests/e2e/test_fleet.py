@@ -21,7 +21,7 @@ import pytest
 from isccd.client import AsyncClient, Client
 from isccd.errors import ProtocolError
 from isccd.model import Event, EventType
-from isccd.protocol import DupesQuery
+from isccd.results import DupesQuery
 from tests.cli.test_index_cli import prose
 from tests.e2e.conftest import Daemon, daemons, next_event
 from tests.extract.media import scene

@@ -19,9 +19,11 @@ import pytest
 
 from isccd.cli.main import main
 from isccd.client import AsyncClient
-from isccd.protocol import SimilarQuery, SimilarRequest
+from isccd.protocol import SimilarRequest, event_to_wire
+from isccd.results import SimilarQuery
 from tests.cli.test_index_cli import prose
-from tests.e2e.conftest import Daemon, daemons
+from tests.e2e.conftest import Daemon, daemons, events_until
+from tests.schemas import check
 
 #: Each test runs a real daemon process.
 pytestmark = pytest.mark.slow
@@ -71,21 +73,71 @@ def processed(daemon: Daemon) -> set[str]:
         ["similar", "docs/report.txt"],
         ["similar", "fresh.txt"],
         ["similar", "backup.txt", "--max-distance", "0"],
+        ["similar", "docs/report.txt", "--unit", "text"],
+        ["similar", "outside.txt"],
         ["dupes", "--near"],
         ["dupes", "--limit", "1"],
+        ["dupes", "--near", "--type", "text", "--unit", "text"],
+        ["dupes", "--near", "--root", "docs/"],
     ],
 )
 def test_the_daemon_and_the_store_give_the_same_answer(
     daemon: Daemon, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
-    args = [str(daemon.root / a) if a.endswith(".txt") else a for a in command]
+    args = [_place(daemon, a) for a in command]
     status, asked, err = run(capsys, *args, "--socket", str(daemon.socket))
     assert status == 0, err
     status, read, err = run(capsys, *args, "--state", str(daemon.state))
     assert status == 0, err
     assert asked == read
-    assert asked != {"matches": [], "truncated": False}  # something was found to compare
-    assert asked != {"groups": [], "truncated": False}
+    assert asked.get("matches") != [] and asked.get("groups") != []  # something to compare
+    assert str(daemon.base / "outside.txt") not in processed(daemon)  # never read by it
+
+
+def _place(daemon: Daemon, arg: str) -> str:
+    """A file or folder argument in the daemon's root (``outside.txt`` next to it)."""
+    if arg == "outside.txt":
+        return str(daemon.base / arg)
+    return str(daemon.root / arg) if arg.endswith((".txt", "/")) else arg
+
+
+def test_similar_to_a_code_finds_the_files_with_its_bytes_and_its_near_files(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = str(daemon.root / "docs" / "report.txt")
+    status, info, _ = run(capsys, "get", report, "--socket", str(daemon.socket))
+    assert status == 0
+    for source in ("--socket", "--state"):
+        place = str(daemon.socket if source == "--socket" else daemon.state)
+        status, found, err = run(capsys, "similar", "--code", info["iscc"], source, place)
+        assert status == 0, err
+        exact = {
+            (m["path"], tuple(m["links"])) for m in found["matches"] if m["relation"] == "exact"
+        }
+        # The file itself and its copy, whose two names are one match.
+        assert exact == {
+            (str(daemon.root / "docs" / "report.txt"), ()),
+            (str(daemon.root / "backup-link.txt"), (str(daemon.root / "backup.txt"),)),
+        }
+        near = {m["path"] for m in found["matches"] if m["relation"] == "near"}
+        assert str(daemon.root / "docs" / "draft.txt") in near
+        assert all(m["iscc"] and m["code"] for m in found["matches"])
+        status, text_only, _ = run(
+            capsys, "similar", "--code", info["iscc"], "--unit", "text", source, place
+        )
+        assert {m["unit"] for m in text_only["matches"]} == {"text"}
+
+
+def test_a_files_hardlinks_are_one_match(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = str(daemon.root / "docs" / "report.txt")
+    status, found, _ = run(capsys, "similar", report, "--socket", str(daemon.socket))
+    assert status == 0
+    named = [m for m in found["matches"] if "backup" in m["path"]]
+    assert [(m["path"], m["links"]) for m in named] == [
+        (str(daemon.root / "backup-link.txt"), [str(daemon.root / "backup.txt")])
+    ]
 
 
 def test_a_file_not_indexed_is_coded_by_the_daemon_but_not_stored(
@@ -105,11 +157,7 @@ def test_outside_the_roots_or_ignored_is_refused_and_nothing_is_hashed(
 ) -> None:
     outside = daemon.base / "outside.txt"
     ignored = daemon.root / "secret.skip"
-    for command in (
-        ["similar", str(outside)],
-        ["get", str(outside)],
-        ["get", str(daemon.root / "escape.txt")],
-    ):
+    for command in (["get", str(outside)], ["get", str(daemon.root / "escape.txt")]):
         status, out, err = run(capsys, *command, "--socket", str(daemon.socket))
         assert (status, out) == (1, None)
         assert "is not inside a watched root (outside_roots)" in err
@@ -138,7 +186,7 @@ def test_the_default_socket_is_asked_and_without_a_daemon_the_default_store_is_r
     outside = str(daemon.base / "outside.txt")
     # The daemon at the default socket answers: it refuses a path outside its roots.
     monkeypatch.setenv("RUNTIME_DIRECTORY", str(daemon.socket.parent))
-    status, _, err = run(capsys, "similar", outside)
+    status, _, err = run(capsys, "get", outside)
     assert status == 1 and "outside_roots" in err
     # No daemon there: the default store answers, silently, and codes the outside file itself.
     monkeypatch.setenv("RUNTIME_DIRECTORY", str(daemon.base / "nothing-here"))
@@ -196,3 +244,33 @@ def test_a_max_distance_beyond_64_bits_is_refused_clearly_by_the_socket_and_offl
         err = capsys.readouterr().err
         assert exited.value.code == 2
         assert "--max-distance: must be 0 to 64, got 100" in err and "Traceback" not in err
+
+
+def test_the_daemons_replies_and_events_follow_the_schemas(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = ("--socket", str(daemon.socket))
+    report = str(daemon.root / "docs" / "report.txt")
+    # A copy that comes and goes (dup.exact, then dup.resolved), and a broken image (file.error).
+    extra, broken = daemon.root / "extra.txt", daemon.root / "broken.png"
+    extra.write_text(prose(3))
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    assert run(capsys, "rescan", "--wait", "--json", *sock)[0] == 0
+    extra.unlink()
+    broken.unlink()
+    status, rescan, _ = run(capsys, "rescan", "--wait", "--json", *sock)
+    assert status == 0
+    check("rescan", rescan)
+    status, state, _ = run(capsys, "status", "--json", *sock)
+    assert status == 0
+    check("status", state)
+    check("get", run(capsys, "get", report, "--json", *sock)[1])
+    check("similar", run(capsys, "similar", report, "--json", *sock)[1])
+    check("dupes", run(capsys, "dupes", "--near", "--json", *sock)[1])
+    events = asyncio.run(events_until(daemon, 0, state["last_seq"]))
+    wire = [event_to_wire(e) for e in events]
+    for event in wire:
+        check("event", event)
+    seen = {e["event"] for e in wire}
+    assert {"file.added", "dup.exact", "dup.near", "dup.resolved", "file.error"} <= seen, seen
+    assert all(e["host"] for e in wire)  # every logged event names its host

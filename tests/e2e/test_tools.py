@@ -44,7 +44,7 @@ def test_fpcalc_installed_under_the_daemon_is_used(
         watcher = await daemon.client()
         await control.sync()
         before = await control.get(str(tone))
-        assert UnitType.AUDIO not in {u.type for u in before.units}
+        assert UnitType.AUDIO not in before.units
         assert any(i.code == "tool_missing" for i in before.issues if i.stage == "audio")
         untouched = await control.get(str(picture))
         await watcher.subscribe()
@@ -59,9 +59,12 @@ def test_fpcalc_installed_under_the_daemon_is_used(
         )
         assert (done.data["queued"], done.data["hashed"]) == (1, 1)
         after = await control.get(str(tone))
-        [audio] = [u for u in after.units if u.type is UnitType.AUDIO]
         fresh = compute_record(str(tone)).unit(UnitType.AUDIO)
-        assert fresh is not None and (audio.iscc, audio.profile) == (fresh.iscc, fresh.profile)
+        assert fresh is not None
+        assert (after.units[UnitType.AUDIO], after.profiles[UnitType.AUDIO]) == (
+            fresh.iscc,
+            fresh.profile,
+        )
         assert after.iscc == compute_record(str(tone)).iscc
         assert await control.get(str(picture)) == untouched
         await control.close()

@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 from isccd.cli.main import main
 from isccd.client import Client
 from isccd.model import Event, EventType
-from isccd.protocol import DupesResult
+from isccd.results import DupesResult
 
 from .conftest import Daemon, events_until, next_event, of_type
 
@@ -114,11 +114,12 @@ def test_copy_move_delete(make_daemon: Callable[..., Daemon]) -> None:
 
 
 def _isccd_code(path: Path) -> Any:
-    """What `isccd code PATH` prints."""
+    """What `isccd code PATH` prints for the file (an array of one)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["code", str(path)]) == 0
-    return json.loads(out.getvalue())
+    [coded] = json.loads(out.getvalue())
+    return coded
 
 
 def test_a_file_renamed_while_the_daemon_was_stopped_gets_its_new_name_unread(

@@ -19,7 +19,7 @@ from typing import Any
 from isccd.match import Thresholds
 from isccd.model import Event, FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Unit, UnitType
 from isccd.pipeline import Pipeline, PipelineOptions
-from isccd.protocol import DupesQuery, DupGroup, FileInfo
+from isccd.results import DupesQuery, DupGroup, FileInfo
 from isccd.store import SqliteOptions, Store, open_store, state_url
 
 PROFILE = "fake/1"

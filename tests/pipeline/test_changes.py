@@ -22,7 +22,7 @@ from isccd.errors import StoreFullError
 from isccd.match import Thresholds
 from isccd.model import EventType, FileRecord, UnitType
 from isccd.pipeline import PipelineOptions
-from isccd.protocol import SimilarQuery
+from isccd.results import SimilarQuery
 from isccd.store import SqliteOptions
 from tests.pipeline.harness import (
     PAD,
@@ -49,7 +49,7 @@ def test_a_scan_announces_files_and_exact_duplicates(h: Harness) -> None:
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert all(e.time > 1_000_000 for e in events)  # the injected clock
     [group] = h.dupes()
-    assert group.kind == "exact" and group.wasted_bytes == 3
+    assert group.kind == "exact" and group.reclaimable == 3
     assert sorted(m.path for m in group.members) == [h.p("a"), h.p("sub/copy")]
 
 
@@ -147,7 +147,9 @@ def test_near_duplicates_begin_change_and_end(h: Harness) -> None:
         ("b", 4),
     ]
     [group] = h.dupes(near=True)
-    assert group.kind == "near" and len(group.members) == 3 and len(group.pairs) == 2
+    assert group.kind == "near" and len(group.members) == 3
+    # Each member at its nearest: a 5 bits from c, b and c 4 apart (a-b, 9, is no relation).
+    assert sorted((m.path[-1], m.distance) for m in group.members) == [("a", 5), ("b", 4), ("c", 4)]
 
 
 def test_new_thresholds_are_applied_to_stored_relations(h: Harness) -> None:
@@ -463,3 +465,21 @@ def test_a_watched_path_through_a_link_out_of_the_root_is_not_indexed(
     assert kinds(events) == [("file.removed", "secret")]
     assert sum(h.hasher.calls.values()) == calls
     assert h.get(h.p("race/secret")).removed is not None  # type: ignore[union-attr]
+
+
+def test_a_files_hardlinks_are_one_of_the_others_of_a_duplicate_event(h: Harness) -> None:
+    h.write("a", "A:0")
+    (h.root / "a-link").hardlink_to(h.root / "a")
+    h.scan()
+    h.write("copy", "A:0")
+    events = h.scan()
+    [dup] = [e for e in events if e.type is EventType.DUP_EXACT]
+    assert dup.path == h.p("copy")
+    # One entry for the file, its other name in links; count counts the names.
+    [other] = dup.data["others"]
+    assert (other["path"], other["links"], other["relation"]) == (
+        h.p("a"),
+        [h.p("a-link")],
+        "exact",
+    )
+    assert other["code"] == dup.data["code"] and dup.data["count"] == 2

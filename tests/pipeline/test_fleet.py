@@ -17,7 +17,7 @@ import pytest
 
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline, PipelineOptions
-from isccd.protocol import DupesQuery
+from isccd.results import DupesQuery
 from tests.pipeline.harness import Clock, FamilyHasher
 
 NEAR = DupesQuery(near=True)

@@ -20,7 +20,7 @@ from isccd.match import Thresholds
 from isccd.model import Event, EventType
 from isccd.pipeline import Pipeline, PipelineOptions, policy
 from isccd.pipeline.index import Index
-from isccd.protocol import DupesQuery
+from isccd.results import DupesQuery
 from isccd.store import open_store, state_url
 from tests.pipeline.harness import PAD, Harness, others, pairs, snapshot
 

@@ -12,14 +12,12 @@ from hypothesis import strategies as st
 
 from isccd.model import Event, EventType
 from isccd.protocol import (
-    DupesQuery,
     DupesRequest,
     ErrorCode,
     EventFilter,
     GetRequest,
     HelloRequest,
     RescanRequest,
-    SimilarQuery,
     SimilarRequest,
     StatusRequest,
     SubscribeRequest,
@@ -29,6 +27,7 @@ from isccd.protocol import (
     encode_request,
 )
 from isccd.protocol.requests import RequestError
+from isccd.results import DupesQuery, SimilarQuery
 from tests.protocol.strategies import ids, normal_paths, paths
 
 limits = st.integers(min_value=1, max_value=10_000)

@@ -10,42 +10,42 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isccd.model import FileIssue, IssueCode, IssueKind, Mode, UnitType
-from isccd.protocol import (
+from isccd.model import FileIssue, IssueCode, IssueKind, Mode, RelationKind, UnitType
+from isccd.protocol import HelloResult, SubscribeResult, from_wire, to_wire
+from isccd.results import (
     DaemonStatus,
     DupesResult,
     DupGroup,
     DupKind,
     DupMember,
-    DupPair,
     FileInfo,
-    HelloResult,
-    Relation,
+    Match,
     RootStatus,
     ScanProgress,
     ServiceStatistics,
-    SimilarMatch,
     SimilarResult,
-    SubscribeResult,
-    UnitInfo,
-    from_wire,
-    to_wire,
+    Totals,
 )
 from tests.protocol.strategies import paths
 
 texts = st.text(max_size=12)
 opt_int = st.none() | st.integers(min_value=0, max_value=2**62)
 opt_float = st.none() | st.floats(min_value=0, max_value=4e9)
+links = st.lists(paths, max_size=2).map(tuple)
 matches = st.lists(
     st.builds(
-        SimilarMatch,
+        Match,
         paths,
         paths,
+        st.sampled_from(RelationKind),
         st.sampled_from(UnitType),
         st.integers(0, 256),
         st.integers(0, 256),
+        st.none() | texts,
+        st.none() | texts,
+        opt_int,
+        links,
         texts,
-        st.sampled_from(Relation),
     ),
     max_size=3,
 ).map(tuple)
@@ -100,10 +100,8 @@ results = st.one_of(
         iscc=st.none() | texts,
         datahash=st.none() | texts,
         name=st.none() | texts,
-        units=st.lists(
-            st.builds(UnitInfo, st.sampled_from(UnitType), texts, st.integers(0, 256), texts),
-            max_size=4,
-        ).map(tuple),
+        units=st.dictionaries(st.sampled_from(UnitType), texts, max_size=4),
+        profiles=st.dictionaries(st.sampled_from(UnitType), texts, max_size=4),
         issues=st.lists(
             st.builds(
                 FileIssue,
@@ -136,26 +134,23 @@ results = st.one_of(
                         paths,
                         opt_int,
                         st.none() | texts,
-                        st.none() | st.integers(0, 64),
-                        st.lists(paths, max_size=2).map(tuple),
+                        st.sampled_from(UnitType),
+                        st.none() | texts,
+                        st.integers(0, 64),
+                        st.integers(0, 64),
+                        st.none() | st.integers(0, 9),
+                        st.none() | texts,
+                        st.none() | st.sampled_from(Mode),
+                        links,
+                        texts,
                     ),
                     max_size=3,
-                ).map(tuple),
-                st.lists(
-                    st.builds(
-                        DupPair,
-                        st.integers(0, 9),
-                        st.integers(0, 9),
-                        st.sampled_from(UnitType),
-                        st.integers(0, 64),
-                        st.integers(0, 64),
-                    ),
-                    max_size=2,
                 ).map(tuple),
             ),
             max_size=3,
         ).map(tuple),
         st.booleans(),
+        st.builds(Totals, *[st.integers(0, 2**40)] * 3),
     ),
 )
 
@@ -178,7 +173,8 @@ def test_readers_ignore_members_they_do_not_know_and_default_missing_optional_on
         {"path": 3, "root": "/r"},
         {"path": "/r/a", "root": "/r", "size": True},
         {"path": "/r/a", "root": "/r", "mode": "smell"},
-        {"path": "/r/a", "root": "/r", "units": {}},
+        {"path": "/r/a", "root": "/r", "units": []},
+        {"path": "/r/a", "root": "/r", "units": {"colour": "ISCC:GAA"}},
     ],
 )
 def test_readers_reject_members_of_the_wrong_type(obj: dict[str, Any]) -> None:

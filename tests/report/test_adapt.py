@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from isccd.model import UnitType
-from isccd.protocol import DupesResult, DupGroup, DupKind, DupMember, DupPair
 from isccd.report.adapt import view_of_dupes
 from isccd.report.model import (
     FileFacts,
@@ -15,29 +14,27 @@ from isccd.report.model import (
     Totals,
 )
 from isccd.report.page import page_data
+from isccd.results import DupesResult, DupGroup, DupKind, DupMember
 
 INSTANCE = "ISCC:IAAZV3ZSNCAD3X7B"
 
 
-def test_each_member_is_as_far_as_its_nearest_other_member() -> None:
-    # a ~ b by image at 5, b ~ c by image at 2, a ~ c by data at 1: a's nearest is c (data, 1),
-    # b's is c (image, 2), c's is a (data, 1). d is named by no pair: its distance to the first.
+def test_each_member_keeps_its_distance_and_unit_to_its_nearest_other_member() -> None:
+    # a's nearest is c (data, 1), b's is c (image, 2), c's is a (data, 1).
     members = tuple(
-        DupMember(f"/r/{name}", "/r", size, "ISCC:EEA", distance)
-        for name, size, distance in (("a", 400, 0), ("b", 300, 5), ("c", 200, 7), ("d", 100, 9))
+        DupMember(f"/r/{name}", "/r", size, "ISCC:KEC", unit, "ISCC:EEA", distance, 12, nearest)
+        for name, size, unit, distance, nearest in (
+            ("a", 400, UnitType.DATA, 1, 2),
+            ("b", 300, UnitType.IMAGE, 2, 2),
+            ("c", 200, UnitType.DATA, 1, 0),
+        )
     )
-    pairs = (
-        DupPair(0, 1, UnitType.IMAGE, 5, 12),
-        DupPair(1, 2, UnitType.IMAGE, 2, 12),
-        DupPair(0, 2, UnitType.DATA, 1, 8),
-    )
-    group = DupGroup(DupKind.NEAR, UnitType.IMAGE, 12, 600, members, pairs)
+    group = DupGroup(DupKind.NEAR, UnitType.IMAGE, 12, 500, members)
     view = view_of_dupes(DupesResult((group,)))
     assert [(m.path, m.unit, m.distance) for m in view.groups[0].members] == [
         ("/r/a", "data", 1),
         ("/r/b", "image", 2),
         ("/r/c", "data", 1),
-        ("/r/d", "image", 9),
     ]
     assert all(m.instance is None for m in view.groups[0].members)
     assert (view.groups[0].kind, view.groups[0].unit, view.groups[0].threshold) == (
@@ -49,8 +46,10 @@ def test_each_member_is_as_far_as_its_nearest_other_member() -> None:
 
 def test_exact_members_carry_their_instance_code_and_links() -> None:
     members = (
-        DupMember("/r/x", "/r", 10, INSTANCE, 0, ("/r/x-link",)),
-        DupMember("/r/y", "/r", 10, INSTANCE, 0),
+        DupMember(
+            "/r/x", "/r", 10, "ISCC:KAC", UnitType.INSTANCE, INSTANCE, 0, 0, links=("/r/x-link",)
+        ),
+        DupMember("/r/y", "/r", 10, "ISCC:KAC", UnitType.INSTANCE, INSTANCE, 0, 0),
     )
     group = DupGroup(DupKind.EXACT, UnitType.INSTANCE, 0, 10, members)
     view = view_of_dupes(DupesResult((group,), truncated=True))
@@ -75,15 +74,20 @@ def test_totals_count_groups_members_and_reclaimable_bytes() -> None:
         UnitType.INSTANCE,
         0,
         30,
-        tuple(DupMember(f"/r/{i}", "/r", 10, INSTANCE) for i in range(4)),
+        tuple(
+            DupMember(f"/r/{i}", "/r", 10, None, UnitType.INSTANCE, INSTANCE, 0, 0)
+            for i in range(4)
+        ),
     )
     near = DupGroup(
         DupKind.NEAR,
         UnitType.TEXT,
         15,
         5,
-        (DupMember("/r/t", "/r", 9, None), DupMember("/r/u", "/r", 5, None, 3)),
-        (DupPair(0, 1, UnitType.TEXT, 3, 15),),
+        (
+            DupMember("/r/t", "/r", 9, None, UnitType.TEXT, None, 3, 15, 1),
+            DupMember("/r/u", "/r", 5, None, UnitType.TEXT, None, 3, 15, 0),
+        ),
     )
     assert view_of_dupes(DupesResult((exact, near))).totals() == Totals(2, 6, 35)
 
@@ -91,8 +95,8 @@ def test_totals_count_groups_members_and_reclaimable_bytes() -> None:
 def test_another_hosts_file_is_shown_and_never_looked_at_here() -> None:
     # The same path on two hosts of a fleet: this host's file is looked at, the other is not.
     members = (
-        DupMember("/r/a", "/r", 10, INSTANCE, host="here"),
-        DupMember("/r/a", "/r", 10, INSTANCE, host="there"),
+        DupMember("/r/a", "/r", 10, None, UnitType.INSTANCE, INSTANCE, 0, 0, host="here"),
+        DupMember("/r/a", "/r", 10, None, UnitType.INSTANCE, INSTANCE, 0, 0, host="there"),
     )
     view = view_of_dupes(
         DupesResult((DupGroup(DupKind.EXACT, UnitType.INSTANCE, 0, 10, members),)), "here"

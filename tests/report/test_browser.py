@@ -94,7 +94,7 @@ def test_totals_are_those_of_dupes(page: Page, library: Library) -> None:
     groups: list[dict[str, Any]] = dupes(library)["groups"]  # type: ignore[assignment]
     assert int(dataset(page, "groups")) == len(groups) == int(dataset(page, "matched"))
     assert int(dataset(page, "files")) == sum(len(g["members"]) for g in groups)
-    assert int(dataset(page, "reclaimable")) == sum(g["wasted_bytes"] for g in groups)
+    assert int(dataset(page, "reclaimable")) == sum(g["reclaimable"] for g in groups)
     shown = page.evaluate("document.querySelectorAll('section.group').length")
     assert shown == len(groups)
     # Exact and near apart: two sections, exact first.

@@ -35,7 +35,7 @@ def test_the_report_shows_what_dupes_lists(
     listed = dupes(library)
     groups: list[dict[str, Any]] = listed["groups"]  # type: ignore[assignment]
     files = sum(len(g["members"]) for g in groups)
-    wasted = sum(g["wasted_bytes"] for g in groups)
+    wasted = sum(g["reclaimable"] for g in groups)
     assert (len(groups), files) == (7, 19)
     assert stdout == f"{out}: 7 groups, 19 files, {wasted / 1024:.1f} KiB reclaimable\n"
     data = page_data(out.read_text())

@@ -12,16 +12,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from isccd.errors import ProtocolError, StoreError
-from isccd.model import Event, EventType, UnitType
-from isccd.protocol import (
+from isccd.model import Event, EventType, RelationKind, UnitType
+from isccd.protocol import ErrorCode, RescanResult
+from isccd.results import (
     DaemonStatus,
     DupesQuery,
     DupesResult,
-    ErrorCode,
     FileInfo,
-    RescanResult,
+    Match,
     RootStatus,
-    SimilarMatch,
     SimilarQuery,
     SimilarResult,
 )
@@ -115,7 +114,17 @@ class FakeBackend:
         if query.code == "bad":
             raise ProtocolError(ErrorCode.INVALID_ARGUMENT, "not an ISCC")
         matches = tuple(
-            SimilarMatch(info.path, info.root, UnitType.DATA, 3, 12, "ISCC:GAAQQICA")
+            Match(
+                info.path,
+                info.root,
+                RelationKind.NEAR,
+                UnitType.DATA,
+                3,
+                12,
+                info.iscc,
+                "ISCC:GAAQQICA",
+                info.size,
+            )
             for info in self.files.values()
             if info.path != query.path
         )

@@ -18,16 +18,13 @@ from isccd.protocol import (
     MAX_LINE_BYTES,
     PROTOCOL_VERSION,
     Command,
-    DupesQuery,
     DupesRequest,
-    FileInfo,
     HelloRequest,
     Reply,
     RescanRequest,
-    SimilarQuery,
     SimilarRequest,
-    UnitInfo,
 )
+from isccd.results import DupesQuery, FileInfo, SimilarQuery
 
 from .fakes import FakeBackend, serving
 
@@ -89,7 +86,7 @@ def test_get_resolves_the_path_and_answers_from_the_index(root_dir: Path, short_
         f"{root_dir}/sub/b.txt",
         str(root_dir),
         size=1,
-        units=(UnitInfo(UnitType.DATA, "ISCC:GAAQQICA", 64),),
+        units={UnitType.DATA: "ISCC:GAAQQICA"},
     )
 
     async def scenario(client: AsyncClient, backend: FakeBackend) -> None:
@@ -179,6 +176,7 @@ def test_similar_dupes_rescan_and_sync(root_dir: Path, short_dir: Path) -> None:
         assert (await client.request(DupesRequest(0, DupesQuery(near=True)))).unwrap() == {
             "groups": [],
             "truncated": False,
+            "totals": {"groups": 0, "files": 0, "reclaimable": 0},
         }
         rescan = await client.request(RescanRequest(0, f"{root_dir}/sub"))
         assert rescan.unwrap() == {"roots": [f"{root_dir}/sub"]}

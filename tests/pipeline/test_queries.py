@@ -1,6 +1,6 @@
-"""The index's answers in the protocol's terms (:mod:`isccd.pipeline.answers`), which the daemon
-and the command line both give: codes given to ``similar`` become units; files, matches and
-duplicate groups carry their hardlinks, relations, units and distances.
+"""The index's answers (:mod:`isccd.results`), which the daemon and the command line both give:
+codes given to ``similar`` become units; files, matches and duplicate groups carry their
+hardlinks (one entry per file), relations, units and distances.
 
 Files are hashed by the pipeline tests' :class:`~tests.pipeline.harness.FamilyHasher`, whose
 Data-Codes are designed (``"A:3"`` is 3 bits from ``"A:0"``, far from any ``"B:..."``), so the
@@ -19,19 +19,9 @@ import pytest
 
 from isccd.errors import ProtocolError
 from isccd.match import Thresholds
-from isccd.model import FileRecord, UnitType
-from isccd.pipeline import IndexReader, PipelineOptions, answers
-from isccd.protocol import (
-    DupesQuery,
-    DupesResult,
-    DupKind,
-    DupMember,
-    DupPair,
-    Relation,
-    SimilarMatch,
-    SimilarQuery,
-    SimilarResult,
-)
+from isccd.model import FileRecord, RelationKind, UnitType
+from isccd.pipeline import IndexReader, PipelineOptions, queries
+from isccd.results import DupesQuery, DupesResult, DupKind, Match, SimilarQuery, SimilarResult
 from isccd.store import default_host, state_url
 from tests.pipeline.harness import Harness
 
@@ -42,7 +32,7 @@ def test_an_iscc_code_becomes_its_units() -> None:
     data = iscc_core.gen_data_code_v0(io.BytesIO(b"\x00" * 2048))["iscc"]
     instance = iscc_core.gen_instance_code_v0(io.BytesIO(b"\x00" * 2048))["iscc"]
     code = iscc_core.gen_iscc_code_v0([meta, text, data, instance])["iscc"]
-    units = answers.units_of_code(code)
+    units = queries.units_of_code(code)
     expected = ["ISCC:" + u for u in iscc_core.iscc_decompose(code)]
     assert [u.iscc for u in units] == expected
     assert [u.type for u in units] == [
@@ -52,14 +42,14 @@ def test_an_iscc_code_becomes_its_units() -> None:
         UnitType.INSTANCE,
     ]
     assert units[1].digest == iscc_core.iscc_decode(text)[4]
-    (single,) = answers.units_of_code(text)
+    (single,) = queries.units_of_code(text)
     assert single.type is UnitType.TEXT
 
 
 @pytest.mark.parametrize("code", ["", "ISCC:NOTACODE", "hello"])
 def test_an_undecodable_code_is_an_invalid_argument(code: str) -> None:
     with pytest.raises(ProtocolError) as info:
-        answers.units_of_code(code)
+        queries.units_of_code(code)
     assert info.value.code == "invalid_argument"
 
 
@@ -81,7 +71,7 @@ def h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
 def unit_of(h: Harness, name: str, unit_type: UnitType) -> str:
     info = h.get(h.p(name))
     assert info is not None
-    return next(u.iscc for u in info.units if u.type is unit_type)
+    return info.units[unit_type]
 
 
 def instance_of(h: Harness, name: str) -> str:
@@ -92,13 +82,20 @@ def data_of(h: Harness, name: str) -> str:
     return unit_of(h, name, UnitType.DATA)
 
 
-def test_groups_have_one_member_per_file_with_its_unit_and_distance_to_the_first(
+def iscc_of(h: Harness, name: str) -> str | None:
+    info = h.get(h.p(name))
+    assert info is not None
+    return info.iscc
+
+
+def test_groups_have_one_member_per_file_with_its_distance_to_the_nearest(
     h: Harness,
 ) -> None:
     result = h.run(h.pipeline.dupes(DupesQuery(near=True)))
-    near, exact = result.groups  # 6 bytes wasted, then 3
+    near, exact = result.groups  # 6 bytes reclaimable, then 3
     assert not result.truncated
-    assert (exact.kind, exact.unit, exact.threshold, exact.wasted_bytes) == (
+    assert (result.totals.groups, result.totals.files, result.totals.reclaimable) == (2, 5, 9)
+    assert (exact.kind, exact.unit, exact.threshold, exact.reclaimable) == (
         DupKind.EXACT,
         UnitType.INSTANCE,
         0,
@@ -106,24 +103,28 @@ def test_groups_have_one_member_per_file_with_its_unit_and_distance_to_the_first
     )
     # One host's store: each file is named with this machine's host name.
     host = default_host()
-    assert exact.members == (
-        DupMember(h.p("x"), str(h.root), 3, instance_of(h, "x"), 0, (h.p("x-link"),), host),
-        DupMember(h.p("x-copy"), str(h.root), 3, instance_of(h, "x-copy"), 0, (), host),
-    )
-    assert exact.pairs == ()
-    assert (near.kind, near.unit, near.threshold, near.wasted_bytes) == (
+    assert [
+        (m.path, m.root, m.size, m.iscc, m.unit, m.code, m.distance, m.nearest, m.links, m.host)
+        for m in exact.members
+    ] == [
+        (h.p("x"), str(h.root), 3, iscc_of(h, "x"), UnitType.INSTANCE, instance_of(h, "x"), 0,
+         None, (h.p("x-link"),), host),
+        (h.p("x-copy"), str(h.root), 3, iscc_of(h, "x-copy"), UnitType.INSTANCE,
+         instance_of(h, "x-copy"), 0, None, (), host),
+    ]  # fmt: skip
+    assert (near.kind, near.unit, near.threshold, near.reclaimable) == (
         DupKind.NEAR,
         UnitType.DATA,
         8,
         6,
     )
-    # Each member's distance is to the first member, even where no pair joins them (c).
-    assert [(m.path, m.iscc, m.distance) for m in near.members] == [
-        (h.p(name), data_of(h, name), distance) for name, distance in (("a", 0), ("b", 3), ("c", 9))
-    ]
-    assert sorted(near.pairs, key=lambda p: p.a) == [
-        DupPair(0, 1, UnitType.DATA, 3, 8),
-        DupPair(1, 2, UnitType.DATA, 6, 8),
+    # Each member's distance is to its nearest other member, by the unit that makes it near
+    # (c is 9 bits from a, beyond the threshold, but 6 from b).
+    assert [
+        (m.path, m.iscc, m.unit, m.code, m.distance, m.threshold, m.nearest) for m in near.members
+    ] == [
+        (h.p(name), iscc_of(h, name), UnitType.DATA, data_of(h, name), distance, 8, nearest)
+        for name, distance, nearest in (("a", 3, 1), ("b", 3, 0), ("c", 6, 1))
     ]
 
 
@@ -140,17 +141,17 @@ def test_a_file_lists_its_links_exact_copies_and_recorded_near_duplicates(h: Har
     assert x is not None
     assert x.links == (h.p("x-link"),)
     assert x.duplicates == (
-        SimilarMatch(
-            h.p("x-copy"), str(h.root), UnitType.INSTANCE, 0, 0, instance_of(h, "x-copy"),
-            Relation.EXACT, default_host(),
+        Match(
+            h.p("x-copy"), str(h.root), RelationKind.EXACT, UnitType.INSTANCE, 0, 0,
+            iscc_of(h, "x-copy"), instance_of(h, "x-copy"), 3, (), default_host(),
         ),
     )  # fmt: skip
     assert x.host == default_host()
     b = h.get(h.p("b"))
     assert b is not None
     assert [(m.path, m.relation, m.unit, m.distance, m.threshold) for m in b.duplicates] == [
-        (h.p("a"), Relation.NEAR, UnitType.DATA, 3, 8),
-        (h.p("c"), Relation.NEAR, UnitType.DATA, 6, 8),
+        (h.p("a"), RelationKind.NEAR, UnitType.DATA, 3, 8),
+        (h.p("c"), RelationKind.NEAR, UnitType.DATA, 6, 8),
     ]
     assert h.get(h.p("nothing")) is None
 
@@ -168,8 +169,8 @@ def test_similar_to_a_stored_file_and_to_one_coded_on_the_fly(h: Harness, tmp_pa
 
     result = similar(SimilarQuery(path=h.p("x")))
     assert sorted((m.path.rsplit("/", 1)[-1], m.relation, m.distance) for m in result.matches) == [
-        ("x-copy", Relation.EXACT, 0),
-        ("x-link", Relation.HARDLINK, 0),
+        ("x-copy", RelationKind.EXACT, 0),
+        ("x-link", RelationKind.HARDLINK, 0),
     ]
     assert coded == []  # a stored file is not coded again
     # A file that is not stored: "A:4" is 1 bit from A:3, 4 from A:0 and 5 from A:9.
@@ -179,7 +180,7 @@ def test_similar_to_a_stored_file_and_to_one_coded_on_the_fly(h: Harness, tmp_pa
     assert coded == [str(outside)]
     assert [(m.path, m.distance) for m in result.matches] == [(h.p("b"), 1), (h.p("a"), 4)]
     assert result.truncated
-    assert all(m.relation is Relation.NEAR and m.threshold == 8 for m in result.matches)
+    assert all(m.relation is RelationKind.NEAR and m.threshold == 8 for m in result.matches)
 
 
 def test_a_reader_given_a_stricter_policy_reports_only_what_it_admits(h: Harness) -> None:
@@ -198,12 +199,14 @@ def test_a_reader_given_a_stricter_policy_reports_only_what_it_admits(h: Harness
     dupes, b, _, _ = read(Thresholds(data=4))  # b-c are 6 bits apart
     [near] = [g for g in dupes.groups if g.kind is DupKind.NEAR]
     assert [m.path for m in near.members] == [h.p("a"), h.p("b")]
-    assert near.pairs == (DupPair(0, 1, UnitType.DATA, 3, 4),)
+    assert [(m.distance, m.threshold, m.nearest) for m in near.members] == [(3, 4, 1), (3, 4, 0)]
     assert [(m.path, m.distance, m.threshold) for m in b.duplicates] == [(h.p("a"), 3, 4)]
     dupes, b, x, similar = read(Thresholds(min_size=4))  # every file here has 3 bytes
     assert dupes.groups == () and b.duplicates == () and x.duplicates == ()
     assert x.links == (h.p("x-link"),)
-    assert [(m.path, m.relation) for m in similar.matches] == [(h.p("x-link"), Relation.HARDLINK)]
+    assert [(m.path, m.relation) for m in similar.matches] == [
+        (h.p("x-link"), RelationKind.HARDLINK)
+    ]
 
 
 def _not_coded(path: str) -> FileRecord:

@@ -1,0 +1,78 @@
+"""The questions asked of the index: ``similar`` and ``dupes``, with their limits.
+
+The socket protocol carries them as request arguments (docs/protocol.md); the command line
+fills them from its flags; the pipeline answers them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from isccd.model import UnitType
+
+#: Largest Hamming distance a query may ask for. Distances are counted in bits of a unit's first
+#: 64, as the ``[match]`` thresholds are, and scale with longer units (``d * bits / 64``), so 64
+#: already reaches every unit of every length.
+MAX_DISTANCE = 64
+#: Default and largest number of matches ``similar`` returns.
+SIMILAR_LIMIT = 100
+SIMILAR_LIMIT_MAX = 10_000
+#: Default and largest number of groups ``dupes`` returns.
+DUPES_LIMIT = 1_000
+DUPES_LIMIT_MAX = 100_000
+
+#: The file types ``dupes`` filters by: a content mode, or ``data`` for the rest.
+FILE_TYPES: tuple[str, ...] = ("image", "text", "audio", "video", "data")
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarQuery:
+    """What ``similar`` looks for: files related to an indexed file, or to a code.
+
+    Attributes:
+        path: A file (exclusive with ``code``): an indexed one, or one the daemon codes on the
+            fly when it is inside its roots.
+        code: An ISCC-CODE or ISCC unit (exclusive with ``path``); its Instance-Code, when it
+            has one, finds the files with the same bytes.
+        max_distance: Largest Hamming distance per unit, 0 to :data:`MAX_DISTANCE`, in bits of
+            a unit's first 64 (scaled for longer units, as the thresholds are); ``None`` uses
+            the configured thresholds.
+        limit: Most matches returned.
+        host: Only files on this host (in a store a fleet shares); ``None``: every host's.
+        units: Compare only these unit types (``instance``: exact copies and hardlinks);
+            ``None``: every type the thresholds enable, and exact copies.
+    """
+
+    path: str | None = None
+    code: str | None = None
+    max_distance: int | None = None
+    limit: int = SIMILAR_LIMIT
+    host: str | None = None
+    units: tuple[UnitType, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DupesQuery:
+    """Which duplicate groups ``dupes`` lists.
+
+    Attributes:
+        near: Include near-duplicate groups, not only exact ones.
+        root: Only groups with a member under this path (resolved inside the roots).
+        limit: Most groups returned.
+        host: Only groups with a member on this host; ``None``: every group of the fleet.
+        units: Only groups by these unit types: ``instance`` for exact groups, the others for
+            near groups joined by relations of those types; ``None``: every type.
+        max_distance: Only near relations within this distance (bits of a unit's first 64,
+            scaled as the thresholds are; it never widens them); ``None``: the thresholds.
+        min_size: Only files of at least this many bytes (besides the policy's ``min_size``).
+        types: Only files of these types (:data:`FILE_TYPES`); ``None``: every type.
+    """
+
+    near: bool = False
+    root: str | None = None
+    limit: int = DUPES_LIMIT
+    host: str | None = None
+    units: tuple[UnitType, ...] | None = None
+    max_distance: int | None = None
+    min_size: int = 0
+    types: tuple[str, ...] | None = None

@@ -1,0 +1,140 @@
+"""``isccd dupes`` as people and scripts read it: the totals line, near groups as members with
+their nearest distance, the filters, ``--csv``; and ``isccd dedupe --type``.
+
+The library (:func:`tests.cli.test_index_cli.make_library`) holds two exact pairs (two
+200,000-byte binaries, two texts), a draft near the texts and an unrelated text; a hardlink of
+one binary is added, so that a file with two names is seen once.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from isccd.cli.answers import CSV_COLUMNS
+from isccd.cli.main import main
+from tests.cli.test_index_cli import Terminal, make_library, prose
+
+BIG = 200_000
+TEXT = len(prose(1).encode())
+
+
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    base = tmp_path_factory.mktemp("dupes")
+    library = make_library(base / "library")
+    (library / "big-link.bin").hardlink_to(library / "big.bin")
+    state = base / "state"
+    assert main(["scan", "--state", str(state), "-j", "1", str(library)]) in (0, 1)
+    yield library, state
+
+
+def dupes(scanned: tuple[Path, Path], *args: str) -> dict[str, Any]:
+    _, state = scanned
+    out = io.StringIO()
+    saved, sys.stdout = sys.stdout, out
+    try:
+        assert main(["dupes", "--state", str(state), "--json", *args]) == 0
+    finally:
+        sys.stdout = saved
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
+
+
+def names(group: dict[str, Any]) -> set[str]:
+    return {Path(p).name for m in group["members"] for p in (m["path"], *m["links"])}
+
+
+def test_totals_count_groups_files_once_and_reclaimable_bytes(
+    scanned: tuple[Path, Path],
+) -> None:
+    result = dupes(scanned)
+    # The binaries' group has two files (big.bin and its hardlink are one), the texts' two.
+    assert [len(g["members"]) for g in result["groups"]] == [2, 2]
+    assert result["totals"] == {"groups": 2, "files": 4, "reclaimable": BIG + TEXT}
+
+
+def test_text_ends_with_the_totals_and_near_members_name_their_nearest(
+    scanned: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, state = scanned
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    assert main(["dupes", "--state", str(state), "--near"]) == 0
+    lines = screen.getvalue().splitlines()
+    totals = dupes(scanned, "--near")["totals"]
+    assert totals["groups"] == 3
+    reclaimable = f"{totals['reclaimable'] / 1024:.1f} KiB"
+    assert lines[-1] == f"3 groups, {totals['files']} files, {reclaimable} reclaimable"
+    near = lines.index(next(line for line in lines if line.startswith("near by text: 3 files")))
+    members = lines[near + 1 : near + 4]
+    # Each member once, with its distance and unit to its nearest member: no list of pairs.
+    assert all(" by text to #" in m for m in members), members
+    assert {m.split()[-1] for m in members} <= {"#1", "#2", "#3"}
+    assert not any("near: #" in line for line in lines)
+    assert any(line.strip() == f"= {scanned[0] / 'big.bin'} (hardlink)" for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--type", "data"), [{"big.bin", "big-link.bin", "big_copy.bin"}]),
+        (("--type", "text"), [{"report.txt", "backup_report.txt"}]),
+        (("--min-size", "100K"), [{"big.bin", "big-link.bin", "big_copy.bin"}]),
+        (("--near", "--unit", "text"), [{"report.txt", "backup_report.txt", "draft.txt"}]),
+        (("--near", "--unit", "instance"), [{"big.bin", "big-link.bin", "big_copy.bin"},
+                                             {"report.txt", "backup_report.txt"}]),
+        (("--near", "--root", "ROOT/docs"), [{"report.txt", "backup_report.txt", "draft.txt"},
+                                              {"report.txt", "backup_report.txt"}]),
+        # The draft is more than 0 bits from the texts: no near group is left.
+        (("--near", "--max-distance", "0"), [{"big.bin", "big-link.bin", "big_copy.bin"},
+                                              {"report.txt", "backup_report.txt"}]),
+    ],
+)  # fmt: skip
+def test_filters_narrow_the_groups(
+    scanned: tuple[Path, Path], args: tuple[str, ...], expected: list[set[str]]
+) -> None:
+    library, _ = scanned
+    given = [a.replace("ROOT", str(library)) for a in args]
+    result = dupes(scanned, *given)
+    assert [names(g) for g in result["groups"]] == expected
+    assert result["totals"]["groups"] == len(expected)
+
+
+def test_csv_has_a_header_and_a_row_per_file_name(scanned: tuple[Path, Path]) -> None:
+    library, state = scanned
+    out = io.StringIO()
+    saved, sys.stdout = sys.stdout, out
+    try:
+        assert main(["dupes", "--state", str(state), "--near", "--csv"]) == 0
+    finally:
+        sys.stdout = saved
+    header, *rows = list(csv.reader(io.StringIO(out.getvalue())))
+    assert tuple(header) == CSV_COLUMNS
+    table = [dict(zip(header, row, strict=True)) for row in rows]
+    result = dupes(scanned, "--near")
+    assert len(table) == sum(1 + len(m["links"]) for g in result["groups"] for m in g["members"])
+    [link] = [r for r in table if r["link"] == "true"]
+    assert (link["path"], link["group"], link["kind"]) == (str(library / "big.bin"), "1", "exact")
+    near = [r for r in table if r["kind"] == "near"]
+    assert {r["unit"] for r in near} == {"text"} and all(r["nearest"] for r in near)
+    assert all(int(r["distance"]) <= int(r["threshold"]) for r in near)
+
+
+def test_dedupe_takes_the_file_types_too(
+    scanned: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    library, state = scanned
+    assert main(["dedupe", "--link", "--state", str(state), "--type", "text"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"link    {library}/backup_report.txt" in out or f"link    {library}/docs/report.txt" in out
+    )
+    assert "big" not in out and "1 of 1 groups" in out
