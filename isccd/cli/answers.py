@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from isccd.cli.escape import shown
 from isccd.cli.output import format_size
 from isccd.protocol import DupesResult, DupKind, FileInfo, Relation, SimilarMatch, SimilarResult
 
@@ -29,7 +30,7 @@ def format_file(info: FileInfo) -> str:
     lines += [f"  {key}: {value}" for key, value in fields.items() if value is not None]
     lines += [f"  {unit.type.value}: {unit.iscc}" for unit in info.units]
     lines += [f"  {i.kind.value} ({i.stage}): {i.reason}" for i in info.issues]
-    lines += [f"  hardlink: {link}" for link in info.links]
+    lines += [f"  hardlink: {shown(link)}" for link in info.links]
     lines += [f"  {_relation(m)}: {where(m.host, m.path)}" for m in info.duplicates]
     return "\n".join(lines) + "\n"
 
@@ -60,7 +61,7 @@ def format_dupes(result: DupesResult) -> str:
             if group.kind is DupKind.NEAR and i and member.distance is not None:
                 apart = f"  (distance {member.distance})"
             lines.append(f"  {_size(member.size):>10}  {where(member.host, member.path)}{apart}")
-            lines += [f"{'':>14}= {link} (hardlink)" for link in member.links]
+            lines += [f"{'':>14}= {shown(link)} (hardlink)" for link in member.links]
         for pair in group.pairs:
             lines.append(
                 f"    near: #{pair.a + 1} ~ #{pair.b + 1} by {pair.unit.value}, "
@@ -72,10 +73,11 @@ def format_dupes(result: DupesResult) -> str:
 
 
 def _hosts(hosts: list[str]) -> Callable[[str, str], str]:
-    """How to show a path: with its host when the answer names more than one."""
+    """How to show a path (escaped, :func:`shown`): with its host when the answer names more
+    than one."""
     if len(set(hosts)) > 1:
-        return lambda host, path: f"{host}:{path}"
-    return lambda host, path: path
+        return lambda host, path: f"{host}:{shown(path)}"
+    return lambda host, path: shown(path)
 
 
 def _relation(match: SimilarMatch) -> str:

@@ -14,7 +14,8 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.output import print_json, wants_json
+from isccd.cli.formats import output_format
+from isccd.cli.output import print_json
 
 if TYPE_CHECKING:
     from isccd.iscc.conformance import ConformanceReport
@@ -50,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_CODE_ERRORS,
     )
     explain.add_argument("codes", nargs="+", metavar="CODE", help="an ISCC code")
-    explain.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    explain.add_argument("--json", action="store_true", help="print JSON")
     explain.set_defaults(handler=run_explain)
 
     compare = subparsers.add_parser(
@@ -62,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     compare.add_argument("a", metavar="CODE", help="the first ISCC code")
     compare.add_argument("b", metavar="CODE", help="the second ISCC code")
-    compare.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    compare.add_argument("--json", action="store_true", help="print JSON")
     compare.set_defaults(handler=run_compare)
 
 
@@ -182,7 +183,7 @@ def run_explain(args: argparse.Namespace) -> int:
         except IsccError as e:
             _bad_code("explain", code, e)
             status = EXIT_USAGE
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json(results)
     else:
         for info in results:
@@ -261,7 +262,7 @@ def run_compare(args: argparse.Namespace) -> int:
     except IsccError as e:
         print(f"isccd compare: cannot compare {args.a!r} with {args.b!r}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json(result)
     else:
         _print_comparison(result)

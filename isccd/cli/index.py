@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.answers import format_dupes, format_file, format_similar
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
-from isccd.cli.output import Progress, print_json, wants_json
+from isccd.cli.escape import shown
+from isccd.cli.formats import output_format
+from isccd.cli.output import Progress, print_json
 from isccd.client import Client
 from isccd.dirs import default_socket_path
 from isccd.errors import (
@@ -113,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="state directory holding the index (default: the daemon's)",
     )
-    common.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    common.add_argument("--json", action="store_true", help="print JSON")
     add_config_option(common)
 
     scan = subparsers.add_parser(
@@ -155,7 +157,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="read the index in DIR directly instead of asking the daemon",
     )
     add_socket_option(where)
-    reader.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    reader.add_argument("--json", action="store_true", help="print JSON")
     reader.add_argument(
         "--host",
         metavar="NAME",
@@ -309,7 +311,7 @@ def run_scan(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     finally:
         pipeline.close()
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json({"roots": [s.as_dict() for s in results]}, indent=2)
     else:
         _print_adopted(adopted)
@@ -326,7 +328,7 @@ async def _scan(
     results = []
     try:
         for root in roots:
-            with Progress(f"scanning {root}") as progress:
+            with Progress(f"scanning {shown(root)}") as progress:
 
                 def show(stats: ScanStats, progress: Progress = progress) -> None:
                     progress.total = stats.queued or None
@@ -374,13 +376,14 @@ def _print_adopted(adopted: Adopted) -> None:
 
 def _print_scan(stats: ScanStats) -> None:
     print(
-        f"{stats.root}: {stats.seen} files, {stats.unchanged} unchanged, {stats.added} added, "
-        f"{stats.changed} changed, {stats.moved} moved, {stats.removed} removed, "
+        f"{shown(stats.root)}: {stats.seen} files, {stats.unchanged} unchanged, "
+        f"{stats.added} added, {stats.changed} changed, {stats.moved} moved, "
+        f"{stats.removed} removed, "
         f"{stats.duplicates} duplicate findings, {stats.errors} errors, "
         f"{stats.unstable} unstable ({stats.hashed} hashed in {stats.seconds:.1f} s)"
     )
     for issue in stats.issues:
-        print(f"  {issue.path}: {issue.message}")
+        print(f"  {shown(issue.path)}: {issue.message}")
 
 
 # -- read-only commands --------------------------------------------------------------------------
@@ -492,7 +495,7 @@ def run_get(args: argparse.Namespace) -> int:
 
 
 def _print(args: argparse.Namespace, result: T, text: Callable[[T], str]) -> None:
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json(to_wire(result), indent=2)
     else:
         sys.stdout.write(text(result))

@@ -21,7 +21,9 @@ from typing import Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
 from isccd.cli.connect import add_socket_option, fail, socket_path
-from isccd.cli.output import print_json, wants_json
+from isccd.cli.escape import shown
+from isccd.cli.formats import output_format
+from isccd.cli.output import print_json
 from isccd.client import Client
 from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
@@ -40,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_NO_DAEMON,
     )
     add_socket_option(status)
-    status.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(handler=run_status)
 
     subscribe = subparsers.add_parser(
@@ -90,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="in a database a fleet shares: the events of every host (default: the daemon's "
         "host's, including duplicates other hosts found of its files)",
     )
-    subscribe.add_argument("--json", action="store_true", help="print NDJSON (default when piped)")
+    subscribe.add_argument("--json", action="store_true", help="print one JSON object per line")
     subscribe.set_defaults(handler=run_subscribe)
 
     rescan = subparsers.add_parser(
@@ -109,7 +111,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="return only when every change on disk so far is indexed",
     )
-    rescan.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    rescan.add_argument("--json", action="store_true", help="print JSON")
     rescan.set_defaults(handler=run_rescan)
 
     # `isccd run`, the daemon these commands talk to, is registered here.
@@ -126,7 +128,7 @@ def run_status(args: argparse.Namespace) -> int:
             status = client.status()
     except (DaemonUnavailableError, ProtocolError) as exc:
         return fail(exc)
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json(to_wire(status))
     else:
         sys.stdout.write(format_status(status, now=time.time()))
@@ -147,11 +149,11 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
             f"  clients        {s.connections} ({s.subscribers} subscribed; "
             f"{s.events_published:,} events published, {s.subscribers_lagged} lagged)"
         )
-    lines += [f"  problem        {problem}" for problem in status.problems]
+    lines += [f"  problem        {shown(problem)}" for problem in status.problems]
     lines.append("roots" if status.roots else "roots: none")
-    width = max((len(r.path) for r in status.roots), default=0)
+    width = max((len(shown(r.path)) for r in status.roots), default=0)
     for root in status.roots:
-        text = f"  {root.path:<{width}}  {root.watch_mode:<8} {root.files:>9,} files"
+        text = f"  {shown(root.path):<{width}}  {root.watch_mode:<8} {root.files:>9,} files"
         if root.scan is not None:
             scan = root.scan
             text += (
@@ -160,7 +162,7 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
             )
         lines.append(text)
         if root.note:
-            lines.append(f"  {'':<{width}}  note: {root.note}")
+            lines.append(f"  {'':<{width}}  note: {shown(root.note)}")
     if status.database is not None:
         lines += _database(status.database, now)
     return "\n".join(lines) + "\n"
@@ -220,7 +222,7 @@ def _sigterm_stops() -> Iterator[None]:
 
 def run_subscribe(args: argparse.Namespace) -> int:
     """``isccd subscribe``."""
-    as_json = wants_json(args.json)
+    as_json = output_format(args) != "text"
     roots = [os.path.realpath(r) for r in args.roots] if args.roots else None
     client: Client | None = None
     status = EXIT_FAILURE
@@ -277,7 +279,7 @@ def format_event(event: Event, *, fleet: bool = False) -> str:
     """One readable line for an event: local time, seq, type, path, and the details; the
     host of the path with ``fleet``, and of another file whenever it is another host."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.time))
-    subject = event.path or event.root or "-"
+    subject = shown(event.path or event.root or "-")
     if fleet and event.host:
         subject = f"{event.host}:{subject}"
     text = f"{stamp} #{event.seq} {event.type.value:<17} {subject}"
@@ -300,7 +302,7 @@ def _details(data: Mapping[str, Any], host: str) -> str:
                 measure = f" ({unit} {distance}/{threshold})" if distance is not None else ""
                 where = other.get("host")
                 where = f"{where}:" if where and where != host else ""
-                parts.append(f"~ {where}{other.get('path')}{measure}")
+                parts.append(f"~ {where}{shown(str(other.get('path')))}{measure}")
         count = data.get("count")
         if isinstance(count, int) and count > len(others):
             parts.append(f"and {count - len(others)} more")
@@ -309,7 +311,7 @@ def _details(data: Mapping[str, Any], host: str) -> str:
         parts += [str(i.get("reason")) for i in issues if isinstance(i, dict)][:3]
     for key, value in data.items():
         if key not in _NOT_INLINE and isinstance(value, str | int | float | bool):
-            parts.append(f"{key}={value}")
+            parts.append(f"{key}={shown(value) if isinstance(value, str) else value}")
     return "  ".join(parts)
 
 
@@ -325,10 +327,10 @@ def run_rescan(args: argparse.Namespace) -> int:
             seq = client.sync(path) if args.wait else None
     except (DaemonUnavailableError, ProtocolError) as exc:
         return fail(exc)
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json({**to_wire(result), **({"seq": seq} if seq is not None else {})})
     else:
-        roots = ", ".join(result.roots) or "no roots"
+        roots = ", ".join(shown(r) for r in result.roots) or "no roots"
         print(f"rescan started: {roots}")
         if seq is not None:
             print(f"indexed up to seq {seq}")

@@ -71,8 +71,9 @@ def test_status_as_json_and_as_text(
     assert status.server.events_published == 1
     assert status.server.connections == 1
 
-    assert main(["status", "--socket", str(daemon.path)]) == 0  # not a terminal: JSON anyway
-    assert json.loads(capsys.readouterr().out)["last_seq"] == 1
+    # Not a terminal, and no --json: text all the same.
+    assert main(["status", "--socket", str(daemon.path)]) == 0
+    assert "  last seq       1\n" in capsys.readouterr().out
 
 
 def test_readable_status_on_a_terminal(daemon: ServerThread, root_dir: Path) -> None:
@@ -121,7 +122,7 @@ def test_subscribe_replays_streams_and_prints_where_to_resume_on_sigint(
 ) -> None:
     for name in ("a", "b"):
         daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/{name}")
-    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0") as process:
+    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0", "--json") as process:
         try:
             assert [e["seq"] for e in _lines(process, 2)] == [1, 2]  # piped: NDJSON
             daemon.publish(
@@ -174,7 +175,7 @@ def test_subscribe_exits_quietly_when_its_reader_goes_away(
     daemon: ServerThread, root_dir: Path
 ) -> None:
     daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a")
-    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0") as process:
+    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0", "--json") as process:
         try:
             _lines(process, 1)
             assert process.stdout is not None
