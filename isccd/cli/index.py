@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.answers import format_dupes, format_file, format_similar
-from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
+from isccd.cli.connect import (
+    ANSWER_TIMEOUT,
+    add_config_option,
+    add_socket_option,
+    connect,
+    find_socket,
+)
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import Progress, print_json
@@ -232,17 +238,6 @@ def _limit(maximum: int, minimum: int = 1) -> Callable[[str], int]:
     return parse
 
 
-def add_config_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--config FILE`` (as ``isccd run`` takes it)."""
-    parser.add_argument(
-        "--config",
-        type=Path,
-        metavar="FILE",
-        help="the daemon's TOML configuration (default: $CONFIGURATION_DIRECTORY/isccd.toml, "
-        "/etc/isccd/isccd.toml as root, ~/.config/isccd/isccd.toml otherwise, when it exists)",
-    )
-
-
 def _configure(
     args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]] | None = None
 ) -> IndexConfig:
@@ -255,8 +250,9 @@ def _configure(
     # commands without configuration (`isccd code` run file by file) do not pay at every start.
     from isccd.config import load_index_config  # noqa: PLC0415
 
-    socket: Path | None = getattr(args, "socket", None)
-    return load_index_config(args.config, state=args.state, socket=socket, overrides=overrides)
+    return load_index_config(
+        args.config, state=args.state, socket=find_socket(args), overrides=overrides
+    )
 
 
 def _fail(message: str, status: int = EXIT_FAILURE) -> int:
@@ -311,6 +307,7 @@ def run_scan(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     finally:
         pipeline.close()
+    print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
     if output_format(args) != "text":
         print_json({"roots": [s.as_dict() for s in results]}, indent=2)
     else:
@@ -439,12 +436,20 @@ def _answer(
                 raise _Failed(f"{exc.message} ({exc.code})") from None
     try:
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
-            return read(reader, config)
+            answer = read(reader, config)
     except ProtocolError as exc:  # the same refusals as the daemon's
         raise _Failed(f"{exc.message} ({exc.code})") from None
     except StoreError as exc:
         # Say why the daemon was not asked either: its socket may just be out of reach.
         raise _Failed(f"{exc}; {unavailable}" if unavailable else str(exc)) from None
+    if unavailable is not None:
+        # Which index answered in the daemon's stead (on stderr: the output keeps its form).
+        print(
+            f"isccd: no daemon answers on {shown(str(config.socket))}: read "
+            f"{shown(config.store_name)}",
+            file=sys.stderr,
+        )
+    return answer
 
 
 def run_dupes(args: argparse.Namespace) -> int:

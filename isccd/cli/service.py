@@ -20,16 +20,21 @@ from types import FrameType
 from typing import Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
-from isccd.cli.connect import add_socket_option, fail, socket_path
+from isccd.cli.connect import add_config_option, add_socket_option, fail, find_socket
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import print_json
 from isccd.client import Client
-from isccd.errors import DaemonUnavailableError, ProtocolError
+from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import DaemonStatus, DatabaseStatus, event_to_wire, to_wire
 
-_NO_DAEMON = "exit status: 0 success; 1 when no daemon answers on the socket or it refuses."
+_NO_DAEMON = (
+    "The daemon is asked on --socket PATH, else $ISCCD_SERVER__SOCKET, else [server] socket of "
+    "the configuration (--config FILE, else the daemon's default file), else the default socket. "
+    "exit status: 0 success; 1 when no daemon answers on the socket or it refuses; 78 when the "
+    "configuration cannot be read."
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_NO_DAEMON,
     )
     add_socket_option(status)
+    add_config_option(status)
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(handler=run_status)
 
@@ -58,9 +64,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "'isccd: last seq N store ID'.",
         epilog="exit status: 0 when stopped by SIGINT, SIGTERM or a closed output pipe; 1 when "
         "no daemon answers, the daemon closed the connection, or the subscriber lagged (it "
-        "read too slowly; resume with --since N).",
+        "read too slowly; resume with --since N); 78 when the configuration cannot be read. "
+        "The daemon is found as for `isccd status`.",
     )
     add_socket_option(subscribe)
+    add_config_option(subscribe)
     subscribe.add_argument(
         "--since", type=int, metavar="N", help="replay the events after sequence number N first"
     )
@@ -105,6 +113,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_NO_DAEMON,
     )
     add_socket_option(rescan)
+    add_config_option(rescan)
     rescan.add_argument("path", nargs="?", metavar="PATH", help="a root or a directory in one")
     rescan.add_argument(
         "--wait",
@@ -124,9 +133,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_status(args: argparse.Namespace) -> int:
     """``isccd status``."""
     try:
-        with Client(socket_path(args)) as client:
+        with Client(find_socket(args)) as client:
             status = client.status()
-    except (DaemonUnavailableError, ProtocolError) as exc:
+    except (DaemonUnavailableError, ProtocolError, ConfigError) as exc:
         return fail(exc)
     if output_format(args) != "text":
         print_json(to_wire(status))
@@ -228,7 +237,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
     status = EXIT_FAILURE
     try:
         with _sigterm_stops():
-            client = Client(socket_path(args))
+            client = Client(find_socket(args))
             result = client.subscribe(
                 args.since, types=args.types, roots=roots, store=args.store, fleet=args.fleet
             )
@@ -239,7 +248,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
             status = _stream(client, as_json, sys.stdout, fleet=args.fleet)
-    except (DaemonUnavailableError, ProtocolError) as exc:
+    except (DaemonUnavailableError, ProtocolError, ConfigError) as exc:
         status = fail(exc)
     except (KeyboardInterrupt, _Stop):
         status = EXIT_OK
@@ -322,7 +331,7 @@ def run_rescan(args: argparse.Namespace) -> int:
     """``isccd rescan``."""
     path = os.path.realpath(args.path) if args.path else None
     try:
-        with Client(socket_path(args)) as client:
+        with Client(find_socket(args)) as client:
             result = client.rescan(path)
             seq = client.sync(path) if args.wait else None
     except (DaemonUnavailableError, ProtocolError) as exc:
