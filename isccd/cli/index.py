@@ -39,6 +39,7 @@ from isccd.cli.connect import (
     connect,
     find_socket,
 )
+from isccd.cli.errors import file_json, issues_text
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import Progress, print_json
@@ -52,10 +53,11 @@ from isccd.errors import (
     StoreError,
     StoreLockedError,
 )
+from isccd.extract.missing import MissingTools
 from isccd.fspath import is_under
 from isccd.hashing import compute_record
 from isccd.hashing.lazy import LazyWorkers
-from isccd.model import UNIT_BITS
+from isccd.model import UNIT_BITS, IssueKind
 from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
@@ -308,12 +310,41 @@ def run_scan(args: argparse.Namespace) -> int:
     finally:
         pipeline.close()
     print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
+    return _report_scan(args, config, roots, adopted, results)
+
+
+def _report_scan(
+    args: argparse.Namespace,
+    config: IndexConfig,
+    roots: list[str],
+    adopted: Adopted,
+    results: list[ScanStats],
+) -> int:
+    """Print what a scan did, and the files under its roots that could not be indexed, each
+    with its issues (read back from the index, as ``isccd errors`` lists them); a missing tool
+    is told once, on stderr. Returns the exit status (see the epilog)."""
+    try:
+        with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
+            troubled = reader.problems(roots)
+    except StoreError as exc:
+        return _fail(str(exc))
+    failed = [(r.path, [i for i in r.issues if i.kind is IssueKind.ERROR]) for r in troubled]
+    failed = [(path, issues) for path, issues in failed if issues]
     if output_format(args) != "text":
-        print_json({"roots": [s.as_dict() for s in results]}, indent=2)
+        files = [file_json(path, issues) for path, issues in failed]
+        print_json({"roots": [s.as_dict() for s in results], "failed": files}, indent=2)
     else:
         _print_adopted(adopted)
         for stats in results:
             _print_scan(stats)
+        if failed:
+            print(f"{len(failed)} files could not be indexed:")
+            sys.stdout.write(issues_text(failed))
+    missing = MissingTools()
+    for record in troubled:
+        missing.add(record.issues)
+    for line in missing.lines():
+        print(f"isccd: {line}", file=sys.stderr)
     incomplete = any(s.errors or s.unstable or s.issues for s in results)
     return EXIT_FAILURE if incomplete else EXIT_OK
 
