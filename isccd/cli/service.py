@@ -109,7 +109,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Start a reconcile scan of PATH (a root, or a directory in one: only that "
         "directory is walked), or of every root: files changed, added or removed behind the "
         "watcher's back are found and indexed. Progress is reported as scan.progress and "
-        "scan.done events.",
+        "scan.done events. With --wait, progress is shown on stderr (on a terminal) until "
+        "every change is indexed, then what changed: files added, changed, moved, removed, "
+        "failed (isccd errors lists them), unstable, and duplicates found.",
         epilog=_NO_DAEMON,
     )
     add_socket_option(rescan)
@@ -329,20 +331,25 @@ def _details(data: Mapping[str, Any], host: str) -> str:
 
 def run_rescan(args: argparse.Namespace) -> int:
     """``isccd rescan``."""
+    from isccd.cli.rescan import wait  # noqa: PLC0415 -- only --wait needs it
+
     path = os.path.realpath(args.path) if args.path else None
     try:
-        with Client(find_socket(args)) as client:
+        socket = find_socket(args)
+        with Client(socket) as client:
+            since = client.status().last_seq
             result = client.rescan(path)
-            seq = client.sync(path) if args.wait else None
-    except (DaemonUnavailableError, ProtocolError) as exc:
+        changes = wait(lambda: Client(socket), path, since) if args.wait else None
+    except (DaemonUnavailableError, ProtocolError, ConfigError) as exc:
         return fail(exc)
     if output_format(args) != "text":
-        print_json({**to_wire(result), **({"seq": seq} if seq is not None else {})})
+        waited = {"seq": changes.seq, "changes": changes.counts} if changes else {}
+        print_json({**to_wire(result), **waited})
     else:
         roots = ", ".join(shown(r) for r in result.roots) or "no roots"
         print(f"rescan started: {roots}")
-        if seq is not None:
-            print(f"indexed up to seq {seq}")
+        if changes is not None:
+            print(f"indexed up to seq {changes.seq}: {changes.summary()}")
     return EXIT_OK
 
 

@@ -233,8 +233,13 @@ def test_rescan_resolves_its_path_and_can_wait(
     link = root_dir.parent / "link-to-sub"
     link.symlink_to(root_dir / "sub")
     assert main(["rescan", "--socket", str(daemon.path), str(link), "--wait", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"roots": [f"{root_dir}/sub"], "seq": 0}
-    assert daemon.backend.calls == [("rescan", f"{root_dir}/sub"), ("sync", f"{root_dir}/sub")]
+    assert json.loads(capsys.readouterr().out) == {
+        "roots": [f"{root_dir}/sub"],
+        "seq": 0,
+        "changes": {},
+    }
+    calls = [c for c in daemon.backend.calls if c[0] != "status"]  # status: the progress
+    assert calls == [("rescan", f"{root_dir}/sub"), ("sync", f"{root_dir}/sub")]
 
     assert main(["rescan", "--socket", str(daemon.path), "/etc"]) == 1
     err = capsys.readouterr().err
