@@ -29,7 +29,7 @@ def format_file(info: FileInfo) -> str:
     }
     lines += [f"  {key}: {value}" for key, value in fields.items() if value is not None]
     lines += [f"  {unit.type.value}: {unit.iscc}" for unit in info.units]
-    lines += [f"  {i.kind.value} ({i.stage}): {i.reason}" for i in info.issues]
+    lines += [f"  {i.kind.value} ({i.stage}): {shown(i.reason)}" for i in info.issues]
     lines += [f"  hardlink: {shown(link)}" for link in info.links]
     lines += [f"  {_relation(m)}: {where(m.host, m.path)}" for m in info.duplicates]
     return "\n".join(lines) + "\n"

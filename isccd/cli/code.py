@@ -31,7 +31,8 @@ from isccd.hashing.pool import WorkerOptions
 from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind
 
 _EPILOG = """\
-output: with --json, or when stdout is not a terminal, one JSON object per file (pretty-printed;
+output: readable text, to a terminal or a pipe alike (names escaped on one line, a missing tool
+named once at the end, on stderr); with --json one JSON object per file (pretty-printed;
 --jsonl prints one compact object per line, as each file is done). Fields follow iscc-sdk:
 path, iscc, name, description, mediatype, mode, filename, filesize, datahash, metahash,
 characters, width, height, duration, units (with --units), issues and error.

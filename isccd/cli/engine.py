@@ -1,8 +1,8 @@
 """Commands about ISCC codes themselves: ``selftest``, ``explain`` and ``compare``.
 
-They need no configuration, store or daemon. ``explain`` and ``compare`` print readable text on
-a terminal and JSON with ``--json`` or when stdout is not a terminal; ``selftest`` prints a
-one-line summary unless ``--json`` is given.
+They need no configuration, store or daemon. Each prints readable text, to a terminal or a
+pipe alike, and JSON only with ``--json`` (:mod:`isccd.cli.formats`); ``selftest``'s text is
+its failures and a one-line summary.
 """
 
 from __future__ import annotations

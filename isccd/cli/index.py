@@ -16,7 +16,9 @@ when it exists; ``ISCCD_*`` variables; :mod:`isccd.config`): its state directory
 and socket, its duplicate policy, and for ``scan`` how files are coded and which are ignored.
 An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``.
 
-Every command prints readable text on a terminal and JSON with ``--json`` or when piped.
+Every command prints readable text, whether stdout is a terminal or not, and JSON with
+``--json``. When no daemon answers, ``dupes``, ``similar`` and ``get`` name the store they read
+on stderr.
 """
 
 from __future__ import annotations

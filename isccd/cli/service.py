@@ -1,9 +1,10 @@
 """Commands that talk to the running daemon through its socket: ``status``, ``subscribe``,
 ``rescan``; and ``run``, the daemon itself.
 
-Every one takes ``--socket PATH`` (:mod:`isccd.cli.connect`; default: the socket the daemon
-uses by default). When no daemon answers they say so on stderr and exit with status 1. Results
-are readable text on a terminal and JSON with ``--json`` or when stdout is not a terminal.
+Every one finds the daemon as :func:`isccd.cli.connect.find_socket` does (``--socket PATH``,
+``ISCCD_SERVER__SOCKET``, ``[server] socket`` of ``--config FILE``, the default socket). When
+no daemon answers they say so on stderr and exit with status 1. Results are readable text,
+whether stdout is a terminal or not, and JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "subscribe",
         help="print the daemon's events as they happen",
         description="Stream the daemon's events (duplicates found, files added, changed, "
-        "moved, removed, scans, watch problems): one readable line each on a terminal, one "
-        "JSON object per line with --json or when piped. With --since N the events after "
+        "moved, removed, scans, watch problems): one readable line each, or one JSON object "
+        "per line with --json. With --since N the events after "
         "sequence number N are replayed first, so a script that stopped can resume without "
         "missing or repeating anything; give --store ID too, and a daemon whose store was "
         "replaced since (another event log) refuses instead of replaying the wrong events. On "
@@ -319,7 +320,7 @@ def _details(data: Mapping[str, Any], host: str) -> str:
             parts.append(f"and {count - len(others)} more")
     issues = data.get("issues")
     if isinstance(issues, list):
-        parts += [str(i.get("reason")) for i in issues if isinstance(i, dict)][:3]
+        parts += [shown(str(i.get("reason"))) for i in issues if isinstance(i, dict)][:3]
     for key, value in data.items():
         if key not in _NOT_INLINE and isinstance(value, str | int | float | bool):
             parts.append(f"{key}={shown(value) if isinstance(value, str) else value}")
