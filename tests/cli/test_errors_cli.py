@@ -48,6 +48,11 @@ def test_scan_lists_the_files_it_could_not_index(
     indexed: tuple[Path, Path, dict[str, str]],
 ) -> None:
     root, state, env = indexed
+    first = _isccd(env, "scan", "--state", str(state / "first"), str(root), "--json")
+    failed = json.loads(first.stdout)["failed"]
+    assert [(f["path"], [i["code"] for i in f["issues"]]) for f in failed] == [
+        (f"{root}/bad.png", ["invalid"])
+    ]
     done = _isccd(env, "scan", "--state", str(state), str(root))
     assert done.returncode == 1
     assert done.stdout.splitlines()[1:] == [
@@ -56,11 +61,9 @@ def test_scan_lists_the_files_it_could_not_index(
         "or truncated)",
     ]
     assert "isccd: fpcalc: install libchromaprint-tools (1 file)" in done.stderr.splitlines()
+    # A scan that finds nothing changed has nothing new to tell (`isccd errors` lists them).
     again = _isccd(env, "scan", "--state", str(state), str(root), "--json")
-    failed = json.loads(again.stdout)["failed"]
-    assert [(f["path"], [i["code"] for i in f["issues"]]) for f in failed] == [
-        (f"{root}/bad.png", ["invalid"])
-    ]
+    assert json.loads(again.stdout)["failed"] == []
 
 
 def test_errors_lists_files_by_kind_with_their_fixes(
