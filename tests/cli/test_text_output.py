@@ -272,3 +272,23 @@ def test_the_daemon_logs_a_missing_tool_once() -> None:
     assert [(e["fix"], e["log_level"]) for e in told] == [
         ("fpcalc: install libchromaprint-tools", "warning")
     ]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "isccd.cli.formats",
+        "isccd.cli.escape",
+        "isccd.cli.connect",
+        "isccd.cli.errors",
+        "isccd.cli.rescan",
+        "isccd.extract.missing",
+    ],
+)
+def test_the_output_helpers_import_nothing_heavy(module: str) -> None:
+    heavy = ("numpy", "PIL", "numba", "pydantic", "isccd.pipeline", "isccd.store")
+    probe = f"import sys, {module}; print([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=30, check=True
+    )
+    assert done.stdout.strip() == "[]"
