@@ -15,6 +15,7 @@ every other root unwatched.
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from isccd.pipeline import DAY, PipelineOptions
 from isccd.server import ServerOptions
 from isccd.settings import Settings, config_file, load_settings
 from isccd.store import default_host, state_url
+from isccd.store.pgurl import redact_url
 from isccd.walk import ScanOptions, compile_ignore
 from isccd.watch.debounce import DebounceOptions
 from isccd.watch.watcher import WatcherOptions
@@ -171,6 +173,15 @@ class IndexConfig:
     def code(self) -> CodeOptions:
         """How files are coded."""
         return self.settings.code
+
+    @property
+    def store_name(self) -> str:
+        """The store for people: a SQLite store's file, or a database's URL without its
+        password."""
+        scheme, _, rest = self.store_url.partition("://")
+        if scheme == "sqlite":
+            return urllib.parse.unquote(rest, errors="surrogateescape")
+        return redact_url(self.store_url)
 
     def reading(self) -> PipelineOptions:
         """The pipeline's options for reading the store: the duplicate policy."""

@@ -77,7 +77,9 @@ ALLOWED: dict[str, set[str]] = {
         "watch",
     },
     # store: its tuning options and URLs without their password, never the store itself.
+    # extract: what to install for a missing tool (extract.missing).
     "daemon": {
+        "extract",
         "fspath",
         "model",
         "errors",

@@ -12,6 +12,7 @@ import csv
 from collections.abc import Callable
 from typing import TextIO
 
+from isccd.cli.escape import shown
 from isccd.cli.output import format_size
 from isccd.model import RelationKind
 from isccd.results import DupesResult, DupGroup, DupKind, FileInfo, Match, SimilarResult, Totals
@@ -31,11 +32,11 @@ def format_file(info: FileInfo) -> str:
     }
     lines += [f"  {key}: {value}" for key, value in fields.items() if value is not None]
     lines += [f"  {unit_type.value}: {code}" for unit_type, code in info.units.items()]
-    lines += [f"  {i.kind.value} ({i.stage}): {i.reason}" for i in info.issues]
-    lines += [f"  hardlink: {link}" for link in info.links]
+    lines += [f"  {i.kind.value} ({i.stage}): {shown(i.reason)}" for i in info.issues]
+    lines += [f"  hardlink: {shown(link)}" for link in info.links]
     for match in info.duplicates:
         lines.append(f"  {_relation(match)}: {where(match.host, match.path)}")
-        lines += [f"    = {link} (hardlink)" for link in match.links]
+        lines += [f"    = {shown(link)} (hardlink)" for link in match.links]
     return "\n".join(lines) + "\n"
 
 
@@ -119,15 +120,16 @@ def _group_lines(group: DupGroup, where: Callable[[str, str], str]) -> list[str]
                 f"to #{member.nearest + 1}"
             )
         lines.append(f"  #{i:<3}{_size(member.size):>10}  {where(member.host, member.path)}{apart}")
-        lines += [f"{'':>16}= {link} (hardlink)" for link in member.links]
+        lines += [f"{'':>16}= {shown(link)} (hardlink)" for link in member.links]
     return lines
 
 
 def _hosts(hosts: list[str]) -> Callable[[str, str], str]:
-    """How to show a path: with its host when the answer names more than one."""
+    """How to show a path (escaped, :func:`shown`): with its host when the answer names more
+    than one."""
     if len(set(hosts)) > 1:
-        return lambda host, path: f"{host}:{path}"
-    return lambda host, path: path
+        return lambda host, path: f"{host}:{shown(path)}"
+    return lambda host, path: shown(path)
 
 
 def _relation(match: Match) -> str:

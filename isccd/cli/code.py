@@ -20,8 +20,11 @@ from pathlib import Path, PurePath
 from typing import Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
-from isccd.cli.output import Progress, dumps, format_size, wants_json
+from isccd.cli.escape import shown
+from isccd.cli.formats import output_format
+from isccd.cli.output import Progress, dumps, format_size
 from isccd.errors import HashingUnavailableError
+from isccd.extract.missing import MissingTools
 from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT
 from isccd.hashing import CodeOptions, compute_record
@@ -30,11 +33,12 @@ from isccd.hashing.pool import WorkerOptions
 from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind, sort_units
 
 _EPILOG = """\
-output: with --json, or when stdout is not a terminal, one JSON document: an array with one
-object per file, always (even for one file), written as each file is done; --jsonl prints one
-compact object per line instead. Fields follow iscc-sdk: path, iscc, name, description,
-mediatype, mode, filename, size (iscc-sdk's filesize), datahash, metahash, characters, width,
-height, duration, units (with --units: unit type -> ISCC unit), issues and error
+output: readable text, to a terminal or a pipe alike (names escaped on one line, a missing tool
+named once at the end, on stderr). With --json, one JSON document: an array with one object per
+file, always (even for one file), written as each file is done; --jsonl prints one compact
+object per line instead. Fields follow iscc-sdk: path, iscc, name, description, mediatype,
+mode, filename, size (iscc-sdk's filesize), datahash, metahash, characters, width, height,
+duration, units (with --units: unit type -> ISCC unit), issues and error
 (docs/schema/code.schema.json).
 
 Directories are walked recursively. Symbolic links inside them, FIFOs, sockets and devices are
@@ -62,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a file or a directory")
     out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    out.add_argument("--json", action="store_true", help="print JSON")
     out.add_argument("--jsonl", action="store_true", help="print one JSON object per line")
     parser.add_argument("--units", action="store_true", help="include the ISCC units")
     parser.add_argument(
@@ -129,27 +133,32 @@ def run_code(args: argparse.Namespace) -> int:
         tool_timeout=args.timeout,
     )
     tasks = list(walk(args.paths))
-    mode = "jsonl" if args.jsonl else "json" if wants_json(args.json) else "text"
+    mode = output_format(args)
     # The workers' default limit, unless three tool runs (ffprobe, fpcalc or ffmpeg), each with
     # its own limit, need more.
     default = max(WorkerOptions().file_timeout, 3 * options.tools.timeout + 60)
     timeout = args.file_timeout or default
     failed = coded = 0
     out = _Output(mode, sys.stdout)
+    missing = MissingTools()
     with Progress("coding", total=len(tasks)) as progress:
         try:
             coding = _records(tasks, options, args.jobs, timeout)
             for task, record in zip(tasks, coding, strict=True):
-                progress.advance(note=PurePath(task.shown).name)
                 failed += record.failed
                 coded += record.iscc is not None and not record.failed
+                missing.add(record.issues)
+                progress.clear()
                 out.write(record_json(record, task.shown, units=args.units))
+                progress.advance(note=PurePath(task.shown).name)
         except HashingUnavailableError as exc:
             print(f"isccd: {exc}", file=sys.stderr)
             return EXIT_FAILURE
         finally:
             # The array is closed whatever happened, so that what was printed still parses.
             out.close()
+    for line in missing.lines():
+        print(f"isccd: {line}", file=sys.stderr)
     if mode == "text":
         print(f"{len(tasks)} files: {coded} coded, {failed} failed", file=sys.stderr)
     return EXIT_FAILURE if failed else EXIT_OK
@@ -304,7 +313,7 @@ class _Output:
 
 def _summary(obj: dict[str, Any]) -> str:
     """A readable block for one file: code and path, then what it is, then its issues."""
-    head = f"{obj.get('iscc') or 'no ISCC':<60} {obj['path']}"
+    head = f"{obj.get('iscc') or 'no ISCC':<60} {shown(obj['path'])}"
     facts = [obj.get("mediatype"), _size(obj.get("size"))]
     if "width" in obj:
         facts.append(f"{obj['width']}x{obj['height']}")
@@ -313,9 +322,11 @@ def _summary(obj: dict[str, Any]) -> str:
     if "characters" in obj:
         facts.append(f"{obj['characters']} characters")
     if "name" in obj:
-        facts.append(f"name {obj['name']!r}")
+        facts.append(f"name '{shown(obj['name'])}'")
     lines = [head, "    " + ", ".join(str(f) for f in facts if f)]
-    lines += [f"    {i['kind']} ({i['stage']}): {i['reason']}" for i in obj.get("issues", [])]
+    # A missing tool is told once for the whole run, after the files (MissingTools).
+    issues = [i for i in obj.get("issues", []) if i["code"] != IssueCode.TOOL_MISSING]
+    lines += [f"    {i['kind']} ({i['stage']}): {shown(i['reason'])}" for i in issues]
     lines += [f"    {kind}: {unit}" for kind, unit in obj.get("units", {}).items()]
     return "\n".join(line for line in lines if line.strip())
 

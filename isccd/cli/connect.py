@@ -1,21 +1,29 @@
-"""Reaching the daemon from the command line: the ``--socket`` option every client command
-takes, connecting, and how a failure is told.
+"""Reaching the daemon from the command line: the ``--socket`` and ``--config`` options every
+client command takes, which socket they name, connecting, and how a failure is told.
 
-The socket defaults to the one the daemon uses by default
-(:func:`isccd.dirs.default_socket_path`), so that a command run by a user of the service finds
-it without options.
+Every command finds the daemon the same way (:func:`find_socket`): ``--socket PATH``, else the
+``ISCCD_SERVER__SOCKET`` variable, else ``[server] socket`` of the configuration (``--config
+FILE``, else the daemon's default file when it exists), else the socket the daemon uses by
+default (:func:`isccd.dirs.default_socket_path`): the order in which the daemon itself settles
+where to listen, so that a command run by a user of the service finds it without options.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
-from isccd.cli import EXIT_FAILURE
+from isccd.cli import EXIT_CONFIG, EXIT_FAILURE
 from isccd.client import Client
-from isccd.dirs import default_socket_path
-from isccd.errors import DaemonUnavailableError, ProtocolError
+from isccd.dirs import default_config_path, default_socket_path
+from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
+
+#: The variable that sets ``[server] socket`` (as :mod:`isccd.settings` names variables).
+SOCKET_VARIABLE = "ISCCD_SERVER__SOCKET"
 
 #: Seconds a daemon has to answer ``hello`` before it counts as not answering.
 ANSWER_TIMEOUT = 10.0
@@ -32,10 +40,64 @@ def add_socket_option(parser: argparse._ActionsContainer) -> None:
     )
 
 
-def socket_path(args: argparse.Namespace) -> Path:
-    """The socket ``--socket`` names, or the default one."""
-    path: Path | None = args.socket
-    return path if path is not None else default_socket_path()
+def add_config_option(parser: argparse._ActionsContainer) -> None:
+    """Add ``--config FILE`` (as ``isccd run`` takes it)."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the daemon's TOML configuration (default: $CONFIGURATION_DIRECTORY/isccd.toml, "
+        "/etc/isccd/isccd.toml as root, ~/.config/isccd/isccd.toml otherwise, when it exists)",
+    )
+
+
+def find_socket(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Path:
+    """The daemon's socket, found in the order of the module docstring.
+
+    Reads no more of the configuration than ``[server] socket``, without the settings model,
+    so that a command asking the daemon starts quickly; the daemon validates the whole file.
+
+    Args:
+        args: The command's arguments (``socket`` and ``config``, when it has them).
+        env: The environment (the process environment by default).
+
+    Raises:
+        ConfigError: The configuration file given cannot be read or parsed, or its socket is
+            not an absolute path.
+    """
+    given: Path | None = getattr(args, "socket", None)
+    if given is not None:
+        return given
+    env = os.environ if env is None else env
+    # Variable names are matched without regard to case, as the settings match them.
+    named = {key.upper(): value for key, value in env.items()}.get(SOCKET_VARIABLE)
+    if named:
+        return Path(named)
+    configured = _configured_socket(getattr(args, "config", None), env)
+    return configured if configured is not None else default_socket_path(env)
+
+
+def _configured_socket(given: Path | None, env: Mapping[str, str]) -> Path | None:
+    """``[server] socket`` of the configuration file, if it sets one."""
+    path = given
+    if path is None:
+        path = default_config_path(env)
+        if not path.is_file():
+            return None
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    server = data.get("server")
+    value = server.get("socket") if isinstance(server, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, str) or not Path(value).is_absolute():
+        raise ConfigError(f"{path}: server.socket: must be an absolute path, got {value!r}")
+    return Path(value)
 
 
 def connect(socket: Path) -> Client:
@@ -58,10 +120,11 @@ def connect(socket: Path) -> Client:
     return client
 
 
-def fail(exc: DaemonUnavailableError | ProtocolError) -> int:
-    """Tell why the daemon could not answer, on stderr; the exit status 1."""
+def fail(exc: DaemonUnavailableError | ProtocolError | ConfigError) -> int:
+    """Tell why the daemon could not answer, on stderr; the exit status: 78 when the
+    configuration could not be read (:func:`find_socket`), else 1."""
     if isinstance(exc, ProtocolError):
         print(f"isccd: {exc.message} ({exc.code})", file=sys.stderr)
     else:
         print(f"isccd: {exc}", file=sys.stderr)
-    return EXIT_FAILURE
+    return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_FAILURE

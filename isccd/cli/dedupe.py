@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.connect import add_socket_option
-from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_config_option
+from isccd.cli.connect import add_config_option, add_socket_option
+from isccd.cli.escape import shown as show
+from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit
 from isccd.cli.output import Progress, format_size, parse_size, print_json
 from isccd.errors import ConfigError, PlanFileError
 from isccd.fspath import is_under
@@ -309,13 +310,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 # -- output --------------------------------------------------------------------------------------
-
-
-def show(path: str) -> str:
-    """A path on one line: control characters (a newline in a name) escaped."""
-    if path.isprintable():
-        return path
-    return path.encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
 _VERB = {"link": "link", "reflink": "reflink", "remove": "remove", "move": "move"}

@@ -1,9 +1,9 @@
 """Commands about ISCC codes themselves: ``selftest``, ``explain`` and ``compare``.
 
-They need no store or daemon. ``explain`` and ``compare`` print readable text on a terminal and
-JSON with ``--json`` or when stdout is not a terminal (``explain``: one array, or one object per
-line with ``--jsonl``); ``selftest`` prints a one-line summary unless ``--json`` is given.
-``compare`` also takes files, coded as ``isccd code`` codes them, and reads the configuration's
+They need no store or daemon. Each prints readable text, to a terminal or a pipe alike, and
+JSON only with ``--json`` (:mod:`isccd.cli.formats`; ``explain``: one array, or one object per
+line with ``--jsonl``); ``selftest``'s text is its failures and a one-line summary. ``compare``
+also takes files, coded as ``isccd code`` codes them, and reads the configuration's
 near-duplicate thresholds (``[match]``) to say whether the two are duplicates.
 """
 
@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.output import print_json, wants_json
+from isccd.cli.formats import output_format
+from isccd.cli.output import print_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -70,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     explain.add_argument("codes", nargs="+", metavar="CODE", help="an ISCC code")
     out = explain.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    out.add_argument("--json", action="store_true", help="print one JSON array")
     out.add_argument("--jsonl", action="store_true", help="print one JSON object per line")
     explain.set_defaults(handler=run_explain)
 
@@ -84,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     compare.add_argument("a", metavar="CODE|FILE", help="the first ISCC code, or a file")
     compare.add_argument("b", metavar="CODE|FILE", help="the second ISCC code, or a file")
-    compare.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    compare.add_argument("--json", action="store_true", help="print JSON")
     compare.add_argument(
         "--config", type=Path, metavar="FILE",
         help="the daemon's TOML configuration, for [match] and [code] (default: the daemon's "
@@ -211,10 +212,11 @@ def run_explain(args: argparse.Namespace) -> int:
         except IsccError as e:
             _bad_code("explain", code, e)
             status = EXIT_USAGE
-    if args.jsonl:
+    mode = output_format(args)
+    if mode == "jsonl":
         for info in results:
             print_json(info)
-    elif wants_json(args.json):
+    elif mode == "json":
         print_json(results)
     else:
         for info in results:
@@ -364,7 +366,7 @@ def run_compare(args: argparse.Namespace) -> int:
         elif same:
             result["duplicate"] = "exact"
     result["files"] = files
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json(result)
     else:
         _print_comparison(result)

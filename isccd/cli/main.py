@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "isccd.cli.engine",
     "isccd.cli.code",
     "isccd.cli.index",
+    "isccd.cli.errors",
     "isccd.cli.dedupe",
     "isccd.cli.report",
     "isccd.cli.service",

@@ -1,18 +1,25 @@
 """How commands write their results: JSON for programs, readable text for people.
 
-A command prints JSON when ``--json`` is given or when stdout is not a terminal, and readable
-text otherwise. Progress goes to stderr, only when stderr is a terminal, and never more than a few
-times per second.
+A command prints JSON when its flags ask for it (:mod:`isccd.cli.formats`), readable text
+otherwise. Progress goes to stderr, only when stderr is a terminal, never more than a few times
+per second, and is erased before a result is printed, so that results on stdout never share a
+line with it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
 from typing import IO, Any, TextIO
+
+from isccd.cli.escape import shown
+
+#: Back to the start of the line and erase it (ECMA-48 CR, EL).
+_ERASE = "\r\x1b[K"
 
 
 def format_size(n: int) -> str:
@@ -44,12 +51,6 @@ def parse_size(text: str) -> int:
     return value * factor
 
 
-def wants_json(flag: bool, stream: TextIO | None = None) -> bool:
-    """True when output should be JSON: asked for, or not going to a terminal."""
-    stream = stream if stream is not None else sys.stdout
-    return flag or not stream.isatty()
-
-
 def dumps(obj: Any, *, indent: int | None = None) -> str:
     """Serialize to JSON, keeping non-UTF-8 path bytes visible as ``\\udcXX`` escapes."""
     return json.dumps(obj, ensure_ascii=True, indent=indent, sort_keys=False, default=str)
@@ -65,7 +66,9 @@ def print_json(obj: Any, *, stream: TextIO | None = None, indent: int | None = N
 class Progress:
     """A one-line progress display on stderr for long runs.
 
-    Silent when stderr is not a terminal. ``clock`` is injectable for tests.
+    Silent when its stream is not a terminal. Call :meth:`clear` before printing a result to
+    stdout (the line is drawn again at the next :meth:`advance`). ``clock`` is injectable for
+    tests.
     """
 
     def __init__(
@@ -86,7 +89,7 @@ class Progress:
         self._clock = clock
         self._started = clock()
         self._last = 0.0
-        self._width = 0
+        self._drawn = False
 
     def advance(self, n: int = 1, note: str = "") -> None:
         """Count ``n`` more items done and redraw if enough time has passed."""
@@ -105,22 +108,34 @@ class Progress:
         else:
             text = f"{self.label}: {self.done} {rate:.0f}/s"
         if note:
-            text = f"{text} {note}"
-        text = text[:200]
-        pad = max(self._width - len(text), 0)
-        self._width = len(text)
-        self._stream.write("\r" + text + " " * pad)
+            text = f"{text} {shown(note)}"
+        # Cut to the terminal's width, so that the line never wraps and \r returns to its start.
+        width = _columns(self._stream) - 1
+        self._stream.write(_ERASE + text[:width])
         self._stream.flush()
+        self._drawn = True
+
+    def clear(self) -> None:
+        """Erase the progress line, if one is shown."""
+        if self._drawn:
+            self._stream.write(_ERASE)
+            self._stream.flush()
+            self._drawn = False
 
     def close(self) -> None:
         """Erase the progress line."""
-        if self._enabled and self._width:
-            self._stream.write("\r" + " " * self._width + "\r")
-            self._stream.flush()
-            self._width = 0
+        self.clear()
 
     def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _columns(stream: IO[str]) -> int:
+    """The width of the terminal ``stream`` writes to (80 when it cannot be told)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80

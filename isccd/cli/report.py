@@ -20,8 +20,8 @@ from pathlib import Path
 
 from isccd import __version__
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
-from isccd.cli.connect import add_socket_option
-from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_config_option
+from isccd.cli.connect import add_config_option, add_socket_option
+from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit
 from isccd.cli.output import Progress, format_size
 from isccd.client import Client
 from isccd.dirs import default_cache_dir

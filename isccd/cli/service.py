@@ -1,9 +1,10 @@
 """Commands that talk to the running daemon through its socket: ``status``, ``subscribe``,
 ``rescan``; and ``run``, the daemon itself.
 
-Every one takes ``--socket PATH`` (:mod:`isccd.cli.connect`; default: the socket the daemon
-uses by default). When no daemon answers they say so on stderr and exit with status 1. Results
-are readable text on a terminal and JSON with ``--json`` or when stdout is not a terminal.
+Every one finds the daemon as :func:`isccd.cli.connect.find_socket` does (``--socket PATH``,
+``ISCCD_SERVER__SOCKET``, ``[server] socket`` of ``--config FILE``, the default socket). When
+no daemon answers they say so on stderr and exit with status 1. Results are readable text,
+whether stdout is a terminal or not, and JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -20,15 +21,22 @@ from types import FrameType
 from typing import Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
-from isccd.cli.connect import add_socket_option, fail, socket_path
-from isccd.cli.output import print_json, wants_json
+from isccd.cli.connect import add_config_option, add_socket_option, fail, find_socket
+from isccd.cli.escape import shown
+from isccd.cli.formats import output_format
+from isccd.cli.output import print_json
 from isccd.client import Client
-from isccd.errors import DaemonUnavailableError, ProtocolError
+from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import event_to_wire, to_wire
 from isccd.results import DaemonStatus, DatabaseStatus
 
-_NO_DAEMON = "exit status: 0 success; 1 when no daemon answers on the socket or it refuses."
+_NO_DAEMON = (
+    "The daemon is asked on --socket PATH, else $ISCCD_SERVER__SOCKET, else [server] socket of "
+    "the configuration (--config FILE, else the daemon's default file), else the default socket. "
+    "exit status: 0 success; 1 when no daemon answers on the socket or it refuses; 78 when the "
+    "configuration cannot be read."
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,15 +49,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_NO_DAEMON,
     )
     add_socket_option(status)
-    status.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    add_config_option(status)
+    status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(handler=run_status)
 
     subscribe = subparsers.add_parser(
         "subscribe",
         help="print the daemon's events as they happen",
         description="Stream the daemon's events (duplicates found, files added, changed, "
-        "moved, removed, scans, watch problems): one readable line each on a terminal, one "
-        "JSON object per line with --json or when piped. With --since N the events after "
+        "moved, removed, scans, watch problems): one readable line each, or one JSON object "
+        "per line with --json. With --since N the events after "
         "sequence number N are replayed first, so a script that stopped can resume without "
         "missing or repeating anything; give --store ID too, and a daemon whose store was "
         "replaced since (another event log) refuses instead of replaying the wrong events. On "
@@ -57,9 +66,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "'isccd: last seq N store ID'.",
         epilog="exit status: 0 when stopped by SIGINT, SIGTERM or a closed output pipe; 1 when "
         "no daemon answers, the daemon closed the connection, or the subscriber lagged (it "
-        "read too slowly; resume with --since N).",
+        "read too slowly; resume with --since N); 78 when the configuration cannot be read. "
+        "The daemon is found as for `isccd status`.",
     )
     add_socket_option(subscribe)
+    add_config_option(subscribe)
     subscribe.add_argument(
         "--since", type=int, metavar="N", help="replay the events after sequence number N first"
     )
@@ -91,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="in a database a fleet shares: the events of every host (default: the daemon's "
         "host's, including duplicates other hosts found of its files)",
     )
-    subscribe.add_argument("--json", action="store_true", help="print NDJSON (default when piped)")
+    subscribe.add_argument("--json", action="store_true", help="print one JSON object per line")
     subscribe.set_defaults(handler=run_subscribe)
 
     rescan = subparsers.add_parser(
@@ -100,17 +111,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Start a reconcile scan of PATH (a root, or a directory in one: only that "
         "directory is walked), or of every root: files changed, added or removed behind the "
         "watcher's back are found and indexed. Progress is reported as scan.progress and "
-        "scan.done events.",
+        "scan.done events. With --wait, progress is shown on stderr (on a terminal) until "
+        "every change is indexed, then what changed: files added, changed, moved, removed, "
+        "failed (isccd errors lists them), unstable, and duplicates found.",
         epilog=_NO_DAEMON,
     )
     add_socket_option(rescan)
+    add_config_option(rescan)
     rescan.add_argument("path", nargs="?", metavar="PATH", help="a root or a directory in one")
     rescan.add_argument(
         "--wait",
         action="store_true",
         help="return only when every change on disk so far is indexed",
     )
-    rescan.add_argument("--json", action="store_true", help="print JSON (default when piped)")
+    rescan.add_argument("--json", action="store_true", help="print JSON")
     rescan.set_defaults(handler=run_rescan)
 
     # `isccd run`, the daemon these commands talk to, is registered here.
@@ -123,11 +137,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_status(args: argparse.Namespace) -> int:
     """``isccd status``."""
     try:
-        with Client(socket_path(args)) as client:
+        with Client(find_socket(args)) as client:
             status = client.status()
-    except (DaemonUnavailableError, ProtocolError) as exc:
+    except (DaemonUnavailableError, ProtocolError, ConfigError) as exc:
         return fail(exc)
-    if wants_json(args.json):
+    if output_format(args) != "text":
         print_json(to_wire(status))
     else:
         sys.stdout.write(format_status(status, now=time.time()))
@@ -148,11 +162,11 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
             f"  clients        {s.connections} ({s.subscribers} subscribed; "
             f"{s.events_published:,} events published, {s.subscribers_lagged} lagged)"
         )
-    lines += [f"  problem        {problem}" for problem in status.problems]
+    lines += [f"  problem        {shown(problem)}" for problem in status.problems]
     lines.append("roots" if status.roots else "roots: none")
-    width = max((len(r.path) for r in status.roots), default=0)
+    width = max((len(shown(r.path)) for r in status.roots), default=0)
     for root in status.roots:
-        text = f"  {root.path:<{width}}  {root.watch_mode:<8} {root.files:>9,} files"
+        text = f"  {shown(root.path):<{width}}  {root.watch_mode:<8} {root.files:>9,} files"
         if root.scan is not None:
             scan = root.scan
             text += (
@@ -161,7 +175,7 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
             )
         lines.append(text)
         if root.note:
-            lines.append(f"  {'':<{width}}  note: {root.note}")
+            lines.append(f"  {'':<{width}}  note: {shown(root.note)}")
     if status.database is not None:
         lines += _database(status.database, now)
     return "\n".join(lines) + "\n"
@@ -221,13 +235,13 @@ def _sigterm_stops() -> Iterator[None]:
 
 def run_subscribe(args: argparse.Namespace) -> int:
     """``isccd subscribe``."""
-    as_json = wants_json(args.json)
+    as_json = output_format(args) != "text"
     roots = [os.path.realpath(r) for r in args.roots] if args.roots else None
     client: Client | None = None
     status = EXIT_FAILURE
     try:
         with _sigterm_stops():
-            client = Client(socket_path(args))
+            client = Client(find_socket(args))
             result = client.subscribe(
                 args.since, types=args.types, roots=roots, store=args.store, fleet=args.fleet
             )
@@ -238,7 +252,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
             status = _stream(client, as_json, sys.stdout, fleet=args.fleet)
-    except (DaemonUnavailableError, ProtocolError) as exc:
+    except (DaemonUnavailableError, ProtocolError, ConfigError) as exc:
         status = fail(exc)
     except (KeyboardInterrupt, _Stop):
         status = EXIT_OK
@@ -278,7 +292,7 @@ def format_event(event: Event, *, fleet: bool = False) -> str:
     """One readable line for an event: local time, seq, type, path, and the details; the
     host of the path with ``fleet``, and of another file whenever it is another host."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.time))
-    subject = event.path or event.root or "-"
+    subject = shown(event.path or event.root or "-")
     if fleet and event.host:
         subject = f"{event.host}:{subject}"
     text = f"{stamp} #{event.seq} {event.type.value:<17} {subject}"
@@ -301,16 +315,16 @@ def _details(data: Mapping[str, Any], host: str) -> str:
                 measure = f" ({unit} {distance}/{threshold})" if distance is not None else ""
                 where = other.get("host")
                 where = f"{where}:" if where and where != host else ""
-                parts.append(f"~ {where}{other.get('path')}{measure}")
+                parts.append(f"~ {where}{shown(str(other.get('path')))}{measure}")
         count = data.get("count")
         if isinstance(count, int) and count > len(others):
             parts.append(f"and {count - len(others)} more")
     issues = data.get("issues")
     if isinstance(issues, list):
-        parts += [str(i.get("reason")) for i in issues if isinstance(i, dict)][:3]
+        parts += [shown(str(i.get("reason"))) for i in issues if isinstance(i, dict)][:3]
     for key, value in data.items():
         if key not in _NOT_INLINE and isinstance(value, str | int | float | bool):
-            parts.append(f"{key}={value}")
+            parts.append(f"{key}={shown(value) if isinstance(value, str) else value}")
     return "  ".join(parts)
 
 
@@ -319,20 +333,25 @@ def _details(data: Mapping[str, Any], host: str) -> str:
 
 def run_rescan(args: argparse.Namespace) -> int:
     """``isccd rescan``."""
+    from isccd.cli.rescan import wait  # noqa: PLC0415 -- only --wait needs it
+
     path = os.path.realpath(args.path) if args.path else None
     try:
-        with Client(socket_path(args)) as client:
+        socket = find_socket(args)
+        with Client(socket) as client:
+            since = client.status().last_seq
             result = client.rescan(path)
-            seq = client.sync(path) if args.wait else None
-    except (DaemonUnavailableError, ProtocolError) as exc:
+        changes = wait(lambda: Client(socket), path, since) if args.wait else None
+    except (DaemonUnavailableError, ProtocolError, ConfigError) as exc:
         return fail(exc)
-    if wants_json(args.json):
-        print_json({**to_wire(result), **({"seq": seq} if seq is not None else {})})
+    if output_format(args) != "text":
+        waited = {"seq": changes.seq, "changes": changes.counts} if changes else {}
+        print_json({**to_wire(result), **waited})
     else:
-        roots = ", ".join(result.roots) or "no roots"
+        roots = ", ".join(shown(r) for r in result.roots) or "no roots"
         print(f"rescan started: {roots}")
-        if seq is not None:
-            print(f"indexed up to seq {seq}")
+        if changes is not None:
+            print(f"indexed up to seq {changes.seq}: {changes.summary()}")
     return EXIT_OK
 
 

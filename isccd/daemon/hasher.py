@@ -10,7 +10,9 @@ was outdated) and the reasons of the errors (``errors``). Its level follows the 
 ``partial`` (some unit failed) at warning, ``failed`` (no unit) at error; ``unstable`` (changed
 while read, retried) and ``vanished`` (gone) at info. What the index made of it (added,
 changed, duplicates) follows as events. The heartbeat's
-:class:`~isccd.daemon.heartbeat.Progress` is told of each.
+:class:`~isccd.daemon.heartbeat.Progress` is told of each. A missing tool (``fpcalc``, ``ffmpeg``)
+is logged once, at warning, with the package that provides it (``tool_missing``), the first time
+a file lacks a unit for want of it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 import structlog
 
 from isccd.daemon.heartbeat import Progress
+from isccd.extract.missing import MissingTools
 from isccd.hashing.pool import PoolClosedError, WorkerPool
 from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
 
@@ -60,6 +63,7 @@ class DaemonHasher:
     def __init__(self, pool: WorkerPool, progress: Progress) -> None:
         self.pool = pool
         self._progress = progress
+        self._missing = MissingTools()
 
     async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         """Hash one file of ``root`` (all units, or only ``units``) and log its line."""
@@ -77,6 +81,8 @@ class DaemonHasher:
                 # The workers were replaced (a reload): hash it with the new ones.
         self._progress.advanced()
         log_processed(path, record, units, time.monotonic() - started)
+        for fix in self._missing.add(record.issues):
+            structlog.get_logger("isccd.processed").warning("tool_missing", fix=fix, path=path)
         return record
 
 

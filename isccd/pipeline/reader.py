@@ -7,7 +7,7 @@ of :mod:`isccd.pipeline.queries` and :mod:`~isccd.pipeline.groups`), member for 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from isccd.model import FileRecord
@@ -82,3 +82,11 @@ class IndexReader:
     def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return groups.dupes(self._ix, query)
+
+    def problems(self, under: Sequence[str] = ()) -> list[FileRecord]:
+        """The records with issues of the live files at or below ``under`` (every root's when
+        it is empty), by path."""
+        store = self._ix.store
+        places = under or list(store.live_by_root())
+        found = {f.id: f for place in places for f in store.files_under(place) if f.record.issues}
+        return [f.record for f in sorted(found.values(), key=lambda f: f.path)]

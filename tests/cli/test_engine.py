@@ -85,8 +85,8 @@ def test_selftest_lists_failures_and_exits_1() -> None:
     assert passed == 58 - len(fails)
 
 
-def test_explain_prints_json_when_piped() -> None:
-    result = isccd("explain", ISCC_CODE, "iscc:eaaskdnznyguuf5a")
+def test_explain_prints_json_when_asked() -> None:
+    result = isccd("explain", ISCC_CODE, "iscc:eaaskdnznyguuf5a", "--json")
     assert result.returncode == 0, result.stderr
     first, second = json.loads(result.stdout)
     assert first["iscc"] == ISCC_CODE
@@ -114,7 +114,7 @@ def test_explain_is_readable_on_a_terminal() -> None:
 
 
 def test_explain_of_bad_codes_exits_2_and_says_why() -> None:
-    result = isccd("explain", "ISCC:EAASKDNZNYGUUF5A", "ISCC:EAAS=", "urn:x")
+    result = isccd("explain", "ISCC:EAASKDNZNYGUUF5A", "ISCC:EAAS=", "urn:x", "--json")
     assert result.returncode == 2
     assert "cannot read 'ISCC:EAAS=' as an ISCC: malformed base32" in result.stderr
     assert "cannot read 'urn:x' as an ISCC: invalid scheme" in result.stderr
@@ -134,7 +134,7 @@ def test_explain_shows_units_that_make_no_iscc_code() -> None:
 
 def test_compare_json_equals_the_reference() -> None:
     other = ic.gen_iscc_code_v0(ic.iscc_decompose(ISCC_CODE)[1:])["iscc"]
-    result = isccd("compare", ISCC_CODE, other)
+    result = isccd("compare", ISCC_CODE, other, "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["compare"] == ic.iscc_compare(ISCC_CODE, other)
@@ -163,8 +163,8 @@ def test_compare_on_a_terminal() -> None:
 def test_compare_iscc_ids() -> None:
     a = ic.gen_iscc_id_v1(1714503123456789, 42)["iscc"]
     b = ic.gen_iscc_id_v1(1714503123456790, 42)["iscc"]
-    assert json.loads(isccd("compare", a, b).stdout)["compare"] == {"id_match": False}
-    assert json.loads(isccd("compare", a, a).stdout)["compare"] == {"id_match": True}
+    assert json.loads(isccd("compare", a, b, "--json").stdout)["compare"] == {"id_match": False}
+    assert json.loads(isccd("compare", a, a, "--json").stdout)["compare"] == {"id_match": True}
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,9 @@ def make_library(root: Path) -> Path:
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
-    status = main(args)
+    """Run a command with ``--json``; its exit status, its output parsed (or as it is when it
+    is not JSON) and its stderr."""
+    status = main([*args, "--json"])
     out, err = capsys.readouterr()
     try:
         return status, json.loads(out), err

@@ -39,9 +39,24 @@ def test_progress_draws_on_a_terminal_at_most_once_per_interval_and_erases_itsel
         now[0] = 2.0
         bar.advance()
         bar.advance()  # same instant: not drawn again
-        assert stream.getvalue().count("\r") == 1
+        assert stream.getvalue().count("hashing") == 1
         assert "hashing: 1/4 (25%)" in stream.getvalue()
-    assert stream.getvalue().endswith("\r")
+    assert stream.getvalue().endswith("\r\x1b[K")
+
+
+def test_progress_is_erased_before_a_result_and_drawn_again_after() -> None:
+    now = [0.0]
+    stream = _Terminal()
+    bar = Progress("coding", total=2, stream=stream, interval=1.0, clock=lambda: now[0])
+    now[0] = 2.0
+    bar.advance(note="evil\nname.bin")
+    bar.clear()
+    bar.clear()  # nothing shown: nothing written
+    assert stream.getvalue() == "\r\x1b[Kcoding: 1/2 (50%) 0/s evil\\nname.bin\r\x1b[K"
+    now[0] = 4.0
+    bar.advance()
+    bar.close()
+    assert stream.getvalue().endswith("coding: 2/2 (100%) 0/s\r\x1b[K")
 
 
 def test_progress_is_silent_off_a_terminal() -> None:

@@ -72,8 +72,9 @@ def test_status_as_json_and_as_text(
     assert status.server.events_published == 1
     assert status.server.connections == 1
 
-    assert main(["status", "--socket", str(daemon.path)]) == 0  # not a terminal: JSON anyway
-    assert json.loads(capsys.readouterr().out)["last_seq"] == 1
+    # Not a terminal, and no --json: text all the same.
+    assert main(["status", "--socket", str(daemon.path)]) == 0
+    assert "  last seq       1\n" in capsys.readouterr().out
 
 
 def test_readable_status_on_a_terminal(daemon: ServerThread, root_dir: Path) -> None:
@@ -122,7 +123,7 @@ def test_subscribe_replays_streams_and_prints_where_to_resume_on_sigint(
 ) -> None:
     for name in ("a", "b"):
         daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/{name}")
-    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0") as process:
+    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0", "--json") as process:
         try:
             assert [e["seq"] for e in _lines(process, 2)] == [1, 2]  # piped: NDJSON
             daemon.publish(
@@ -175,7 +176,7 @@ def test_subscribe_exits_quietly_when_its_reader_goes_away(
     daemon: ServerThread, root_dir: Path
 ) -> None:
     daemon.publish(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a")
-    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0") as process:
+    with _spawn("subscribe", "--socket", str(daemon.path), "--since", "0", "--json") as process:
         try:
             _lines(process, 1)
             assert process.stdout is not None
@@ -233,8 +234,13 @@ def test_rescan_resolves_its_path_and_can_wait(
     link = root_dir.parent / "link-to-sub"
     link.symlink_to(root_dir / "sub")
     assert main(["rescan", "--socket", str(daemon.path), str(link), "--wait", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"roots": [f"{root_dir}/sub"], "seq": 0}
-    assert daemon.backend.calls == [("rescan", f"{root_dir}/sub"), ("sync", f"{root_dir}/sub")]
+    assert json.loads(capsys.readouterr().out) == {
+        "roots": [f"{root_dir}/sub"],
+        "seq": 0,
+        "changes": {},
+    }
+    calls = [c for c in daemon.backend.calls if c[0] != "status"]  # status: the progress
+    assert calls == [("rescan", f"{root_dir}/sub"), ("sync", f"{root_dir}/sub")]
 
     assert main(["rescan", "--socket", str(daemon.path), "/etc"]) == 1
     err = capsys.readouterr().err

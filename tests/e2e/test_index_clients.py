@@ -53,7 +53,8 @@ def daemon() -> Iterator[Daemon]:
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
-    status = main(list(args))
+    """A command with ``--json``: its status, its output parsed and its stderr."""
+    status = main([*args, "--json"])
     out, err = capsys.readouterr()
     return status, json.loads(out) if out else None, err
 
@@ -188,15 +189,20 @@ def test_the_default_socket_is_asked_and_without_a_daemon_the_default_store_is_r
     monkeypatch.setenv("RUNTIME_DIRECTORY", str(daemon.socket.parent))
     status, _, err = run(capsys, "get", outside)
     assert status == 1 and "outside_roots" in err
-    # No daemon there: the default store answers, silently, and codes the outside file itself.
+    # No daemon there: the default store answers, says so on stderr, and codes the outside
+    # file itself.
     monkeypatch.setenv("RUNTIME_DIRECTORY", str(daemon.base / "nothing-here"))
     status, found, err = run(capsys, "similar", outside)
-    assert (status, err) == (0, "")
+    told = (
+        f"isccd: no daemon answers on {daemon.base / 'nothing-here' / 'isccd.sock'}: read "
+        f"{daemon.state / 'isccd.db'}\n"
+    )
+    assert (status, err) == (0, told)
     assert str(daemon.root / "docs" / "report.txt") in {
         m["path"] for m in found["matches"] if m["relation"] == "exact"
     }
     status, groups, err = run(capsys, "dupes")
-    assert (status, err) == (0, "") and groups["groups"]
+    assert (status, err) == (0, told) and groups["groups"]
     # Neither a daemon nor a store: both are named.
     monkeypatch.setenv("STATE_DIRECTORY", str(daemon.base / "no-state"))
     status, _, err = run(capsys, "dupes")

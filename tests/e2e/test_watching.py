@@ -114,10 +114,10 @@ def test_copy_move_delete(make_daemon: Callable[..., Daemon]) -> None:
 
 
 def _isccd_code(path: Path) -> Any:
-    """What `isccd code PATH` prints for the file (an array of one)."""
+    """What `isccd code PATH --json` prints for the file (an array of one)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["code", str(path)]) == 0
+        assert main(["code", str(path), "--json"]) == 0
     [coded] = json.loads(out.getvalue())
     return coded
 

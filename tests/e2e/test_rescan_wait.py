@@ -1,0 +1,73 @@
+"""``isccd rescan --wait``: progress on a terminal's stderr while the daemon works, then what
+changed."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.conftest import Daemon
+from tests.e2e.test_socket_discovery import COMMAND, _client
+
+
+@pytest.mark.slow
+def test_rescan_wait_shows_progress_and_ends_with_what_changed(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    # A long settle keeps the watcher from indexing the new files before the rescan is asked.
+    daemon = make_daemon(ISCCD_WATCH__SETTLE="3")
+    (daemon.root / "gone.txt").write_text("to be removed " * 200)
+    daemon.start()
+    _client(daemon, "rescan", "--wait", "--socket", str(daemon.socket))
+    (daemon.root / "one.txt").write_text("the first new file " * 200)
+    (daemon.root / "two.txt").write_text("the second new file " * 200)
+    (daemon.root / "gone.txt").unlink()
+    done = _client(daemon, "rescan", "--wait", "--socket", str(daemon.socket))
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith("indexed up to seq ")
+    assert last.endswith(
+        ": 2 added, 0 changed, 0 moved, 1 removed, 0 errors, 0 unstable, 0 duplicates"
+    )
+    assert "\r" not in done.stdout and "rescanning" not in done.stderr  # stderr is a pipe
+
+
+@pytest.mark.slow
+def test_rescan_wait_draws_progress_on_a_terminal(make_daemon: Callable[..., Daemon]) -> None:
+    daemon = make_daemon(ISCCD_WATCH__SETTLE="2")
+    daemon.start()
+    (daemon.root / "new.txt").write_text("a new file " * 200)
+    leader, follower = pty.openpty()
+    try:
+        with subprocess.Popen(
+            [*COMMAND, "rescan", "--wait", "--socket", str(daemon.socket)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            stdin=subprocess.DEVNULL,
+        ) as proc:
+            os.close(follower)
+            follower = -1
+            err = b""
+            while chunk := _read(leader):
+                err += chunk
+            assert proc.stdout is not None
+            out = proc.stdout.read().decode()
+            assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    assert b"rescanning: " in err and err.endswith(b"\r\x1b[K")
+    assert "\r" not in out and out.splitlines()[-1].endswith("1 added, 0 changed, 0 moved, "
+        "0 removed, 0 errors, 0 unstable, 0 duplicates")  # fmt: skip
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # EIO: the child closed the terminal
+        return b""
