@@ -56,7 +56,7 @@ def test_piped_output_is_text_unless_json_is_asked_for(tmp_path: Path) -> None:
     assert json.loads(isccd("explain", code, "--json").stdout)[0]["iscc"] == code
     coded = isccd("code", str(tmp_path / "a.txt"))
     assert coded.stdout.startswith("ISCC:") and str(tmp_path / "a.txt") in coded.stdout
-    assert json.loads(isccd("code", str(tmp_path / "a.txt"), "--json").stdout)["iscc"]
+    assert json.loads(isccd("code", str(tmp_path / "a.txt"), "--json").stdout)[0]["iscc"]
     lines = isccd("code", str(tmp_path / "a.txt"), "--jsonl").stdout.splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["filename"] == "a.txt"
 
