@@ -190,8 +190,11 @@ class IndexConfig:
     def scanning(self, jobs: int) -> PipelineOptions:
         """The pipeline's options for a scan hashing ``jobs`` files at once: the policy, the
         retention, and the current profile versions (outdated units are computed again)."""
+        # As many in flight as the daemon has: enough records finish while the store applies
+        # the last ones that it takes them in batches.
+        concurrency = max(32, jobs * 16)
         return pipeline_options(
-            self.settings, versions=current_versions(self.code), hash_concurrency=2 * jobs + 2
+            self.settings, versions=current_versions(self.code), hash_concurrency=concurrency
         )
 
     def scan_options(self, roots: Sequence[str], ignore: Sequence[str] = ()) -> ScanOptions:

@@ -50,6 +50,7 @@ import structlog
 
 from isccd.errors import HashingUnavailableError
 from isccd.hashing import OUT_OF_MEMORY, CodeOptions, compute_record, out_of_memory
+from isccd.hashing.wire import pack, unpack
 from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, UnitType
 
 #: The default bound of a worker's memory: the largest image the default pixel limit admits
@@ -180,7 +181,7 @@ def _worker_main(
             record = _failed(path, OUT_OF_MEMORY, IssueCode.TOO_LARGE)
         except Exception as exc:  # compute_record never raises for a bad file: this is a bug
             record = _failed(path, f"internal error: {type(exc).__name__}: {exc}")
-        conn.send((job_id, record, out_of_memory(record)))
+        conn.send((job_id, pack(record), out_of_memory(record)))
 
 
 def _limit_memory(memory: int) -> None:
@@ -422,11 +423,11 @@ class WorkerPool:
             self._failed_starts = 0
             self._ready.set()
         else:
-            job_id, record, retire = message
+            job_id, packed, retire = message
             job = worker.jobs.popleft()
             assert job.id == job_id, "a worker answers in order"
             self._done += 1
-            self._finish(job, record)
+            self._finish(job, unpack(packed))
             if retire:
                 self._over_memory += 1
                 structlog.get_logger().warning(

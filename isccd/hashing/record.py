@@ -17,10 +17,8 @@ from isccd.hashing.content import Content, content_unit, make_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
 from isccd.hashing.run import Run
-from isccd.iscc import (
-    SumHasher,
-    gen_iscc_code_v0,
-)
+from isccd.iscc import SumHasher, compose_iscc_code
+from isccd.iscc.constants import MT, ST, ST_CC
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
     FileIssue,
@@ -189,6 +187,19 @@ def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
     """
     if not {UnitType.DATA, UnitType.INSTANCE} <= {u.type for u in units}:
         return None
-    return gen_iscc_code_v0([u.iscc for u in units if u.type is not UnitType.MIXED], wide=wide)[
-        "iscc"
-    ]
+    # The header of each unit follows from its type: no need to decode the codes just made.
+    return compose_iscc_code(
+        [(*_HEADER_OF[u.type], u.digest) for u in units if u.type is not UnitType.MIXED], wide
+    )
+
+
+#: MainType and SubType of the units a record holds.
+_HEADER_OF: dict[UnitType, tuple[int, int]] = {
+    UnitType.META: (MT.META, ST.NONE),
+    UnitType.TEXT: (MT.CONTENT, ST_CC.TEXT),
+    UnitType.IMAGE: (MT.CONTENT, ST_CC.IMAGE),
+    UnitType.AUDIO: (MT.CONTENT, ST_CC.AUDIO),
+    UnitType.VIDEO: (MT.CONTENT, ST_CC.VIDEO),
+    UnitType.DATA: (MT.DATA, ST.NONE),
+    UnitType.INSTANCE: (MT.INSTANCE, ST.NONE),
+}

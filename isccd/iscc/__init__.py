@@ -61,7 +61,7 @@ from isccd.iscc.instance import (
     gen_instance_code_v0,
     hash_instance_v0,
 )
-from isccd.iscc.iscc_code import gen_iscc_code, gen_iscc_code_v0
+from isccd.iscc.iscc_code import compose_iscc_code, gen_iscc_code, gen_iscc_code_v0
 from isccd.iscc.iscc_id import (
     alg_simhash_from_iscc_id,
     gen_iscc_id,
@@ -150,6 +150,7 @@ __all__ = [
     "alg_simhash",
     "alg_simhash_from_iscc_id",
     "alg_wtahash",
+    "compose_iscc_code",
     "decode_base16",
     "decode_base32",
     "decode_base32hex",

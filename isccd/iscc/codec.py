@@ -181,6 +181,9 @@ def decode_header(data: bytes) -> IsccTuple:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"ISCC bytes expected, got {type(data).__name__}")
     data = bytes(data)
+    if len(data) >= 2 and not (data[0] | data[1]) & 0x88:
+        # Every code made with standard parameters: four one-nibble fields, two bytes.
+        return data[0] >> 4, data[0] & 0xF, data[1] >> 4, data[1] & 0xF, data[2:]
     pos = 0
     fields = []
     for _ in range(4):

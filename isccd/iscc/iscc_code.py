@@ -32,7 +32,7 @@ from isccd.iscc.codec import (
 from isccd.iscc.constants import SUBTYPE_MAP
 from isccd.iscc.exceptions import IsccError
 
-__all__ = ["gen_iscc_code", "gen_iscc_code_v0"]
+__all__ = ["compose_iscc_code", "gen_iscc_code", "gen_iscc_code_v0"]
 
 #: The MainTypes an ISCC-CODE is made of.
 _UNIT_TYPES = frozenset((MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE))
@@ -91,7 +91,29 @@ def gen_iscc_code_v0(codes: Sequence[str], wide: bool = False) -> dict[str, str]
     codes = list(codes)
     if len(codes) < 2:
         raise IsccError("an ISCC-CODE needs at least two ISCC-UNITs (Data and Instance)")
-    units = sorted((_decode_unit(code) for code in codes), key=lambda unit: unit[0])
+    return {"iscc": compose_iscc_code([_decode_unit(code) for code in codes], wide=wide)}
+
+
+def compose_iscc_code(decoded: Sequence[tuple[int, int, bytes]], wide: bool = False) -> str:
+    """Combine decoded ISCC-UNITs into an ISCC-CODE, as :func:`gen_iscc_code_v0` combines their
+    codes; for units at hand as ``(maintype, subtype, body)``, not to decode them again.
+
+    Args:
+        decoded: Two to five units, each at least 64 bits, in any order.
+        wide: As for :func:`gen_iscc_code_v0`.
+
+    Returns:
+        The ISCC-CODE (``ISCC:K...``).
+
+    Raises:
+        IsccError: As :func:`gen_iscc_code_v0` for the combination of the units, or a body
+            shorter than 64 bits.
+    """
+    if len(decoded) < 2:
+        raise IsccError("an ISCC-CODE needs at least two ISCC-UNITs (Data and Instance)")
+    if any(len(body) * 8 < _UNIT_BITS for _, _, body in decoded):
+        raise IsccError("cannot build an ISCC-CODE from units shorter than 64 bits")
+    units = sorted(decoded, key=lambda unit: unit[0])
     main_types = tuple(MT(unit[0]) for unit in units)
     if len(set(main_types)) != len(main_types):
         names = ", ".join(mt.name for mt in main_types)
@@ -118,7 +140,7 @@ def gen_iscc_code_v0(codes: Sequence[str], wide: bool = False) -> dict[str, str]
     nbytes = (_WIDE_BITS if is_wide else _UNIT_BITS) // 8
     body = b"".join(unit_body[:nbytes] for _, _, unit_body in units)
     header = encode_header(MT.ISCC, subtype, VS.V0, encode_units(main_types[:-2]))
-    return {"iscc": "ISCC:" + encode_base32(header + body)}
+    return "ISCC:" + encode_base32(header + body)
 
 
 def gen_iscc_code(codes: Sequence[str]) -> dict[str, str]:

@@ -37,6 +37,7 @@ from isccd.model import (
     UnitType,
 )
 from isccd.pipeline import composition, groups, policy, queries
+from isccd.pipeline.batches import OwnerBatches
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.index import GONE, Index, is_unstable, issue_codes
 from isccd.pipeline.options import PipelineOptions
@@ -340,6 +341,12 @@ class Pipeline:
             if progress is not None:
                 progress(stats)
 
+        # The records of small files arrive by the hundred per second: applied in batches.
+        apply: OwnerBatches[
+            tuple[HashJob, FileRecord], tuple[list[Event], list[HashJob], ScanStats]
+        ]
+        apply = OwnerBatches(self._call, lambda ix, done: rec.applied(*done))
+
         async def settle(job: HashJob) -> list[HashJob]:
             record, attempts = await self._hash(job)
             if is_unstable(record):
@@ -347,7 +354,7 @@ class Pipeline:
                 stats = await self._call(lambda ix: rec.unstable(job, attempts, reason))
                 report(stats)
                 return []
-            _, more, stats = await self._call(lambda ix: rec.applied(job, record))
+            _, more, stats = await apply((job, record))
             report(stats)
             return more
 
@@ -390,6 +397,8 @@ class Pipeline:
             # Workers share the store: one failure (a full disk) usually fails them all alike.
             # Callers get the first error itself, as from any other method.
             raise _first_error(failed) from failed
+        finally:
+            await apply.drain()
         stats, _ = await self._call(lambda ix: rec.close())
         report(stats)
         return stats, rec.events or []

@@ -306,8 +306,9 @@ class SqliteStore(Database):
         directory, name = split_path(record.path)
         return (self._root_id(root), self._dir_id(directory), to_fs(name), *record_columns(record))
 
-    def _write_skips(self, file_id: int, record: FileRecord) -> None:
-        self._exec("DELETE FROM skips WHERE file_id = ?", (file_id,))
+    def _write_skips(self, file_id: int, record: FileRecord, *, fresh: bool = False) -> None:
+        if not fresh:
+            self._exec("DELETE FROM skips WHERE file_id = ?", (file_id,))
         rows = [
             (file_id, unit_type.value, self._profile_id(profile))
             for unit_type, profile in skipped_units(record.issues).items()
@@ -319,8 +320,9 @@ class SqliteStore(Database):
                 rows,
             )
 
-    def _write_units(self, file_id: int, units: Iterable[Unit]) -> None:
-        self._exec("DELETE FROM units WHERE file_id = ?", (file_id,))
+    def _write_units(self, file_id: int, units: Iterable[Unit], *, fresh: bool = False) -> None:
+        if not fresh:
+            self._exec("DELETE FROM units WHERE file_id = ?", (file_id,))
         rows = [
             (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile)) for u in units
         ]
@@ -342,8 +344,9 @@ class SqliteStore(Database):
             (*values, now),
         ).fetchone()
         file_id = int(row[0])
-        self._write_units(file_id, record.units)
-        self._write_skips(file_id, record)
+        # Ids are never used again (AUTOINCREMENT): a new file has no units or skips to replace.
+        self._write_units(file_id, record.units, fresh=True)
+        self._write_skips(file_id, record, fresh=True)
         return file_id
 
     def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:

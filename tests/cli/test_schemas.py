@@ -81,7 +81,9 @@ def test_get_similar_and_dupes_from_a_store(library: tuple[Path, Path, dict[str,
 
 def test_the_schemas_refuse_the_old_shapes(library: tuple[Path, Path, dict[str, Any]]) -> None:
     root, state, _ = library
-    info = json.loads(output("get", str(root / "docs" / "report.txt"), "--state", str(state), "--json"))
+    info = json.loads(
+        output("get", str(root / "docs" / "report.txt"), "--state", str(state), "--json")
+    )
     info["units"] = [{"type": t, "iscc": c} for t, c in info["units"].items()]  # version 1
     with pytest.raises(jsonschema.ValidationError):
         check("get", info)

@@ -304,3 +304,20 @@ def test_a_database_deleted_or_replaced_while_open_commits_nothing(
         assert kept.file_at("/data/b") is None
     finally:
         kept.close()
+
+
+def test_adding_a_file_writes_its_rows_without_deleting_first(tmp_path: Path) -> None:
+    store = SqliteStore(_db(tmp_path))
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    store.begin()
+    file_id = store.add_file(ROOT, make_record("/data/a", data=b"a", text=b"a"), 1.0)
+    store.commit()
+    store._db.set_trace_callback(None)
+    try:
+        assert [s for s in statements if s.startswith("DELETE")] == []
+        assert {u.type for u in store.files_by_id([file_id])[0].record.units} == {
+            u.type for u in make_record("/data/a", data=b"a", text=b"a").units
+        }
+    finally:
+        store.close()

@@ -1,0 +1,105 @@
+"""Many small changes to the index as one job of the store's owner thread.
+
+A reconcile of small files applies hundreds of records a second. As one owner job each, every
+record pays a future, a queue hand-over and a wake-up of the event loop both ways, and the group
+commit sees only the few records the hashing has in flight, so a scan commits every three files.
+:class:`OwnerBatches` collects the items that arrive while the owner is busy and sends them
+together: one job, one commit, one wake-up, while each item keeps its own savepoint, so an item
+that fails is undone alone and its error reaches its own caller only, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+from isccd.pipeline.index import Index
+
+I = TypeVar("I")  # noqa: E741 - the item, as T is the result
+T = TypeVar("T")
+
+#: What one item came to: ``(True, result)`` or ``(False, its error)``.
+_Outcome = tuple[bool, Any]
+
+
+class OwnerBatches(Generic[I, T]):
+    """Applies items on the owner thread, all those waiting in one job.
+
+    At most one job is in flight; items that arrive meanwhile wait for the next one, so a batch
+    is as large as the load makes it and an item alone waits for nothing.
+    """
+
+    def __init__(
+        self,
+        call: Callable[[Callable[[Index], list[_Outcome]]], Awaitable[list[_Outcome]]],
+        apply: Callable[[Index, I], T],
+    ) -> None:
+        """Batch ``apply`` over ``call``.
+
+        Args:
+            call: Runs a job on the owner thread and returns its committed result.
+            apply: Applies one item to the index (on the owner thread).
+        """
+        self._call = call
+        self._apply = apply
+        self._waiting: list[tuple[I, asyncio.Future[T]]] = []
+        self._sending: asyncio.Task[None] | None = None
+
+    async def __call__(self, item: I) -> T:
+        """Apply ``item`` with whatever else is waiting; its result once committed.
+
+        Raises:
+            Exception: What applying it raised (it was undone), or why the job failed.
+        """
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._waiting.append((item, future))
+        if self._sending is None:
+            self._sending = asyncio.ensure_future(self._send())
+        return await future
+
+    async def drain(self) -> None:
+        """Wait until every item handed over so far is applied (or failed)."""
+        while self._sending is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._sending)
+
+    async def _send(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                items = [item for item, _ in batch]
+                try:
+                    outcomes = await self._call(functools.partial(self._apply_all, items=items))
+                except Exception as exc:  # the job as a whole failed: so did each item
+                    outcomes = [(False, exc)] * len(batch)
+                except BaseException:  # cancelled: nobody is left to answer the callers
+                    for _, future in batch + self._waiting:
+                        future.cancel()
+                    self._waiting = []
+                    raise
+                for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+                    if future.done():  # its caller gave up
+                        continue
+                    if ok:
+                        future.set_result(value)
+                    else:
+                        future.set_exception(value)
+        finally:
+            self._sending = None
+
+    def _apply_all(self, ix: Index, items: list[I]) -> list[_Outcome]:
+        outcomes: list[_Outcome] = []
+        for item in items:
+            ix.savepoint()
+            try:
+                value = self._apply(ix, item)
+            except Exception as exc:  # this item's failure, undone alone
+                ix.rollback_to()
+                outcomes.append((False, exc))
+                continue
+            ix.release()
+            outcomes.append((True, value))
+        return outcomes

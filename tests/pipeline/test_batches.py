@@ -1,0 +1,79 @@
+"""Records applied in batches on the owner thread: one job for all that wait, each item undone
+alone when it fails."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from isccd.model import EventType
+from isccd.pipeline.batches import OwnerBatches
+from isccd.pipeline.index import Index
+from isccd.pipeline.options import PipelineOptions
+from isccd.store import open_store, state_url
+from isccd.store.owner import StoreOwner
+
+
+def _log(ix: Index, name: str) -> str:
+    """Log an event for ``name``; ``bad`` fails after logging it (which must be undone)."""
+    ix.emit(EventType.FILE_ADDED, "/r", f"/r/{name}", {})
+    if name == "bad":
+        raise ValueError("bad item")
+    return name.upper()
+
+
+def _run(tmp_path: Path, body: Callable[[OwnerBatches[str, str], list[int]], Any]) -> Any:
+    owner: StoreOwner[Index] = StoreOwner(
+        lambda: Index(open_store(state_url(tmp_path / "state")), PipelineOptions())
+    )
+    owner.start()
+    jobs: list[int] = []
+
+    async def call(fn: Callable[[Index], Any]) -> Any:
+        jobs.append(1)
+        return await asyncio.wrap_future(owner.submit(fn))
+
+    try:
+        return asyncio.run(body(OwnerBatches(call, _log), jobs))
+    finally:
+        owner.close()
+
+
+def _logged(tmp_path: Path) -> list[str]:
+    store = open_store(state_url(tmp_path / "state"), readonly=True)
+    try:
+        return [e.path for e in store.events_since(0, 100)]
+    finally:
+        store.close()
+
+
+def test_items_waiting_together_go_in_one_job_and_a_failing_one_is_undone_alone(
+    tmp_path: Path,
+) -> None:
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> list[Any]:
+        first = asyncio.ensure_future(apply("a"))
+        await asyncio.sleep(0)  # "a" is sent alone; the others wait for its job
+        rest = [apply(name) for name in ("b", "bad", "c")]
+        return [await first, *await asyncio.gather(*rest, return_exceptions=True), len(jobs)]
+
+    a, b, bad, c, jobs = _run(tmp_path, body)
+    assert (a, b, c) == ("A", "B", "C")
+    assert isinstance(bad, ValueError)
+    assert jobs == 2
+    assert _logged(tmp_path) == ["/r/a", "/r/b", "/r/c"]
+
+
+def test_a_failed_job_fails_each_of_its_items(tmp_path: Path) -> None:
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> None:
+        async def broken(fn: Callable[[Index], Any]) -> Any:
+            raise OSError("disk full")
+
+        failing = OwnerBatches(broken, _log)
+        results = await asyncio.gather(failing("x"), failing("y"), return_exceptions=True)
+        assert [type(r) for r in results] == [OSError, OSError]
+        await failing.drain()
+
+    _run(tmp_path, body)
+    assert _logged(tmp_path) == []
