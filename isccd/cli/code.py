@@ -15,17 +15,19 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
 from isccd.cli.output import Progress, format_size, print_json, wants_json
 from isccd.errors import HashingUnavailableError
 from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT
-from isccd.hashing import CodeOptions, compute_record
-from isccd.hashing.lazy import records
-from isccd.hashing.pool import WorkerOptions
 from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind
+
+if TYPE_CHECKING:
+    # The hashing layer (numpy, Pillow, the workers) is imported by the handler: building the
+    # parser must stay cheap.
+    from isccd.hashing import CodeOptions
 
 _EPILOG = """\
 output: with --json, or when stdout is not a terminal, one JSON object per file (pretty-printed;
@@ -117,6 +119,9 @@ class _Task:
 
 def run_code(args: argparse.Namespace) -> int:
     """Code every file named or found under the arguments and print the results."""
+    from isccd.hashing import CodeOptions  # noqa: PLC0415
+    from isccd.hashing.pool import WorkerOptions  # noqa: PLC0415
+
     options = CodeOptions(
         bits=args.bits,
         # Below 128 bits an ISCC-CODE cannot be WIDE: --wide changes nothing there.
@@ -217,6 +222,10 @@ def _records(
     tasks: list[_Task], options: CodeOptions, jobs: int, file_timeout: float
 ) -> Iterator[FileRecord]:
     """Each task's record, in task order, computed in worker processes when it helps."""
+    from isccd.hashing import compute_record  # noqa: PLC0415
+    from isccd.hashing.lazy import records  # noqa: PLC0415
+    from isccd.hashing.pool import WorkerOptions  # noqa: PLC0415
+
     todo = [t for t in tasks if t.record is None]
     if jobs <= 1 or len(todo) < _FILES_PER_WORKER * 2:
         for task in tasks:

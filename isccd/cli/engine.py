@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -70,6 +69,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _load_vectors() -> dict[str, Any]:
+    from importlib import resources  # noqa: PLC0415 -- keeps --help fast
+
     text = resources.files("isccd.iscc").joinpath("data", CONFORMANCE_DATA).read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data

@@ -14,7 +14,9 @@ the store is not read instead.
 All four read the daemon's configuration (``--config FILE``, default: the daemon's default file
 when it exists; ``ISCCD_*`` variables; :mod:`isccd.config`): its state directory, store
 and socket, its duplicate policy, and for ``scan`` how files are coded and which are ignored.
-An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``.
+An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``. The
+three readers ask the daemon before loading the configuration: its socket is read on its own
+(:mod:`isccd.cli.quicksocket`), and the rest is loaded only when the store is read instead.
 
 Every command prints readable text on a terminal and JSON with ``--json`` or when piped.
 """
@@ -22,7 +24,6 @@ Every command prints readable text on a terminal and JSON with ``--json`` or whe
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shlex
 import sys
@@ -30,11 +31,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.answers import format_dupes, format_file, format_similar
+from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, log_to_stderr
 from isccd.cli.connect import ANSWER_TIMEOUT, add_socket_option, connect
 from isccd.cli.output import Progress, print_json, wants_json
-from isccd.client import Client
+from isccd.cli.quicksocket import configured_socket
 from isccd.dirs import default_socket_path
 from isccd.errors import (
     ConfigError,
@@ -45,10 +45,7 @@ from isccd.errors import (
     StoreLockedError,
 )
 from isccd.fspath import is_under
-from isccd.hashing import compute_record
-from isccd.hashing.lazy import LazyWorkers
 from isccd.model import UNIT_BITS
-from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
 from isccd.protocol import DupesQuery, ErrorCode, FileInfo, SimilarQuery, SimilarResult, to_wire
 from isccd.protocol.requests import (
     DUPES_LIMIT,
@@ -57,10 +54,15 @@ from isccd.protocol.requests import (
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
 )
-from isccd.walk import ScanOptions, compile_ignore
 
+# The layers behind the commands (hashing, pipeline, store, the client) are imported by the
+# handlers that use them: building the parser must stay cheap (isccd.cli.main).
 if TYPE_CHECKING:
+    from isccd.client import Client
     from isccd.config import IndexConfig
+    from isccd.hashing.lazy import LazyWorkers
+    from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
+    from isccd.walk import ScanOptions
 
 T = TypeVar("T")
 
@@ -276,6 +278,12 @@ def file_path(path: str) -> str:
 
 def run_scan(args: argparse.Namespace) -> int:
     """``isccd scan``."""
+    import asyncio  # noqa: PLC0415
+
+    from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415
+    from isccd.pipeline import Pipeline  # noqa: PLC0415
+    from isccd.walk import compile_ignore  # noqa: PLC0415
+
     roots = []
     for root in args.roots:
         real = os.path.realpath(root)
@@ -322,6 +330,8 @@ def run_scan(args: argparse.Namespace) -> int:
 async def _scan(
     pipeline: Pipeline, hasher: LazyWorkers, roots: list[str], options: ScanOptions
 ) -> tuple[Adopted, list[ScanStats]]:
+    import asyncio  # noqa: PLC0415
+
     adopted = await asyncio.to_thread(pipeline.open)
     results = []
     try:
@@ -343,6 +353,8 @@ async def _scan(
 def _locked(exc: StoreLockedError, roots: list[str], socket: Path) -> str:
     """Why a scan cannot write the store, and what to do instead: when the writer is the
     daemon on its socket, ask it to reconcile the roots it watches."""
+    from isccd.client import Client  # noqa: PLC0415
+
     try:
         with Client(socket, timeout=ANSWER_TIMEOUT) as client:
             status = client.status()
@@ -409,14 +421,16 @@ def _answer(
         _Failed: The configuration is invalid, the daemon refused, none answers on an explicit
             ``--socket``, or the store cannot be read.
     """
-    try:
-        config = _configure(args)
-    except ConfigError as exc:
-        raise _Failed(str(exc), EXIT_CONFIG) from None
+    config: IndexConfig | None = None
     unavailable: DaemonUnavailableError | None = None
     if args.state is None:
+        # The daemon is asked before the settings are loaded: it answers by itself.
+        socket = args.socket or configured_socket(args.config)
+        if socket is None:
+            config = _configure_or_fail(args)
+            socket = config.socket
         try:
-            client = connect(config.socket)
+            client = connect(socket)
         except DaemonUnavailableError as exc:
             if args.socket is not None:
                 raise _Failed(str(exc)) from None
@@ -434,6 +448,11 @@ def _answer(
                 raise _Failed(str(exc)) from None
             except ProtocolError as exc:
                 raise _Failed(f"{exc.message} ({exc.code})") from None
+    if config is None:
+        config = _configure_or_fail(args)
+    log_to_stderr()
+    from isccd.pipeline import IndexReader  # noqa: PLC0415
+
     try:
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
             return read(reader, config)
@@ -444,8 +463,17 @@ def _answer(
         raise _Failed(f"{exc}; {unavailable}" if unavailable else str(exc)) from None
 
 
+def _configure_or_fail(args: argparse.Namespace) -> IndexConfig:
+    try:
+        return _configure(args)
+    except ConfigError as exc:
+        raise _Failed(str(exc), EXIT_CONFIG) from None
+
+
 def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
+    from isccd.cli.answers import format_dupes  # noqa: PLC0415
+
     query = DupesQuery(near=args.near, limit=args.limit, host=args.host)
     try:
         result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
@@ -457,12 +485,16 @@ def run_dupes(args: argparse.Namespace) -> int:
 
 def run_similar(args: argparse.Namespace) -> int:
     """``isccd similar``."""
+    from isccd.cli.answers import format_similar  # noqa: PLC0415
+
     path = file_path(args.path)
     query = SimilarQuery(
         path=path, max_distance=args.max_distance, limit=args.limit, host=args.host
     )
 
     def read(index: IndexReader, config: IndexConfig) -> SimilarResult:
+        from isccd.hashing import compute_record  # noqa: PLC0415
+
         return index.similar(query, lambda unindexed: compute_record(unindexed, config.code))
 
     try:
@@ -475,6 +507,8 @@ def run_similar(args: argparse.Namespace) -> int:
 
 def run_get(args: argparse.Namespace) -> int:
     """``isccd get``."""
+    from isccd.cli.answers import format_file  # noqa: PLC0415
+
     path = file_path(args.path)
 
     def read(index: IndexReader, _: IndexConfig) -> FileInfo:

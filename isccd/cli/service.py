@@ -17,15 +17,18 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
 from isccd.cli.connect import add_socket_option, fail, socket_path
 from isccd.cli.output import print_json, wants_json
-from isccd.client import Client
 from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import DaemonStatus, DatabaseStatus, event_to_wire, to_wire
+
+if TYPE_CHECKING:
+    # Imported where a command connects: building the parser must stay cheap.
+    from isccd.client import Client
 
 _NO_DAEMON = "exit status: 0 success; 1 when no daemon answers on the socket or it refuses."
 
@@ -121,6 +124,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_status(args: argparse.Namespace) -> int:
     """``isccd status``."""
+    from isccd.client import Client  # noqa: PLC0415
+
     try:
         with Client(socket_path(args)) as client:
             status = client.status()
@@ -220,6 +225,8 @@ def _sigterm_stops() -> Iterator[None]:
 
 def run_subscribe(args: argparse.Namespace) -> int:
     """``isccd subscribe``."""
+    from isccd.client import Client  # noqa: PLC0415
+
     as_json = wants_json(args.json)
     roots = [os.path.realpath(r) for r in args.roots] if args.roots else None
     client: Client | None = None
@@ -318,6 +325,8 @@ def _details(data: Mapping[str, Any], host: str) -> str:
 
 def run_rescan(args: argparse.Namespace) -> int:
     """``isccd rescan``."""
+    from isccd.client import Client  # noqa: PLC0415
+
     path = os.path.realpath(args.path) if args.path else None
     try:
         with Client(socket_path(args)) as client:
