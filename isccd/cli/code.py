@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, TextIO
 
-from isccd.cli import EXIT_FAILURE, EXIT_OK
+from isccd.cli import EXIT_FAILURE, EXIT_OK, log_to_stderr
 from isccd.cli.output import Progress, format_size, print_json, wants_json
 from isccd.errors import HashingUnavailableError
 from isccd.extract.source import file_kind
@@ -120,7 +120,6 @@ class _Task:
 def run_code(args: argparse.Namespace) -> int:
     """Code every file named or found under the arguments and print the results."""
     from isccd.hashing import CodeOptions  # noqa: PLC0415
-    from isccd.hashing.pool import WorkerOptions  # noqa: PLC0415
 
     options = CodeOptions(
         bits=args.bits,
@@ -131,14 +130,10 @@ def run_code(args: argparse.Namespace) -> int:
     )
     tasks = list(walk(args.paths))
     mode = "jsonl" if args.jsonl else "json" if wants_json(args.json) else "text"
-    # The workers' default limit, unless three tool runs (ffprobe, fpcalc or ffmpeg), each with
-    # its own limit, need more.
-    default = max(WorkerOptions().file_timeout, 3 * options.tools.timeout + 60)
-    timeout = args.file_timeout or default
     failed = coded = 0
     with Progress("coding", total=len(tasks)) as progress:
         try:
-            coding = _records(tasks, options, args.jobs, timeout)
+            coding = _records(tasks, options, args.jobs, args.file_timeout)
             for task, record in zip(tasks, coding, strict=True):
                 progress.advance(note=PurePath(task.shown).name)
                 failed += record.failed
@@ -219,21 +214,30 @@ def _os_issue(exc: OSError) -> FileIssue:
 
 
 def _records(
-    tasks: list[_Task], options: CodeOptions, jobs: int, file_timeout: float
+    tasks: list[_Task], options: CodeOptions, jobs: int, file_timeout: float | None
 ) -> Iterator[FileRecord]:
-    """Each task's record, in task order, computed in worker processes when it helps."""
+    """Each task's record, in task order, computed in worker processes when it helps.
+
+    In this process nothing logs (only the workers' pool does): logging is configured, and
+    the pool imported, only when the workers are used.
+    """
     from isccd.hashing import compute_record  # noqa: PLC0415
-    from isccd.hashing.lazy import records  # noqa: PLC0415
-    from isccd.hashing.pool import WorkerOptions  # noqa: PLC0415
 
     todo = [t for t in tasks if t.record is None]
     if jobs <= 1 or len(todo) < _FILES_PER_WORKER * 2:
         for task in tasks:
             yield task.record or compute_record(task.path, options)
         return
+    log_to_stderr()
+    from isccd.hashing.lazy import records  # noqa: PLC0415
+    from isccd.hashing.pool import WorkerOptions  # noqa: PLC0415
+
+    # The workers' default limit, unless three tool runs (ffprobe, fpcalc or ffmpeg), each with
+    # its own limit, need more.
+    default = max(WorkerOptions().file_timeout, 3 * options.tools.timeout + 60)
     pool = WorkerOptions(
         workers=max(2, min(jobs, len(todo) // _FILES_PER_WORKER)),
-        file_timeout=file_timeout,
+        file_timeout=file_timeout or default,
         code=options,
     )
     paths = (None if t.record else t.path for t in tasks)

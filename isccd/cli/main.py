@@ -29,8 +29,11 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 #: Commands that reach no layer that logs (they decode codes or talk to the daemon), so they
 #: skip configuring logging: structlog alone costs about 100 ms to import. ``dupes``,
-#: ``similar`` and ``get`` configure it themselves when they read a store instead of asking.
-QUIET_COMMANDS = frozenset({"explain", "compare", "status", "subscribe", "dupes", "similar", "get"})
+#: ``similar`` and ``get`` configure it themselves when they read a store instead of asking,
+#: ``code`` when it hashes in worker processes.
+QUIET_COMMANDS = frozenset(
+    {"explain", "compare", "status", "subscribe", "dupes", "similar", "get", "code"}
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

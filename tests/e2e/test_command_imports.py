@@ -80,10 +80,11 @@ def test_coding_a_small_file_does_not_load_numba(tmp_path: Path) -> None:
     (tmp_path / "small.bin").write_bytes(os.urandom(5000))
     status, loaded = loaded_by(
         "code", "--json", str(tmp_path / "small.txt"), str(tmp_path / "small.bin"),
-        watched=("numba", "llvmlite", "isccd.iscc._jit", "numpy"),
+        watched=("numba", "llvmlite", "isccd.iscc._jit", "numpy", "structlog"),
     )  # fmt: skip
     assert status == 0
-    # numpy is the hashing stack's, and the file is hashed; the compiler is not loaded.
+    # numpy is the hashing stack's, and the file is hashed; neither the compiler nor the
+    # logging of the worker pool is loaded.
     assert loaded == ["numpy"]
 
 
