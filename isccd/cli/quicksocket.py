@@ -8,13 +8,12 @@ the default socket), and gives up on anything unusual (a file it cannot read or 
 that is not an absolute path, the ``[server]`` section set as JSON in the environment): the
 caller then loads the settings, which say what is wrong. A test keeps the two in agreement.
 
-Imports nothing heavier than :mod:`tomllib`.
+Imports nothing heavier than :mod:`tomllib`, and that only when a file is read.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,6 +49,8 @@ def configured_socket(config: Path | None, env: Mapping[str, str] | None = None)
 
 
 def _server_section(config: Path) -> dict[str, object] | None:
+    import tomllib  # noqa: PLC0415 -- only when a file names the socket
+
     try:
         with config.open("rb") as fh:
             server = tomllib.load(fh).get("server", {})
