@@ -188,7 +188,6 @@ def test_without_numba_the_python_kernels_give_reference_codes(tmp_path: Path) -
         from isccd.iscc.kernels import warmup
         from isccd.iscc.data import gen_data_code_v0
         from isccd.iscc.text import gen_text_code_v0
-from isccd.iscc.textnorm import text_collapse
         print(warmup())
         print(gen_data_code_v0(Path("input.bin").read_bytes(), 256)["iscc"])
         print(gen_text_code_v0(Path("input.txt").read_text(encoding="utf-8"), 256)["iscc"])
