@@ -10,10 +10,11 @@ warm), the commands alternated round by round; the median of each is printed nex
   under 150 ms;
 - ``code`` of one small text file (2 KB): under 250 ms.
 
-    python bench/commands.py [--runs 15] [--rounds 3] [--compare OTHER_PYTHON]
+    python bench/commands.py [--runs 15] [--rounds 3] [--compare OTHER_ISCCD]
 
-With ``--compare`` each command also runs from another installation (e.g. the previous
-release's virtual environment), in the same hyperfine runs, against the same daemon.
+With ``--compare`` each command also runs as another ``isccd`` command (e.g. an earlier
+commit's), in the same hyperfine runs, against the same daemon; it must speak the daemon's
+protocol version.
 
 Compiled bytecode goes to a private cache (``PYTHONPYCACHEPREFIX``) that the warm-up runs fill,
 so the figures do not depend on whether the source tree may be written.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,12 +55,16 @@ def hyperfine(commands: dict[str, list[str]], runs: int, env: dict[str, str]) ->
     """Median seconds of each command, measured by one hyperfine run (alternated order is
     obtained by calling this once per round)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        argv = ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--style", "none"]
+        argv = ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--style", "none", "-i"]
         argv += ["--export-json", out.name]
         for name, command in commands.items():
             argv += ["-n", name, subprocess.list2cmdline(command)]
         subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
         results = json.loads(Path(out.name).read_text())["results"]
+    for r in results:
+        # A command that failed was timed too: say so rather than quote it.
+        if any(r["exit_codes"]):
+            print(f"{r['command']}: exit statuses {sorted(set(r['exit_codes']))}", file=sys.stderr)
     return {r["command"]: statistics.median(r["times"]) for r in results}
 
 
@@ -66,7 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="timed runs per command and round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, in alternating order")
-    parser.add_argument("--compare", metavar="PYTHON", help="another installation's python")
+    parser.add_argument("--compare", metavar="ISCCD", help="another isccd command to time")
     args = parser.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="isccd-cmd-", dir="/tmp"))
@@ -89,7 +95,7 @@ def main() -> None:
         "isccd code small.txt": [ISCCD, "code", "--json", str(small)],
     }
     if args.compare:
-        other = str(Path(args.compare).parent / "isccd")
+        other = args.compare
         for name, command in list(commands.items()):
             if name.startswith("isccd"):
                 commands["before: " + name] = [other, *command[1:]]
@@ -107,6 +113,7 @@ def main() -> None:
                 medians[name].append(seconds)
     finally:
         daemon.stop()
+        shutil.rmtree(base, ignore_errors=True)
     floor = statistics.median(medians[names[0]]) * 1000
     print(f"interpreter: {PY}")
     if args.compare:
