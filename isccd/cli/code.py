@@ -17,9 +17,9 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from isccd.cli import EXIT_FAILURE, EXIT_OK
+from isccd.cli import EXIT_FAILURE, EXIT_OK, log_to_stderr
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import Progress, dumps, format_size
@@ -27,10 +27,12 @@ from isccd.errors import HashingUnavailableError
 from isccd.extract.missing import MissingTools
 from isccd.extract.source import file_kind
 from isccd.extract.tools import DEFAULT_TIMEOUT
-from isccd.hashing import CodeOptions, compute_record
-from isccd.hashing.lazy import records
-from isccd.hashing.pool import WorkerOptions
 from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueCode, IssueKind, sort_units
+
+if TYPE_CHECKING:
+    # The hashing layer (numpy, Pillow, the workers) is imported by the handler: building the
+    # parser must stay cheap.
+    from isccd.hashing import CodeOptions
 
 _EPILOG = """\
 output: readable text, to a terminal or a pipe alike (names escaped on one line, a missing tool
@@ -125,6 +127,8 @@ class _Task:
 
 def run_code(args: argparse.Namespace) -> int:
     """Code every file named or found under the arguments and print the results."""
+    from isccd.hashing import CodeOptions  # noqa: PLC0415
+
     options = CodeOptions(
         bits=args.bits,
         # Below 128 bits an ISCC-CODE cannot be WIDE: --wide changes nothing there.
@@ -134,16 +138,12 @@ def run_code(args: argparse.Namespace) -> int:
     )
     tasks = list(walk(args.paths))
     mode = output_format(args)
-    # The workers' default limit, unless three tool runs (ffprobe, fpcalc or ffmpeg), each with
-    # its own limit, need more.
-    default = max(WorkerOptions().file_timeout, 3 * options.tools.timeout + 60)
-    timeout = args.file_timeout or default
     failed = coded = 0
     out = _Output(mode, sys.stdout)
     missing = MissingTools()
     with Progress("coding", total=len(tasks)) as progress:
         try:
-            coding = _records(tasks, options, args.jobs, timeout)
+            coding = _records(tasks, options, args.jobs, args.file_timeout)
             for task, record in zip(tasks, coding, strict=True):
                 failed += record.failed
                 coded += record.iscc is not None and not record.failed
@@ -231,17 +231,30 @@ def _os_issue(exc: OSError) -> FileIssue:
 
 
 def _records(
-    tasks: list[_Task], options: CodeOptions, jobs: int, file_timeout: float
+    tasks: list[_Task], options: CodeOptions, jobs: int, file_timeout: float | None
 ) -> Iterator[FileRecord]:
-    """Each task's record, in task order, computed in worker processes when it helps."""
+    """Each task's record, in task order, computed in worker processes when it helps.
+
+    In this process nothing logs (only the workers' pool does): logging is configured, and
+    the pool imported, only when the workers are used.
+    """
+    from isccd.hashing import compute_record  # noqa: PLC0415
+
     todo = [t for t in tasks if t.record is None]
     if jobs <= 1 or len(todo) < _FILES_PER_WORKER * 2:
         for task in tasks:
             yield task.record or compute_record(task.path, options)
         return
+    log_to_stderr()
+    from isccd.hashing.lazy import records  # noqa: PLC0415
+    from isccd.hashing.pool import WorkerOptions  # noqa: PLC0415
+
+    # The workers' default limit, unless three tool runs (ffprobe, fpcalc or ffmpeg), each with
+    # its own limit, need more.
+    default = max(WorkerOptions().file_timeout, 3 * options.tools.timeout + 60)
     pool = WorkerOptions(
         workers=max(2, min(jobs, len(todo) // _FILES_PER_WORKER)),
-        file_timeout=file_timeout,
+        file_timeout=file_timeout or default,
         code=options,
     )
     paths = (None if t.record else t.path for t in tasks)

@@ -16,14 +16,18 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE
-from isccd.client import Client
 from isccd.dirs import default_config_path, default_socket_path
 from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
 
 #: The variable that sets ``[server] socket`` (as :mod:`isccd.settings` names variables).
 SOCKET_VARIABLE = "ISCCD_SERVER__SOCKET"
+
+if TYPE_CHECKING:
+    # Imported where a command connects: building the parser must stay cheap.
+    from isccd.client import Client
 
 #: Seconds a daemon has to answer ``hello`` before it counts as not answering.
 ANSWER_TIMEOUT = 10.0
@@ -111,6 +115,8 @@ def connect(socket: Path) -> Client:
         DaemonUnavailableError: No daemon answers on the socket.
         ProtocolError: The daemon refused the handshake (e.g. another protocol version).
     """
+    from isccd.client import Client  # noqa: PLC0415
+
     client = Client(socket, timeout=ANSWER_TIMEOUT)
     try:
         client.hello()

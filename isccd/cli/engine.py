@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from isccd.iscc.conformance import ConformanceReport
+    from isccd.match import Thresholds
     from isccd.model import UnitType
 
     #: The threshold of a unit type for a number of compared bits (``None``: not compared).
@@ -98,6 +99,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _load_vectors() -> dict[str, Any]:
+
     text = resources.files("isccd.iscc").joinpath("data", CONFORMANCE_DATA).read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
@@ -320,16 +322,51 @@ def _print_comparison(result: dict[str, Any]) -> None:
     print(f"duplicates: {duplicate}" if duplicate else "not duplicates")
 
 
+def _default_thresholds(config: Path | None) -> Thresholds | None:
+    """The default duplicate policy when nothing configures ``[match]`` (no such table in the
+    configuration file, no ``ISCCD_MATCH__*`` variable), found without loading the settings
+    (pydantic, about 0.1 s); ``None`` when the settings must be loaded to know it.
+
+    Raises:
+        ConfigError: The configuration file cannot be read or is not TOML.
+    """
+    import os  # noqa: PLC0415
+    import tomllib  # noqa: PLC0415
+
+    from isccd.dirs import default_config_path  # noqa: PLC0415
+    from isccd.errors import ConfigError  # noqa: PLC0415
+    from isccd.match import Thresholds  # noqa: PLC0415
+
+    if any(name.upper().startswith("ISCCD_MATCH__") for name in os.environ):
+        return None
+    path = config if config is not None else default_config_path()
+    if config is not None or path.is_file():
+        try:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        if "match" in data:
+            return None
+    return Thresholds()
+
+
 def run_compare(args: argparse.Namespace) -> int:
     """Compare two codes or files; exit 2 if a code cannot be decoded or the two cannot be
     compared, 1 if a file cannot be coded, 78 for an invalid configuration."""
-    from isccd.config import load_index_config  # noqa: PLC0415 -- keeps --help fast
     from isccd.errors import ConfigError  # noqa: PLC0415
-    from isccd.hashing import compute_record  # noqa: PLC0415
     from isccd.iscc import IsccError, iscc_decompose  # noqa: PLC0415
 
+    given_files = [given for given in (args.a, args.b) if Path(given).is_file()]
     try:
-        config = load_index_config(args.config)
+        thresholds = None if given_files else _default_thresholds(args.config)
+        if thresholds is None:
+            from isccd.config import load_index_config  # noqa: PLC0415 -- keeps --help fast
+
+            config = load_index_config(args.config)
+            thresholds = config.reading().thresholds
     except ConfigError as exc:
         print(f"isccd compare: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -338,7 +375,9 @@ def run_compare(args: argparse.Namespace) -> int:
     datahashes: dict[str, str | None] = {}
     for side, given in (("a", args.a), ("b", args.b)):
         files[side] = datahashes[side] = None
-        if Path(given).is_file():
+        if given in given_files:
+            from isccd.hashing import compute_record  # noqa: PLC0415
+
             record = compute_record(str(Path(given).absolute()), config.code)
             if record.iscc is None:
                 reason = "; ".join(i.reason for i in record.issues) or "nothing was computed"
@@ -353,7 +392,7 @@ def run_compare(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         codes[side] = given
     try:
-        result = compare_codes(codes["a"], codes["b"], config.reading().thresholds.scaled)
+        result = compare_codes(codes["a"], codes["b"], thresholds.scaled)
     except IsccError as e:
         print(f"isccd compare: cannot compare {args.a!r} with {args.b!r}: {e}", file=sys.stderr)
         return EXIT_USAGE

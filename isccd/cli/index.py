@@ -15,7 +15,10 @@ asks by its code.
 All four read the daemon's configuration (``--config FILE``, default: the daemon's default file
 when it exists; ``ISCCD_*`` variables; :mod:`isccd.config`): its state directory, store
 and socket, its duplicate policy, and for ``scan`` how files are coded and which are ignored.
-An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``.
+An invalid configuration is one line on stderr and exit status 78, as for ``isccd run``. The
+three readers ask the daemon before loading the configuration: its socket is found on its own
+(:func:`isccd.cli.connect.find_socket`), and the rest is loaded, and checked, only when the
+store is read instead.
 
 Every command prints readable text, whether stdout is a terminal or not, and JSON with
 ``--json``. When no daemon answers, ``dupes``, ``similar`` and ``get`` name the store they read
@@ -25,7 +28,6 @@ on stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import os
 import shlex
@@ -34,7 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, log_to_stderr
 from isccd.cli.answers import format_dupes, format_file, format_similar, write_dupes_csv
 from isccd.cli.connect import (
     ANSWER_TIMEOUT,
@@ -47,7 +49,6 @@ from isccd.cli.errors import file_json, issues_text
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import Progress, parse_size, print_json
-from isccd.client import Client
 from isccd.dirs import default_socket_path
 from isccd.errors import (
     ConfigError,
@@ -59,10 +60,7 @@ from isccd.errors import (
 )
 from isccd.extract.missing import MissingTools
 from isccd.fspath import is_under
-from isccd.hashing import compute_record
-from isccd.hashing.lazy import LazyWorkers
 from isccd.model import UNIT_BITS, FileRecord, IssueKind, UnitType
-from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
 from isccd.protocol import ErrorCode, to_wire
 from isccd.results import (
     DUPES_LIMIT,
@@ -76,10 +74,15 @@ from isccd.results import (
     SimilarQuery,
     SimilarResult,
 )
-from isccd.walk import ScanOptions, compile_ignore
 
+# The layers behind the commands (hashing, pipeline, store, the client) are imported by the
+# handlers that use them: building the parser must stay cheap (isccd.cli.main).
 if TYPE_CHECKING:
+    from isccd.client import Client
     from isccd.config import IndexConfig
+    from isccd.hashing.lazy import LazyWorkers
+    from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
+    from isccd.walk import ScanOptions
 
 T = TypeVar("T")
 
@@ -325,6 +328,12 @@ def file_path(path: str) -> str:
 
 def run_scan(args: argparse.Namespace) -> int:
     """``isccd scan``."""
+    import asyncio  # noqa: PLC0415
+
+    from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415
+    from isccd.pipeline import Pipeline  # noqa: PLC0415
+    from isccd.walk import compile_ignore  # noqa: PLC0415
+
     roots = []
     for root in args.roots:
         real = os.path.realpath(root)
@@ -376,6 +385,8 @@ def _report_scan(
     # Reading every record back costs about 25 ms per 1,000 files: a scan that hashed nothing
     # (all unchanged, the common rescan) found nothing new to report.
     if any(s.hashed or s.errors or s.unstable for s in results):
+        from isccd.pipeline import IndexReader  # noqa: PLC0415
+
         try:
             with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
                 troubled = reader.problems(roots)
@@ -405,6 +416,8 @@ def _report_scan(
 async def _scan(
     pipeline: Pipeline, hasher: LazyWorkers, roots: list[str], options: ScanOptions
 ) -> tuple[Adopted, list[ScanStats]]:
+    import asyncio  # noqa: PLC0415
+
     adopted = await asyncio.to_thread(pipeline.open)
     results = []
     try:
@@ -426,6 +439,8 @@ async def _scan(
 def _locked(exc: StoreLockedError, roots: list[str], socket: Path) -> str:
     """Why a scan cannot write the store, and what to do instead: when the writer is the
     daemon on its socket, ask it to reconcile the roots it watches."""
+    from isccd.client import Client  # noqa: PLC0415
+
     try:
         with Client(socket, timeout=ANSWER_TIMEOUT) as client:
             status = client.status()
@@ -493,14 +508,17 @@ def _answer(
         _Failed: The configuration is invalid, the daemon refused, none answers on an explicit
             ``--socket``, or the store cannot be read.
     """
-    try:
-        config = _configure(args)
-    except ConfigError as exc:
-        raise _Failed(str(exc), EXIT_CONFIG) from None
     unavailable: DaemonUnavailableError | None = None
+    socket: Path | None = None
     if args.state is None:
+        # The daemon is asked before the settings are loaded (pydantic, the option mapping):
+        # it answers by itself, and its socket is read on its own.
         try:
-            client = connect(config.socket)
+            socket = find_socket(args)
+        except ConfigError as exc:
+            raise _Failed(str(exc), EXIT_CONFIG) from None
+        try:
+            client = connect(socket)
         except DaemonUnavailableError as exc:
             if args.socket is not None:
                 raise _Failed(str(exc)) from None
@@ -519,6 +537,13 @@ def _answer(
             except ProtocolError as exc:
                 raise _Failed(f"{exc.message} ({exc.code})") from None
     try:
+        config = _configure(args)
+    except ConfigError as exc:
+        raise _Failed(str(exc), EXIT_CONFIG) from None
+    log_to_stderr()
+    from isccd.pipeline import IndexReader  # noqa: PLC0415
+
+    try:
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
             answer = read(reader, config)
     except ProtocolError as exc:  # the same refusals as the daemon's
@@ -529,8 +554,7 @@ def _answer(
     if unavailable is not None:
         # Which index answered in the daemon's stead (on stderr: the output keeps its form).
         print(
-            f"isccd: no daemon answers on {shown(str(config.socket))}: read "
-            f"{shown(config.store_name)}",
+            f"isccd: no daemon answers on {shown(str(socket))}: read {shown(config.store_name)}",
             file=sys.stderr,
         )
     return answer
@@ -576,6 +600,8 @@ def run_similar(args: argparse.Namespace) -> int:
         host=args.host,
         units=units,
     )
+
+    from isccd.hashing import compute_record  # noqa: PLC0415
 
     def ask(client: Client) -> SimilarResult:
         try:

@@ -12,10 +12,11 @@ import sys
 from collections.abc import Sequence
 
 from isccd import __version__
-from isccd.cli import EXIT_INTERRUPTED, EXIT_OK
-from isccd.logconf import configure_logging
+from isccd.cli import EXIT_INTERRUPTED, EXIT_OK, log_to_stderr
 
-#: Modules that add commands, in the order they appear in ``--help``.
+#: Modules that add commands, in the order they appear in ``--help``. They import only what
+#: their argument definitions need; each command imports its implementation in its handler,
+#: so that a command pays for no layer it does not use (tests/cli/test_imports.py).
 COMMAND_MODULES: tuple[str, ...] = (
     "isccd.cli.engine",
     "isccd.cli.code",
@@ -24,6 +25,15 @@ COMMAND_MODULES: tuple[str, ...] = (
     "isccd.cli.dedupe",
     "isccd.cli.report",
     "isccd.cli.service",
+)
+
+
+#: Commands that reach no layer that logs (they decode codes or talk to the daemon), so they
+#: skip configuring logging: structlog alone costs about 100 ms to import. ``dupes``,
+#: ``similar`` and ``get`` configure it themselves when they read a store instead of asking,
+#: ``code`` when it hashes in worker processes.
+QUIET_COMMANDS = frozenset(
+    {"explain", "compare", "status", "subscribe", "dupes", "similar", "get", "code"}
 )
 
 
@@ -45,9 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``isccd`` command line and return its exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    # Warnings and errors of the layers below (a hashing worker replaced, a tool that failed)
-    # go to stderr, never into the output; `isccd run` configures its own logging.
-    configure_logging("warning")
+    if args.command not in QUIET_COMMANDS:
+        log_to_stderr()
     try:
         status: int = args.handler(args)
     except KeyboardInterrupt:

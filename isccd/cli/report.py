@@ -17,22 +17,21 @@ import tempfile
 import time
 import webbrowser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isccd import __version__
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
 from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit
 from isccd.cli.output import Progress, format_size
-from isccd.client import Client
 from isccd.dirs import default_cache_dir
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
-from isccd.report.adapt import view_of_dupes
-from isccd.report.cache import PreviewCache
-from isccd.report.page import render_page
-from isccd.report.preview import PreviewOptions
-from isccd.report.thumbs import look_at
 from isccd.results import DUPES_LIMIT, DUPES_LIMIT_MAX, DupesQuery, DupesResult
+
+if TYPE_CHECKING:
+    # Imported by the handler: building the parser must stay cheap.
+    from isccd.client import Client
 
 #: Seconds ffmpeg may take for one video frame.
 FRAME_TIMEOUT = 30.0
@@ -107,6 +106,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_report(args: argparse.Namespace) -> int:
     """``isccd report``."""
+    from isccd.report.adapt import view_of_dupes  # noqa: PLC0415
+    from isccd.report.cache import PreviewCache  # noqa: PLC0415
+    from isccd.report.page import render_page  # noqa: PLC0415
+    from isccd.report.preview import PreviewOptions  # noqa: PLC0415
+    from isccd.report.thumbs import look_at  # noqa: PLC0415
+
     try:
         config = _configure(args)
     except ConfigError as exc:

@@ -18,18 +18,21 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
 from isccd.cli.connect import add_config_option, add_socket_option, fail, find_socket
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import print_json
-from isccd.client import Client
 from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import event_to_wire, to_wire
 from isccd.results import DaemonStatus, DatabaseStatus
+
+if TYPE_CHECKING:
+    # Imported where a command connects: building the parser must stay cheap.
+    from isccd.client import Client
 
 _NO_DAEMON = (
     "The daemon is asked on --socket PATH, else $ISCCD_SERVER__SOCKET, else [server] socket of "
@@ -136,6 +139,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_status(args: argparse.Namespace) -> int:
     """``isccd status``."""
+    from isccd.client import Client  # noqa: PLC0415
+
     try:
         with Client(find_socket(args)) as client:
             status = client.status()
@@ -235,6 +240,8 @@ def _sigterm_stops() -> Iterator[None]:
 
 def run_subscribe(args: argparse.Namespace) -> int:
     """``isccd subscribe``."""
+    from isccd.client import Client  # noqa: PLC0415
+
     as_json = output_format(args) != "text"
     roots = [os.path.realpath(r) for r in args.roots] if args.roots else None
     client: Client | None = None
@@ -334,6 +341,7 @@ def _details(data: Mapping[str, Any], host: str) -> str:
 def run_rescan(args: argparse.Namespace) -> int:
     """``isccd rescan``."""
     from isccd.cli.rescan import wait  # noqa: PLC0415 -- only --wait needs it
+    from isccd.client import Client  # noqa: PLC0415
 
     path = os.path.realpath(args.path) if args.path else None
     try:

@@ -22,7 +22,7 @@ from isccd.iscc._stream import BytesLike, Readable, as_uint8, feed
 from isccd.iscc.cdc import DATA_AVG_CHUNK_SIZE, alg_cdc_params
 from isccd.iscc.codec import encode_component
 from isccd.iscc.constants import MT, ST, VS
-from isccd.iscc.kernels import load_kernels
+from isccd.iscc.kernels import SMALL_DATA, kernels_for
 from isccd.iscc.minhash import alg_minhash_compress, minhash_fold, minhash_init
 
 __all__ = [
@@ -51,7 +51,7 @@ class DataHasherV0:
         Raises:
             TypeError: If ``data`` is not bytes-like.
         """
-        self._kernels = load_kernels()
+        self._pushed = 0
         self._minvec = minhash_init()
         self._chunks = 0
         self._tail = _NO_BYTES
@@ -69,7 +69,8 @@ class DataHasherV0:
         """
         new = as_uint8(data)
         tail = self._tail
-        scan = self._kernels.data_scan
+        self._pushed += new.size
+        scan = kernels_for(self._pushed, SMALL_DATA).data_scan
         start = 0
         if tail.size == 0:
             buf = new

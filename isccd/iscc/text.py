@@ -20,7 +20,7 @@ import numpy as np
 from isccd.iscc._bits import require_unit_bits
 from isccd.iscc.codec import encode_component
 from isccd.iscc.constants import MT, ST_CC, VS
-from isccd.iscc.kernels import load_kernels
+from isccd.iscc.kernels import SMALL_TEXT, kernels_for
 from isccd.iscc.minhash import alg_minhash_compress, minhash_init
 from isccd.iscc.textnorm import text_collapse
 
@@ -60,7 +60,7 @@ def soft_hash_text_v0(text: str) -> bytes:
     offsets[:-1] = starts
     offsets[-1] = utf8.size
     minvec = minhash_init()
-    load_kernels().text_fold(utf8, offsets, TEXT_NGRAM_SIZE, minvec)
+    kernels_for(utf8.size, SMALL_TEXT).text_fold(utf8, offsets, TEXT_NGRAM_SIZE, minvec)
     return alg_minhash_compress(minvec, 4)
 
 

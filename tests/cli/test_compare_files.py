@@ -91,3 +91,39 @@ def test_explain_jsonl_prints_one_object_per_line_as_json_prints_the_array(
     _, lines, _ = _run(capsys, "explain", *codes, "--jsonl")
     assert [json.loads(line) for line in lines.splitlines()] == json.loads(document)
     assert len(lines.splitlines()) == 2
+
+
+def test_two_codes_are_judged_by_the_configured_thresholds_from_the_file_or_the_environment(
+    texts: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The codes of two files that differ by a word: compared as codes, no file is read.
+    words = PROSE.split(" ")
+    words[10] = "zebra"
+    (texts / "word.txt").write_text(" ".join(words), encoding="utf-8")
+    coded = _compare(capsys, texts, "a.txt", "word.txt")
+    [text] = [p for p in coded["pairs"] if p["type"] == "CONTENT-TEXT-V0"]
+    assert 0 < text["distance"] <= 15
+    a, b = coded["a"], coded["b"]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(texts / "no-config-here"))
+
+    def text_pair(*more: str) -> dict:  # type: ignore[type-arg]
+        status, out, err = _run(capsys, "compare", a, b, "--json", *more)
+        assert status == 0, err
+        [pair] = [p for p in json.loads(out)["pairs"] if p["type"] == "CONTENT-TEXT-V0"]
+        return pair  # type: ignore[no-any-return]
+
+    # No configuration: the default policy (text 15).
+    assert text_pair()["threshold"] == 15 and text_pair()["within"] is True
+    # A configuration's [match] table, and an ISCCD_MATCH__ variable, are applied.
+    strict = texts / "strict.toml"
+    strict.write_text(f"[match]\ntext = {text['distance'] - 1}\n", encoding="utf-8")
+    assert text_pair("--config", str(strict))["within"] is False
+    other = texts / "other.toml"
+    other.write_text("[server]\nsocket = '/run/x.sock'\n", encoding="utf-8")
+    assert text_pair("--config", str(other))["threshold"] == 15
+    monkeypatch.setenv("ISCCD_MATCH__TEXT", str(text["distance"] - 1))
+    assert text_pair("--config", str(other))["within"] is False
+    # A configuration that is not TOML is refused (78), as by every command.
+    (texts / "bad.toml").write_text("[match\n", encoding="utf-8")
+    status, _, err = _run(capsys, "compare", a, b, "--config", str(texts / "bad.toml"))
+    assert status == 78 and "not valid TOML" in err

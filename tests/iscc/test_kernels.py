@@ -15,13 +15,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xxhash
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from isccd.iscc.cdc import alg_cdc_params
-from isccd.iscc.kernels import PYTHON_KERNELS, load_kernels, warmup
+from isccd.iscc.data import DataHasherV0
+from isccd.iscc.kernels import (
+    PYTHON_KERNELS,
+    SMALL_DATA,
+    SMALL_TEXT,
+    kernels_for,
+    load_kernels,
+    warmup,
+)
 from isccd.iscc.minhash import alg_minhash, minhash_init
-from tests.iscc._data import byte_inputs, make_data
+from isccd.iscc.text import gen_text_code_v0
+from isccd.iscc.textnorm import text_collapse
+from tests.iscc._data import KINDS, byte_inputs, make_data, split
 
 ic = pytest.importorskip("iscc_core")
 jit = pytest.importorskip("isccd.iscc._jit", reason="numba is not installed")
@@ -85,6 +95,62 @@ def test_text_fold_hashes_every_window(text: str) -> None:
         minvec = minhash_init()
         kernels.text_fold(utf8, offsets, 13, minvec)
         assert minvec.tolist() == expected
+
+
+def test_small_inputs_take_the_python_kernels_until_the_compiled_ones_are_loaded() -> None:
+    load_kernels.cache_clear()
+    try:
+        assert kernels_for(SMALL_DATA, SMALL_DATA) is PYTHON_KERNELS
+        assert kernels_for(SMALL_DATA + 1, SMALL_DATA).accelerated
+        # Once loaded, the compiled kernels hash everything.
+        assert kernels_for(0, SMALL_DATA).accelerated
+    finally:
+        load_kernels()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(KINDS),
+    st.integers(SMALL_DATA - 20_000, SMALL_DATA + 20_000),
+    st.integers(0, 2**32 - 1),
+    # Pieces of at least 1 KiB: a quarter of a million 1-byte pushes would take minutes.
+    st.lists(st.integers(1024, 70_000), min_size=1, max_size=6),
+)
+def test_a_stream_that_grows_past_the_switch_gives_the_reference_code(
+    kind: str, size: int, seed: int, sizes: list[int]
+) -> None:
+    """A Data-Code stream starts on the Python kernels and moves to the compiled ones when it
+    passes SMALL_DATA bytes, wherever the pushes cut it."""
+    data = make_data(kind, size, seed)
+    load_kernels.cache_clear()
+    try:
+        hasher = DataHasherV0()
+        for piece in split(data, sizes):
+            hasher.push(piece)
+        switched = load_kernels.cache_info().currsize == 1
+        code = hasher.code(256)
+    finally:
+        load_kernels()
+    assert switched == (size > SMALL_DATA)
+    assert "ISCC:" + code == ic.gen_data_code_v0(io.BytesIO(data), 256)["iscc"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(SMALL_TEXT // 2 - 800, SMALL_TEXT // 2 + 800), st.integers(0, 2**32 - 1))
+def test_text_on_either_side_of_the_switch_gives_the_reference_code(chars: int, seed: int) -> None:
+    """Two-byte characters around SMALL_TEXT bytes of UTF-8: below it the Python kernel
+    hashes the windows, above it the compiled one."""
+    rng = np.random.default_rng(seed)
+    text = "".join(chr(c) for c in rng.integers(0x400, 0x4FF, chars))  # Cyrillic: 2 bytes
+    load_kernels.cache_clear()
+    try:
+        code = gen_text_code_v0(text, 256)["iscc"]
+        switched = load_kernels.cache_info().currsize == 1
+    finally:
+        load_kernels()
+    # The kernel hashes the collapsed text (gen_text_code_v0 normalizes first).
+    assert switched == (len(text_collapse(text).encode("utf-8")) > SMALL_TEXT)
+    assert code == ic.gen_text_code_v0(text, 256)["iscc"]
 
 
 def _run(code: str, env: dict[str, str], cwd: Path, prefix: tuple[str, ...] = ()) -> str:
