@@ -3,7 +3,7 @@
 Every command runs as a user starts it (the ``isccd`` script next to this interpreter), timed by
 hyperfine (``-N``, no shell; warm-up runs first, so the page cache and the bytecode cache are
 warm), the commands alternated round by round; the median of each is printed next to the floor,
-``python -c pass`` with the same interpreter, and the target of issue 11:
+``python -c pass`` with the same interpreter, and its target:
 
 - ``--help``, ``explain`` and ``compare``: under 100 ms;
 - ``status`` and ``dupes`` asking a running daemon (200 indexed files, 20 duplicate pairs):
