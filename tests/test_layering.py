@@ -109,6 +109,8 @@ ALLOWED: dict[str, set[str]] = {
         "protocol",
         "results",
         "client",
+        # The duplicate policy's defaults, for `compare` of two codes without the settings.
+        "match",
         "config",
         "logconf",
         "dirs",
