@@ -17,9 +17,11 @@ import pytest
 
 from isccd.client import AsyncClient
 from isccd.model import Event, EventType
+from isccd.protocol import event_to_wire
 from isccd.results import DaemonStatus
 from tests.e2e.conftest import Daemon, daemons, next_event, of_type
 from tests.namespaces import unshare_tool
+from tests.schemas import check
 
 #: Each test runs a real daemon process.
 pytestmark = pytest.mark.slow
@@ -136,7 +138,10 @@ def test_a_root_deleted_and_recreated_is_watched_again(make_daemon: Callable[...
         gone = await next_event(watcher, of_type(EventType.ROOT_UNAVAILABLE))
         assert gone.root == str(daemon.root)
         subprocess.run(["cp", "-a", str(backup), str(daemon.root)], check=True)
-        await next_event(watcher, of_type(EventType.ROOT_AVAILABLE))
+        back = await next_event(watcher, of_type(EventType.ROOT_AVAILABLE))
+        # As subscribers read them: in the published shape (docs/schema/event.schema.json).
+        check("event", event_to_wire(gone))
+        check("event", event_to_wire(back))
         # Watched again: a new file is indexed live, with no sync and no reload.
         late = daemon.root / "late.txt"
         late.write_text("created after the root came back " * 10)
@@ -252,6 +257,7 @@ def test_a_directory_unreadable_at_start_is_watched_once_readable(
         await watcher.subscribe(since=0)
         degraded = await next_event(watcher, of_type(EventType.WATCH_DEGRADED))
         assert degraded.data["paths"] == [str(locked)]
+        check("event", event_to_wire(degraded))
         assert "cannot be read" in degraded.data["reason"]
         status = await control.status()
         assert status.roots[0].watch_mode == "partial"
@@ -309,7 +315,8 @@ def _full_disk(daemon: Daemon) -> None:
         assert "cannot be written" in status.problems[0]
         await asyncio.to_thread(_status_line_with, daemon, "cannot be written")
         ballast.unlink()  # space returns
-        await next_event(watcher, of_type(EventType.STORE_RECOVERED), timeout=90)
+        recovered = await next_event(watcher, of_type(EventType.STORE_RECOVERED), timeout=90)
+        check("event", event_to_wire(recovered))
         await _until(control, lambda s: s.files_indexed == count and not s.problems, 120)
         await control.close()
         await watcher.close()
