@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.escape import shown as show
-from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit
-from isccd.cli.output import Progress, format_size, parse_size, print_json
+from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_group_filters
+from isccd.cli.output import Progress, format_size, print_json
 from isccd.errors import ConfigError, PlanFileError
 from isccd.fspath import is_under
-from isccd.results import DUPES_LIMIT_MAX, FILE_TYPES, DupesQuery, DupesResult, DupKind
+from isccd.results import DUPES_LIMIT_MAX, DupesQuery, DupesResult, DupKind
 
 if TYPE_CHECKING:
     from isccd.dedupe.apply import Outcome
@@ -116,15 +116,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )  # fmt: skip
     parser.add_argument("--plan", type=Path, metavar="FILE", help="act on a plan file")
     parser.add_argument("--log", type=Path, metavar="FILE", help="the action log to append to")
-    parser.add_argument("--root", metavar="PATH", help="only groups with a file under PATH")
-    parser.add_argument(
-        "--min-size", type=parse_size, default=0, metavar="BYTES",
-        help="only files of at least this size (suffixes K, M, G)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--type", dest="types", action="append", choices=FILE_TYPES, metavar="TYPE",
-        help=f"only files of this type (repeatable): {', '.join(FILE_TYPES)}",
-    )  # fmt: skip
+    add_group_filters(parser)
     parser.add_argument(
         "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT_MAX,
         help=f"most groups read (default and most {DUPES_LIMIT_MAX:,})",

@@ -131,6 +131,20 @@ _READ_EPILOG = (
 )
 
 
+def add_group_filters(parser: argparse._ActionsContainer) -> None:
+    """The filters of duplicate groups that ``dupes`` and ``dedupe`` share: ``--root``,
+    ``--min-size`` and ``--type``."""
+    parser.add_argument("--root", metavar="DIR", help="only groups with a file under DIR")
+    parser.add_argument(
+        "--min-size", type=parse_size, default=0, metavar="BYTES",
+        help="only files of at least this size (suffixes K, M, G, T)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--type", dest="types", action="append", choices=FILE_TYPES, metavar="TYPE",
+        help=f"only files of this type (repeatable): {', '.join(FILE_TYPES)}",
+    )  # fmt: skip
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``scan``, ``dupes``, ``similar`` and ``get`` to the ``isccd`` parser."""
     common = argparse.ArgumentParser(add_help=False)
@@ -204,7 +218,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_READ_EPILOG,
     )
     dup.add_argument("--near", action="store_true", help="include near-duplicate groups")
-    dup.add_argument("--root", metavar="DIR", help="only groups with a file under DIR")
+    add_group_filters(dup)
     dup.add_argument(
         "--unit", dest="units", action="append", choices=_UNIT_NAMES, metavar="UNIT",
         help="only groups by this unit type (repeatable; instance: exact groups): "
@@ -213,14 +227,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     dup.add_argument(
         "--max-distance", type=_limit(MAX_DISTANCE, 0), metavar="N", default=None,
         help="only near relations within N bits of 64 (default: each unit type's threshold)",
-    )  # fmt: skip
-    dup.add_argument(
-        "--min-size", type=parse_size, default=0, metavar="BYTES",
-        help="only files of at least this size (suffixes K, M, G, T)",
-    )  # fmt: skip
-    dup.add_argument(
-        "--type", dest="types", action="append", choices=FILE_TYPES, metavar="TYPE",
-        help=f"only files of this type (repeatable): {', '.join(FILE_TYPES)}",
     )  # fmt: skip
     dup.add_argument(
         "--csv", action="store_true",

@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from isccd.results import Totals
+
 
 class PreviewKind(enum.StrEnum):
     """What stands for a file on the page."""
@@ -73,21 +75,6 @@ class GroupView:
 
 
 @dataclass(frozen=True, slots=True)
-class Totals:
-    """What a list of groups adds up to, as ``dupes`` counts it.
-
-    Attributes:
-        groups: Groups.
-        files: Members (a file with hardlinks counts once).
-        reclaimable: Bytes freed by keeping one member of each group.
-    """
-
-    groups: int
-    files: int
-    reclaimable: int
-
-
-@dataclass(frozen=True, slots=True)
 class ReportView:
     """The groups of a report, the most reclaimable bytes first.
 
@@ -100,7 +87,7 @@ class ReportView:
     truncated: bool = False
 
     def totals(self) -> Totals:
-        """Groups, files and reclaimable bytes of the whole report."""
+        """Groups, files and reclaimable bytes of the whole report, as ``dupes`` counts them."""
         return Totals(
             len(self.groups),
             sum(len(g.members) for g in self.groups),
