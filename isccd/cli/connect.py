@@ -16,7 +16,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE
 from isccd.dirs import default_config_path, default_socket_path
@@ -81,20 +81,32 @@ def find_socket(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     return configured if configured is not None else default_socket_path(env)
 
 
-def _configured_socket(given: Path | None, env: Mapping[str, str]) -> Path | None:
-    """``[server] socket`` of the configuration file, if it sets one."""
+def config_tables(given: Path | None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The tables of the configuration file (``--config FILE``, else the default file when it
+    exists; none: empty), parsed as TOML only, without the settings model.
+
+    Raises:
+        ConfigError: The file cannot be read, or is not TOML.
+    """
+    env = os.environ if env is None else env
     path = given
     if path is None:
         path = default_config_path(env)
         if not path.is_file():
-            return None
+            return {}
     try:
         with path.open("rb") as fh:
-            data = tomllib.load(fh)
+            return tomllib.load(fh)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _configured_socket(given: Path | None, env: Mapping[str, str]) -> Path | None:
+    """``[server] socket`` of the configuration file, if it sets one."""
+    data = config_tables(given, env)
+    path = given if given is not None else default_config_path(env)
     server = data.get("server")
     value = server.get("socket") if isinstance(server, dict) else None
     if value is None:

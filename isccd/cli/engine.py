@@ -331,25 +331,14 @@ def _default_thresholds(config: Path | None) -> Thresholds | None:
         ConfigError: The configuration file cannot be read or is not TOML.
     """
     import os  # noqa: PLC0415
-    import tomllib  # noqa: PLC0415
 
-    from isccd.dirs import default_config_path  # noqa: PLC0415
-    from isccd.errors import ConfigError  # noqa: PLC0415
+    from isccd.cli.connect import config_tables  # noqa: PLC0415
     from isccd.match import Thresholds  # noqa: PLC0415
 
     if any(name.upper().startswith("ISCCD_MATCH__") for name in os.environ):
         return None
-    path = config if config is not None else default_config_path()
-    if config is not None or path.is_file():
-        try:
-            with path.open("rb") as fh:
-                data = tomllib.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        if "match" in data:
-            return None
+    if "match" in config_tables(config):
+        return None
     return Thresholds()
 
 
