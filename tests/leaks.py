@@ -106,9 +106,10 @@ def _processes() -> list[Process]:
     return found
 
 
-def descendants(pid: int) -> list[tuple[int, str, str]]:
-    """Every process below ``pid``, zombies included: ``(pid, state, command line)``, the state
-    as ``/proc/PID/stat`` gives it (``Z`` for a zombie)."""
+def descendants(pid: int) -> list[tuple[int, int, str, str]]:
+    """Every process below ``pid``, zombies included, each before its own children: ``(pid,
+    parent, state, command line)``, the state as ``/proc/PID/stat`` gives it (``Z`` for a
+    zombie)."""
     found = []
     for child in _children(pid):
         try:
@@ -117,9 +118,35 @@ def descendants(pid: int) -> list[tuple[int, str, str]]:
         except (FileNotFoundError, ProcessLookupError):  # ended and reaped meanwhile
             continue
         state = stat.rsplit(")", 1)[1].split()[0]
-        found.append((child, state, cmdline.replace(b"\0", b" ").decode(errors="replace")))
+        command = cmdline.replace(b"\0", b" ").decode(errors="replace")
+        found.append((child, pid, state, command))
         found += descendants(child)
     return found
+
+
+def by_kind(pid: int) -> dict[str, list[int]]:
+    """The processes below ``pid`` by kind: multiprocessing's ``fork server`` and ``resource
+    tracker``, the ``workers`` (the fork server's children) and any ``other``. A zombie among
+    them fails the test: every process that ended must have been waited for."""
+    kinds: dict[str, list[int]] = {
+        "fork server": [],
+        "resource tracker": [],
+        "workers": [],
+        "other": [],
+    }
+    servers = set()
+    for child, parent, state, cmdline in descendants(pid):
+        assert state != "Z", f"zombie {child}: {cmdline}"
+        if parent in servers:
+            kinds["workers"].append(child)
+        elif _FORK_SERVER in cmdline:
+            servers.add(child)
+            kinds["fork server"].append(child)
+        elif _SINGLETONS[1] in cmdline:
+            kinds["resource tracker"].append(child)
+        else:
+            kinds["other"].append(child)
+    return kinds
 
 
 def _children(pid: int) -> list[int]:

@@ -34,9 +34,11 @@ An idle pool lets go of its processes: when no file has been hashed for
 :attr:`WorkerOptions.idle_timeout` seconds and none is waiting or in flight, the workers are
 stopped, and then the fork server, which holds the hashing code and the compiled kernels (about
 100 MiB, most of an idle daemon's memory). The next file starts them again and waits for the
-first worker to warm up (a second or so); files that arrive meanwhile wait in line, none is
-lost or hashed twice. The fork server is multiprocessing's, one per process: it is stopped only
-when no pool of the process has a worker.
+first worker to warm up (about half a second); files that arrive meanwhile wait in line, none
+is lost or hashed twice. The daemon wakes the pool as soon as the watcher sees a change
+(:meth:`WorkerPool.wake`), so the start overlaps the change's settle time. The fork server is
+multiprocessing's, one per process: it is stopped only when no pool of the process has a
+worker.
 """
 
 from __future__ import annotations
@@ -304,7 +306,7 @@ class WorkerPool:
             future: asyncio.Future[FileRecord] = asyncio.get_running_loop().create_future()
             units_set = None if units is None else frozenset(units)
             self._waiting.append(_Job(self._next_job, root, path, units_set, future))
-            self._wake()
+            self._start_again()
             self._dispatch()
             return await future
 
@@ -343,6 +345,14 @@ class WorkerPool:
         while self._tasks:
             await asyncio.wait(list(self._tasks))
         return abandoned
+
+    def wake(self) -> None:
+        """Start the workers now if the pool let go of them, ahead of files to come (a change
+        that is settling); they are let go again after the quiet period if none comes."""
+        if self._loop is None:  # not started
+            return
+        self._start_again()
+        self._watch_idle()
 
     def statistics(self) -> WorkerStatistics:
         """The pool's figures now."""
@@ -424,9 +434,9 @@ class WorkerPool:
             "workers_idle", workers=len(workers), seconds=self._options.idle_timeout
         )
         if self._waiting and not self._closing:
-            self._wake()
+            self._start_again()
 
-    def _wake(self) -> None:
+    def _start_again(self) -> None:
         """Start the workers again if the pool let go of them; while it is letting go, they
         start once the old ones are gone (:meth:`_let_go`)."""
         if self._state != "idle" or self._closing:

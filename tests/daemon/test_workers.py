@@ -273,32 +273,6 @@ def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced
     _run(main)
 
 
-def _helpers() -> dict[str, list[int]]:
-    """The processes below this one, by kind: multiprocessing's fork server and resource
-    tracker, the workers (the fork server's children) and any other. A zombie among them fails
-    the test: every process that ended must have been waited for."""
-    kinds: dict[str, list[int]] = {
-        "fork server": [],
-        "resource tracker": [],
-        "workers": [],
-        "other": [],
-    }
-    servers = set()
-    for pid, state, cmdline in leaks.descendants(os.getpid()):
-        assert state != "Z", f"zombie {pid}: {cmdline}"
-        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        if parent in servers:
-            kinds["workers"].append(pid)
-        elif "from multiprocessing.forkserver import main" in cmdline:
-            servers.add(pid)
-            kinds["fork server"].append(pid)
-        elif "from multiprocessing.resource_tracker" in cmdline:
-            kinds["resource tracker"].append(pid)
-        else:
-            kinds["other"].append(pid)
-    return kinds
-
-
 async def _until_state(pool: WorkerPool, state: str) -> None:
     """Wait, one event-loop turn at a time, until the pool is in ``state``."""
     while pool.statistics().state != state:
@@ -314,18 +288,18 @@ def test_an_idle_pool_lets_go_of_its_workers_and_the_fork_server(tmp_path: Path)
         await pool.start()
         try:
             first = await pool.compute(str(small), root=str(tmp_path))
-            running = _helpers()
+            running = leaks.by_kind(os.getpid())
             assert len(running["fork server"]) == 1
             workers = running["workers"]
             assert len(workers) == 2
             await _until(lambda: pool.statistics().state == "idle")
-            idle = _helpers()
+            idle = leaks.by_kind(os.getpid())
             assert (idle["fork server"], idle["workers"], idle["other"]) == ([], [], [])
             assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
             # The next file starts them again, and is hashed as before.
             again = await pool.compute(str(small), root=str(tmp_path))
             assert again.iscc == first.iscc is not None
-            assert len(_helpers()["fork server"]) == 1
+            assert len(leaks.by_kind(os.getpid())["fork server"]) == 1
             stats = pool.statistics()
             assert (stats.state, stats.idle_stops, stats.started, stats.done) == (
                 "running",
@@ -371,10 +345,32 @@ def test_an_idle_pool_keeps_the_fork_server_another_pool_uses(tmp_path: Path) ->
         await asyncio.gather(idle.start(), busy.start())
         try:
             await _until(lambda: idle.statistics().state == "idle")
-            assert len(_helpers()["fork server"]) == 1
+            assert len(leaks.by_kind(os.getpid())["fork server"]) == 1
             assert (await busy.compute(str(small), root=str(tmp_path))).iscc is not None
             assert busy.statistics().state == "running"
         finally:
             await asyncio.gather(idle.close(grace=0), busy.close(grace=0))
+
+    _run(main)
+
+
+def test_waking_an_idle_pool_starts_its_workers_before_a_file_arrives(tmp_path: Path) -> None:
+    small = tmp_path / "small.txt"
+    small.write_text("a small file to hash " * 10)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, idle_timeout=0.05))
+        await pool.start()
+        try:
+            await _until(lambda: pool.statistics().state == "idle")
+            pool.wake()
+            assert pool.statistics().state == "running"
+            await _until(lambda: len(leaks.by_kind(os.getpid())["workers"]) == 1)
+            assert pool.statistics().started == 2
+            # Nothing came: let go again.
+            await _until(lambda: pool.statistics().idle_stops == 2)
+            assert (await pool.compute(str(small), root=str(tmp_path))).iscc is not None
+        finally:
+            await pool.close(grace=0)
 
     _run(main)
