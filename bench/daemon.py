@@ -8,9 +8,12 @@
    created as fast as the disk takes them (bounded by how fast the daemon indexes them);
    (b) replaying the log from the start, all ten at once (what the server and broker sustain,
    the anchor of (a)).
-3. **Idle RSS with 100,000 indexed files**: a real tree of 100,000 files whose records are
-   already stored (so the startup reconcile is stat-only), after the reconcile, at rest: the main
-   process and each worker (RSS and PSS). Anchor: an interpreter that imported the daemon.
+3. **Idle memory with 100,000 indexed files**: a real tree of 100,000 files whose records are
+   already stored (so the startup reconcile is stat-only), after the reconcile, at rest: every
+   process of the daemon's tree (main, workers, fork server, resource tracker), its RSS and PSS
+   (``/proc/PID/smaps_rollup``), whether numba is loaded in it, and the PSS summed; the
+   conditions (files, workers, versions) are printed with it. Anchor: an interpreter that
+   imported the daemon.
 4. **Restart to READY with 1,000,000 indexed files** (synthetic records): process start to
    ``READY=1``. Anchor: opening the pipeline alone (store check and index load) in a fresh
    process, and the interpreter start with the daemon's imports.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata as md
 import json
 import os
 import random
@@ -106,26 +110,6 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
 
-    def pids(self) -> dict[str, list[int]]:
-        """The main process, its workers and the fork server."""
-        assert self.proc is not None
-        out: dict[str, list[int]] = {"main": [self.proc.pid], "workers": [], "forkserver": []}
-        parents: dict[int, tuple[int, bytes]] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                    parents[int(entry.name)] = (int(stat[1]), (entry / "cmdline").read_bytes())
-                except OSError:
-                    continue
-        for pid, (parent, cmd) in parents.items():
-            if parent == self.proc.pid and b"forkserver" in cmd:
-                out["forkserver"].append(pid)
-        for pid, (parent, _) in parents.items():
-            if parent in out["forkserver"]:
-                out["workers"].append(pid)
-        return out
-
 
 def memory_mib(pid: int) -> tuple[float, float]:
     """(RSS, PSS) of a process in MiB."""
@@ -136,6 +120,47 @@ def memory_mib(pid: int) -> tuple[float, float]:
         elif line.startswith("Pss:"):
             pss = int(line.split()[1]) / 1024
     return rss, pss
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (workers, fork server, resource tracker), parents first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        below = sorted(children.get(todo.pop(0), []))
+        found += below
+        todo += below
+    return found
+
+
+def _role(pid: int) -> str:
+    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    for word, role in (("forkserver", "fork server"), ("resource_tracker", "resource tracker")):
+        if word in cmd:
+            return role
+    return "main process" if " run " in f"{cmd} " else "worker"
+
+
+def _has_numba(pid: int) -> bool:
+    """Whether the process has numba's compiler (llvmlite) mapped."""
+    try:
+        return "llvmlite" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def _versions() -> str:
+    names = ("isccd", "numba", "llvmlite", "numpy", "pillow")
+    found = ", ".join(f"{n} {md.version(n)}" for n in names)
+    return f"Python {sys.version.split()[0]}, {found}"
 
 
 # -- 1. latency ----------------------------------------------------------------------------------
@@ -331,18 +356,16 @@ def bench_idle(files: int) -> None:
 
         indexed, depth = asyncio.run(settled())
         time.sleep(2)  # at rest: nothing to do
-        pids = daemon.pids()
-        main = memory_mib(pids["main"][0])
-        workers = [memory_mib(p) for p in pids["workers"]]
-        print(f"   files indexed {indexed:,}, queue {depth}")
-        print(f"   main process RSS {main[0]:6.0f} MiB  PSS {main[1]:6.0f} MiB")
-        for i, (rss, pss) in enumerate(workers, 1):
-            print(f"   worker {i}     RSS {rss:6.0f} MiB  PSS {pss:6.0f} MiB")
-        server = [memory_mib(p) for p in pids["forkserver"]]
-        for rss, pss in server:
-            print(f"   fork server  RSS {rss:6.0f} MiB  PSS {pss:6.0f} MiB")
-        total = main[1] + sum(p for _, p in workers) + sum(p for _, p in server)
-        print(f"   total PSS (main, workers, fork server) {total:.0f} MiB")
+        assert daemon.proc is not None
+        print(f"   conditions: {indexed:,} files indexed, queue {depth}, [hashing] workers = 2;")
+        print(f"   {_versions()}")
+        total = 0.0
+        for pid in [daemon.proc.pid, *descendants(daemon.proc.pid)]:
+            rss, pss = memory_mib(pid)
+            total += pss
+            numba = "numba loaded" if _has_numba(pid) else "no numba"
+            print(f"   {_role(pid):<18} RSS {rss:6.0f} MiB  PSS {pss:6.0f} MiB  {numba}")
+        print(f"   total PSS of the daemon's process tree {total:.0f} MiB")
         daemon.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
