@@ -142,11 +142,19 @@ def descendants(pid: int) -> list[int]:
 
 
 def _role(pid: int) -> str:
-    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    """What a process of the daemon's tree is; a worker is forked by the fork server and
+    shows its command line."""
+
+    def cmdline(of: int) -> str:
+        return Path(f"/proc/{of}/cmdline").read_bytes().replace(b"\0", b" ").decode("replace")
+
+    parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    if "forkserver" in cmdline(parent):
+        return "worker"
     for word, role in (("forkserver", "fork server"), ("resource_tracker", "resource tracker")):
-        if word in cmd:
+        if word in cmdline(pid):
             return role
-    return "main process" if " run " in f"{cmd} " else "worker"
+    return "main process"
 
 
 def _has_numba(pid: int) -> bool:
