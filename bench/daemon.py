@@ -146,7 +146,9 @@ def _role(pid: int) -> str:
     shows its command line."""
 
     def cmdline(of: int) -> str:
-        return Path(f"/proc/{of}/cmdline").read_bytes().replace(b"\0", b" ").decode("replace")
+        return (
+            Path(f"/proc/{of}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
 
     parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     if "forkserver" in cmdline(parent):
