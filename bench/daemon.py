@@ -12,8 +12,10 @@
    already stored (so the startup reconcile is stat-only), after the reconcile, at rest: every
    process of the daemon's tree (main, workers, fork server, resource tracker), its RSS and PSS
    (``/proc/PID/smaps_rollup``), whether numba is loaded in it, and the PSS summed; the
-   conditions (files, workers, versions) are printed with it. Anchor: an interpreter that
-   imported the daemon.
+   conditions (files, workers, idle timeout, versions) are printed with it. With a
+   ``[hashing] idle_timeout`` (``ISCCD_HASHING__IDLE_TIMEOUT``; default 60 s) it is measured
+   once the quiet period has passed and the workers and fork server are let go. Anchor: an
+   interpreter that imported the daemon.
 4. **Restart to READY with 1,000,000 indexed files** (synthetic records): process start to
    ``READY=1``. Anchor: opening the pipeline alone (store check and index load) in a fresh
    process, and the interpreter start with the daemon's imports.
@@ -146,7 +148,9 @@ def _role(pid: int) -> str:
     shows its command line."""
 
     def cmdline(of: int) -> str:
-        return Path(f"/proc/{of}/cmdline").read_bytes().replace(b"\0", b" ").decode("replace")
+        return (
+            Path(f"/proc/{of}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
 
     parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     if "forkserver" in cmdline(parent):
@@ -355,17 +359,25 @@ def bench_idle(files: int) -> None:
         daemon = Daemon(base, root, base / "state", ISCCD_HASHING__WORKERS="2")
         daemon.start()
 
-        async def settled() -> tuple[int, int]:
+        async def settled() -> tuple[int, int, float]:
             client = await AsyncClient.connect(daemon.socket)
             await client.sync()
             status = await client.status()
+            # Past the quiet period ([hashing] idle_timeout), if the workers are let go.
+            while status.hashing is not None and status.hashing.idle_timeout:
+                if status.hashing.state == "idle":
+                    break
+                await asyncio.sleep(0.2)
+                status = await client.status()
             await client.close()
-            return status.files_indexed, status.queue_depth
+            quiet = status.hashing.idle_timeout if status.hashing is not None else 0.0
+            return status.files_indexed, status.queue_depth, quiet
 
-        indexed, depth = asyncio.run(settled())
+        indexed, depth, quiet = asyncio.run(settled())
         time.sleep(2)  # at rest: nothing to do
         assert daemon.proc is not None
-        print(f"   conditions: {indexed:,} files indexed, queue {depth}, [hashing] workers = 2;")
+        print(f"   conditions: {indexed:,} files indexed, queue {depth}, [hashing] workers = 2,")
+        print(f"   idle_timeout = {quiet:g} s (0: workers kept), measured after it;")
         print(f"   {_versions()}")
         total = 0.0
         for pid in [daemon.proc.pid, *descendants(daemon.proc.pid)]:

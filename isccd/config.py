@@ -287,6 +287,7 @@ def worker_options(settings: Settings, workers: int | None = None) -> WorkerOpti
         max_in_flight=hashing.max_in_flight,
         file_timeout=hashing.file_timeout,
         memory=hashing.worker_memory << 20,
+        idle_timeout=hashing.idle_timeout,
         code=settings.code,
         follow_symlinks=settings.watch.follow_symlinks,
     )

@@ -199,6 +199,10 @@ class HashingSettings(_Section):
     """MiB of memory one worker may use (heap and private mappings; the tools it runs each get
     as much); a file needing more keeps the units that fit, gets a ``too_large`` issue, and its
     worker is replaced. 0: no limit."""
+    idle_timeout: float = Field(default=_WORKERS.idle_timeout, ge=0, le=86_400)
+    """Seconds without a file to hash after which the workers and the process holding the
+    compiled kernels are stopped (an idle daemon then keeps only its own process); the next
+    file starts them again, and waits about a second for it. 0: keep them running."""
 
 
 def _switched_off(values: object) -> object:

@@ -6,8 +6,8 @@ tests slow or flaky far from their cause, so every test is checked (``tests/conf
 
 Processes are found in ``/proc`` (Linux only, as isccd): the children of the test process, and
 the children of multiprocessing's fork server, which forks the hashing workers. The fork server
-and multiprocessing's resource tracker are started once and kept for the life of the process, by
-design; they are not leaks.
+and multiprocessing's resource tracker are started when first needed and shared by the whole
+process (an idle pool stops the fork server, the next starts it again); they are not leaks.
 """
 
 from __future__ import annotations
@@ -104,6 +104,49 @@ def _processes() -> list[Process]:
         elif not any(helper in child.cmdline for helper in _SINGLETONS):
             found.append(child)
     return found
+
+
+def descendants(pid: int) -> list[tuple[int, int, str, str]]:
+    """Every process below ``pid``, zombies included, each before its own children: ``(pid,
+    parent, state, command line)``, the state as ``/proc/PID/stat`` gives it (``Z`` for a
+    zombie)."""
+    found = []
+    for child in _children(pid):
+        try:
+            stat = Path(f"/proc/{child}/stat").read_text()
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):  # ended and reaped meanwhile
+            continue
+        state = stat.rsplit(")", 1)[1].split()[0]
+        command = cmdline.replace(b"\0", b" ").decode(errors="replace")
+        found.append((child, pid, state, command))
+        found += descendants(child)
+    return found
+
+
+def by_kind(pid: int) -> dict[str, list[int]]:
+    """The processes below ``pid`` by kind: multiprocessing's ``fork server`` and ``resource
+    tracker``, the ``workers`` (the fork server's children) and any ``other``. A zombie among
+    them fails the test: every process that ended must have been waited for."""
+    kinds: dict[str, list[int]] = {
+        "fork server": [],
+        "resource tracker": [],
+        "workers": [],
+        "other": [],
+    }
+    servers = set()
+    for child, parent, state, cmdline in descendants(pid):
+        assert state != "Z", f"zombie {child}: {cmdline}"
+        if parent in servers:
+            kinds["workers"].append(child)
+        elif _FORK_SERVER in cmdline:
+            servers.add(child)
+            kinds["fork server"].append(child)
+        elif _SINGLETONS[1] in cmdline:
+            kinds["resource tracker"].append(child)
+        else:
+            kinds["other"].append(child)
+    return kinds
 
 
 def _children(pid: int) -> list[int]:

@@ -42,6 +42,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("hashing", "shutdown_timeout"): ("2", 2.0),
     ("hashing", "file_timeout"): ("60", 60.0),
     ("hashing", "worker_memory"): ("512", 512),
+    ("hashing", "idle_timeout"): ("2.5", 2.5),
     ("code", "bits"): ("128", 128),
     ("code", "wide"): ("true", True),
     ("code", "meta"): ("false", False),

@@ -28,7 +28,7 @@ from isccd.cli.output import print_json
 from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import event_to_wire, to_wire
-from isccd.results import DaemonStatus, DatabaseStatus
+from isccd.results import DaemonStatus, DatabaseStatus, HashingStatus
 
 if TYPE_CHECKING:
     # Imported where a command connects: building the parser must stay cheap.
@@ -161,6 +161,8 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
         f"  hash queue     {status.queue_depth:,}",
         f"  last seq       {status.last_seq}",
     ]
+    if status.hashing is not None:
+        lines.append(f"  hash workers   {_workers(status.hashing)}")
     if status.server is not None:
         s = status.server
         lines.append(
@@ -184,6 +186,13 @@ def format_status(status: DaemonStatus, *, now: float) -> str:
     if status.database is not None:
         lines += _database(status.database, now)
     return "\n".join(lines) + "\n"
+
+
+def _workers(hashing: HashingStatus) -> str:
+    """Whether the hashing workers run, or were let go after a quiet period."""
+    if hashing.state == "running":
+        return f"{hashing.workers} running"
+    return f"{hashing.state} (let go after {hashing.idle_timeout:g} s without a file)"
 
 
 def _database(db: DatabaseStatus, now: float) -> list[str]:

@@ -39,7 +39,7 @@ from isccd.hashing.pool import WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
 from isccd.pipeline import Counts, Pipeline, encode_policy
-from isccd.results import DaemonStatus, RootStatus
+from isccd.results import DaemonStatus, HashingStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
@@ -137,6 +137,7 @@ class Daemon:
             self._emit,
             ignore=config.scan.ignore,
             clock=clock,
+            on_change=self._change_seen,
         )
         self._roots = Roots(
             config.watcher,
@@ -217,6 +218,11 @@ class Daemon:
             await asyncio.to_thread(self._pipeline.close)
             raise
         self._tasks.append(workers)
+
+    def _change_seen(self) -> None:
+        """The watcher saw a change: the workers start (if they were let go) while it settles.
+        The pool asked is the current one: a reload replaces it."""
+        self._pool.wake()
 
     def _workers_started(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -676,6 +682,7 @@ class Daemon:
         except StoreError as exc:
             self._health.failed(exc)
         counts = self._counts
+        pool = self._pool.statistics()
         watch = self._roots.status()
         roots = []
         for root in self.config.roots:
@@ -699,11 +706,16 @@ class Daemon:
             state="degraded" if self._state == "ready" and self._degraded() else self._state,
             started=self._started,
             roots=tuple(roots),
-            queue_depth=self._queue.depth() + self._feed.pending() + self._pool.statistics().busy,
+            queue_depth=self._queue.depth() + self._feed.pending() + pool.busy,
             files_indexed=sum(counts.files.values()),
             last_seq=counts.last_seq,
             problems=tuple(self._problems()),
             database=self._fleet.status() if self._fleet is not None else None,
+            hashing=HashingStatus(
+                workers=pool.workers,
+                state=pool.state,
+                idle_timeout=self.config.workers.idle_timeout,
+            ),
         )
 
     def _degraded(self) -> bool:

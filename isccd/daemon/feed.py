@@ -51,6 +51,8 @@ class Feed:
         emit: Logs ``watch.recrawl`` and ``watch.degraded`` events.
         clock: Monotonic seconds.
         ignore: gitignore-style patterns of paths never indexed (relative to each root).
+        on_change: Called for each change that is not ignored, as it arrives (the daemon
+            starts the hashing workers then, while the change settles).
     """
 
     def __init__(
@@ -62,8 +64,10 @@ class Feed:
         *,
         clock: Callable[[], float] = time.monotonic,
         ignore: Sequence[str] = (),
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         self._options = options
+        self._on_change = on_change
         self._ignore = compile_ignore(ignore)
         self._debouncer = Debouncer(options)
         self._queue = queue
@@ -107,6 +111,8 @@ class Feed:
         if kept is not None:
             self._take(self._debouncer.add(kept, self._clock()))
             self._wake.set()
+            if self._on_change is not None:
+                self._on_change()
 
     def _unignored(self, change: Change) -> Change | None:
         """The change as the index sees it, leaving out ignored paths (the same patterns a

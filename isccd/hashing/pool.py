@@ -29,6 +29,16 @@ Each worker starts from a fork server (safe whatever threads the daemon runs), w
 compiled kernels before it takes work, and talks to the daemon over a pipe that the event loop
 reads (``add_reader``): no threads. Every worker holds at most :attr:`WorkerOptions.depth` files
 (the next one is already waiting when it finishes one), so the work in flight is bounded.
+
+An idle pool lets go of its processes: when no file has been hashed for
+:attr:`WorkerOptions.idle_timeout` seconds and none is waiting or in flight, the workers are
+stopped, and then the fork server, which holds the hashing code and the compiled kernels (about
+100 MiB, most of an idle daemon's memory). The next file starts them again and waits for the
+first worker to warm up (about half a second); files that arrive meanwhile wait in line, none
+is lost or hashed twice. The daemon wakes the pool as soon as the watcher sees a change
+(:meth:`WorkerPool.wake`), so the start overlaps the change's settle time. The fork server is
+multiprocessing's, one per process: it is stopped only when no pool of the process has a
+worker.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ import os
 import resource
 import signal
 import time
+import weakref
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -61,6 +72,12 @@ DEFAULT_WORKER_MEMORY = 2 << 30
 _RESPAWN_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 #: Workers that die while starting, before any ever started, that make :meth:`start` fail.
 _START_ATTEMPTS = 3
+#: The default :attr:`WorkerOptions.idle_timeout`: long enough for a burst of changes to be one
+#: start, short enough that an idle daemon soon holds only its own process.
+DEFAULT_IDLE_TIMEOUT = 60.0
+
+#: Every pool of this process, for whether the fork server they share may be stopped.
+_POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 
 
 class PoolClosedError(Exception):
@@ -86,6 +103,8 @@ class WorkerOptions:
         code: How files are coded.
         follow_symlinks: Follow symbolic links that stay beneath a file's root.
         start_method: ``forkserver`` (default), ``spawn`` or ``fork``.
+        idle_timeout: Seconds without work after which the workers (and the fork server) are
+            stopped, to be started again by the next file; 0 to keep them running.
     """
 
     workers: int = 1
@@ -96,6 +115,7 @@ class WorkerOptions:
     code: CodeOptions = field(default_factory=CodeOptions)
     follow_symlinks: bool = False
     start_method: str = "forkserver"
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +131,9 @@ class WorkerStatistics:
         timeouts: Files given up for taking too long.
         started: Worker processes started since start (replacements included).
         over_memory: Files that needed more memory than a worker may use.
+        state: ``"running"`` (workers started or starting), ``"stopping"`` (letting go of
+            them after a quiet period) or ``"idle"`` (none: the next file starts them).
+        idle_stops: Times the pool let go of its workers after a quiet period.
     """
 
     workers: int
@@ -121,6 +144,8 @@ class WorkerStatistics:
     timeouts: int
     started: int
     over_memory: int = 0
+    state: str = "running"
+    idle_stops: int = 0
 
 
 @dataclass(slots=True)
@@ -201,7 +226,8 @@ class WorkerPool:
     """Worker processes hashing files on behalf of the event loop.
 
     Lifecycle: :meth:`start`, any number of :meth:`compute`, :meth:`close`. Every method runs
-    on the event loop that called :meth:`start`.
+    on the event loop that called :meth:`start`. Between files the pool may let go of its
+    workers and start them again (``idle_timeout``): callers see no difference but the wait.
     """
 
     def __init__(self, options: WorkerOptions) -> None:
@@ -231,6 +257,11 @@ class WorkerPool:
         self._over_memory = 0
         self._failed_starts = 0
         self._start_failed: asyncio.Future[str] | None = None
+        self._state = "running"
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle_stops = 0
+        self._spawning = 0  # worker processes being started, not attached yet
+        _POOLS.add(self)
 
     async def start(self) -> None:
         """Start the workers and wait until the first one is warmed up.
@@ -240,8 +271,7 @@ class WorkerPool:
         """
         self._loop = asyncio.get_running_loop()
         self._start_failed = self._loop.create_future()
-        for _ in range(self._options.workers):
-            self._start_worker()
+        self._start_workers()
         ready = asyncio.ensure_future(self._ready.wait())
         waiters: list[asyncio.Future[Any]] = [ready, self._start_failed]
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
@@ -276,6 +306,7 @@ class WorkerPool:
             future: asyncio.Future[FileRecord] = asyncio.get_running_loop().create_future()
             units_set = None if units is None else frozenset(units)
             self._waiting.append(_Job(self._next_job, root, path, units_set, future))
+            self._start_again()
             self._dispatch()
             return await future
 
@@ -288,6 +319,7 @@ class WorkerPool:
             Files abandoned (left unhashed); they are picked up again at the next start.
         """
         self._closing = True
+        self._forget_idle_timer()
         abandoned = 0
         while self._waiting:
             future = self._waiting.popleft().future
@@ -314,6 +346,14 @@ class WorkerPool:
             await asyncio.wait(list(self._tasks))
         return abandoned
 
+    def wake(self) -> None:
+        """Start the workers now if the pool let go of them, ahead of files to come (a change
+        that is settling); they are let go again after the quiet period if none comes."""
+        if self._loop is None:  # not started
+            return
+        self._start_again()
+        self._watch_idle()
+
     def statistics(self) -> WorkerStatistics:
         """The pool's figures now."""
         return WorkerStatistics(
@@ -325,6 +365,8 @@ class WorkerPool:
             timeouts=self._timeouts,
             started=self._next_worker,
             over_memory=self._over_memory,
+            state=self._state,
+            idle_stops=self._idle_stops,
         )
 
     def in_flight(self, now: float | None = None) -> list[tuple[str, int, float]]:
@@ -336,7 +378,78 @@ class WorkerPool:
             if w.jobs and w.jobs[0].started
         ]
 
+    # -- idle ----------------------------------------------------------------------------------
+
+    def _idle(self) -> bool:
+        """Whether no file is waiting or in flight."""
+        return not self._waiting and not any(w.jobs for w in self._workers.values())
+
+    def _holds_processes(self) -> bool:
+        """Whether this pool has workers, running or being started."""
+        return bool(self._workers) or self._spawning > 0
+
+    def _watch_idle(self) -> None:
+        """Start counting the quiet period when the pool runs out of work; stop counting when
+        work arrives."""
+        assert self._loop is not None
+        timeout = self._options.idle_timeout
+        if not timeout or self._closing or self._state != "running" or not self._idle():
+            self._forget_idle_timer()
+        elif self._idle_timer is None:
+            self._idle_timer = self._loop.call_later(timeout, self._quiet)
+
+    def _forget_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _quiet(self) -> None:
+        """The quiet period has passed: let go of the workers, unless one is still starting
+        (then look again after another period)."""
+        assert self._loop is not None
+        self._idle_timer = None
+        if self._closing or self._state != "running" or not self._idle():
+            return
+        if self._spawning or not all(w.ready for w in self._workers.values()):
+            self._watch_idle()
+            return
+        self._state = "stopping"
+        task = self._loop.create_task(self._let_go())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _let_go(self) -> None:
+        """Stop the idle workers, then the fork server when no pool of this process uses it;
+        start again at once if files arrived meanwhile."""
+        workers = list(self._workers.values())
+        for worker in workers:
+            self._detach(worker)
+        await asyncio.gather(*(asyncio.to_thread(_terminate, w) for w in workers))
+        shared = any(p._holds_processes() for p in _POOLS if p is not self)
+        if self._options.start_method == "forkserver" and not shared:
+            await asyncio.to_thread(_stop_fork_server)
+        self._idle_stops += 1
+        self._state = "idle"
+        structlog.get_logger().info(
+            "workers_idle", workers=len(workers), seconds=self._options.idle_timeout
+        )
+        if self._waiting and not self._closing:
+            self._start_again()
+
+    def _start_again(self) -> None:
+        """Start the workers again if the pool let go of them; while it is letting go, they
+        start once the old ones are gone (:meth:`_let_go`)."""
+        if self._state != "idle" or self._closing:
+            return
+        self._state = "running"
+        structlog.get_logger().info("workers_waking", workers=self._options.workers)
+        self._start_workers()
+
     # -- workers -------------------------------------------------------------------------------
+
+    def _start_workers(self) -> None:
+        for _ in range(self._options.workers):
+            self._start_worker()
 
     def _start_worker(self) -> None:
         """Start a worker process in a thread (the fork server may have to start first); it is
@@ -345,6 +458,7 @@ class WorkerPool:
         # Numbered here, on the loop: threads starting workers side by side must not share
         # a counter (two workers under one number, one of them lost to the pool).
         self._next_worker += 1
+        self._spawning += 1
         task = self._loop.create_task(asyncio.to_thread(self._spawn, self._next_worker))
         self._tasks.add(task)
         task.add_done_callback(self._spawned)
@@ -352,7 +466,8 @@ class WorkerPool:
     def _spawned(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         if task.cancelled() or task.exception() is None:
-            return
+            return  # attached (or stopped at once, the pool closing) by _attach
+        self._spawning -= 1
         # The process could not even be started (no memory, no fork server).
         how = str(task.exception())
         structlog.get_logger().error("worker_start_failed", how=how)
@@ -393,6 +508,7 @@ class WorkerPool:
 
     def _attach(self, worker: _Worker) -> None:
         assert self._loop is not None
+        self._spawning -= 1
         if self._closing:  # it arrives too late: it has nothing to do
             worker.process.kill()
             worker.conn.close()
@@ -470,6 +586,7 @@ class WorkerPool:
                 worker.jobs.append(job)
                 if len(worker.jobs) == 1:
                     self._start_clock(job)
+        self._watch_idle()
 
     def _timed_out(self, job: _Job) -> None:
         for worker in self._workers.values():
@@ -523,7 +640,11 @@ class WorkerPool:
 
     def _respawn(self) -> None:
         assert self._loop is not None
-        if self._closing:
+        # Not for a pool that let go of its workers meanwhile, nor beyond the number asked
+        # for (the pool may have started them all again since).
+        if self._closing or self._state != "running":
+            return
+        if len(self._workers) + self._spawning >= self._options.workers:
             return
         self._start_worker()
 
@@ -537,3 +658,21 @@ def _terminate(worker: _Worker) -> None:
         worker.process.kill()
         worker.process.join(timeout=5)
     worker.conn.close()
+
+
+def _stop_fork_server() -> None:
+    """Stop multiprocessing's fork server, and wait for it to exit (blocking); the next worker
+    started starts another.
+
+    It exits once every process holding its "alive" pipe has closed it: this process and the
+    workers forked from it, which must be gone already. ``ForkServer._stop`` is private (the
+    standard library's own tests stop the server with it; Python 3.11 to 3.13 have it): without
+    it the fork server is kept, as it was before idle pools let go.
+    """
+    from multiprocessing import forkserver  # noqa: PLC0415 - the module is loaded already
+
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is None:
+        structlog.get_logger().warning("fork_server_kept", reason="no ForkServer._stop")
+        return
+    stop()

@@ -1,5 +1,5 @@
 """The daemon's status (``status``): its roots, their scans, its socket server, the database a
-fleet shares."""
+fleet shares, its hashing workers."""
 
 from __future__ import annotations
 
@@ -109,6 +109,22 @@ class DatabaseStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class HashingStatus:
+    """The hashing workers.
+
+    Attributes:
+        workers: Worker processes running now (0 while idle).
+        state: ``"running"`` (started or starting), ``"stopping"`` (being let go after a quiet
+            period) or ``"idle"`` (stopped, with their fork server: the next file starts them).
+        idle_timeout: Seconds without a file after which they are let go; 0 for never.
+    """
+
+    workers: int
+    state: str
+    idle_timeout: float
+
+
+@dataclass(frozen=True, slots=True)
 class DaemonStatus:
     """``status``.
 
@@ -127,6 +143,7 @@ class DaemonStatus:
             be written, a background loop failed, a reload was refused. Empty when all is well;
             problems of one root are in its ``note``.
         database: The shared database, for a store a fleet shares; ``None`` for one host's.
+        hashing: The hashing workers (``None`` from a daemon that does not tell).
     """
 
     version: str
@@ -140,3 +157,4 @@ class DaemonStatus:
     server: ServiceStatistics | None = None
     problems: tuple[str, ...] = ()
     database: DatabaseStatus | None = None
+    hashing: HashingStatus | None = None

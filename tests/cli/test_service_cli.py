@@ -19,7 +19,7 @@ from isccd.cli.main import main
 from isccd.cli.service import format_event, format_status
 from isccd.model import Event, EventType
 from isccd.protocol import from_wire
-from isccd.results import DaemonStatus, DatabaseStatus, FleetHost
+from isccd.results import DaemonStatus, DatabaseStatus, FleetHost, HashingStatus
 from tests.server.fakes import FakeBackend, ServerThread
 
 ISCCD = [sys.executable, "-m", "isccd"]
@@ -116,6 +116,16 @@ def test_readable_status_lists_the_problems() -> None:
     text = format_status(status, now=60.0)
     assert "  problem        the store cannot be written\n" in text
     assert "  problem        the reload was refused\n" in text
+
+
+def test_readable_status_says_whether_the_workers_run() -> None:
+    status = DaemonStatus("1.0", 1, "ready", 0.0, (), 0, 0, 0)
+    running = dataclasses.replace(status, hashing=HashingStatus(2, "running", 60.0))
+    idle = dataclasses.replace(status, hashing=HashingStatus(0, "idle", 60.0))
+    assert "  hash workers   2 running\n" in format_status(running, now=60.0)
+    assert "  hash workers   idle (let go after 60 s without a file)\n" in format_status(
+        idle, now=60.0
+    )
 
 
 def test_subscribe_replays_streams_and_prints_where_to_resume_on_sigint(

@@ -156,3 +156,24 @@ def test_ignored_paths_never_reach_the_queue() -> None:
         runner.cancel()
 
     asyncio.run(scenario())
+
+
+def test_each_change_kept_is_told_as_it_arrives() -> None:
+    # The daemon starts its hashing workers then, while the change settles.
+    async def scenario() -> None:
+        seen: list[int] = []
+        queue, scans = FakeQueue(), FakeScans()
+        feed = Feed(
+            DebounceOptions(settle=60, max_delay=600),
+            queue,  # type: ignore[arg-type]
+            scans,  # type: ignore[arg-type]
+            lambda *event: None,
+            ignore=["*.part"],
+            on_change=lambda: seen.append(feed.pending()),
+        )
+        feed.on_change(Change(ChangeKind.TOUCHED, R, "/r/movie.part"))
+        assert seen == []
+        feed.on_change(Change(ChangeKind.TOUCHED, R, "/r/a"))
+        assert seen == [1]  # at once, long before /r/a settles
+
+    asyncio.run(scenario())

@@ -16,6 +16,7 @@ import pytest
 from isccd.hashing import ALL_UNITS, OUT_OF_MEMORY, compute_record
 from isccd.hashing.pool import PoolClosedError, WorkerOptions, WorkerPool
 from isccd.model import FileRecord, IssueCode, IssueKind, UnitType
+from tests import leaks
 from tests.extract.media import huge_png
 
 #: Every unit but the Image-Code.
@@ -266,6 +267,109 @@ def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced
             assert (
                 await pool.compute(str(small), root=str(tmp_path))
             ).iscc == after.iscc  # the new worker
+        finally:
+            await pool.close(grace=0)
+
+    _run(main)
+
+
+async def _until_state(pool: WorkerPool, state: str) -> None:
+    """Wait, one event-loop turn at a time, until the pool is in ``state``."""
+    while pool.statistics().state != state:
+        await asyncio.sleep(0)
+
+
+def test_an_idle_pool_lets_go_of_its_workers_and_the_fork_server(tmp_path: Path) -> None:
+    small = tmp_path / "small.txt"
+    small.write_text("a small file to hash " * 10)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=2, idle_timeout=0.2))
+        await pool.start()
+        try:
+            first = await pool.compute(str(small), root=str(tmp_path))
+            running = leaks.by_kind(os.getpid())
+            assert len(running["fork server"]) == 1
+            workers = running["workers"]
+            assert len(workers) == 2
+            await _until(lambda: pool.statistics().state == "idle")
+            idle = leaks.by_kind(os.getpid())
+            assert (idle["fork server"], idle["workers"], idle["other"]) == ([], [], [])
+            assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
+            # The next file starts them again, and is hashed as before.
+            again = await pool.compute(str(small), root=str(tmp_path))
+            assert again.iscc == first.iscc is not None
+            assert len(leaks.by_kind(os.getpid())["fork server"]) == 1
+            stats = pool.statistics()
+            assert (stats.state, stats.idle_stops, stats.started, stats.done) == (
+                "running",
+                1,
+                4,
+                2,
+            )
+        finally:
+            await pool.close(grace=0)
+
+    _run(main)
+
+
+def test_files_arriving_while_the_pool_lets_go_are_hashed_once_each(tmp_path: Path) -> None:
+    files = []
+    for i in range(3):
+        path = tmp_path / f"f{i}.txt"
+        path.write_text(f"file number {i} " * 50)
+        files.append(str(path))
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, idle_timeout=0.05))
+        await pool.start()
+        try:
+            await _until_state(pool, "stopping")
+            records = await asyncio.gather(*(pool.compute(p, root=str(tmp_path)) for p in files))
+            stats = pool.statistics()
+        finally:
+            await pool.close(grace=0)
+        assert [r.iscc for r in records] == [compute_record(p).iscc for p in files]
+        assert (stats.done, stats.idle_stops, stats.started, stats.state) == (3, 1, 2, "running")
+
+    _run(main)
+
+
+def test_an_idle_pool_keeps_the_fork_server_another_pool_uses(tmp_path: Path) -> None:
+    small = tmp_path / "small.txt"
+    small.write_text("a small file to hash " * 10)
+
+    async def main() -> None:
+        idle = WorkerPool(WorkerOptions(workers=1, idle_timeout=0.05))
+        busy = WorkerPool(WorkerOptions(workers=1, idle_timeout=0))
+        await asyncio.gather(idle.start(), busy.start())
+        try:
+            await _until(lambda: idle.statistics().state == "idle")
+            assert len(leaks.by_kind(os.getpid())["fork server"]) == 1
+            assert (await busy.compute(str(small), root=str(tmp_path))).iscc is not None
+            assert busy.statistics().state == "running"
+        finally:
+            await asyncio.gather(idle.close(grace=0), busy.close(grace=0))
+
+    _run(main)
+
+
+def test_waking_an_idle_pool_starts_its_workers_before_a_file_arrives(tmp_path: Path) -> None:
+    small = tmp_path / "small.txt"
+    small.write_text("a small file to hash " * 10)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, idle_timeout=0.05))
+        await pool.start()
+        try:
+            await _until(lambda: pool.statistics().state == "idle")
+            pool.wake()
+            assert pool.statistics().state == "running"
+            await _until(lambda: len(leaks.by_kind(os.getpid())["workers"]) == 1)
+            assert pool.statistics().started == 2
+            # Nothing came: let go again.
+            await _until(lambda: pool.statistics().idle_stops == 2)
+            assert (await pool.compute(str(small), root=str(tmp_path))).iscc is not None
         finally:
             await pool.close(grace=0)
 
