@@ -11,10 +11,9 @@ from isccd.report.model import (
     MemberView,
     Preview,
     PreviewKind,
-    Totals,
 )
 from isccd.report.page import page_data
-from isccd.results import DupesResult, DupGroup, DupKind, DupMember
+from isccd.results import DupesResult, DupGroup, DupKind, DupMember, Totals
 
 INSTANCE = "ISCC:IAAZV3ZSNCAD3X7B"
 
