@@ -50,13 +50,8 @@ from isccd.hashing import compute_record  # noqa: E402
 from isccd.model import Mode, UnitType  # noqa: E402
 from tests.extract.media import ffmpeg, scene  # noqa: E402
 
-WORDS = [
-    "if", "the", "of", "and", "to", "in", "is", "it", "for", "on", "with", "as", "was", "at",
-    "by", "an", "be", "this", "that", "from", "or", "are", "not", "but", "have", "they", "which",
-    "one", "you", "were", "all", "we", "when", "there", "can", "more", "has", "been", "their",
-    "out", "would", "so", "what", "up", "about", "into", "than", "them", "some", "could", "time",
-    "only", "other", "new", "these", "two", "may", "first", "then",
-]  # fmt: skip
+sys.path.insert(0, str(Path(__file__).parent))
+from smallfiles import small_files  # noqa: E402  (the tree of the scan benchmark)
 
 
 @dataclass
@@ -104,26 +99,6 @@ def report(title: str, timings: dict[str, Timings], floor: str, per: int = 1) ->
             f"  {name:52} {_shown(wall)} {wall / base_wall:5.2f}x {_shown(cpu)} "
             f"{cpu / base_cpu:5.2f}x"
         )
-
-
-def small_files(folder: Path, count: int) -> list[Path]:
-    """Random-word texts and random binaries, as in the 20,000-file tree of the scan benchmark."""
-    rng = random.Random(11)
-    folder.mkdir(parents=True)
-    out = []
-    for i in range(count):
-        if i % 5 < 3:
-            size = rng.randrange(200, 4096)
-            words: list[str] = []
-            while sum(len(w) + 1 for w in words) < size:
-                words.append(rng.choice(WORDS))
-            path = folder / f"t{i}.txt"
-            path.write_text(" ".join(words))
-        else:
-            path = folder / f"b{i}.bin"
-            path.write_bytes(rng.randbytes(rng.randrange(100, 8192)))
-        out.append(path)
-    return out
 
 
 def bench_mediatype(work: Path, repeats: int) -> None:
