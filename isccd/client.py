@@ -21,6 +21,7 @@ import dataclasses
 import itertools
 import os
 import socket
+import stat
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -77,6 +78,15 @@ def _unavailable(path: Path, exc: OSError) -> DaemonUnavailableError:
         return DaemonUnavailableError(
             f"permission denied connecting to {str(path)!r}: connecting needs write access to "
             "the socket (be a member of its group)"
+        )
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISSOCK(mode):
+        return DaemonUnavailableError(
+            f"{str(path)!r} exists and is not a socket: no isccd daemon can listen there "
+            "(a wrong --socket, ISCCD_SERVER__SOCKET or [server] socket?)"
         )
     return DaemonUnavailableError(
         f"no isccd daemon is listening on {str(path)!r} ({exc.strerror or exc}); "

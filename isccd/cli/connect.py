@@ -66,8 +66,8 @@ def find_socket(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
         env: The environment (the process environment by default).
 
     Raises:
-        ConfigError: The configuration file given cannot be read or parsed, or its socket is
-            not an absolute path.
+        ConfigError: The configuration file given cannot be read or parsed, or the socket it
+            or the variable names is not an absolute path.
     """
     given: Path | None = getattr(args, "socket", None)
     if given is not None:
@@ -76,6 +76,9 @@ def find_socket(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     # Variable names are matched without regard to case, as the settings match them.
     named = {key.upper(): value for key, value in env.items()}.get(SOCKET_VARIABLE)
     if named:
+        if not Path(named).is_absolute():
+            # As the daemon refuses it: a relative socket would depend on the directory.
+            raise ConfigError(f"{named!r} is not an absolute path (from {SOCKET_VARIABLE})")
         return Path(named)
     configured = _configured_socket(getattr(args, "config", None), env)
     return configured if configured is not None else default_socket_path(env)

@@ -34,10 +34,13 @@ if TYPE_CHECKING:
 #: The conformance vectors shipped with the package.
 CONFORMANCE_DATA = "conformance-1.5.0.json"
 
+_CODE_FORMS = (
+    "CODE may be canonical (ISCC:...), bare base32, a URI (iscc:...) or multiformat (f, b, v, "
+    "z, u), with or without hyphens."
+)
 _CODE_ERRORS = (
     "exit status: 0 success; 2 when a CODE cannot be read as an ISCC (the reason goes to "
-    "stderr). CODE may be canonical (ISCC:...), bare base32, a URI (iscc:...) or multiformat "
-    "(f, b, v, z, u), with or without hyphens."
+    "stderr). " + _CODE_FORMS
 )
 
 _COMPARE_EPILOG = (
@@ -82,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Hamming distance and similarity of the units the two codes (or files) "
         "share (units of unequal length are compared over their common prefix), and whether "
         "they are within the configured near-duplicate thresholds.",
-        epilog=_CODE_ERRORS + " " + _COMPARE_EPILOG,
+        epilog=_COMPARE_EPILOG + " " + _CODE_FORMS,
     )
     compare.add_argument("a", metavar="CODE|FILE", help="the first ISCC code, or a file")
     compare.add_argument("b", metavar="CODE|FILE", help="the second ISCC code, or a file")

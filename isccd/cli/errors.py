@@ -161,6 +161,7 @@ def file_json(path: str, issues: list[FileIssue]) -> dict[str, Any]:
                 "kind": i.kind.value,
                 "code": i.code.value if i.code is not None else None,
                 "reason": i.reason,
+                "profile": i.profile,
                 "fix": fix(i),
             }
             for i in issues

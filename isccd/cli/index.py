@@ -491,6 +491,13 @@ def _print_scan(stats: ScanStats) -> None:
 # -- read-only commands --------------------------------------------------------------------------
 
 
+def _refused(exc: ProtocolError) -> _Failed:
+    """A refusal (the daemon's, or the store's same check) as the command's failure: a
+    request the arguments made invalid exits 2, as argparse does, anything else 1."""
+    status = EXIT_USAGE if exc.code == ErrorCode.INVALID_ARGUMENT else EXIT_FAILURE
+    return _Failed(f"{exc.message} ({exc.code})", status)
+
+
 class _Failed(Exception):
     """A read-only command cannot answer; the message says why.
 
@@ -530,7 +537,7 @@ def _answer(
                 raise _Failed(str(exc)) from None
             unavailable = exc
         except ProtocolError as exc:
-            raise _Failed(f"{exc.message} ({exc.code})") from None
+            raise _refused(exc) from None
         else:
             # A daemon that answered is the source from now on: its refusal, or its loss, is
             # the outcome. It works on the request (a large `dupes`, a file coded on the fly)
@@ -541,7 +548,7 @@ def _answer(
             except DaemonUnavailableError as exc:
                 raise _Failed(str(exc)) from None
             except ProtocolError as exc:
-                raise _Failed(f"{exc.message} ({exc.code})") from None
+                raise _refused(exc) from None
     try:
         config = _configure(args)
     except ConfigError as exc:
@@ -553,7 +560,7 @@ def _answer(
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
             answer = read(reader, config)
     except ProtocolError as exc:  # the same refusals as the daemon's
-        raise _Failed(f"{exc.message} ({exc.code})") from None
+        raise _refused(exc) from None
     except StoreError as exc:
         # Say why the daemon was not asked either: its socket may just be out of reach.
         raise _Failed(f"{exc}; {unavailable}" if unavailable else str(exc)) from None

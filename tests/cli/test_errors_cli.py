@@ -15,6 +15,7 @@ from isccd.cli.errors import fix
 from isccd.model import FileIssue, IssueCode, IssueKind
 from tests.cli.test_index_cli import prose
 from tests.cli.test_text_output import _path_without, _wav
+from tests.schemas import check
 
 SCRIPT = Path(sys.executable).with_name("isccd")
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "isccd"]
@@ -49,6 +50,7 @@ def test_scan_lists_the_files_it_could_not_index(
 ) -> None:
     root, state, env = indexed
     first = _isccd(env, "scan", "--state", str(state / "first"), str(root), "--json")
+    check("scan", json.loads(first.stdout))
     failed = json.loads(first.stdout)["failed"]
     assert [(f["path"], [i["code"] for i in f["issues"]]) for f in failed] == [
         (f"{root}/bad.png", ["invalid"])
@@ -85,10 +87,13 @@ def test_errors_lists_files_by_kind_with_their_fixes(
     every = _isccd(env, "errors", "--state", str(state), "--all").stdout
     assert f"unsupported: 1 file\n  {root}/data.bin: no Content-Code" in every
     document = json.loads(_isccd(env, "errors", "--state", str(state), "--json").stdout)
+    check("errors", document)
     assert document["store"] == str(state / "isccd.db")
     assert [f["path"] for f in document["files"]] == [f"{root}/bad.png", f"{root}/tone.wav"]
     assert document["files"][1]["issues"][0]["fix"] == "fpcalc: install libchromaprint-tools"
     lines = _isccd(env, "errors", "--state", str(state), "--jsonl").stdout.splitlines()
+    for line in lines:
+        check("errors", json.loads(line), "#/$defs/file")
     assert [json.loads(line)["path"] for line in lines] == [f"{root}/bad.png", f"{root}/tone.wav"]
     only = _isccd(env, "errors", "--state", str(state), "--json", str(root / "tone.wav"))
     assert [f["path"] for f in json.loads(only.stdout)["files"]] == [f"{root}/tone.wav"]

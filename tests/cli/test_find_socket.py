@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from isccd.cli.connect import find_socket
+from isccd.cli.main import main
 from isccd.errors import ConfigError
 
 
@@ -62,3 +63,22 @@ def test_a_bad_configuration_is_refused(tmp_path: Path, text: str, message: str)
         find_socket(_args(None, config), _env(tmp_path))
     with pytest.raises(ConfigError, match="cannot read"):
         find_socket(_args(None, tmp_path / "missing.toml"), _env(tmp_path))
+
+
+def test_a_relative_socket_from_the_variable_is_refused_as_the_daemon_refuses_it(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ConfigError, match="not an absolute path"):
+        find_socket(_args(), _env(tmp_path, ISCCD_SERVER__SOCKET="relative.sock"))
+
+
+def test_a_socket_path_that_is_not_a_socket_is_said_to_be_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "isccd.toml"
+    plain.write_text("")
+    for path in (plain, tmp_path):
+        assert main(["status", "--socket", str(path)]) == 1
+        assert "exists and is not a socket" in capsys.readouterr().err
+    assert main(["status", "--socket", str(tmp_path / "absent.sock")]) == 1
+    assert "no isccd daemon is listening" in capsys.readouterr().err

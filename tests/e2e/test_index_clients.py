@@ -127,6 +127,10 @@ def test_similar_to_a_code_finds_the_files_with_its_bytes_and_its_near_files(
             capsys, "similar", "--code", info["iscc"], "--unit", "text", source, place
         )
         assert {m["unit"] for m in text_only["matches"]} == {"text"}
+        # A code that cannot be decoded is a bad argument: exit 2, from the daemon or a store.
+        status = main(["similar", "--code", "ISCC:$$$", source, place])
+        assert status == 2, capsys.readouterr().err
+        assert "(invalid_argument)" in capsys.readouterr().err
 
 
 def test_a_files_hardlinks_are_one_match(
