@@ -44,13 +44,12 @@ _CODE_ERRORS = (
 )
 
 _COMPARE_EPILOG = (
-    "A FILE is coded first, with the configuration's [code] options (--config FILE), and "
-    "compared by its ISCC-CODE; two files with the same bytes are exact duplicates. Each pair "
-    "of units of a type [match] compares is within its threshold or not (scaled to the bits "
-    "compared, as the daemon does); the verdict is exact, near (some unit within its "
-    "threshold) or different. exit status: 0 success; 1 when a FILE cannot be coded; 2 when "
-    "a CODE cannot be read as an ISCC or the two cannot be compared; 78 for an invalid "
-    "configuration."
+    "exit status: 0 success; 1 when a FILE cannot be coded; 2 when a CODE cannot be read as an "
+    "ISCC or the two cannot be compared; 78 for an invalid configuration. A FILE is coded "
+    "first, with the configuration's [code] options (--config FILE), and compared by its "
+    "ISCC-CODE; two files with the same bytes are exact duplicates. Each pair of units of a "
+    "type [match] compares is within its threshold or not (scaled to the bits compared, as the "
+    "daemon does); the verdict is exact, near (some unit within its threshold) or different."
 )
 
 
