@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import pty
 import subprocess
 import sys
 import wave
@@ -31,6 +30,7 @@ from isccd.model import (
     UnitType,
 )
 from tests.cli.test_index_cli import prose
+from tests.terminal import run_with_terminal_stderr
 
 SCRIPT = Path(sys.executable).with_name("isccd")
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "isccd"]
@@ -152,32 +152,8 @@ def test_progress_goes_to_a_terminal_on_stderr_and_never_into_piped_results(
 ) -> None:
     for i in range(3):
         (tmp_path / f"f{i}.txt").write_text(prose(10 + i))
-    leader, follower = pty.openpty()
-    try:
-        with subprocess.Popen(
-            [*COMMAND, "code", "-j", "1", str(tmp_path)],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            stdin=subprocess.DEVNULL,
-        ) as proc:
-            os.close(follower)
-            follower = -1
-            err = b""
-            while True:
-                try:
-                    chunk = os.read(leader, 4096)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                err += chunk
-            assert proc.stdout is not None
-            out = proc.stdout.read().decode()
-            assert proc.wait(timeout=60) == 0
-    finally:
-        os.close(leader)
-        if follower != -1:
-            os.close(follower)
+    status, out, err = run_with_terminal_stderr([*COMMAND, "code", "-j", "1", str(tmp_path)])
+    assert status == 0
     assert "coding" not in out and "\r" not in out and "\x1b" not in out
     assert out.count("ISCC:") == 3
     # Drawn on the terminal, and erased (CR, erase line) before the summary.

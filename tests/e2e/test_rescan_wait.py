@@ -3,15 +3,13 @@ changed."""
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
 from collections.abc import Callable
 
 import pytest
 
 from tests.e2e.conftest import Daemon
 from tests.e2e.test_socket_discovery import COMMAND, _client
+from tests.terminal import run_with_terminal_stderr
 
 
 @pytest.mark.slow
@@ -41,33 +39,10 @@ def test_rescan_wait_draws_progress_on_a_terminal(make_daemon: Callable[..., Dae
     daemon = make_daemon(ISCCD_WATCH__SETTLE="2")
     daemon.start()
     (daemon.root / "new.txt").write_text("a new file " * 200)
-    leader, follower = pty.openpty()
-    try:
-        with subprocess.Popen(
-            [*COMMAND, "rescan", "--wait", "--socket", str(daemon.socket)],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            stdin=subprocess.DEVNULL,
-        ) as proc:
-            os.close(follower)
-            follower = -1
-            err = b""
-            while chunk := _read(leader):
-                err += chunk
-            assert proc.stdout is not None
-            out = proc.stdout.read().decode()
-            assert proc.wait(timeout=60) == 0
-    finally:
-        os.close(leader)
-        if follower != -1:
-            os.close(follower)
+    status, out, err = run_with_terminal_stderr(
+        [*COMMAND, "rescan", "--wait", "--socket", str(daemon.socket)]
+    )
+    assert status == 0
     assert b"rescanning: " in err and err.endswith(b"\r\x1b[K")
     assert "\r" not in out and out.splitlines()[-1].endswith("1 added, 0 changed, 0 moved, "
         "0 removed, 0 errors, 0 unstable, 0 duplicates")  # fmt: skip
-
-
-def _read(fd: int) -> bytes:
-    try:
-        return os.read(fd, 4096)
-    except OSError:  # EIO: the child closed the terminal
-        return b""
