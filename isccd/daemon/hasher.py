@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 
 import structlog
 
@@ -67,23 +68,32 @@ class DaemonHasher:
 
     async def __call__(self, root: str, path: str, units: frozenset[UnitType] | None) -> FileRecord:
         """Hash one file of ``root`` (all units, or only ``units``) and log its line."""
+        return (await self.many([(root, path, units)]))[0]
+
+    async def many(
+        self, files: Sequence[tuple[str, str, frozenset[UnitType] | None]]
+    ) -> list[FileRecord]:
+        """Hash small files, ``(root, path, units)`` each, in one round trip to a worker, and
+        log a line for each (its ``ms``: its share of the batch's time)."""
         started = time.monotonic()
         while True:
             pool = self.pool
             try:
-                record = await pool.compute(path, units, root=root)
+                records = await pool.compute_many(files)
                 break
             except PoolClosedError:
                 if self.pool is pool:
-                    # Shutting down: the file is abandoned, not failed (the next start's
-                    # reconcile picks it up), so it must not be recorded as an error.
+                    # Shutting down: the files are abandoned, not failed (the next start's
+                    # reconcile picks them up), so they must not be recorded as errors.
                     raise asyncio.CancelledError from None
-                # The workers were replaced (a reload): hash it with the new ones.
-        self._progress.advanced()
-        log_processed(path, record, units, time.monotonic() - started)
-        for fix in self._missing.add(record.issues):
-            structlog.get_logger("isccd.processed").warning("tool_missing", fix=fix, path=path)
-        return record
+                # The workers were replaced (a reload): hash them with the new ones.
+        seconds = (time.monotonic() - started) / max(1, len(files))
+        for (_, path, units), record in zip(files, records, strict=True):
+            self._progress.advanced()
+            log_processed(path, record, units, seconds)
+            for fix in self._missing.add(record.issues):
+                structlog.get_logger("isccd.processed").warning("tool_missing", fix=fix, path=path)
+        return records
 
 
 def log_processed(

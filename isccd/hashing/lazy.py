@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from isccd.hashing.pool import WorkerOptions, WorkerPool, WorkersUnavailableError
 from isccd.model import FileRecord, UnitType
@@ -40,6 +40,18 @@ class LazyWorkers:
         """
         pool = await self._started()
         return await pool.compute(path, units, root=root)
+
+    async def many(
+        self, files: Sequence[tuple[str, str, frozenset[UnitType] | None]]
+    ) -> list[FileRecord]:
+        """Hash several small files of their roots, ``(root, path, units)`` each, in one round
+        trip to a worker (see :meth:`WorkerPool.compute_many`).
+
+        Raises:
+            WorkersUnavailableError: The workers cannot start.
+        """
+        pool = await self._started()
+        return await pool.compute_many(files)
 
     async def _started(self) -> WorkerPool:
         if self._starting is None:

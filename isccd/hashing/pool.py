@@ -53,7 +53,7 @@ import signal
 import time
 import weakref
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,14 +149,49 @@ class WorkerStatistics:
 
 
 @dataclass(slots=True)
-class _Job:
-    id: int
+class _Batch:
+    """The files one caller waits for, and their records as they come."""
+
+    records: list[FileRecord | None]
+    left: int
+    future: asyncio.Future[list[FileRecord]]
+
+    def finish(self, index: int, record: FileRecord) -> None:
+        if self.records[index] is None:
+            self.records[index] = record
+            self.left -= 1
+        if not self.left and not self.future.done():
+            self.future.set_result(self.records)  # type: ignore[arg-type]  # all filled
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    """One file of a batch: where it is, what to compute, and whose it is."""
+
     root: str | None
     path: str
     units: frozenset[UnitType] | None
-    future: asyncio.Future[FileRecord]
+    batch: _Batch
+    index: int
+
+
+@dataclass(slots=True)
+class _Job:
+    """The files one worker is sent at once (one message, one answer)."""
+
+    id: int
+    files: list[_File]
     started: float = 0.0
     timer: asyncio.TimerHandle | None = None
+
+    @property
+    def path(self) -> str:
+        """The first file (what a log line or a status names)."""
+        return self.files[0].path
+
+    def abandoned(self) -> bool:
+        """Whether every caller waiting for these files gave up."""
+        return all(f.batch.future.done() for f in self.files)
 
 
 @dataclass(slots=True)
@@ -175,9 +210,11 @@ def _worker_main(
     memory: int,
     follow_symlinks: bool,
 ) -> None:
-    """The worker process: warm up, bound its memory, then hash what it is sent until told to
-    stop. Each answer says whether the file ran out of memory (the daemon replaces the worker
-    then: a library that failed an allocation may be left in any state)."""
+    """The worker process: warm up, bound its memory, then hash the files it is sent, a message
+    of one or more at a time, until told to stop. Each answer holds the records of the message's
+    files in order, and whether the last one ran out of memory (the daemon replaces the worker
+    then: a library that failed an allocation may be left in any state); the files after it are
+    not hashed here."""
     # Ctrl-C (and a TERM sent to the process group) reach the workers too; the daemon decides
     # when they stop, and finishes or abandons their files in order.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -195,18 +232,27 @@ def _worker_main(
             return
         if message is None:
             return
-        job_id, root, path, units = message
-        try:
-            # Opened beneath its root, here in the process that reads it: a path checked by
-            # name elsewhere could have been redirected since.
-            record = compute_record(
-                path, options, units, root=root, follow_symlinks=follow_symlinks
-            )
-        except MemoryError:  # outside a stage (a stage reports it as too_large itself)
-            record = _failed(path, OUT_OF_MEMORY, IssueCode.TOO_LARGE)
-        except Exception as exc:  # compute_record never raises for a bad file: this is a bug
-            record = _failed(path, f"internal error: {type(exc).__name__}: {exc}")
-        conn.send((job_id, pack(record), out_of_memory(record)))
+        job_id, files = message
+        done = []
+        retire = False
+        for root, path, units in files:
+            try:
+                # Opened beneath its root, here in the process that reads it: a path checked
+                # by name elsewhere could have been redirected since.
+                record = compute_record(
+                    path, options, units, root=root, follow_symlinks=follow_symlinks
+                )
+            except MemoryError:  # outside a stage (a stage reports it as too_large itself)
+                record = _failed(path, OUT_OF_MEMORY, IssueCode.TOO_LARGE)
+            except Exception as exc:  # compute_record never raises for a bad file: a bug
+                record = _failed(path, f"internal error: {type(exc).__name__}: {exc}")
+            done.append(pack(record))
+            if out_of_memory(record):
+                # A library that failed an allocation may be left in any state: the rest of
+                # the batch goes to the worker that replaces this one.
+                retire = True
+                break
+        conn.send((job_id, done, retire))
 
 
 def _limit_memory(memory: int) -> None:
@@ -299,16 +345,43 @@ class WorkerPool:
         Raises:
             PoolClosedError: The pool closed before the file was hashed.
         """
+        units_set = None if units is None else frozenset(units)
+        return (await self.compute_many([(root, path, units_set)]))[0]
+
+    async def compute_many(
+        self, files: Sequence[tuple[str | None, str, frozenset[UnitType] | None]]
+    ) -> list[FileRecord]:
+        """Hash several files, ``(root, path, units)`` each, sent to one worker in one message
+        and answered in one: for small files, whose hashing costs less than handing each over.
+
+        Each file keeps what :meth:`compute` promises: when the worker dies or runs past the
+        time limit on a batch, its files are hashed again one by one (so that only the file to
+        blame fails), and a file that runs out of memory ends the batch there, the rest going
+        to the replacement worker. Keep batches to files that take milliseconds: the time limit
+        applies to the batch as a whole.
+
+        Returns:
+            The records, in the order of ``files``.
+
+        Raises:
+            PoolClosedError: The pool closed before the files were hashed.
+        """
+        if not files:
+            return []
         async with self._slots:
             if self._closing:
-                raise PoolClosedError(path)
-            self._next_job += 1
-            future: asyncio.Future[FileRecord] = asyncio.get_running_loop().create_future()
-            units_set = None if units is None else frozenset(units)
-            self._waiting.append(_Job(self._next_job, root, path, units_set, future))
+                raise PoolClosedError(files[0][1])
+            future: asyncio.Future[list[FileRecord]] = asyncio.get_running_loop().create_future()
+            batch = _Batch([None] * len(files), len(files), future)
+            entries = [_File(r, p, u, batch, i) for i, (r, p, u) in enumerate(files)]
+            self._waiting.append(self._job(entries))
             self._start_again()
             self._dispatch()
             return await future
+
+    def _job(self, files: list[_File]) -> _Job:
+        self._next_job += 1
+        return _Job(self._next_job, files)
 
     async def close(self, grace: float) -> int:
         """Stop taking files, give those in flight ``grace`` seconds, then stop the workers.
@@ -322,11 +395,9 @@ class WorkerPool:
         self._forget_idle_timer()
         abandoned = 0
         while self._waiting:
-            future = self._waiting.popleft().future
-            if not future.done():  # a caller that gave up has cancelled it already
-                future.set_exception(PoolClosedError("closed"))
-                abandoned += 1
-        in_flight = [job.future for w in self._workers.values() for job in w.jobs]
+            abandoned += _abandon(self._waiting.popleft())
+        jobs = [job for worker in self._workers.values() for job in worker.jobs]
+        in_flight = {entry.batch.future for job in jobs for entry in job.files}
         if in_flight:
             await asyncio.wait(in_flight, timeout=grace)
         workers = list(self._workers.values())
@@ -335,9 +406,7 @@ class WorkerPool:
             for job in worker.jobs:
                 if job.timer is not None:
                     job.timer.cancel()
-                if not job.future.done():
-                    job.future.set_exception(PoolClosedError(job.path))
-                    abandoned += 1
+                abandoned += _abandon(job)
             worker.jobs.clear()
         await asyncio.gather(*(asyncio.to_thread(_terminate, w) for w in workers))
         # Workers still starting are stopped as they arrive (see _attach); wait for them, and
@@ -358,8 +427,8 @@ class WorkerPool:
         """The pool's figures now."""
         return WorkerStatistics(
             workers=len(self._workers),
-            busy=sum(len(w.jobs) for w in self._workers.values()),
-            waiting=len(self._waiting),
+            busy=sum(len(j.files) for w in self._workers.values() for j in w.jobs),
+            waiting=sum(len(j.files) for j in self._waiting),
             done=self._done,
             crashed=self._crashed,
             timeouts=self._timeouts,
@@ -370,7 +439,8 @@ class WorkerPool:
         )
 
     def in_flight(self, now: float | None = None) -> list[tuple[str, int, float]]:
-        """``(path, worker pid, seconds so far)`` of each file being hashed now."""
+        """``(path, worker pid, seconds so far)`` of each file being hashed now (of a batch,
+        its first file)."""
         now = time.monotonic() if now is None else now
         return [
             (w.jobs[0].path, w.pid, now - w.jobs[0].started)
@@ -542,28 +612,28 @@ class WorkerPool:
             job_id, packed, retire = message
             job = worker.jobs.popleft()
             assert job.id == job_id, "a worker answers in order"
-            self._done += 1
-            self._finish(job, unpack(packed))
+            if job.timer is not None:
+                job.timer.cancel()
+            self._done += len(packed)
+            for entry, record in zip(job.files, packed, strict=False):
+                entry.batch.finish(entry.index, unpack(record))
             if retire:
                 self._over_memory += 1
                 structlog.get_logger().warning(
                     "worker_memory_exceeded",
                     worker=worker.number,
-                    path=job.path,
+                    path=job.files[len(packed) - 1].path,
                     limit_mib=self._options.memory >> 20,
                 )
-                worker.process.kill()  # the next file it holds goes to the new worker
+                rest = job.files[len(packed) :]
+                if rest:  # not hashed: first in line, for the worker that replaces this one
+                    worker.jobs.appendleft(self._job(rest))
+                worker.process.kill()  # the next files it holds go to the new worker
                 self._replace(worker, None)
                 return
             if worker.jobs:
                 self._start_clock(worker.jobs[0])
         self._dispatch()
-
-    def _finish(self, job: _Job, record: FileRecord) -> None:
-        if job.timer is not None:
-            job.timer.cancel()
-        if not job.future.done():
-            job.future.set_result(record)
 
     def _start_clock(self, job: _Job) -> None:
         assert self._loop is not None
@@ -576,10 +646,11 @@ class WorkerPool:
         for worker in self._workers.values():
             while worker.ready and self._waiting and len(worker.jobs) < self._options.depth:
                 job = self._waiting.popleft()
-                if job.future.done():  # its caller gave up (a cancelled reconcile)
+                if job.abandoned():  # its callers gave up (a cancelled reconcile)
                     continue
+                files = [(f.root, f.path, f.units) for f in job.files]
                 try:
-                    worker.conn.send((job.id, job.root, job.path, job.units))
+                    worker.conn.send((job.id, files))
                 except OSError:  # the worker is dying; its EOF is handled by _readable
                     self._waiting.appendleft(job)
                     break
@@ -596,7 +667,7 @@ class WorkerPool:
                 structlog.get_logger().error("worker_timeout", path=job.path, seconds=seconds)
                 worker.process.kill()
                 reason = f"hashing took longer than {seconds:g} s; given up"
-                self._replace(worker, _failed(job.path, reason))
+                self._replace(worker, reason)
                 return
 
     def _died(self, worker: _Worker) -> None:
@@ -617,17 +688,26 @@ class WorkerPool:
         path = culprit.path if culprit else None
         log.error("worker_died", worker=worker.number, how=how, path=path)
         reason = f"the hashing process died ({how}) on this file"
-        self._replace(worker, None if culprit is None else _failed(culprit.path, reason))
+        self._replace(worker, None if culprit is None else reason)
 
-    def _replace(self, worker: _Worker, culprit_record: FileRecord | None) -> None:
-        """Retire a worker: fail the file it was on, requeue the rest, start a new one."""
+    def _replace(self, worker: _Worker, failure: str | None) -> None:
+        """Retire a worker: fail the file it was on with ``failure`` (a batch is hashed again
+        one file at a time, so that only the file to blame fails), requeue the rest, start a
+        new one."""
         assert self._loop is not None
         self._detach(worker)
         self._cleanup(worker)
         jobs = list(worker.jobs)
         worker.jobs.clear()
-        if culprit_record is not None and jobs:
-            self._finish(jobs.pop(0), culprit_record)
+        if failure is not None and jobs:
+            culprit = jobs.pop(0)
+            if culprit.timer is not None:
+                culprit.timer.cancel()
+            if len(culprit.files) == 1:
+                entry = culprit.files[0]
+                entry.batch.finish(entry.index, _failed(entry.path, failure))
+            else:
+                jobs[:0] = [self._job([entry]) for entry in culprit.files]
         for job in reversed(jobs):  # not started yet: first in line for the other workers
             if job.timer is not None:
                 job.timer.cancel()
@@ -647,6 +727,24 @@ class WorkerPool:
         if len(self._workers) + self._spawning >= self._options.workers:
             return
         self._start_worker()
+
+
+def _abandon(job: _Job) -> int:
+    """Tell the callers still waiting for a job's files that the pool closed; the number of
+    files abandoned."""
+    abandoned = 0
+    for entry in job.files:
+        future = entry.batch.future
+        if not future.done():
+            future.set_exception(PoolClosedError(entry.path))
+        # A caller that gave up has cancelled its future already: its files are not counted.
+        if entry.batch.records[entry.index] is None and _closed(future):
+            abandoned += 1
+    return abandoned
+
+
+def _closed(future: asyncio.Future[Any]) -> bool:
+    return not future.cancelled() and isinstance(future.exception(), PoolClosedError)
 
 
 def _terminate(worker: _Worker) -> None:

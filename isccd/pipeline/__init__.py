@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from isccd.pipeline.fleetindex import FleetIndex, IndexUpdate, read_update
 from isccd.pipeline.options import DAY, PipelineOptions, profile_is_stale
-from isccd.pipeline.pipeline import Counts, Hasher, Pipeline
+from isccd.pipeline.pipeline import BatchHasher, Counts, Hasher, Pipeline
 from isccd.pipeline.policy import Adopted
 from isccd.pipeline.policy import encode as encode_policy
 from isccd.pipeline.reader import IndexReader
@@ -36,6 +36,7 @@ from isccd.pipeline.reconcile import ScanStats
 __all__ = [
     "DAY",
     "Adopted",
+    "BatchHasher",
     "Counts",
     "FleetIndex",
     "Hasher",

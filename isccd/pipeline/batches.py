@@ -45,7 +45,7 @@ class OwnerBatches(Generic[I, T]):
         """
         self._call = call
         self._apply = apply
-        self._waiting: list[tuple[I, asyncio.Future[T]]] = []
+        self._waiting: list[tuple[list[I], asyncio.Future[list[T]]]] = []
         self._sending: asyncio.Task[None] | None = None
 
     async def __call__(self, item: I) -> T:
@@ -54,8 +54,20 @@ class OwnerBatches(Generic[I, T]):
         Raises:
             Exception: What applying it raised (it was undone), or why the job failed.
         """
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._waiting.append((item, future))
+        return (await self.many([item]))[0]
+
+    async def many(self, items: list[I]) -> list[T]:
+        """Apply ``items``, each in its own savepoint, with whatever else is waiting; their
+        results once committed.
+
+        Raises:
+            Exception: What applying the first item that failed raised (each item that
+                failed was undone alone; the others are applied), or why the job failed.
+        """
+        if not items:
+            return []
+        future: asyncio.Future[list[T]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((items, future))
         if self._sending is None:
             self._sending = asyncio.ensure_future(self._send())
         return await future
@@ -70,23 +82,26 @@ class OwnerBatches(Generic[I, T]):
         try:
             while self._waiting:
                 batch, self._waiting = self._waiting, []
-                items = [item for item, _ in batch]
+                items = [item for items, _ in batch for item in items]
                 try:
                     outcomes = await self._call(functools.partial(self._apply_all, items=items))
                 except Exception as exc:  # the job as a whole failed: so did each item
-                    outcomes = [(False, exc)] * len(batch)
+                    outcomes = [(False, exc)] * len(items)
                 except BaseException:  # cancelled: nobody is left to answer the callers
                     for _, future in batch + self._waiting:
                         future.cancel()
                     self._waiting = []
                     raise
-                for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+                start = 0
+                for mine, future in batch:
+                    done, start = outcomes[start : start + len(mine)], start + len(mine)
                     if future.done():  # its caller gave up
                         continue
-                    if ok:
-                        future.set_result(value)
+                    failed = next((value for ok, value in done if not ok), None)
+                    if failed is not None:
+                        future.set_exception(failed)
                     else:
-                        future.set_exception(value)
+                        future.set_result([value for _, value in done])
         finally:
             self._sending = None
 

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from isccd.errors import HashingUnavailableError
 from isccd.match import Thresholds
@@ -77,6 +77,24 @@ class Hasher(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchHasher(Hasher, Protocol):
+    """A :class:`Hasher` that also hashes several small files in one round trip."""
+
+    def many(
+        self, files: Sequence[tuple[str, str, frozenset[UnitType] | None]]
+    ) -> Awaitable[list[FileRecord]]:
+        """Hash ``(root, path, units)`` each, as :meth:`__call__` would; the records in order."""
+        ...
+
+
+#: Files a reconcile hashes in one round trip to a worker, and the largest file it puts in
+#: such a batch: the hand-over costs more than hashing a file of a few kilobytes, and a batch
+#: of them still takes only milliseconds.
+BATCH_FILES = 32
+BATCH_FILE_SIZE = 64 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class Counts:
     """What the index holds, read together.
@@ -101,6 +119,24 @@ def failed_record(path: str, exc: BaseException) -> FileRecord:
     """The record of a file whose hashing failed outside compute_record (a crashed worker)."""
     issue = FileIssue("read", IssueKind.ERROR, f"hashing failed: {exc!r}", IssueCode.INTERNAL)
     return FileRecord(path=path, stat=None, issues=(issue,))
+
+
+#: Applies a reconcile's records in owner jobs.
+_Apply = OwnerBatches[tuple[HashJob, FileRecord], tuple[list[Event], list[HashJob], ScanStats]]
+
+
+def batched(jobs: list[HashJob]) -> list[list[HashJob]]:
+    """Small files together, :data:`BATCH_FILES` at most to a batch, the others alone."""
+    out, small = [], []
+    for job in jobs:
+        if job.stat is None or job.stat.size > BATCH_FILE_SIZE:
+            out.append([job])
+            continue
+        small.append(job)
+        if len(small) == BATCH_FILES:
+            out.append(small)
+            small = []
+    return out + ([small] if small else [])
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -261,24 +297,36 @@ class Pipeline:
             raise RuntimeError("this pipeline was built without a hasher")
         return self._hasher
 
-    async def _hash(self, job: HashJob) -> tuple[FileRecord, int]:
+    async def _hash(self, job: HashJob, first: FileRecord | None = None) -> tuple[FileRecord, int]:
         """Hash with retries while the file keeps changing; returns the last record and the
-        number of attempts."""
+        number of attempts (``first``: the first attempt's record, hashed in a batch)."""
         hasher = self._need_hasher()
         delay = self._options.unstable_delay
         attempts = max(1, self._options.unstable_attempts)
         for attempt in range(1, attempts + 1):
-            try:
-                record = await hasher(job.root, job.path, job.units)
-            except HashingUnavailableError:
-                raise  # nothing can be hashed: the scan fails, no file is recorded as failed
-            except Exception as exc:  # a crashed worker is a per-file error, never fatal
-                return failed_record(job.path, exc), attempt
+            if first is not None:
+                record, first = first, None
+            else:
+                try:
+                    record = await hasher(job.root, job.path, job.units)
+                except HashingUnavailableError:
+                    raise  # nothing can be hashed: the scan fails, no file is recorded failed
+                except Exception as exc:  # a crashed worker is a per-file error, never fatal
+                    return failed_record(job.path, exc), attempt
             if not is_unstable(record) or attempt == attempts:
                 return await self._unopened(job.root, record), attempt
             await self._sleep(delay)
             delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _hash_batch(self, hasher: BatchHasher, jobs: list[HashJob]) -> list[FileRecord]:
+        """The first attempt at each of ``jobs``, in one round trip."""
+        try:
+            return await hasher.many([(job.root, job.path, job.units) for job in jobs])
+        except HashingUnavailableError:
+            raise
+        except Exception as exc:  # as for one file: each file's error, never fatal
+            return [failed_record(job.path, exc) for job in jobs]
 
     async def _unopened(self, root: str, record: FileRecord) -> FileRecord:
         """The record of a file that could not be opened, saying ``vanished`` when its path no
@@ -335,34 +383,26 @@ class Pipeline:
         )
         follow = scan.follow_symlinks if scan is not None else False
         concurrency = max(1, self._options.hash_concurrency)
-        queue: asyncio.Queue[HashJob | None] = asyncio.Queue(maxsize=2 * concurrency)
+        batching = self._hasher if isinstance(self._hasher, BatchHasher) else None
+        queue: asyncio.Queue[list[HashJob] | None] = asyncio.Queue(maxsize=2 * concurrency)
 
         def report(stats: ScanStats) -> None:
             if progress is not None:
                 progress(stats)
 
         # The records of small files arrive by the hundred per second: applied in batches.
-        apply: OwnerBatches[
-            tuple[HashJob, FileRecord], tuple[list[Event], list[HashJob], ScanStats]
-        ]
-        apply = OwnerBatches(self._call, lambda ix, done: rec.applied(*done))
-
-        async def settle(job: HashJob) -> list[HashJob]:
-            record, attempts = await self._hash(job)
-            if is_unstable(record):
-                reason = unstable_reason(record)
-                stats = await self._call(lambda ix: rec.unstable(job, attempts, reason))
-                report(stats)
-                return []
-            _, more, stats = await apply((job, record))
-            report(stats)
-            return more
+        apply: _Apply = OwnerBatches(self._call, lambda ix, done: rec.applied(*done))
 
         async def worker() -> None:
-            while (job := await queue.get()) is not None:
-                todo = [job]
+            while (jobs := await queue.get()) is not None:
+                todo = jobs
+                if batching is not None and len(jobs) > 1:
+                    todo = await self._settle_batch(rec, apply, report, batching, jobs)
                 while todo:
-                    todo.extend(await settle(todo.pop()))
+                    todo.extend(await self._settle(rec, apply, report, todo.pop()))
+
+        def batches(jobs: list[HashJob]) -> list[list[HashJob]]:
+            return batched(jobs) if batching is not None else [[job] for job in jobs]
 
         async def placed(sightings: list[Sighting]) -> tuple[list[HashJob], ScanStats]:
             present = await asyncio.to_thread(look, sightings, follow_symlinks=follow)
@@ -379,12 +419,12 @@ class Pipeline:
                 if step.sightings:
                     more, stats = await placed(step.sightings)
                     jobs = jobs + more
-                for job in jobs:
-                    await queue.put(job)
+                for batch in batches(jobs):
+                    await queue.put(batch)
                 report(stats)
                 done = step.done
-            for job in await self._call(lambda ix: rec.finish()):
-                await queue.put(job)
+            for batch in batches(await self._call(lambda ix: rec.finish())):
+                await queue.put(batch)
             for _ in range(concurrency):
                 await queue.put(None)
 
@@ -402,6 +442,53 @@ class Pipeline:
         stats, _ = await self._call(lambda ix: rec.close())
         report(stats)
         return stats, rec.events or []
+
+    async def _settle(
+        self,
+        rec: Reconciler,
+        apply: _Apply,
+        report: Callable[[ScanStats], None],
+        job: HashJob,
+        first: FileRecord | None = None,
+    ) -> list[HashJob]:
+        """Hash a job of a reconcile (``first``: its first attempt, made in a batch) and
+        apply the record; the jobs that follow from it."""
+        record, attempts = await self._hash(job, first)
+        if is_unstable(record):
+            reason = unstable_reason(record)
+            stats = await self._call(lambda ix: rec.unstable(job, attempts, reason))
+            report(stats)
+            return []
+        _, more, stats = await apply((job, record))
+        report(stats)
+        return more
+
+    async def _settle_batch(
+        self,
+        rec: Reconciler,
+        apply: _Apply,
+        report: Callable[[ScanStats], None],
+        hasher: BatchHasher,
+        jobs: list[HashJob],
+    ) -> list[HashJob]:
+        """Hash small files of a reconcile in one round trip and apply their records in one
+        owner job; a file that changed while read is tried again alone, after the others."""
+        records = await self._hash_batch(hasher, jobs)
+        done, unstable = [], []
+        for job, record in zip(jobs, records, strict=True):
+            if is_unstable(record):
+                unstable.append((job, record))
+            else:
+                done.append((job, await self._unopened(job.root, record)))
+        more: list[HashJob] = []
+        applied = await apply.many(done)
+        for _, after, _ in applied:
+            more += after
+        if applied:
+            report(applied[-1][2])
+        for job, record in unstable:
+            more += await self._settle(rec, apply, report, job, record)
+        return more
 
     async def process_path(self, root: str, path: str) -> list[Event]:
         """A watcher saw ``path`` created or modified: index it (a directory is reconciled).

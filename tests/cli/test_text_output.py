@@ -234,6 +234,9 @@ class _Pool:
         issue = FileIssue("audio", IssueKind.SKIPPED, reason, IssueCode.TOOL_MISSING)
         return FileRecord(path, None, issues=(issue,))
 
+    async def compute_many(self, files: list[tuple[str, str, object]]) -> list[FileRecord]:
+        return [await self.compute(path, units, root=root) for root, path, units in files]
+
 
 def test_the_daemon_logs_a_missing_tool_once() -> None:
     hasher = DaemonHasher(_Pool(), Heartbeat(60.0))  # type: ignore[arg-type]

@@ -69,6 +69,92 @@ def test_records_equal_in_process_hashing(tmp_path: Path) -> None:
     _run(main)
 
 
+def test_a_batch_is_hashed_in_one_round_trip_with_the_records_of_single_files(
+    tmp_path: Path,
+) -> None:
+    files = []
+    for i in range(5):
+        path = tmp_path / f"f{i}.txt"
+        path.write_text(f"file number {i} " * (i * 50 + 1))
+        files.append(str(path))
+    files.insert(2, str(tmp_path / "missing.txt"))
+    root = str(tmp_path)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1))
+        await pool.start()
+        try:
+            records = await pool.compute_many([(root, p, None) for p in files])
+            assert await pool.compute_many([]) == []
+            stats = pool.statistics()
+        finally:
+            assert await pool.close(grace=5) == 0
+        for path, record in zip(files, records, strict=True):
+            assert _without_timings(record) == _without_timings(compute_record(path))
+        assert records[2].issues[0].code is IssueCode.VANISHED
+        assert (stats.done, stats.busy, stats.waiting) == (len(files), 0, 0)
+
+    _run(main)
+
+
+def test_a_worker_killed_on_a_batch_costs_only_the_file_it_was_on(tmp_path: Path) -> None:
+    big = str(_sparse(tmp_path / "big.bin", 8 << 30))
+    smalls = []
+    for i in range(3):
+        path = tmp_path / f"small{i}.txt"
+        path.write_text(f"small file {i}")
+        smalls.append(str(path))
+    root = str(tmp_path)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, depth=2))
+        await pool.start()
+        try:
+            files = [smalls[0], big, smalls[1], smalls[2]]
+            batch = asyncio.create_task(pool.compute_many([(root, p, None) for p in files]))
+            await _until(lambda: bool(pool.in_flight()))
+            ((_, pid, _),) = pool.in_flight()
+            os.kill(pid, signal.SIGKILL)  # while it hashes the batch: which file is unknown
+            # The batch is hashed again one file at a time: the big file is alone now.
+            await _until(lambda: [p for p, _, _ in pool.in_flight()] == [big])
+            ((_, pid, _),) = pool.in_flight()
+            os.kill(pid, signal.SIGKILL)
+            records = await batch
+            [issue] = records[1].issues
+            assert issue.code is IssueCode.INTERNAL
+            assert "died (signal 9)" in issue.reason
+            for path, record in zip(files, records, strict=True):
+                if path != big:
+                    assert record.iscc == compute_record(path).iscc
+            assert pool.statistics().crashed == 2
+        finally:
+            await pool.close(grace=0)
+
+    _run(main)
+
+
+@pytest.mark.slow
+def test_a_batch_over_the_time_limit_costs_only_the_slow_file(tmp_path: Path) -> None:
+    big = str(_sparse(tmp_path / "big.bin", 8 << 30))
+    small = tmp_path / "small.txt"
+    small.write_text("small file")
+    root = str(tmp_path)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, file_timeout=0.3))
+        await pool.start()
+        try:
+            records = await pool.compute_many([(root, big, None), (root, str(small), None)])
+            assert "longer than 0.3 s" in records[0].issues[0].reason
+            assert records[1].iscc == compute_record(str(small)).iscc
+            # The batch, then the slow file alone.
+            assert pool.statistics().timeouts == 2
+        finally:
+            await pool.close(grace=0)
+
+    _run(main)
+
+
 def test_a_worker_opens_a_file_beneath_its_root_only(tmp_path: Path) -> None:
     # The path names a file inside the root by name, through a directory that is a symbolic
     # link to a folder outside it: the worker, which opens it, must refuse it.
@@ -235,8 +321,9 @@ def test_a_file_whose_caller_gave_up_is_not_hashed(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("batched", [False, True], ids=["separate", "batched"])
 def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced(
-    tmp_path: Path,
+    tmp_path: Path, batched: bool
 ) -> None:
     huge = str(huge_png(tmp_path / "huge.png"))  # 127 MP of 16-bit RGBA: about 1 GB decoded
     small = tmp_path / "small.txt"
@@ -246,10 +333,17 @@ def test_a_file_over_the_memory_limit_keeps_what_fits_and_its_worker_is_replaced
         pool = WorkerPool(WorkerOptions(workers=1, depth=2, memory=400 << 20))
         await pool.start()
         try:
-            # Both are handed to the one worker at once: the second is not lost with it.
-            record, after = await asyncio.gather(
-                pool.compute(huge, root=str(tmp_path)), pool.compute(str(small), root=str(tmp_path))
-            )
+            # Both are handed to the one worker at once, one message each or both in one: the
+            # second is not lost with it.
+            if batched:
+                record, after = await pool.compute_many(
+                    [(str(tmp_path), huge, None), (str(tmp_path), str(small), None)]
+                )
+            else:
+                record, after = await asyncio.gather(
+                    pool.compute(huge, root=str(tmp_path)),
+                    pool.compute(str(small), root=str(tmp_path)),
+                )
             [issue] = [i for i in record.issues if i.kind is IssueKind.ERROR]
             assert (issue.stage, issue.code, issue.reason) == (
                 "image",

@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,11 @@ def family_digest(text: str) -> bytes:
 
 class FamilyHasher:
     """A fake hasher with designed codes; counts calls and can pretend files are unstable or
-    unreadable."""
+    unreadable. It hashes batches too (:class:`isccd.pipeline.BatchHasher`), one file after
+    the other, and keeps their sizes in ``batches``."""
 
     def __init__(self) -> None:
+        self.batches: list[int] = []
         self.calls: Counter[str] = Counter()
         self.unstable: dict[str, int] = {}  # path -> how many more reads see it change
         self.unreadable: set[str] = set()
@@ -81,6 +83,12 @@ class FamilyHasher:
             datahash="1e20" + sha.hex(),
             filesize=len(data),
         )
+
+    async def many(
+        self, files: Sequence[tuple[str, str, frozenset[UnitType] | None]]
+    ) -> list[FileRecord]:
+        self.batches.append(len(files))
+        return [await self(root, path, units) for root, path, units in files]
 
 
 class Clock:
