@@ -388,8 +388,7 @@ def _report_scan(
     with its issues (read back from the index, as ``isccd errors`` lists them); a missing tool
     is told once, on stderr. Returns the exit status (see the epilog)."""
     troubled: list[FileRecord] = []
-    # Reading every record back costs about 25 ms per 1,000 files: a scan that hashed nothing
-    # (all unchanged, the common rescan) found nothing new to report.
+    # A scan that hashed nothing (all unchanged, the common rescan) found nothing new to report.
     if any(s.hashed or s.errors or s.unstable for s in results):
         from isccd.pipeline import IndexReader  # noqa: PLC0415
 

@@ -88,5 +88,10 @@ class IndexReader:
         it is empty), by path."""
         store = self._ix.store
         places = under or list(store.live_by_root())
-        found = {f.id: f for place in places for f in store.files_under(place) if f.record.issues}
+        found = {
+            f.id: f
+            for place in places
+            for f in store.files_under(place, troubled=True)
+            if f.record.issues
+        }
         return [f.record for f in sorted(found.values(), key=lambda f: f.path)]

@@ -265,9 +265,9 @@ class Store(Transactional, Protocol):
         """Directories at or below ``path`` that hold live files."""
         ...
 
-    def files_under(self, path: str) -> list[StoredFile]:
+    def files_under(self, path: str, *, troubled: bool = False) -> list[StoredFile]:
         """Live files at ``path`` (a file) or anywhere below it (a directory), ordered by
-        directory, then name (as bytes)."""
+        directory, then name (as bytes); with ``troubled``, only those with issues."""
         ...
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:

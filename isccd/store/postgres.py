@@ -251,12 +251,13 @@ class PostgresStore(PgDatabase):
         )
         return [from_fs(row[0]) for row in rows.fetchall()]
 
-    def files_under(self, path: str) -> list[StoredFile]:
-        """Live files at or below ``path``."""
+    def files_under(self, path: str, *, troubled: bool = False) -> list[StoredFile]:
+        """Live files at or below ``path`` (with issues only, when ``troubled``)."""
         cond, params = self._dir_range(path)
         at, at_params = self._at(path)
+        issues = "f.issues IS NOT NULL AND " if troubled else ""
         return self._files(
-            f"f.removed_at IS NULL AND (({cond}) OR ({at})) ORDER BY d.path, f.name",
+            f"{issues}f.removed_at IS NULL AND (({cond}) OR ({at})) ORDER BY d.path, f.name",
             (*params, *at_params),
         )
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from isccd.errors import StoreError
-from isccd.model import EventType, FileStat, UnitType
+from isccd.model import EventType, FileIssue, FileStat, IssueCode, IssueKind, UnitType
 from isccd.store import FileKey, NearPair, Store, open_store, state_url
 from tests.store.conftest import hashed, make_record
 
@@ -124,7 +124,24 @@ def test_identity_and_datahash_lookups(store: Store) -> None:
     store.remove_file(copy, 2.0)
     store.commit()
     assert store.exact_datahashes() == []
+    assert sorted(store.related_keys((1, 2), hashed(7))) == [a, link]  # live files only
     assert [f.id for f in store.files_by_id([other, a, 999])] == [other, a]
+
+
+def test_the_troubled_files_under_a_directory(store: Store) -> None:
+    issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
+    store.begin()
+    store.add_file(ROOT, replace(make_record("/data/d/fine"), issues=()), 1.0)
+    store.add_file(ROOT, replace(make_record("/data/d/bad", ino=2), issues=(issue,)), 1.0)
+    store.add_file(ROOT, replace(make_record("/data/e/bad", ino=3), issues=(issue,)), 1.0)
+    gone = store.add_file(ROOT, replace(make_record("/data/d/gone", ino=4), issues=(issue,)), 1.0)
+    store.remove_file(gone, 2.0)
+    store.commit()
+    assert [f.path for f in store.files_under("/data/d", troubled=True)] == ["/data/d/bad"]
+    assert [f.path for f in store.files_under("/data/d")] == ["/data/d/bad", "/data/d/fine"]
+    [bad] = store.files_under("/data/d/bad", troubled=True)
+    assert bad.record.issues == (issue,)
+    assert store.files_under("/data/d/fine", troubled=True) == []
 
 
 def test_live_files_by_size(store: Store) -> None:

@@ -321,3 +321,24 @@ def test_adding_a_file_writes_its_rows_without_deleting_first(tmp_path: Path) ->
         }
     finally:
         store.close()
+
+
+def test_the_copies_and_links_of_a_file_are_found_through_the_indexes(tmp_path: Path) -> None:
+    store = SqliteStore(_db(tmp_path))
+    statements: list[str] = []
+    try:
+        store.begin()
+        ids = [
+            store.add_file(ROOT, make_record(f"/data/{i}", ino=i, datahash=hashed(i)), 1.0)
+            for i in range(50)
+        ]
+        store.commit()
+        store._db.set_trace_callback(statements.append)
+        assert list(store.related_keys((1, 3), hashed(7))) == [ids[3], ids[7]]
+        store._db.set_trace_callback(None)
+        [query] = statements  # one statement for both lookups
+        plan = " ".join(row[3] for row in store._db.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "files_live_identity" in plan and "files_live_datahash" in plan, plan
+        assert "SCAN files" not in plan, plan
+    finally:
+        store.close()
