@@ -100,12 +100,14 @@ class HammingIndex:
 
     def add(self, file_id: int, code: int) -> None:
         """Insert or replace the code of ``file_id``."""
-        slot = self._slot(file_id)
-        if slot >= 0:
-            self._codes[slot] = code
-            return
-        self._grow(self._n + 1)
         n = self._n
+        # A new file has the largest id yet: appended without looking for it.
+        if not (self._sorted and (n == 0 or self._ids[n - 1] < file_id)):
+            slot = self._slot(file_id)
+            if slot >= 0:
+                self._codes[slot] = code
+                return
+        self._grow(n + 1)
         if n and self._ids[n - 1] > file_id:
             self._sorted = False
         self._codes[n] = code

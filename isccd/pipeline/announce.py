@@ -18,6 +18,26 @@ if TYPE_CHECKING:
     from isccd.pipeline.index import Index
 
 
+def _store_near(
+    ix: Index,
+    file_id: int,
+    near: dict[tuple[int, UnitType], Relation],
+    old: dict[tuple[int, UnitType], NearPair],
+) -> None:
+    """Store the near relations that began or changed distance, and delete those that ended
+    (no statement when there are none: most files have no near relation)."""
+    gone = [p for key, p in old.items() if key not in near]
+    if gone:
+        ix.store.remove_near(gone)
+    new = [
+        NearPair.of(file_id, other, unit, r.distance)
+        for (other, unit), r in near.items()
+        if (other, unit) not in old or old[(other, unit)].distance != r.distance
+    ]
+    if new:
+        ix.store.add_near(new)
+
+
 def announce(
     ix: Index,
     root: str,
@@ -39,14 +59,7 @@ def announce(
     before_exact = list(old_exact)
     near = {(r.other, r.unit): r for r in relations if r.kind is RelationKind.NEAR}
     old = {(p.other(file_id), p.unit): p for p in old_near}
-    ix.store.remove_near([p for key, p in old.items() if key not in near])
-    ix.store.add_near(
-        [
-            NearPair.of(file_id, other, unit, r.distance)
-            for (other, unit), r in near.items()
-            if (other, unit) not in old or old[(other, unit)].distance != r.distance
-        ]
-    )
+    _store_near(ix, file_id, near, old)
     exact_now, exact_before = set(exact), set(before_exact)
     ended_exact = [i for i in before_exact if i not in exact_now]
     began_exact = [i for i in exact if i not in exact_before]

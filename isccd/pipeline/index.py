@@ -199,8 +199,12 @@ class Index:
             self.fleet.catch_up(self.store, self.search)
             self._caught_up = True
 
-    def _index_put(self, file_id: int, record: FileRecord | None) -> None:
-        before = {t: self.search[t].get(file_id) for t in self._loaded}
+    def _index_put(self, file_id: int, record: FileRecord | None, *, new: bool = False) -> None:
+        """Index a file's units (``new``: a file just stored, under an id never used)."""
+        if new:
+            before: dict[UnitType, int | None] = dict.fromkeys(self._loaded)
+        else:
+            before = {t: self.search[t].get(file_id) for t in self._loaded}
         self._undo.append((file_id, before))
         if record is None:
             self.search.remove(file_id)
@@ -390,7 +394,7 @@ class Index:
         self.emit(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
         self._report_issues(root, record, ())
         announce(self, root, stored, relations)
-        self._index_put(file_id, record)
+        self._index_put(file_id, record, new=True)
         return stored
 
     def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
