@@ -41,6 +41,9 @@ _MPB = np.array(MPB, dtype=np.uint64)[:, None]
 _MPRIME = np.uint64(MPRIME)
 _MAXH = np.uint64(MAXH)
 _U61 = np.uint64(61)
+_U1 = np.uint64(1)
+#: The shift of each bit-plane, as a column to broadcast against a row of minima.
+_PLANES = np.arange(64, dtype=np.uint64)[:, None]
 
 #: Features folded per numpy step: bounds the temporaries to 64 x 4096 x 8 bytes = 2 MiB.
 _BLOCK = 4096
@@ -155,9 +158,8 @@ def alg_minhash_compress(mhash: Sequence[int] | npt.NDArray[np.integer], lsb: in
     values = np.asarray(mhash, dtype=np.uint64)
     if values.size == 0:
         raise IsccError("cannot compress an empty MinHash")
-    shifts = np.arange(lsb, dtype=np.uint64)[:, None]
-    bits = ((values[None, :] >> shifts) & np.uint64(1)).astype(np.uint8).ravel()
+    bits = ((values >> _PLANES[:lsb]) & _U1).astype(np.uint8)  # one row per bit-plane
     pad = -bits.size % 8
     if pad:
-        bits = np.concatenate((np.zeros(pad, dtype=np.uint8), bits))
+        return np.packbits(np.concatenate((np.zeros(pad, dtype=np.uint8), bits.ravel()))).tobytes()
     return np.packbits(bits).tobytes()
