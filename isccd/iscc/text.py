@@ -21,7 +21,7 @@ from isccd.iscc._bits import require_unit_bits
 from isccd.iscc.codec import encode_component
 from isccd.iscc.constants import MT, ST_CC, VS
 from isccd.iscc.kernels import SMALL_TEXT, kernels_for
-from isccd.iscc.minhash import alg_minhash_compress, minhash_init
+from isccd.iscc.minhash import minhash_init
 from isccd.iscc.textnorm import text_collapse
 
 __all__ = ["TEXT_NGRAM_SIZE", "TextCode", "gen_text_code", "gen_text_code_v0", "soft_hash_text_v0"]
@@ -63,8 +63,9 @@ def soft_hash_text_v0(text: str) -> bytes:
         offsets[:-1] = starts
         offsets[-1] = utf8.size
     minvec = minhash_init()
-    kernels_for(utf8.size, SMALL_TEXT).text_fold(utf8, offsets, TEXT_NGRAM_SIZE, minvec)
-    return alg_minhash_compress(minvec, 4)
+    kernels = kernels_for(utf8.size, SMALL_TEXT)
+    kernels.text_fold(utf8, offsets, TEXT_NGRAM_SIZE, minvec)
+    return kernels.compress(minvec)
 
 
 def gen_text_code_v0(text: str, bits: int = 64) -> TextCode:

@@ -91,6 +91,21 @@ def test_hash_fold_folds_the_xxh32_of_the_whole_buffer(data: bytes) -> None:
         assert minvec.tolist() == expected
 
 
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=64, max_size=64))
+def test_compress_is_the_256_bit_minhash_digest(minima: list[int]) -> None:
+    minvec = np.array(minima, dtype=np.uint64)
+    expected = ic.alg_minhash_compress(minima, 4)
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        assert kernels.compress(minvec) == expected
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=70), st.integers(1, 64))
+def test_compiled_compress_packs_any_planes_as_the_reference(minima: list[int], lsb: int) -> None:
+    # Lengths that leave the first byte padded too.
+    packed = jit.minhash_compress(np.array(minima, dtype=np.uint64), lsb)
+    assert bytes(packed) == ic.alg_minhash_compress(minima, lsb)
+
+
 def _utf8_offsets(text: str) -> tuple[np.ndarray, np.ndarray]:
     utf8 = text.encode("utf-8")
     offsets = np.cumsum([0, *(len(ch.encode("utf-8")) for ch in text)], dtype=np.int64)
