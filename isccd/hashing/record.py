@@ -13,12 +13,12 @@ from isccd.errors import (
 )
 from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to_mode
 from isccd.extract.source import SourceFile, open_source
-from isccd.hashing.content import Content, content_unit, make_unit, meta_unit
+from isccd.hashing.content import Content, content_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
 from isccd.hashing.run import Run
-from isccd.iscc import SumHasher, compose_iscc_code
-from isccd.iscc.constants import MT, ST, ST_CC
+from isccd.iscc import SumHasher, compose_iscc_code, encode_component
+from isccd.iscc.constants import MT, ST, ST_CC, VS
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
     FileIssue,
@@ -175,9 +175,21 @@ def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     src.stream(hasher.push, bufsize=bufsize)
     # The two units alone: the record composes its ISCC-CODE from all its units.
     bits, profile = run.options.bits, run.profile()
-    data = make_unit(UnitType.DATA, "ISCC:" + hasher.data.code(bits), profile)
-    instance = make_unit(UnitType.INSTANCE, "ISCC:" + hasher.instance.code(bits), profile)
+    data = digest_unit(UnitType.DATA, hasher.data.digest(), bits, profile)
+    instance = digest_unit(UnitType.INSTANCE, hasher.instance.digest(), bits, profile)
     return [data, instance], hasher.instance.multihash(), hasher.filesize
+
+
+def digest_unit(unit_type: UnitType, digest: bytes, bits: int, profile: str) -> Unit:
+    """A unit from the digest its hasher made (nothing to decode, unlike
+    :func:`~isccd.hashing.content.make_unit`).
+
+    Raises:
+        IsccError: ``bits`` is not a unit length, or longer than the digest.
+    """
+    mtype, stype = _HEADER_OF[unit_type]
+    code = encode_component(mtype, stype, VS.V0, bits, digest)
+    return Unit(unit_type, "ISCC:" + code, digest[: bits // 8], profile)
 
 
 def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:

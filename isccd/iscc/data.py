@@ -15,7 +15,6 @@ Pure: reads only from the stream it is given.
 from __future__ import annotations
 
 import numpy as np
-import xxhash
 
 from isccd.iscc._bits import require_unit_bits
 from isccd.iscc._stream import BytesLike, Readable, as_uint8, feed
@@ -23,7 +22,7 @@ from isccd.iscc.cdc import DATA_AVG_CHUNK_SIZE, alg_cdc_params
 from isccd.iscc.codec import encode_component
 from isccd.iscc.constants import MT, ST, VS
 from isccd.iscc.kernels import SMALL_DATA, kernels_for
-from isccd.iscc.minhash import alg_minhash_compress, minhash_fold, minhash_init
+from isccd.iscc.minhash import minhash_init
 
 __all__ = [
     "DataHasher",
@@ -90,11 +89,12 @@ class DataHasherV0:
 
     def digest(self) -> bytes:
         """The 256-bit Data-Hash of everything pushed so far (the last chunk included)."""
+        kernels = kernels_for(self._pushed, SMALL_DATA)
         minvec = self._minvec.copy()
         if self._tail.size or not self._chunks:
             # The last chunk, or for empty input the single empty feature xxh32(b"").
-            minhash_fold(minvec, [xxhash.xxh32_intdigest(self._tail.data)])
-        return alg_minhash_compress(minvec, 4)
+            kernels.hash_fold(self._tail, minvec)
+        return kernels.compress(minvec)
 
     def code(self, bits: int = 64) -> str:
         """The Data-Code unit of everything pushed so far, without the ``ISCC:`` prefix.

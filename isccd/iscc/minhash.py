@@ -41,6 +41,13 @@ _MPB = np.array(MPB, dtype=np.uint64)[:, None]
 _MPRIME = np.uint64(MPRIME)
 _MAXH = np.uint64(MAXH)
 _U61 = np.uint64(61)
+_U1 = np.uint64(1)
+#: The shift of each bit-plane, as a column to broadcast against a row of minima.
+_PLANES = np.arange(64, dtype=np.uint64)[:, None]
+
+#: What :func:`minhash_init` copies (copying is faster than filling, and it is done per file).
+_EMPTY_VECTOR = np.full(64, MINHASH_EMPTY, dtype=np.uint64)
+_EMPTY_VECTOR.flags.writeable = False
 
 #: Features folded per numpy step: bounds the temporaries to 64 x 4096 x 8 bytes = 2 MiB.
 _BLOCK = 4096
@@ -48,7 +55,7 @@ _BLOCK = 4096
 
 def minhash_init() -> npt.NDArray[np.uint64]:
     """A fresh minimum vector: 64 slots at :data:`MINHASH_EMPTY`."""
-    return np.full(64, MINHASH_EMPTY, dtype=np.uint64)
+    return _EMPTY_VECTOR.copy()
 
 
 def _as_uint64(features: Iterable[int] | npt.NDArray[np.integer]) -> npt.NDArray[np.uint64]:
@@ -155,9 +162,8 @@ def alg_minhash_compress(mhash: Sequence[int] | npt.NDArray[np.integer], lsb: in
     values = np.asarray(mhash, dtype=np.uint64)
     if values.size == 0:
         raise IsccError("cannot compress an empty MinHash")
-    shifts = np.arange(lsb, dtype=np.uint64)[:, None]
-    bits = ((values[None, :] >> shifts) & np.uint64(1)).astype(np.uint8).ravel()
+    bits = ((values >> _PLANES[:lsb]) & _U1).astype(np.uint8)  # one row per bit-plane
     pad = -bits.size % 8
     if pad:
-        bits = np.concatenate((np.zeros(pad, dtype=np.uint8), bits))
+        return np.packbits(np.concatenate((np.zeros(pad, dtype=np.uint8), bits.ravel()))).tobytes()
     return np.packbits(bits).tobytes()

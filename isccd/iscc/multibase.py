@@ -24,6 +24,12 @@ __all__ = [
     "encode_base64",
 ]
 
+_B32_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+#: The two characters of every 10-bit value.
+_B32_PAIRS = [first + second for first in _B32_ALPHABET for second in _B32_ALPHABET]
+#: Inputs up to this many bytes are encoded as one number (longer ones would make the shifts
+#: of a big number quadratic).
+_B32_SHORT = 64
 _B32_TO_HEX = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV")
 _B32_TO_NUMERAL = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567abcdefghijklmnopqrstuvwxyz",
@@ -46,7 +52,16 @@ def _require_str(code: object) -> str:
 
 def encode_base32(data: bytes) -> str:
     """RFC 4648 base32 (``A-Z2-7``), upper case, without padding."""
-    return base64.b32encode(data).decode("ascii").rstrip("=")
+    if len(data) > _B32_SHORT:
+        return base64.b32encode(data).decode("ascii").rstrip("=")
+    # A code is a few dozen bytes: read as one number, ten bits (two characters) at a time, it
+    # encodes two to three times faster than the stdlib's pure-Python five-byte loop.
+    nbits = 8 * len(data)
+    nchars = -(-nbits // 5)
+    width = 10 * -(-nchars // 2)  # whole pairs of characters
+    value = int.from_bytes(data, "big") << (width - nbits)
+    pairs = [_B32_PAIRS[(value >> shift) & 0x3FF] for shift in range(width - 10, -1, -10)]
+    return "".join(pairs)[:nchars]
 
 
 def decode_base32(code: str) -> bytes:

@@ -21,7 +21,7 @@ from isccd.iscc._bits import require_unit_bits
 from isccd.iscc.codec import encode_component
 from isccd.iscc.constants import MT, ST_CC, VS
 from isccd.iscc.kernels import SMALL_TEXT, kernels_for
-from isccd.iscc.minhash import alg_minhash_compress, minhash_init
+from isccd.iscc.minhash import minhash_init
 from isccd.iscc.textnorm import text_collapse
 
 __all__ = ["TEXT_NGRAM_SIZE", "TextCode", "gen_text_code", "gen_text_code_v0", "soft_hash_text_v0"]
@@ -54,14 +54,18 @@ def soft_hash_text_v0(text: str) -> bytes:
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     utf8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    # A character starts at every byte that is not a UTF-8 continuation byte (0b10xxxxxx).
-    starts = np.flatnonzero((utf8 & 0xC0) != 0x80)
-    offsets = np.empty(starts.size + 1, dtype=np.int64)
-    offsets[:-1] = starts
-    offsets[-1] = utf8.size
+    if text.isascii():
+        offsets = np.arange(utf8.size + 1, dtype=np.int64)  # a byte per character
+    else:
+        # A character starts at every byte that is not a UTF-8 continuation byte (0b10xxxxxx).
+        starts = np.flatnonzero((utf8 & 0xC0) != 0x80)
+        offsets = np.empty(starts.size + 1, dtype=np.int64)
+        offsets[:-1] = starts
+        offsets[-1] = utf8.size
     minvec = minhash_init()
-    kernels_for(utf8.size, SMALL_TEXT).text_fold(utf8, offsets, TEXT_NGRAM_SIZE, minvec)
-    return alg_minhash_compress(minvec, 4)
+    kernels = kernels_for(utf8.size, SMALL_TEXT)
+    kernels.text_fold(utf8, offsets, TEXT_NGRAM_SIZE, minvec)
+    return kernels.compress(minvec)
 
 
 def gen_text_code_v0(text: str, bits: int = 64) -> TextCode:

@@ -28,7 +28,7 @@ from isccd.iscc.kernels import (
     load_kernels,
     warmup,
 )
-from isccd.iscc.minhash import alg_minhash, minhash_init
+from isccd.iscc.minhash import alg_minhash, minhash_fold, minhash_init
 from isccd.iscc.text import gen_text_code_v0
 from isccd.iscc.textnorm import text_collapse
 from tests.iscc._data import KINDS, byte_inputs, make_data, split
@@ -78,6 +78,32 @@ def test_data_scan_folds_what_the_reference_hashes(data: bytes) -> None:
             assert minvec.tolist() == ic.alg_minhash(
                 [xxhash.xxh32_intdigest(c) for c in chunks[:-1]]
             )
+
+
+@given(byte_inputs(max_size=20_000))
+def test_hash_fold_folds_the_xxh32_of_the_whole_buffer(data: bytes) -> None:
+    buf = np.frombuffer(data, dtype=np.uint8)
+    expected = alg_minhash([xxhash.xxh32_intdigest(data), 7])
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        minvec = minhash_init()
+        minhash_fold(minvec, [7])  # folds into what is there
+        kernels.hash_fold(buf, minvec)
+        assert minvec.tolist() == expected
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=64, max_size=64))
+def test_compress_is_the_256_bit_minhash_digest(minima: list[int]) -> None:
+    minvec = np.array(minima, dtype=np.uint64)
+    expected = ic.alg_minhash_compress(minima, 4)
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        assert kernels.compress(minvec) == expected
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=70), st.integers(1, 64))
+def test_compiled_compress_packs_any_planes_as_the_reference(minima: list[int], lsb: int) -> None:
+    # Lengths that leave the first byte padded too.
+    packed = jit.minhash_compress(np.array(minima, dtype=np.uint64), lsb)
+    assert bytes(packed) == ic.alg_minhash_compress(minima, lsb)
 
 
 def _utf8_offsets(text: str) -> tuple[np.ndarray, np.ndarray]:

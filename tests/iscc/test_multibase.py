@@ -25,6 +25,14 @@ def test_encoders_equal_the_reference(data: bytes) -> None:
     assert multibase.encode_base16(data) == data.hex()
 
 
+@pytest.mark.parametrize("length", range(100))
+def test_encode_base32_equals_the_reference_at_every_length(length: int) -> None:
+    # Both sides of the length up to which a code is encoded as one number, every padding.
+    data = bytes((i * 151 + 7) % 256 for i in range(length))
+    assert multibase.encode_base32(data) == ic.encode_base32(data)
+    assert multibase.encode_base32(b"\xff" * length) == ic.encode_base32(b"\xff" * length)
+
+
 @given(st.binary(max_size=64))
 def test_decoders_invert_the_reference_encoders(data: bytes) -> None:
     assert multibase.decode_base32(ic.encode_base32(data)) == data

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from isccd.iscc.exceptions import IsccError
 from isccd.iscc.text import gen_text_code, gen_text_code_v0, soft_hash_text_v0
-from tests.iscc.test_textnorm import SPECIAL, surrogate_text, unicode_text
+from tests.iscc.test_textnorm import ASCII, SPECIAL, surrogate_text, unicode_text
 
 ic = pytest.importorskip("iscc_core")
 
@@ -36,6 +36,12 @@ def test_matches_reference(text: str, bits: int) -> None:
 
 @given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=400))
 def test_soft_hash_matches_reference_on_uncollapsed_text(text: str) -> None:
+    assert soft_hash_text_v0(text) == ic.soft_hash_text_v0(text)
+
+
+@given(st.text(alphabet=st.sampled_from(ASCII), max_size=400))
+@example(ASCII * 3)
+def test_soft_hash_of_ascii_text_matches_reference(text: str) -> None:
     assert soft_hash_text_v0(text) == ic.soft_hash_text_v0(text)
 
 

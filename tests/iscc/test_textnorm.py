@@ -81,6 +81,19 @@ def test_text_collapse_removes_lone_surrogates_like_reference(text: str) -> None
     assert text_collapse(text) == ic.text_collapse(text)
 
 
+#: Every ASCII character, which ASCII text is filtered by without asking per character.
+ASCII = "".join(map(chr, range(128)))
+
+
+@given(st.text(alphabet=st.sampled_from(ASCII), max_size=300))
+@example(ASCII)
+@example(ASCII * 20)
+@example("\x00 a\tb\r\n\r\n\x0b\x0c \x1f\x7f c.d,e-f \n")
+def test_ascii_text_matches_reference(text: str) -> None:
+    assert text_clean(text) == ic.text_clean(text)
+    assert text_collapse(text) == ic.text_collapse(text)
+
+
 @given(unicode_text | surrogate_text)
 def test_text_remove_newlines_matches_reference(text: str) -> None:
     assert text_remove_newlines(text) == ic.text_remove_newlines(text)
