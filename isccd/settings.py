@@ -190,7 +190,8 @@ class HashingSettings(_Section):
     workers: int = Field(default=0, ge=0, le=256)
     """Worker processes; 0 means one per available CPU."""
     max_in_flight: int = Field(default=_WORKERS.max_in_flight, ge=0, le=100_000)
-    """Files handed to the workers at once, or waiting for one; 0 means two per worker."""
+    """Hand-overs to the workers at once, or waiting for one; 0 means two per worker (a
+    hand-over is one file, or a scan's batch of up to 32 small files)."""
     shutdown_timeout: float = Field(default=10.0, ge=0, le=600)
     """Seconds in-flight files may finish at shutdown before they are abandoned."""
     file_timeout: float = Field(default=_WORKERS.file_timeout, gt=0)

@@ -664,7 +664,9 @@ class WorkerPool:
             if worker.jobs and worker.jobs[0] is job:
                 self._timeouts += 1
                 seconds = self._options.file_timeout
-                structlog.get_logger().error("worker_timeout", path=job.path, seconds=seconds)
+                structlog.get_logger().error(
+                    "worker_timeout", path=job.path, files=len(job.files), seconds=seconds
+                )
                 worker.process.kill()
                 reason = f"hashing took longer than {seconds:g} s; given up"
                 self._replace(worker, reason)
@@ -686,7 +688,8 @@ class WorkerPool:
         self._crashed += 1
         culprit = worker.jobs[0] if worker.jobs else None
         path = culprit.path if culprit else None
-        log.error("worker_died", worker=worker.number, how=how, path=path)
+        files = len(culprit.files) if culprit else 0
+        log.error("worker_died", worker=worker.number, how=how, path=path, files=files)
         reason = f"the hashing process died ({how}) on this file"
         self._replace(worker, None if culprit is None else reason)
 
