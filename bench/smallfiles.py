@@ -27,6 +27,7 @@ ISCC-CODE and units is printed, and runs that disagree stop the benchmark.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -128,22 +129,70 @@ def versions() -> str:
     )
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a live process, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo += [int(child) for child in task.read_text().split()]
+        found.append(parent)
+    return found
+
+
+def timed_tree(command: list[str], cwd: Path) -> tuple[float, str, str, int, dict[str, float]]:
+    """Run ``command``: seconds, stdout, stderr, exit status, and the CPU seconds of the command's
+    own process and of its descendants (the fork server and workers), sampled every 20 ms up to
+    the moment each exits (a process's last 20 ms may be missed)."""
+    cpu: dict[int, float] = {}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, text=True)
+        while process.poll() is None:
+            for pid in _descendants(process.pid):
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    cpu[pid] = _cpu_seconds(pid)
+            time.sleep(0.02)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    own = cpu.pop(process.pid, 0.0)
+    return (
+        seconds,
+        stdout,
+        stderr,
+        process.returncode,
+        {"command": own, "workers": sum(cpu.values())},
+    )
+
+
 def scan_rate(
     checkout: Path, tree: Path, state: Path, files: int, workers: int
-) -> tuple[float, str]:
-    """Files per second of ``isccd scan`` run from ``checkout``, and the checksum of its codes."""
-    seconds, done = timed(
+) -> tuple[float, str, dict[str, float]]:
+    """Files per second of ``isccd scan`` run from ``checkout``, the checksum of its codes, and
+    the CPU seconds of its processes."""
+    seconds, stdout, stderr, status, cpu = timed_tree(
         [sys.executable, "-m", "isccd", "scan", "--json", "--state", str(state),
          "-j", str(workers), str(tree)],
         cwd=checkout,
     )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"isccd scan failed ({done.returncode}): {done.stderr[-2000:]}")
-    [root] = json.loads(done.stdout)["roots"]
+    if status != 0:
+        raise SystemExit(f"isccd scan failed ({status}): {stderr[-2000:]}")
+    [root] = json.loads(stdout)["roots"]
     stored, checksum = codes_checksum(state)
     assert root["added"] == files == stored, (root, stored)
     shutil.rmtree(state)
-    return files / seconds, checksum
+    return files / seconds, checksum, cpu
 
 
 def floor_rates(tree: Path, files: int, cold: bool) -> dict[str, float]:
@@ -202,6 +251,7 @@ def main() -> None:
             f"alternated rounds"
         )
         rates: dict[str, list[float]] = {name: [] for name in scans}
+        cpus: dict[str, list[dict[str, float]]] = {name: [] for name in scans}
         checksums = set()
         for number in range(args.rounds):
             for name, rate in floor_rates(tree, files, args.cold).items():
@@ -209,8 +259,9 @@ def main() -> None:
             for name, checkout in scans.items():
                 if args.cold:
                     drop_caches()
-                rate, checksum = scan_rate(checkout, tree, work / "state", files, args.workers)
+                rate, checksum, cpu = scan_rate(checkout, tree, work / "state", files, args.workers)
                 rates[name].append(rate)
+                cpus[name].append(cpu)
                 checksums.add(checksum)
             print(
                 f"  round {number + 1}: "
@@ -220,6 +271,12 @@ def main() -> None:
         if len(checksums) != 1:
             raise SystemExit(f"the scans disagree on the codes: {sorted(checksums)}")
         report(rates, args.workers, checksums.pop())
+        print("\n  CPU seconds (medians): the command's process (event loop and store thread);")
+        print("  its fork server and workers; all")
+        for name, runs in cpus.items():
+            own = statistics.median(r["command"] for r in runs)
+            others = statistics.median(r["workers"] for r in runs)
+            print(f"  {name:34} {own:6.2f} {others:6.2f} {own + others:6.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
