@@ -264,3 +264,23 @@ def test_the_pipeline_is_a_closed_facade() -> None:
             if name.startswith("isccd.pipeline.")
         ]
     assert not offenders, offenders
+
+
+#: Private helpers of the codec shared by two modules of the algorithm core, which keeps the
+#: reference's module layout.
+PRIVATE_IMPORTS = {("isccd.iscc.seq", "_mt_name"), ("isccd.iscc.iscc_id", "_require_int")}
+
+
+@pytest.mark.parametrize(("module", "path"), MODULES, ids=[m for m, _ in MODULES])
+def test_no_module_imports_another_modules_private_names(module: str, path: Path) -> None:
+    bad = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("isccd"):
+            for alias in node.names:
+                name = alias.name
+                private = name.startswith("_") and not name.startswith("__")
+                if private and (PACKAGE / (node.module or "").replace(".", "/")[6:]).is_dir():
+                    continue  # a private module of a package (isccd.iscc._jit), not a name
+                if private and (module, name) not in PRIVATE_IMPORTS:
+                    bad.add(f"{node.module}.{name}")
+    assert not bad, f"{module} imports private names: {sorted(bad)}; make them public"

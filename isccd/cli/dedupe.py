@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from isccd.cli.ask import Failed, answer, bounded, configure, fail
 from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.escape import shown as show
-from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit, add_group_filters
+from isccd.cli.index import add_group_filters
 from isccd.cli.output import Progress, format_size, print_json
 from isccd.errors import ConfigError, PlanFileError
 from isccd.fspath import is_under
@@ -118,7 +119,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--log", type=Path, metavar="FILE", help="the action log to append to")
     add_group_filters(parser)
     parser.add_argument(
-        "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT_MAX,
+        "--limit", type=bounded(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT_MAX,
         help=f"most groups read (default and most {DUPES_LIMIT_MAX:,})",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print JSON (the plan, in a dry run)")
@@ -178,7 +179,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
             return _run_undo(args)
         return _run(args)
     except _Usage as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
 
 
 # -- the plan ------------------------------------------------------------------------------------
@@ -230,7 +231,7 @@ def _read_groups(args: argparse.Namespace) -> tuple[Plan, tuple[Excluded, ...], 
     """The plan: from the plan file, or made from the index's groups now.
 
     Raises:
-        _Failed: The groups cannot be read.
+        Failed: The groups cannot be read.
         PlanFileError: The plan file is not valid.
     """
     from isccd.dedupe.build import build_plan, observe  # noqa: PLC0415
@@ -244,13 +245,13 @@ def _read_groups(args: argparse.Namespace) -> tuple[Plan, tuple[Excluded, ...], 
         near=args.near, root=root, limit=args.limit, min_size=args.min_size,
         types=tuple(args.types) if args.types else None,
     )  # fmt: skip
-    result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
+    result = answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     if result.truncated:
         print(
             f"isccd: more than {args.limit:,} groups: these first; run again for the rest",
             file=sys.stderr,
         )
-    found = observe(found_groups(result, _configure(args).store_host))
+    found = observe(found_groups(result, configure(args).store_host))
     keep_in = tuple(_folder(d) for d in args.keep_in)
     source = f"index in {args.state}" if args.state else "the index"
     return build_plan(found.groups, rules, keep_in), found.excluded, source
@@ -277,10 +278,10 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         plan, excluded, source = _read_groups(args)
-    except _Failed as exc:
-        return _fail(str(exc), exc.status)
+    except Failed as exc:
+        return fail(str(exc), exc.status)
     except PlanFileError as exc:
-        return _fail(f"{exc}; nothing was touched", EXIT_USAGE)
+        return fail(f"{exc}; nothing was touched", EXIT_USAGE)
     action = _action(args)
     move_to = _move_dir(args, plan)
     keep_in = tuple(_folder(d) for d in args.keep_in)
@@ -373,9 +374,9 @@ def _print_dry_run(
 
 def _default_log(args: argparse.Namespace) -> Path:
     try:
-        config = _configure(args)
+        config = configure(args)
     except ConfigError as exc:
-        raise _Failed(str(exc), EXIT_CONFIG) from None
+        raise Failed(str(exc), EXIT_CONFIG) from None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     return config.state_dir / "dedupe" / f"{stamp}-{os.getpid()}.jsonl"
 
@@ -395,12 +396,12 @@ def _apply(
 
     try:
         log_path = args.log if args.log is not None else _default_log(args)
-    except _Failed as exc:
-        return _fail(str(exc), exc.status)
+    except Failed as exc:
+        return fail(str(exc), exc.status)
     try:
         log = ActionLog(log_path)
     except (OSError, PlanFileError) as exc:
-        return _fail(f"the action log {log_path} cannot be written: {exc}; nothing was touched")
+        return fail(f"the action log {log_path} cannot be written: {exc}; nothing was touched")
     print(f"isccd: action log: {log_path}", file=sys.stderr)
     with log, Progress(_DONE[action.value], len(steps)) as progress:
         log.run(action, apply=True)
@@ -466,13 +467,13 @@ def _run_undo(args: argparse.Namespace) -> int:
     from isccd.dedupe.undo import UndoStatus, undo_log  # noqa: PLC0415
 
     if not args.undo.is_file():
-        return _fail(f"{args.undo}: no such action log")
+        return fail(f"{args.undo}: no such action log")
     try:
         outcomes = undo_log(args.undo)
     except PlanFileError as exc:
-        return _fail(f"{exc}; nothing was touched", EXIT_USAGE)
+        return fail(f"{exc}; nothing was touched", EXIT_USAGE)
     except OSError as exc:
-        return _fail(f"{args.undo} cannot be appended to: {exc.strerror}; nothing was touched")
+        return fail(f"{args.undo} cannot be appended to: {exc.strerror}; nothing was touched")
     cannot = [o for o in outcomes if o.status is UndoStatus.CANNOT]
     if args.json:
         print_json({"log": str(args.undo), "outcomes": [_undo_json(o) for o in outcomes]}, indent=1)

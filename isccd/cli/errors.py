@@ -95,12 +95,12 @@ def listed(issue: FileIssue, every: bool) -> bool:
 
 def run_errors(args: argparse.Namespace) -> int:
     """``isccd errors``."""
-    from isccd.cli.index import _configure, file_path  # noqa: PLC0415 -- keeps --help fast
+    from isccd.cli.ask import configure, file_path  # noqa: PLC0415 -- keeps --help fast
     from isccd.errors import ConfigError, StoreError  # noqa: PLC0415
     from isccd.pipeline import IndexReader  # noqa: PLC0415
 
     try:
-        config = _configure(args)
+        config = configure(args)
     except ConfigError as exc:
         print(f"isccd: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -32,18 +32,25 @@ import dataclasses
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, log_to_stderr
+from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.answers import format_dupes, format_file, format_similar, write_dupes_csv
+from isccd.cli.ask import (
+    Failed,
+    answer,
+    bounded,
+    configure,
+    fail,
+    file_path,
+    positive_int,
+)
 from isccd.cli.connect import (
     ANSWER_TIMEOUT,
     add_config_option,
     add_socket_option,
-    connect,
-    find_socket,
 )
 from isccd.cli.errors import file_json, issues_text
 from isccd.cli.escape import shown
@@ -169,7 +176,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     scan.add_argument("roots", nargs="+", metavar="ROOT", help="a folder to index")
     scan.add_argument(
-        "-j", "--jobs", type=_positive_int, default=None,
+        "-j", "--jobs", type=positive_int, default=None,
         help="files hashed in parallel (default: [hashing] workers, else the number of CPUs)",
     )  # fmt: skip
     scan.add_argument(
@@ -225,7 +232,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         + ", ".join(_UNIT_NAMES),
     )  # fmt: skip
     dup.add_argument(
-        "--max-distance", type=_limit(MAX_DISTANCE, 0), metavar="N", default=None,
+        "--max-distance", type=bounded(MAX_DISTANCE, 0), metavar="N", default=None,
         help="only near relations within N bits of 64 (default: each unit type's threshold)",
     )  # fmt: skip
     dup.add_argument(
@@ -233,7 +240,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print CSV: a header, then one row per file name (columns in the README)",
     )  # fmt: skip
     dup.add_argument(
-        "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
+        "--limit", type=bounded(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
         help=f"most groups listed (default {DUPES_LIMIT}, at most {DUPES_LIMIT_MAX:,})",
     )  # fmt: skip
     dup.set_defaults(handler=run_dupes)
@@ -260,11 +267,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         + ", ".join(_UNIT_NAMES),
     )  # fmt: skip
     sim.add_argument(
-        "--max-distance", type=_limit(MAX_DISTANCE, 0), metavar="N", default=None,
+        "--max-distance", type=bounded(MAX_DISTANCE, 0), metavar="N", default=None,
         help="Hamming distance in bits of 64 (default: each unit type's threshold)",
     )  # fmt: skip
     sim.add_argument(
-        "--limit", type=_limit(SIMILAR_LIMIT_MAX), metavar="N", default=SIMILAR_LIMIT,
+        "--limit", type=bounded(SIMILAR_LIMIT_MAX), metavar="N", default=SIMILAR_LIMIT,
         help=f"most files listed (default {SIMILAR_LIMIT}, at most {SIMILAR_LIMIT_MAX:,})",
     )  # fmt: skip
     sim.set_defaults(handler=run_similar)
@@ -279,54 +286,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     show.add_argument("path", metavar="PATH", help="a file, or the name of a removed one")
     show.set_defaults(handler=run_get)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _limit(maximum: int, minimum: int = 1) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be {minimum} to {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-def _configure(
-    args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]] | None = None
-) -> IndexConfig:
-    """The command's configuration, loaded once (see :mod:`isccd.config`).
-
-    Raises:
-        ConfigError: The file cannot be read, or a setting is invalid.
-    """
-    # Loading settings imports pydantic and the daemon's option mapping, about 150 ms that the
-    # commands without configuration (`isccd code` run file by file) do not pay at every start.
-    from isccd.config import load_index_config  # noqa: PLC0415
-
-    return load_index_config(
-        args.config, state=args.state, socket=find_socket(args), overrides=overrides
-    )
-
-
-def _fail(message: str, status: int = EXIT_FAILURE) -> int:
-    print(f"isccd: {message}", file=sys.stderr)
-    return status
-
-
-def file_path(path: str) -> str:
-    """An absolute path with its directory resolved (as the store keeps paths) but the last
-    component kept, so that a symbolic link is asked about as itself."""
-    absolute = Path(path).absolute()
-    if absolute.name in ("", ".", ".."):
-        return str(absolute.resolve())
-    return str(absolute.parent.resolve() / absolute.name)
 
 
 # -- scan ----------------------------------------------------------------------------------------
@@ -344,22 +303,22 @@ def run_scan(args: argparse.Namespace) -> int:
     for root in args.roots:
         real = os.path.realpath(root)
         if not Path(real).is_dir():
-            return _fail(f"{root}: not a directory", EXIT_USAGE)
+            return fail(f"{root}: not a directory", EXIT_USAGE)
         roots.append(real)
     try:
         compile_ignore(args.ignore)
     except ValueError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     overrides: dict[str, dict[str, object]] = {}
     if args.bits is not None:
         overrides["code"] = {"bits": args.bits}
     if args.follow_symlinks is not None:
         overrides["watch"] = {"follow_symlinks": args.follow_symlinks}
     try:
-        config = _configure(args, overrides)
+        config = configure(args, overrides)
         scan_options = config.scan_options(roots, args.ignore)
     except ConfigError as exc:
-        return _fail(str(exc), EXIT_CONFIG)
+        return fail(str(exc), EXIT_CONFIG)
     jobs: int = args.jobs or config.workers
     hasher = LazyWorkers(config.hashing(jobs))
     pipeline = Pipeline(
@@ -368,9 +327,9 @@ def run_scan(args: argparse.Namespace) -> int:
     try:
         adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
     except StoreLockedError as exc:
-        return _fail(_locked(exc, roots, config.socket))
+        return fail(_locked(exc, roots, config.socket))
     except (StoreError, HashingUnavailableError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     finally:
         pipeline.close()
     print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
@@ -396,7 +355,7 @@ def _report_scan(
             with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
                 troubled = reader.problems(roots)
         except StoreError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
     failed = [(r.path, [i for i in r.issues if i.kind is IssueKind.ERROR]) for r in troubled]
     failed = [(path, issues) for path, issues in failed if issues]
     if output_format(args) != "text":
@@ -490,88 +449,6 @@ def _print_scan(stats: ScanStats) -> None:
 # -- read-only commands --------------------------------------------------------------------------
 
 
-def _refused(exc: ProtocolError) -> _Failed:
-    """A refusal (the daemon's, or the store's same check) as the command's failure: a
-    request the arguments made invalid exits 2, as argparse does, anything else 1."""
-    status = EXIT_USAGE if exc.code == ErrorCode.INVALID_ARGUMENT else EXIT_FAILURE
-    return _Failed(f"{exc.message} ({exc.code})", status)
-
-
-class _Failed(Exception):
-    """A read-only command cannot answer; the message says why.
-
-    Attributes:
-        status: The exit status.
-    """
-
-    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _answer(
-    args: argparse.Namespace,
-    ask: Callable[[Client], T],
-    read: Callable[[IndexReader, IndexConfig], T],
-) -> T:
-    """Ask the daemon, or read the store (see the module docstring).
-
-    Raises:
-        _Failed: The configuration is invalid, the daemon refused, none answers on an explicit
-            ``--socket``, or the store cannot be read.
-    """
-    unavailable: DaemonUnavailableError | None = None
-    socket: Path | None = None
-    if args.state is None:
-        # The daemon is asked before the settings are loaded (pydantic, the option mapping):
-        # it answers by itself, and its socket is read on its own.
-        try:
-            socket = find_socket(args)
-        except ConfigError as exc:
-            raise _Failed(str(exc), EXIT_CONFIG) from None
-        try:
-            client = connect(socket)
-        except DaemonUnavailableError as exc:
-            if args.socket is not None:
-                raise _Failed(str(exc)) from None
-            unavailable = exc
-        except ProtocolError as exc:
-            raise _refused(exc) from None
-        else:
-            # A daemon that answered is the source from now on: its refusal, or its loss, is
-            # the outcome. It works on the request (a large `dupes`, a file coded on the fly)
-            # for as long as that takes.
-            try:
-                with client, client.waiting(None):
-                    return ask(client)
-            except DaemonUnavailableError as exc:
-                raise _Failed(str(exc)) from None
-            except ProtocolError as exc:
-                raise _refused(exc) from None
-    try:
-        config = _configure(args)
-    except ConfigError as exc:
-        raise _Failed(str(exc), EXIT_CONFIG) from None
-    log_to_stderr()
-    from isccd.pipeline import IndexReader  # noqa: PLC0415
-
-    try:
-        with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
-            answer = read(reader, config)
-    except ProtocolError as exc:  # the same refusals as the daemon's
-        raise _refused(exc) from None
-    except StoreError as exc:
-        # Say why the daemon was not asked either: its socket may just be out of reach.
-        raise _Failed(f"{exc}; {unavailable}" if unavailable else str(exc)) from None
-    if unavailable is not None:
-        # Which index answered in the daemon's stead (on stderr: the output keeps its form).
-        print(
-            f"isccd: no daemon answers on {shown(str(socket))}: read {shown(config.store_name)}",
-            file=sys.stderr,
-        )
-    return answer
-
-
 def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
     query = DupesQuery(
@@ -585,9 +462,9 @@ def run_dupes(args: argparse.Namespace) -> int:
         types=tuple(dict.fromkeys(args.types)) if args.types else None,
     )
     try:
-        result = _answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
-    except _Failed as exc:
-        return _fail(str(exc), exc.status)
+        result = answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
+    except Failed as exc:
+        return fail(str(exc), exc.status)
     if args.csv:
         write_dupes_csv(result, sys.stdout)
     else:
@@ -622,15 +499,15 @@ def run_similar(args: argparse.Namespace) -> int:
             if path is None or exc.code != ErrorCode.OUTSIDE_ROOTS:
                 raise
         # Coded with the configuration the daemon reads, as it would code the file itself.
-        return client.similar(_coded_query(query, compute_record(path, _configure(args).code)))
+        return client.similar(_coded_query(query, compute_record(path, configure(args).code)))
 
     def read(index: IndexReader, config: IndexConfig) -> SimilarResult:
         return index.similar(query, lambda unindexed: compute_record(unindexed, config.code))
 
     try:
-        result = _answer(args, ask, read)
-    except _Failed as exc:
-        return _fail(str(exc), exc.status)
+        result = answer(args, ask, read)
+    except Failed as exc:
+        return fail(str(exc), exc.status)
     _print(args, result, format_similar)
     return EXIT_OK
 
@@ -661,9 +538,9 @@ def run_get(args: argparse.Namespace) -> int:
         return info
 
     try:
-        info = _answer(args, lambda c: c.get(path, args.host), read)
-    except _Failed as exc:
-        return _fail(str(exc), exc.status)
+        info = answer(args, lambda c: c.get(path, args.host), read)
+    except Failed as exc:
+        return fail(str(exc), exc.status)
     _print(args, info, format_file)
     return EXIT_OK
 

@@ -1,7 +1,7 @@
 """``isccd report``: the duplicate groups as one self-contained HTML page, with previews.
 
 The groups come from the daemon or a store exactly as ``isccd dupes --near`` lists them
-(:func:`isccd.cli.index._answer`), become the report's view through
+(:func:`isccd.cli.ask.answer`), become the report's view through
 :func:`isccd.report.adapt.view_of_dupes`, and each file is looked at now: its identity (for a
 plan) and a preview, from the preview cache or made in this command's own low-priority worker
 processes (:mod:`isccd.report.thumbs`), never in the daemon.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from isccd import __version__
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
+from isccd.cli.ask import Failed, answer, bounded, configure, fail
 from isccd.cli.connect import add_config_option, add_socket_option
-from isccd.cli.index import _answer, _configure, _fail, _Failed, _limit
 from isccd.cli.output import Progress, format_size
 from isccd.dirs import default_cache_dir
 from isccd.errors import ConfigError
@@ -87,11 +87,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "host's by default; other hosts' files are shown, never looked at here)",
     )
     parser.add_argument(
-        "--limit", type=_limit(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
+        "--limit", type=bounded(DUPES_LIMIT_MAX), metavar="N", default=DUPES_LIMIT,
         help=f"most groups shown (default {DUPES_LIMIT:,}, at most {DUPES_LIMIT_MAX:,})",
     )  # fmt: skip
     parser.add_argument(
-        "-j", "--jobs", type=_limit(64), metavar="N", default=None,
+        "-j", "--jobs", type=bounded(64), metavar="N", default=None,
         help="previews made at once (default: the number of CPUs, at most 4)",
     )  # fmt: skip
     where = parser.add_mutually_exclusive_group()
@@ -113,9 +113,9 @@ def run_report(args: argparse.Namespace) -> int:
     from isccd.report.thumbs import look_at  # noqa: PLC0415
 
     try:
-        config = _configure(args)
+        config = configure(args)
     except ConfigError as exc:
-        return _fail(str(exc), EXIT_CONFIG)
+        return fail(str(exc), EXIT_CONFIG)
     root = os.path.realpath(args.root) if args.root else None
     query = DupesQuery(near=True, root=root, limit=args.limit, host=args.host)
     daemon: list[Path] = []
@@ -125,9 +125,9 @@ def run_report(args: argparse.Namespace) -> int:
         return client.dupes(query)
 
     try:
-        result = _answer(args, ask, lambda index, _: index.dupes(query))
-    except _Failed as exc:
-        return _fail(str(exc), exc.status)
+        result = answer(args, ask, lambda index, _: index.dupes(query))
+    except Failed as exc:
+        return fail(str(exc), exc.status)
     source = f"the daemon on {daemon[0]}" if daemon else f"the index in {config.state_dir}"
     if result.truncated:
         print(f"isccd: more than {args.limit:,} groups: the first are shown; raise --limit",
@@ -157,7 +157,7 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         where_to = _write(args.out, page)
     except OSError as exc:
-        return _fail(f"cannot write {args.out}: {exc.strerror}")
+        return fail(f"cannot write {args.out}: {exc.strerror}")
     totals = view.totals()
     without = sum(1 for f in facts.values() if f.preview.note)
     summary = (
