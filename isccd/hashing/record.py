@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from pathlib import PurePath
 
 from isccd.errors import (
     FileError,
@@ -12,6 +11,7 @@ from isccd.errors import (
     UnsupportedMediaTypeError,
 )
 from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to_mode
+from isccd.extract.meta import file_name
 from isccd.extract.source import SourceFile, open_source
 from isccd.hashing.content import Content, content_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
@@ -87,7 +87,7 @@ def compute_record(
 
 def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileRecord:
     with run.stage("mediatype"):
-        detected = mediatype_detect(src.head(), PurePath(src.path).name)
+        detected = mediatype_detect(src.head(), file_name(src.path))
         mediatype, mode = detected.mediatype, mediatype_to_mode(detected.mediatype)
     if mode is None:
         run.issue("mediatype", UnsupportedMediaTypeError(f"no Content-Code for {mediatype}"))
