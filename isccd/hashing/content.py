@@ -245,7 +245,7 @@ def meta_unit(
         run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, issue.code))
     found = described.meta
     name = found.name or ""
-    named_by_file = not meta_name(name)
+    named_by_file = not name or not meta_name(name)
     if named_by_file:
         name = name_from_filename(src.path)
         if not meta_name(name):

@@ -38,6 +38,9 @@ from isccd.model import (
 
 ALL_UNITS: frozenset[UnitType] = frozenset(UnitType) - {UnitType.MIXED}
 
+#: The SDK's defaults, made and checked once.
+_DEFAULT_OPTIONS = CodeOptions()
+
 #: Bytes per read of the Data- and Instance-Code pass (the memory the pass uses).
 READ_SIZE = 2 * 1024 * 1024
 
@@ -70,7 +73,7 @@ def compute_record(
     Returns:
         The record. Problems are in ``issues``; it is never an exception.
     """
-    options = options or CodeOptions()
+    options = options or _DEFAULT_OPTIONS
     wanted = ALL_UNITS if units is None else frozenset(units)
     run = Run(options)
     try:
