@@ -52,6 +52,8 @@ def tree_files(tree: Path, count: int) -> list[str]:
 
 
 def floor_pass(paths: list[str], root: str) -> list[FileRecord]:
+    """Open, read, BLAKE3- and xxh64-hash each file (``root`` unused: the signature of
+    :func:`record_pass`, so that the rounds time both alike)."""
     for path in paths:
         # The plain built-in open, as any indexer in Python would.
         with open(path, "rb") as f:  # noqa: PTH123

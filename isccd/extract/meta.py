@@ -88,7 +88,17 @@ def pick(
     return Metadata(**found)
 
 
+def file_name(path: str) -> str:
+    """The last component of ``path``, exactly as ``PurePath(path).name``."""
+    name = path.rpartition("/")[2]
+    # pathlib parses the whole path (about 2 µs); only a trailing "/" or "." needs its rules.
+    return name if name not in ("", ".") else PurePath(path).name
+
+
 def name_from_filename(path: str) -> str:
     """The SDK's fallback title: the file name without its extension, ``-`` and ``_`` as spaces."""
-    stem = PurePath(path).stem
+    name = file_name(path)
+    dot = name.rfind(".")
+    # A name with an inner dot has the same stem in every Python; leave the others to pathlib.
+    stem = name[:dot] if 0 < dot < len(name) - 1 else PurePath(path).stem
     return stem.replace("-", " ").replace("_", " ")

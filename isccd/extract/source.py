@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
 import stat
 from collections.abc import Callable
@@ -297,7 +296,7 @@ def read_limited(src: SourceFile, limit: int) -> bytes:
     Raises:
         FileAccessError: A read failed.
     """
-    out = io.BytesIO()
+    pieces: list[bytes] = []
     offset = 0
     while offset < limit:
         try:
@@ -306,6 +305,7 @@ def read_limited(src: SourceFile, limit: int) -> bytes:
             raise FileAccessError(src.path, f"read failed: {exc.strerror}") from exc
         if not piece:
             break
-        out.write(piece)
+        pieces.append(piece)
         offset += len(piece)
-    return out.getvalue()
+    # A small file is one piece: returned as it is, without a copy.
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)

@@ -191,8 +191,11 @@ def decode_text(data: bytes) -> tuple[str, str, bool]:
 
 def _decode_prefix(data: bytes, encoding: str) -> str:
     """Decode strictly, tolerating only an incomplete character at the very end."""
-    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
-    return decoder.decode(data, final=False)
+    try:
+        return data.decode(encoding)  # the common case, whole: no incremental decoder needed
+    except UnicodeDecodeError:
+        decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+        return decoder.decode(data, final=False)
 
 
 def _tika_extract(path: str, max_chars: int) -> tuple[str, dict[str, Any]]:

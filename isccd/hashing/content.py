@@ -261,7 +261,7 @@ def meta_unit(
         run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, issue.code))
     found = described.meta
     name = found.name or ""
-    named_by_file = not meta_name(name)
+    named_by_file = not name or not meta_name(name)
     if named_by_file:
         name = name_from_filename(src.path)
         if not meta_name(name):
@@ -289,5 +289,7 @@ def _require_raster(mediatype: str) -> None:
 
 def make_unit(unit_type: UnitType, code: str, profile: str) -> Unit:
     """A unit from a canonical ``ISCC:`` code its generator made (no normalizing needed)."""
-    body = decode_header(decode_base32(code.removeprefix("ISCC:")))[4]
+    raw = decode_base32(code.removeprefix("ISCC:"))
+    # A generator's header is two bytes of one-nibble fields (no varnibble continuation bit).
+    body = raw[2:] if len(raw) >= 2 and not (raw[0] | raw[1]) & 0x88 else decode_header(raw)[4]
     return Unit(unit_type, code, body, profile)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from pathlib import PurePath
 
 from isccd.errors import (
     FileError,
@@ -12,12 +11,19 @@ from isccd.errors import (
     UnsupportedMediaTypeError,
 )
 from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to_mode
-from isccd.extract.source import SourceFile, open_source
+from isccd.extract.meta import file_name
+from isccd.extract.source import SourceFile, open_source, read_limited
 from isccd.hashing.content import Content, content_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
 from isccd.hashing.run import Run
-from isccd.iscc import SumHasher, compose_iscc_code, encode_component
+from isccd.iscc import (
+    InstanceHasherV0,
+    SumHasher,
+    compose_iscc_code,
+    encode_component,
+    soft_hash_data_v0,
+)
 from isccd.iscc.constants import MT, ST, ST_CC, VS
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
@@ -32,8 +38,15 @@ from isccd.model import (
 
 ALL_UNITS: frozenset[UnitType] = frozenset(UnitType) - {UnitType.MIXED}
 
+#: The SDK's defaults, made and checked once.
+_DEFAULT_OPTIONS = CodeOptions()
+
 #: Bytes per read of the Data- and Instance-Code pass (the memory the pass uses).
 READ_SIZE = 2 * 1024 * 1024
+
+#: Files smaller than this are read in one piece and hashed at once, not streamed: for a small
+#: file the calls of a stream cost more than its hashing.
+ONE_READ = 64 * 1024
 
 
 def compute_record(
@@ -60,7 +73,7 @@ def compute_record(
     Returns:
         The record. Problems are in ``issues``; it is never an exception.
     """
-    options = options or CodeOptions()
+    options = options or _DEFAULT_OPTIONS
     wanted = ALL_UNITS if units is None else frozenset(units)
     run = Run(options)
     try:
@@ -87,7 +100,7 @@ def compute_record(
 
 def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileRecord:
     with run.stage("mediatype"):
-        detected = mediatype_detect(src.head(), PurePath(src.path).name)
+        detected = mediatype_detect(src.head(), file_name(src.path))
         mediatype, mode = detected.mediatype, mediatype_to_mode(detected.mediatype)
     if mode is None:
         run.issue("mediatype", UnsupportedMediaTypeError(f"no Content-Code for {mediatype}"))
@@ -169,12 +182,21 @@ def _undecodable(run: Run, stage: str, mediatype: str) -> bool:
 
 
 def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
-    hasher = SumHasher()
-    # A small file needs no large buffer (allocating one costs more than hashing the file).
-    bufsize = min(READ_SIZE, max(src.size + 1, 65536))
-    src.stream(hasher.push, bufsize=bufsize)
     # The two units alone: the record composes its ISCC-CODE from all its units.
     bits, profile = run.options.bits, run.profile()
+    if src.size < ONE_READ:
+        content = read_limited(src, ONE_READ)
+        if len(content) < ONE_READ:  # all of it (a file that grew meanwhile is streamed)
+            checksum = InstanceHasherV0(content)
+            units = [
+                digest_unit(UnitType.DATA, soft_hash_data_v0(content), bits, profile),
+                digest_unit(UnitType.INSTANCE, checksum.digest(), bits, profile),
+            ]
+            return units, checksum.multihash(), len(content)
+    hasher = SumHasher()
+    # A small file needs no large buffer (allocating one costs more than hashing the file).
+    bufsize = min(READ_SIZE, max(src.size + 1, ONE_READ))
+    src.stream(hasher.push, bufsize=bufsize)
     data = digest_unit(UnitType.DATA, hasher.data.digest(), bits, profile)
     instance = digest_unit(UnitType.INSTANCE, hasher.instance.digest(), bits, profile)
     return [data, instance], hasher.instance.multihash(), hasher.filesize

@@ -1,6 +1,6 @@
 """numba-compiled kernels of the Data-Code and Text-Code: chunker, xxh32 and MinHash in one pass.
 
-Importing this module imports numba and compiles the five kernels, or loads them from numba's
+Importing this module imports numba and compiles the six kernels, or loads them from numba's
 on-disk cache: measured here about 0.3 s with the cache, 1 s without. So nothing imports it at
 module level: :mod:`isccd.iscc.kernels` loads it on first use (or in ``warmup()``), and
 importing :mod:`isccd.iscc` never pays for numba.
@@ -29,7 +29,7 @@ import numpy as np
 
 from isccd.iscc._tables import CDC_GEAR, MAXH, MPA, MPB, MPRIME
 
-__all__ = ["data_scan", "hash_fold", "minhash_compress", "text_fold", "xxh32"]
+__all__ = ["data_digest", "data_scan", "hash_fold", "minhash_compress", "text_fold", "xxh32"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -94,6 +94,8 @@ _U15 = np.uint64(15)
 _U16 = np.uint64(16)
 _U24 = np.uint64(24)
 _U61 = np.uint64(61)
+#: Window hashes text_fold computes before folding them (32 KiB: they stay in the L1 cache).
+_TEXT_BLOCK = 4096
 
 
 @_njit()
@@ -158,16 +160,20 @@ def xxh32(buf: np.ndarray, start: int, end: int) -> np.uint64:
 
 
 @_njit()
-def _fold(minvec: np.ndarray, feature: np.uint64) -> None:
+def _permuted(a: np.uint64, b: np.uint64, feature: np.uint64) -> np.uint64:
     # ((a * f + b) mod 2**64) mod (2**61 - 1), then the low 32 bits. The Mersenne modulus is a
     # shift and an add; the uint64 multiply-add wraps exactly as the specification requires.
+    v = a * feature + b
+    v = (v & _MPRIME) + (v >> _U61)
+    if v >= _MPRIME:
+        v -= _MPRIME
+    return v & _MAXH
+
+
+@_njit()
+def _fold(minvec: np.ndarray, feature: np.uint64) -> None:
     for k in range(64):
-        v = _MPA[k] * feature + _MPB[k]
-        v = (v & _MPRIME) + (v >> _U61)
-        if v >= _MPRIME:
-            v -= _MPRIME
-        v &= _MAXH
-        minvec[k] = min(minvec[k], v)
+        minvec[k] = min(minvec[k], _permuted(_MPA[k], _MPB[k], feature))
 
 
 @_njit(_PAIR(_BYTES, _I64, _I64, _MINVEC, _PARAMS))
@@ -229,8 +235,21 @@ def text_fold(utf8: np.ndarray, offsets: np.ndarray, width: int, minvec: np.ndar
     """
     n = offsets.shape[0] - 1
     windows = max(n - width + 1, 1)
-    for i in range(windows):
-        _fold(minvec, xxh32(utf8, offsets[i], offsets[min(i + width, n)]))
+    block = np.empty(min(windows, _TEXT_BLOCK), dtype=np.uint64)
+    for first in range(0, windows, _TEXT_BLOCK):
+        count = min(windows - first, _TEXT_BLOCK)
+        for i in range(count):
+            block[i] = xxh32(utf8, offsets[first + i], offsets[min(first + i + width, n)])
+        # Two permutations at a time over the block's hashes: their minima stay in registers
+        # and the loop vectorizes over the hashes (a quarter faster than folding each hash
+        # into all 64 minima, measured on 2 KB of text).
+        for k in range(0, 64, 2):
+            a0, b0, low0 = _MPA[k], _MPB[k], minvec[k]
+            a1, b1, low1 = _MPA[k + 1], _MPB[k + 1], minvec[k + 1]
+            for i in range(count):
+                low0 = min(low0, _permuted(a0, b0, block[i]))
+                low1 = min(low1, _permuted(a1, b1, block[i]))
+            minvec[k], minvec[k + 1] = low0, low1
 
 
 @_njit(numba.void(_BYTES, _MINVEC))
@@ -254,3 +273,12 @@ def minhash_compress(minvec: np.ndarray, lsb: int) -> np.ndarray:
                 out[pos >> 3] |= np.uint8(0x80 >> (pos & 7))
             pos += 1
     return out
+
+
+@_njit(_DIGEST(_BYTES, _MINVEC, _PARAMS))
+def data_digest(buf: np.ndarray, minvec: np.ndarray, params: tuple[int, ...]) -> np.ndarray:
+    """The 256-bit Data-Hash of all of ``buf``: every chunk, the last one too, folded into the
+    fresh ``minvec`` and compressed, in one call."""
+    pos, _ = data_scan(buf, 0, buf.shape[0], minvec, params)
+    _fold(minvec, xxh32(buf, pos, buf.shape[0]))  # the last chunk (xxh32(b"") of no input)
+    return minhash_compress(minvec, 4)

@@ -78,6 +78,9 @@ VARNIBBLE_MAX = 4679
 
 _MULTIBASE_CHARS = frozenset(m.value for m in MULTIBASE)
 
+#: Unit lengths in bits whose Length field fits the one nibble of a two-byte header.
+_UNIT_LENGTHS = frozenset(range(32, 257, 32))
+
 
 def _require_int(name: str, value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
@@ -301,6 +304,18 @@ def encode_component(mtype: int, stype: int, version: int, bit_length: int, dige
         IsccError: an illegal MainType, bit length or field value, or a digest that is too short.
         TypeError: arguments of the wrong type.
     """
+    if (
+        type(bit_length) is int
+        and bit_length in _UNIT_LENGTHS
+        and mtype in UNIT_MAINTYPES
+        and 0 <= stype <= 7
+        and 0 <= version <= 7
+        and type(digest) is bytes
+        and len(digest) * 8 >= bit_length
+    ):
+        # What every generator asks for: a two-byte header, nothing to check further.
+        header = bytes((mtype << 4 | stype, version << 4 | (bit_length // 32 - 1)))
+        return encode_base32(header + digest[: bit_length // 8])
     bit_length = _require_int("bit_length", bit_length)
     if mtype == MT.ISCC:
         raise IsccError(f"{MT.ISCC!r} is not a unit")

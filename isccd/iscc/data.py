@@ -150,4 +150,8 @@ def soft_hash_data_v0(stream: Readable | BytesLike) -> bytes:
     Raises:
         TypeError: If ``stream`` is neither a binary stream nor bytes-like.
     """
+    if isinstance(stream, bytes | bytearray | memoryview | np.ndarray):
+        # All at hand: one kernel call instead of a push and a digest.
+        buf = as_uint8(stream)
+        return kernels_for(buf.size, SMALL_DATA).data_digest(buf, minhash_init(), _CDC_PARAMS)
     return _hash(stream).digest()

@@ -16,6 +16,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 
 from isccd.iscc.codec import (
     MT,
@@ -36,6 +37,12 @@ __all__ = ["compose_iscc_code", "gen_iscc_code", "gen_iscc_code_v0"]
 
 #: The MainTypes an ISCC-CODE is made of.
 _UNIT_TYPES = frozenset((MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE))
+
+#: Each MainType by its number, and the constants compose_iscc_code compares with.
+_MAIN_TYPES = {int(mt): mt for mt in MT}
+_DATA_INSTANCE = (MT.DATA, MT.INSTANCE)
+_CONTENT_TYPES = (MT.SEMANTIC, MT.CONTENT)
+_main_type = itemgetter(0)
 
 #: Body bits each unit contributes: normal and WIDE.
 _UNIT_BITS = 64
@@ -111,25 +118,27 @@ def compose_iscc_code(decoded: Sequence[tuple[int, int, bytes]], wide: bool = Fa
     """
     if len(decoded) < 2:
         raise IsccError("an ISCC-CODE needs at least two ISCC-UNITs (Data and Instance)")
-    if any(len(body) * 8 < _UNIT_BITS for _, _, body in decoded):
-        raise IsccError("cannot build an ISCC-CODE from units shorter than 64 bits")
-    units = sorted(decoded, key=lambda unit: unit[0])
-    main_types = tuple(MT(unit[0]) for unit in units)
+    for _, _, body in decoded:
+        if len(body) * 8 < _UNIT_BITS:
+            raise IsccError("cannot build an ISCC-CODE from units shorter than 64 bits")
+    units = sorted(decoded, key=_main_type)
+    # A dict spares the enum's call per unit; MT() names an unknown MainType as before.
+    main_types = tuple([_MAIN_TYPES[mt] if mt in _MAIN_TYPES else MT(mt) for mt, _, _ in units])
     if len(set(main_types)) != len(main_types):
         names = ", ".join(mt.name for mt in main_types)
         raise IsccError(f"an ISCC-CODE takes each MainType once, got {names}")
-    if main_types[-2:] != (MT.DATA, MT.INSTANCE):
+    if main_types[-2:] != _DATA_INSTANCE:
         raise IsccError("an ISCC-CODE needs a Data-Code and an Instance-Code")
 
     is_wide = (
         wide
-        and main_types == (MT.DATA, MT.INSTANCE)
+        and main_types == _DATA_INSTANCE
         and all(len(body) * 8 >= _WIDE_BITS for _, _, body in units)
     )
     if is_wide:
         subtype = int(ST_ISCC.WIDE)
     else:
-        content_subtypes = {st for mt, st, _ in units if mt in (MT.SEMANTIC, MT.CONTENT)}
+        content_subtypes = {st for mt, st, _ in units if mt in _CONTENT_TYPES}
         if len(content_subtypes) > 1:
             raise IsccError("the Semantic-Code and the Content-Code must have the same SubType")
         if content_subtypes:
@@ -138,7 +147,7 @@ def compose_iscc_code(decoded: Sequence[tuple[int, int, bytes]], wide: bool = Fa
             subtype = ST_ISCC.SUM if len(units) == 2 else ST_ISCC.NONE
 
     nbytes = (_WIDE_BITS if is_wide else _UNIT_BITS) // 8
-    body = b"".join(unit_body[:nbytes] for _, _, unit_body in units)
+    body = b"".join([unit_body[:nbytes] for _, _, unit_body in units])
     header = encode_header(MT.ISCC, subtype, VS.V0, encode_units(main_types[:-2]))
     return "ISCC:" + encode_base32(header + body)
 

@@ -8,7 +8,9 @@ Four kernels do all per-byte and per-window work, and one the digest:
   compiled call, where numpy's MinHash of a single feature costs ten times as much);
 - ``text_fold`` hashes every 13-character window of UTF-8 text and folds it the same way;
 - ``compress`` turns a MinHash vector into the 256-bit digest (a compiled loop in place of
-  half a dozen numpy calls, which cost more than the hashing on a small file).
+  half a dozen numpy calls, which cost more than the hashing on a small file);
+- ``data_digest`` is the Data-Hash of a whole buffer at once: ``data_scan``, ``hash_fold`` and
+  ``compress`` in one call, for input that is not streamed (a small file read whole).
 
 :func:`load_kernels` picks the numba implementation (:mod:`isccd.iscc._jit`, about 1.4 GB/s
 for the Data-Code) and falls back to a pure-Python one built on the reference chunker of
@@ -65,6 +67,9 @@ class Kernels(NamedTuple):
     ``compress(minvec)`` is the 256-bit digest of a MinHash vector (its four least
     significant bit-planes, as :func:`~isccd.iscc.minhash.alg_minhash_compress` packs them).
 
+    ``data_digest(buf, minvec, params)`` is the 256-bit Data-Hash of all of ``buf``, folded
+    into the fresh vector ``minvec`` with the chunker parameters ``params``.
+
     ``text_fold(utf8, offsets, width, minvec)`` folds the xxh32 of every ``width``-character
     window of the UTF-8 text ``utf8`` into ``minvec``; ``offsets`` (``int64``) holds the byte
     offset of each character followed by ``len(utf8)``. Text shorter than ``width`` (also
@@ -75,6 +80,7 @@ class Kernels(NamedTuple):
     data_scan: Callable[[Bytes, int, int, MinVec, CdcParams], tuple[int, int]]
     hash_fold: Callable[[Bytes, MinVec], None]
     compress: Callable[[MinVec], bytes]
+    data_digest: Callable[[Bytes, MinVec, CdcParams], bytes]
     text_fold: Callable[[Bytes, npt.NDArray[np.int64], int, MinVec], None]
 
 
@@ -103,6 +109,12 @@ def _py_compress(minvec: MinVec) -> bytes:
     return alg_minhash_compress(minvec, 4)
 
 
+def _py_data_digest(buf: Bytes, minvec: MinVec, params: CdcParams) -> bytes:
+    pos, _ = _py_data_scan(buf, 0, buf.size, minvec, params)
+    _py_hash_fold(buf[pos:], minvec)  # the last chunk (xxh32(b"") of no input)
+    return _py_compress(minvec)
+
+
 def _py_text_fold(utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minvec: MinVec) -> None:
     data = utf8.tobytes()
     bounds: list[int] = offsets.tolist()
@@ -124,6 +136,7 @@ PYTHON_KERNELS = Kernels(
     data_scan=_py_data_scan,
     hash_fold=_py_hash_fold,
     compress=_py_compress,
+    data_digest=_py_data_digest,
     text_fold=_py_text_fold,
 )
 
@@ -141,16 +154,20 @@ def load_kernels() -> Kernels:
         from isccd.iscc import _jit  # noqa: PLC0415
     except ImportError:
         return PYTHON_KERNELS
-    minhash_compress = _jit.minhash_compress
+    minhash_compress, digest_of = _jit.minhash_compress, _jit.data_digest
 
     def compress(minvec: MinVec) -> bytes:
         return bytes(minhash_compress(minvec, 4))
+
+    def data_digest(buf: Bytes, minvec: MinVec, params: CdcParams) -> bytes:
+        return bytes(digest_of(buf, minvec, params))
 
     return Kernels(
         accelerated=True,
         data_scan=_jit.data_scan,
         hash_fold=_jit.hash_fold,
         compress=compress,
+        data_digest=data_digest,
         text_fold=_jit.text_fold,
     )
 
@@ -193,5 +210,6 @@ def warmup() -> bool:
     kernels.data_scan(data, 0, data.size, minhash_init(), alg_cdc_params(1024))
     kernels.hash_fold(data, minhash_init())
     kernels.compress(minhash_init())
+    kernels.data_digest(data, minhash_init(), alg_cdc_params(1024))
     kernels.text_fold(data, np.arange(17, dtype=np.int64), 13, minhash_init())
     return kernels.accelerated

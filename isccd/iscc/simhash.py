@@ -23,6 +23,10 @@ _BIT_TABLE: npt.NDArray[np.int64] = np.unpackbits(
     np.arange(256, dtype=np.uint8)[:, None], axis=1
 ).astype(np.int64)
 
+#: Up to this many digests, counting bits with Python ints beats any numpy call (measured with
+#: 32-byte digests: 1.2 against 4.9 µs for 2, equal at about 15). Names are a few n-grams.
+_BITSLICE_MAX_ROWS = 12
+
 #: Up to this many rows, unpacking to bits is faster than the per-column histograms (measured
 #: with 32-byte digests: equal at about 1,000 rows).
 _UNPACK_MAX_ROWS = 512
@@ -88,5 +92,34 @@ def alg_simhash(hash_digests: Iterable[bytes | bytearray | memoryview]) -> bytes
     if len(joined) != nbytes * len(digests):
         # A memoryview of wider items: its len() counts items, not bytes.
         raise IsccError("SimHash digests must be flat byte strings")
+    if len(digests) <= _BITSLICE_MAX_ROWS:
+        return _simhash_bitsliced(joined, len(digests), nbytes)
     rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(digests), nbytes)
     return simhash_rows(rows)
+
+
+def _simhash_bitsliced(joined: bytes, n: int, nbytes: int) -> bytes:
+    """SimHash of ``n`` digests of ``nbytes`` bytes each (concatenated in ``joined``), counted
+    with Python ints: ``counters[j]`` holds bit ``j`` of every bit position's count."""
+    counters: list[int] = []
+    for start in range(0, n * nbytes, nbytes):
+        carry = int.from_bytes(joined[start : start + nbytes], "big")
+        for j, counter in enumerate(counters):  # add the digest to the counts, with carries
+            counters[j] = counter ^ carry
+            carry &= counter
+            if not carry:
+                break
+        else:
+            counters.append(carry)
+    # A bit is set where its count reaches half the digests (count >= ceil(n / 2)): compare
+    # the sliced counts with that threshold from the most significant bit down.
+    threshold = (n + 1) // 2
+    above, equal = 0, (1 << (8 * nbytes)) - 1
+    for j in range(max(len(counters), threshold.bit_length()) - 1, -1, -1):
+        counter = counters[j] if j < len(counters) else 0
+        if threshold >> j & 1:
+            equal &= counter
+        else:
+            above |= equal & counter
+            equal &= ~counter
+    return (above | equal).to_bytes(nbytes, "big")

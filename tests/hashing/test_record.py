@@ -24,6 +24,7 @@ import pytest
 from isccd.extract.probe import probe_media
 from isccd.extract.text import document_extractor_available
 from isccd.hashing import CodeOptions, compute_record
+from isccd.hashing.record import ONE_READ
 from isccd.model import FileRecord, IssueCode, IssueKind, Mode, UnitType
 from tests.extract.media import (
     HAVE_FFMPEG,
@@ -111,6 +112,24 @@ def test_units_are_the_reference_generators(corpus: dict[str, Path]) -> None:
     ]
     assert all(u.bits == 256 for u in record.units)
     codes = [u.iscc for u in record.units]
+    assert record.iscc == iscc_core.gen_iscc_code_v0(codes)["iscc"]
+
+
+@pytest.mark.parametrize(
+    "size", [0, 1, ONE_READ - 1, ONE_READ, ONE_READ + 1, 3 * ONE_READ + 5], ids=str
+)
+def test_data_and_instance_equal_the_reference_read_whole_or_streamed(
+    tmp_path: Path, size: int
+) -> None:
+    # Files under ONE_READ are read in one piece and hashed at once, larger ones streamed.
+    data = random.Random(size).randbytes(size)
+    path = tmp_path / "blob.bin"
+    path.write_bytes(data)
+    record = _codes(path, CodeOptions(bits=256))
+    codes = [u.iscc for u in record.units]
+    reference = iscc_core.gen_instance_code_v0(io.BytesIO(data), 256)
+    assert codes == [iscc_core.gen_data_code_v0(io.BytesIO(data), 256)["iscc"], reference["iscc"]]
+    assert (record.datahash, record.filesize) == (reference["datahash"], size)
     assert record.iscc == iscc_core.gen_iscc_code_v0(codes)["iscc"]
 
 

@@ -10,6 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from isccd.iscc._stream import IO_READ_SIZE
+from isccd.iscc.cdc import alg_cdc_params
 from isccd.iscc.data import (
     DataHasher,
     DataHasherV0,
@@ -18,6 +19,8 @@ from isccd.iscc.data import (
     soft_hash_data_v0,
 )
 from isccd.iscc.exceptions import IsccError
+from isccd.iscc.kernels import PYTHON_KERNELS, load_kernels
+from isccd.iscc.minhash import minhash_init
 from tests.iscc._data import PUSH_SIZES, byte_inputs, make_data, split
 
 ic = pytest.importorskip("iscc_core")
@@ -121,6 +124,16 @@ def test_soft_hash_and_alias() -> None:
     data = make_data("periodic", 40_000, seed=8)
     assert soft_hash_data_v0(io.BytesIO(data)) == ic.soft_hash_data_v0(io.BytesIO(data))
     assert gen_data_code(data, 96) == reference(data, 96)
+
+
+@given(byte_inputs(max_size=70_000))
+def test_soft_hash_of_bytes_at_once_matches_reference(data: bytes) -> None:
+    expected = ic.soft_hash_data_v0(io.BytesIO(data))
+    assert soft_hash_data_v0(data) == expected
+    assert soft_hash_data_v0(memoryview(bytearray(data))) == expected
+    buf = np.frombuffer(data, dtype=np.uint8)
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        assert kernels.data_digest(buf, minhash_init(), alg_cdc_params(1024)) == expected
 
 
 @pytest.mark.parametrize("bits", [0, 16, 48, 288, 1024, -64])

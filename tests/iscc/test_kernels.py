@@ -123,6 +123,17 @@ def test_text_fold_hashes_every_window(text: str) -> None:
         assert minvec.tolist() == expected
 
 
+@pytest.mark.parametrize("windows", [4095, 4096, 4097, 3 * 4096 + 50])
+def test_text_fold_across_its_blocks_of_window_hashes(windows: int) -> None:
+    rng = np.random.default_rng(windows)
+    text = "".join(rng.choice(list("abcdeé中文😀"), windows + 12))
+    utf8, offsets = _utf8_offsets(text)
+    features = [xxhash.xxh32_intdigest(text[i : i + 13].encode()) for i in range(windows)]
+    minvec = minhash_init()
+    jit.text_fold(utf8, offsets, 13, minvec)
+    assert minvec.tolist() == alg_minhash(features)
+
+
 def test_small_inputs_take_the_python_kernels_until_the_compiled_ones_are_loaded() -> None:
     load_kernels.cache_clear()
     try:

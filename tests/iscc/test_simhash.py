@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import iscc_core
 import iscc_lib
 import pytest
@@ -34,6 +36,15 @@ def test_equals_reference(digests: list[bytes]) -> None:
     expected = iscc_core.alg_simhash(digests)
     assert alg_simhash(digests) == expected
     assert bytes(iscc_lib.alg_simhash(digests)) == expected
+
+
+@pytest.mark.parametrize("n", range(1, 16))
+def test_few_digests_equal_reference(n: int) -> None:
+    # Counted with Python ints up to a dozen digests, with numpy above: both sides, with ties.
+    rng = random.Random(n)
+    pool = [rng.randbytes(32) for _ in range(3)]
+    for digests in ([rng.randbytes(32) for _ in range(n)], [rng.choice(pool) for _ in range(n)]):
+        assert alg_simhash(digests) == iscc_core.alg_simhash(digests)
 
 
 @given(st.binary(min_size=1, max_size=32))
