@@ -408,6 +408,9 @@ class WorkerPool:
                     job.timer.cancel()
                 abandoned += _abandon(job)
             worker.jobs.clear()
+        # Files of a worker that died or ran out of time meanwhile went back in line.
+        while self._waiting:
+            abandoned += _abandon(self._waiting.popleft())
         await asyncio.gather(*(asyncio.to_thread(_terminate, w) for w in workers))
         # Workers still starting are stopped as they arrive (see _attach); wait for them, and
         # for the stopping of replaced ones.

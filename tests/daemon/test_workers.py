@@ -468,3 +468,29 @@ def test_waking_an_idle_pool_starts_its_workers_before_a_file_arrives(tmp_path: 
             await pool.close(grace=0)
 
     _run(main)
+
+
+def test_a_batch_requeued_while_the_pool_closes_is_abandoned(tmp_path: Path) -> None:
+    big = str(_sparse(tmp_path / "big.bin", 8 << 30))
+    small = tmp_path / "small.txt"
+    small.write_text("small file")
+    root = str(tmp_path)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, depth=2))
+        await pool.start()
+        files = [(root, str(small), None), (root, big, None)]
+        batch = asyncio.create_task(pool.compute_many(files))
+        await _until(lambda: bool(pool.in_flight()))
+        ((_, pid, _),) = pool.in_flight()
+        closing = asyncio.create_task(pool.close(grace=0.5))
+        await asyncio.sleep(0)
+        # It dies during the grace period: its batch goes back in line, one file a job, and
+        # the closing pool has no worker left to hash them.
+        os.kill(pid, signal.SIGKILL)
+        assert await asyncio.wait_for(closing, 10) == 2
+        with pytest.raises(PoolClosedError):
+            await asyncio.wait_for(batch, 5)
+
+    _run(main)
+
