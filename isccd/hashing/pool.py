@@ -644,7 +644,8 @@ class WorkerPool:
         job.timer = self._loop.call_later(self._options.file_timeout, self._timed_out, job)
 
     def _dispatch(self) -> None:
-        if self._closing:
+        # Not to workers being let go either: the files wait for the ones started after.
+        if self._closing or self._state != "running":
             return
         for worker in self._workers.values():
             while worker.ready and self._waiting and len(worker.jobs) < self._options.depth:

@@ -494,3 +494,24 @@ def test_a_batch_requeued_while_the_pool_closes_is_abandoned(tmp_path: Path) -> 
 
     _run(main)
 
+
+def test_a_file_arriving_as_the_quiet_period_ends_is_not_lost(tmp_path: Path) -> None:
+    small = tmp_path / "small.txt"
+    small.write_text("a small file to hash " * 10)
+    root = str(tmp_path)
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, idle_timeout=60))
+        await pool.start()
+        try:
+            # A caller woken in the same turn of the loop as the idle timer runs first: its
+            # file must not go to a worker that is being let go.
+            batch = asyncio.create_task(pool.compute_many([(root, str(small), None)]))
+            pool._quiet()  # what the idle timer runs when the quiet period is over
+            [record] = await asyncio.wait_for(batch, 10)
+            assert record.iscc == compute_record(str(small)).iscc
+            assert pool.statistics().idle_stops == 1
+        finally:
+            await pool.close(grace=0)
+
+    _run(main)
