@@ -103,7 +103,10 @@ class Daemon:
         self._started = time.time()
         self._stop = asyncio.Event()
         self._reload_requested = asyncio.Event()
-        self._progress = Progress(limit=config.workers.file_timeout + 60)
+        self._progress = Progress(
+            limit=config.workers.file_timeout + 60,
+            settled=lambda: self._pool.statistics().settled,
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._broker = Broker(queue_size=config.server.subscriber_queue)
         self._pool = WorkerPool(config.workers)

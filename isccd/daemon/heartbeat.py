@@ -31,12 +31,23 @@ class Progress:
         limit: Seconds without progress, while work waits, that count as stuck. Set it above
             the longest a single file may take (the workers' own timeout).
         clock: Monotonic seconds (injectable for tests).
+        settled: A running count of what the workers are through with; any change is
+            progress too. A batch of small files is finished for the pipeline only once all
+            its files are, and one that runs out of time is hashed again one file at a time:
+            its slow file may hold it twice the time limit while the workers move on.
     """
 
-    def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        limit: float,
+        clock: Callable[[], float] = time.monotonic,
+        settled: Callable[[], int] | None = None,
+    ) -> None:
         self.limit = limit
         self._clock = clock
         self._last = clock()
+        self._settled = settled
+        self._count: int | None = None
 
     def advanced(self) -> None:
         """Something finished just now."""
@@ -46,6 +57,8 @@ class Progress:
         """Seconds since the last progress if ``pending`` work has waited longer than the limit,
         else None. Idle (nothing pending) is never stalled."""
         now = self._clock()
+        if self._settled is not None and (count := self._settled()) != self._count:
+            self._count, self._last = count, now
         if pending == 0:
             self._last = now
             return None

@@ -147,6 +147,12 @@ class WorkerStatistics:
     state: str = "running"
     idle_stops: int = 0
 
+    @property
+    def settled(self) -> int:
+        """What the workers are through with: files hashed, and jobs given up for time or
+        lost with their worker (a batch's files are then hashed again one at a time)."""
+        return self.done + self.timeouts + self.crashed
+
 
 @dataclass(slots=True)
 class _Batch:

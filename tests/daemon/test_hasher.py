@@ -115,3 +115,38 @@ def test_processed_files_log_at_the_level_of_their_outcome_with_the_same_fields(
     assert {frozenset(line) for line in lines} == {frozenset(lines[0])}  # the same fields
     assert lines[1]["errors"] == ["because invalid"] and lines[0]["errors"] == []
     assert lines[0]["requested"] == ["meta"] and lines[0]["ms"] == 250.0
+
+
+@pytest.mark.slow
+def test_a_batch_held_by_its_slow_file_is_not_taken_for_stuck_work(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    with big.open("wb") as fh:
+        fh.truncate(8 << 30)  # takes far longer than the time limit to hash
+    small = tmp_path / "small.txt"
+    small.write_text("small file")
+    root = str(tmp_path)
+    limit = 1.0
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1, file_timeout=limit))
+        await pool.start()
+        # As the daemon sets it: above the longest one file may take.
+        progress = Progress(limit=limit + 0.5, settled=lambda: pool.statistics().settled)
+        hashing = DaemonHasher(pool, progress)
+        try:
+            batch = asyncio.create_task(
+                hashing.many([(root, str(big), None), (root, str(small), None)])
+            )
+            stalled = []
+            while not batch.done():
+                stalled.append(progress.stalled(pending=1))
+                await asyncio.sleep(0.02)
+            records = await batch
+            # The batch ran out of time, then the big file alone: twice the limit in all.
+            assert pool.statistics().timeouts == 2
+            assert records[1].iscc is not None
+            assert [s for s in stalled if s is not None] == []
+        finally:
+            await pool.close(grace=0)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
