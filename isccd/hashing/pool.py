@@ -94,9 +94,10 @@ class WorkerOptions:
 
     Attributes:
         workers: Worker processes.
-        depth: Files handed to one worker at once (2 hides the hand-over latency).
-        max_in_flight: Files the pool takes at once, handed out or waiting for a worker;
-            0 for ``workers * depth``. Callers beyond it wait in :meth:`WorkerPool.compute`.
+        depth: Hand-overs given to one worker at once (2 hides the hand-over latency).
+        max_in_flight: Hand-overs the pool takes at once (a file, or a batch of
+            :meth:`WorkerPool.compute_many`), handed out or waiting for a worker; 0 for
+            ``workers * depth``. Callers beyond it wait in :meth:`WorkerPool.compute`.
         file_timeout: Seconds one file may take before its worker is replaced.
         memory: Bytes of memory a worker may use (its heap and private writable mappings);
             0 for no limit.
