@@ -53,10 +53,12 @@ def announce(
     Events list at most ``others_limit`` other files each (the closest first), so only
     those are read from the store.
     """
+    before_exact = list(old_exact)
+    if not relations and not old_near and not before_exact:
+        return  # most files: nothing began, nothing ended
     file_id, record = stored.id, stored.record
     limit = ix.options.others_limit
     exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
-    before_exact = list(old_exact)
     near = {(r.other, r.unit): r for r in relations if r.kind is RelationKind.NEAR}
     old = {(p.other(file_id), p.unit): p for p in old_near}
     _store_near(ix, file_id, near, old)

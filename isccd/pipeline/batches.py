@@ -5,7 +5,9 @@ record pays a future, a queue hand-over and a wake-up of the event loop both way
 commit sees only the few records the hashing has in flight, so a scan commits every three files.
 :class:`OwnerBatches` collects the items that arrive while the owner is busy and sends them
 together: one job, one commit, one wake-up, while each item keeps its own savepoint, so an item
-that fails is undone alone and its error reaches its own caller only, as before.
+that fails is undone alone and its error reaches its own caller only, as before. Where the items
+can be applied together for less (the new files of a first scan: :meth:`Index.add_new`), that
+is tried first, in a savepoint of its own, and the items go one by one if it fails.
 """
 
 from __future__ import annotations
@@ -36,15 +38,21 @@ class OwnerBatches(Generic[I, T]):
         self,
         call: Callable[[Callable[[Index], list[_Outcome]]], Awaitable[list[_Outcome]]],
         apply: Callable[[Index, I], T],
+        apply_many: Callable[[Index, list[I]], list[T] | None] | None = None,
     ) -> None:
         """Batch ``apply`` over ``call``.
 
         Args:
             call: Runs a job on the owner thread and returns its committed result.
             apply: Applies one item to the index (on the owner thread).
+            apply_many: Applies many items at once, as ``apply`` on each in turn would, or
+                returns ``None`` when it cannot; tried first on a job of many items. If it
+                fails or cannot, what it did is undone and the items are applied one by one,
+                so that only those that fail alone fail.
         """
         self._call = call
         self._apply = apply
+        self._apply_many = apply_many
         self._waiting: list[tuple[list[I], asyncio.Future[list[T]]]] = []
         self._sending: asyncio.Task[None] | None = None
 
@@ -106,6 +114,16 @@ class OwnerBatches(Generic[I, T]):
             self._sending = None
 
     def _apply_all(self, ix: Index, items: list[I]) -> list[_Outcome]:
+        if self._apply_many is not None and len(items) > 1:
+            ix.savepoint()
+            try:
+                values = self._apply_many(ix, items)
+            except Exception:  # undone; applied one by one below, where each failure is its own
+                values = None
+            if values is not None:
+                ix.release()
+                return [(True, value) for value in values]
+            ix.rollback_to()
         outcomes: list[_Outcome] = []
         for item in items:
             ix.savepoint()

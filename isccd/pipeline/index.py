@@ -296,12 +296,18 @@ class Index:
 
     # -- relations -----------------------------------------------------------------------------
 
-    def relations(self, file_id: int, record: FileRecord) -> list[Relation]:
+    def relations(
+        self, file_id: int, record: FileRecord, keys: Mapping[int, FileKey] | None = None
+    ) -> list[Relation]:
         """Hardlink, exact and near relations of a stored file with every other live file.
 
         Near candidates come from the in-memory index, which holds the first 64 bits of every
         unit: for 64-bit units that is the whole digest, so only their identity and datahash
         are read from the store; longer units are confirmed on their full digests.
+
+        Args:
+            keys: What :meth:`Store.related_keys` returns for the file, if read beforehand
+                (:meth:`add_new`).
         """
         self._decide()
         me = side_of(file_id, record)
@@ -310,13 +316,10 @@ class Index:
         # Too small to be anyone's duplicate: only its other names count. Not looking up its
         # copies keeps a tree of a thousand empty files linear, not quadratic.
         admitted = thresholds.admits(me.size)
+        if keys is None:
+            keys = self.store.related_keys(identity, record.datahash if admitted else None)
         # Hardlinks and exact copies: their relation follows from their keys alone.
-        sides = {
-            other: self._key_side(other, key, {})
-            for other, key in self.store.related_keys(
-                identity, record.datahash if admitted else None
-            ).items()
-        }
+        sides = {other: self._key_side(other, key, {}) for other, key in keys.items()}
         if not admitted:
             sides.pop(file_id, None)
             return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
@@ -338,10 +341,13 @@ class Index:
         sides.pop(file_id, None)
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
+    def _mine(self, key: FileKey) -> bool:
+        """Whether a file is this host's (another host's identity means nothing here)."""
+        return key.host in ("", self.store.host)
+
     def _key_side(self, file_id: int, key: FileKey, digests: dict[UnitType, bytes]) -> Side:
-        """What :mod:`isccd.match` needs of a file known by its key (another host's identity
-        means nothing here)."""
-        identity = key.identity if key.host in ("", self.store.host) else None
+        """What :mod:`isccd.match` needs of a file known by its key."""
+        identity = key.identity if self._mine(key) else None
         return Side(file_id, identity, key.datahash, key.size, digests)
 
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
@@ -384,18 +390,71 @@ class Index:
             self._update(root, existing, record)
         return self._pending[mark:]
 
+    def add_new(self, root: str, records: Sequence[FileRecord]) -> list[list[Event]] | None:
+        """Apply the records of files at new paths together: the rows, relations and events
+        of :meth:`apply_record` on each in turn, in the same order, with a few statements for
+        all (one read for the paths, one write for the rows, one read for their hardlinks and
+        copies).
+
+        Returns:
+            The events of each record; ``None``, with nothing done, when a record is not a
+            readable file's, or a path holds a stored file or comes twice.
+        """
+        paths = [r.path for r in records]
+        if (
+            any(r.stat is None or issue_codes(r) & GONE for r in records)
+            or len(set(paths)) != len(paths)
+            or self.store.live_paths(paths)
+        ):
+            return None
+        self._decide()
+        now = self._clock()
+        ids = self.store.add_files(root, records, now)
+        admits = self.options.thresholds.admits
+        identities = [r.stat.identity if r.stat is not None else None for r in records]
+        datahashes = [r.datahash if admits(size_of(r)) else None for r in records]
+        keys = self.store.related_keys_many(
+            [i for i in identities if i is not None], [h for h in datahashes if h is not None]
+        )
+        by_identity: dict[tuple[int, int], list[int]] = {}
+        by_datahash: dict[str, list[int]] = {}
+        for other, key in keys.items():
+            if key.identity is not None and self._mine(key):
+                by_identity.setdefault(key.identity, []).append(other)
+            if key.datahash is not None:
+                by_datahash.setdefault(key.datahash, []).append(other)
+        # What each record finds is what it would find alone: not the files stored after it.
+        position = {file_id: i for i, file_id in enumerate(ids)}
+        found: list[list[Event]] = []
+        for i, (file_id, record) in enumerate(zip(ids, records, strict=True)):
+            identity, datahash = identities[i], datahashes[i]
+            related = set(by_identity.get(identity, ()) if identity is not None else ())
+            related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
+            mine = {o: keys[o] for o in sorted(related) if position.get(o, -1) <= i}
+            mark = len(self._pending)
+            self._added(root, StoredFile(file_id, root, record, now, host=self.store.host), mine)
+            found.append(self._pending[mark:])
+        return found
+
     def _add(self, root: str, record: FileRecord) -> StoredFile:
         now = self._clock()
         file_id = self.store.add_file(root, record, now)
         stored = StoredFile(file_id, root, record, now, host=self.store.host)
-        relations = self.relations(file_id, record)
+        self._added(root, stored)
+        return stored
+
+    def _added(
+        self, root: str, stored: StoredFile, keys: Mapping[int, FileKey] | None = None
+    ) -> None:
+        """Relate, announce and index a file just stored."""
+        file_id, record = stored.id, stored.record
+        relations = self.relations(file_id, record, keys)
         links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
         data = payload.content(record) | ({"links": links} if links else {})
         self.emit(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
         self._report_issues(root, record, ())
         announce(self, root, stored, relations)
         self._index_put(file_id, record, new=True)
-        return stored
 
     def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
         self.store.exclusive()  # the relations read below are the ones this change ends

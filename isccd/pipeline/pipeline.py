@@ -391,7 +391,9 @@ class Pipeline:
                 progress(stats)
 
         # The records of small files arrive by the hundred per second: applied in batches.
-        apply: _Apply = OwnerBatches(self._call, lambda ix, done: rec.applied(*done))
+        apply: _Apply = OwnerBatches(
+            self._call, lambda ix, done: rec.applied(*done), lambda ix, done: rec.applied_many(done)
+        )
 
         async def worker() -> None:
             while (jobs := await queue.get()) is not None:

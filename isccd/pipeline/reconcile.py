@@ -452,6 +452,24 @@ class Reconciler:
         self._count(events)
         return events, more, self._stats()
 
+    def applied_many(
+        self, done: Sequence[tuple[HashJob, FileRecord]]
+    ) -> list[tuple[list[Event], list[HashJob], ScanStats]] | None:
+        """:meth:`applied` of many hash results at once, when each is a whole record of a file
+        at a new path that no other path waits for (:meth:`Index.add_new`, the common case of
+        a first scan); ``None``, with nothing done, when not."""
+        roots = {job.root for job, _ in done}
+        if len(roots) != 1 or any(job.units is not None or job.links for job, _ in done):
+            return None
+        added = self._ix.add_new(roots.pop(), [record for _, record in done])
+        if added is None:
+            return None
+        self.stats.hashed += len(added)
+        for events in added:
+            self._count(events)
+        stats = self._stats()
+        return [(events, [], stats) for events in added]
+
     def unstable(self, job: HashJob, attempts: int, reason: str) -> ScanStats:
         """Report a file that kept changing (other paths waiting for it are left to the next
         reconcile); return the counters."""

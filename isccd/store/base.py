@@ -249,6 +249,17 @@ class Store(Transactional, Protocol):
         them, in one read."""
         ...
 
+    def related_keys_many(
+        self, identities: Sequence[tuple[int, int]], datahashes: Sequence[str]
+    ) -> dict[int, FileKey]:
+        """:meth:`related_keys` of many files at once, by id: at least every file one of the
+        pairs would find (the caller picks each file's own from the keys)."""
+        ...
+
+    def live_paths(self, paths: Sequence[str]) -> set[str]:
+        """The paths among ``paths`` that hold a live file."""
+        ...
+
     def unit_digests_of(self, ids: Sequence[int], unit_type: UnitType) -> dict[int, bytes]:
         """The full digests of one unit type of the live files among ``ids``."""
         ...
@@ -310,6 +321,16 @@ class Store(Transactional, Protocol):
 
         Raises:
             StoreError: A live file is already stored at that path.
+        """
+        ...
+
+    def add_files(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
+        """:meth:`add_file` of many files, in order: their ids, in the same order, each
+        greater than every id used before (the files at these paths must not be stored, and
+        the paths must differ).
+
+        Raises:
+            StoreError: A live file is already stored at one of the paths.
         """
         ...
 

@@ -180,6 +180,28 @@ class PostgresStore(PgDatabase):
             return {}
         return self._keys(f"({' OR '.join(found)}) ORDER BY id", params)
 
+    def related_keys_many(
+        self, identities: Sequence[tuple[int, int]], datahashes: Sequence[str]
+    ) -> dict[int, FileKey]:
+        """Keys of this host's live files with one of these device and inode numbers, and of
+        the fleet's with one of these datahashes (one round trip; a superset of
+        :meth:`related_keys` of each pair: the caller picks each file's own)."""
+        if not identities and not datahashes:
+            return {}
+        return self._keys(
+            "((host = %s AND dev = ANY(%s) AND ino = ANY(%s)) OR datahash = ANY(%s)) ORDER BY id",
+            (
+                self._host,
+                sorted({dev for dev, _ in identities}),
+                sorted({ino for _, ino in identities}),
+                sorted({bytes.fromhex(h) for h in datahashes}),
+            ),
+        )
+
+    def live_paths(self, paths: Sequence[str]) -> set[str]:
+        """The paths among ``paths`` that hold a live file of this host."""
+        return {path for path in paths if self.file_at(path) is not None}
+
     def _keys(self, where: str, params: Sequence[Any]) -> dict[int, FileKey]:
         rows = self._exec(
             "SELECT id, dev, ino, datahash, coalesce(filesize, size), host FROM files "  # noqa: S608 -- fixed fragments; values are bound
@@ -369,6 +391,10 @@ class PostgresStore(PgDatabase):
         ).fetchone()
         assert row is not None
         return int(row[0])
+
+    def add_files(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
+        """Store new live files, in order; return their ids."""
+        return [self.add_file(root, record, now) for record in records]
 
     def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:
         """Replace a live file's record, units and skips."""

@@ -27,6 +27,7 @@ from isccd.store.base import (
     NearPair,
     StaleUnits,
     StoredFile,
+    join_path,
     skipped_units,
     split_path,
 )
@@ -45,6 +46,17 @@ __all__ = ["SqliteOptions", "SqliteStore"]
 
 #: Bound parameters per ``IN (...)`` list (SQLite allows 32766; smaller keeps statements cached).
 _IN_CHUNK = 500
+
+
+#: The columns of a new file's row, and one row's placeholders.
+_ADD_COLUMNS = (
+    "root_id, dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, datahash, iscc, "
+    "mediatype, mode, meta_name, description, metahash, filesize, characters, width, height, "
+    "duration, extractor, issues, named_by_file, indexed_at"
+)
+_ADD_ROW = "(" + ",".join("?" * len(_ADD_COLUMNS.split(","))) + ")"
+#: New files per ``INSERT`` (25 parameters each).
+_ADD_CHUNK = 100
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
@@ -157,6 +169,49 @@ class SqliteStore(Database):
         if not found:
             return {}
         return self._keys(f"({' OR '.join(found)}) ORDER BY id", params)
+
+    def related_keys_many(
+        self, identities: Sequence[tuple[int, int]], datahashes: Sequence[str]
+    ) -> dict[int, FileKey]:
+        """Keys of the live files with one of these device numbers and inode numbers, or one
+        of these datahashes, by id (a superset of :meth:`related_keys` of each pair: the
+        caller picks each file's own)."""
+        idents = sorted(set(identities))
+        hashes = sorted({bytes.fromhex(h) for h in datahashes})
+        keys: dict[int, FileKey] = {}
+        for start in range(0, max(len(idents), len(hashes)), _IN_CHUNK // 4):
+            some = idents[start : start + _IN_CHUNK // 4]
+            devs, inos = sorted({d for d, _ in some}), sorted({i for _, i in some})
+            blobs = hashes[start : start + _IN_CHUNK // 4]
+            terms = []
+            if some:
+                terms.append(
+                    f"(removed_at IS NULL AND dev IN ({','.join('?' * len(devs))}) "
+                    f"AND ino IN ({','.join('?' * len(inos))}))"
+                )
+            if blobs:
+                terms.append(f"(removed_at IS NULL AND datahash IN ({','.join('?' * len(blobs))}))")
+            keys.update(self._keys(f"({' OR '.join(terms)})", [*devs, *inos, *blobs]))
+        return dict(sorted(keys.items()))
+
+    def live_paths(self, paths: Sequence[str]) -> set[str]:
+        """The paths among ``paths`` that hold a live file (one index search per directory)."""
+        by_dir: dict[str, list[bytes]] = {}
+        for path in paths:
+            directory, name = split_path(path)
+            by_dir.setdefault(directory, []).append(to_fs(name))
+        found: set[str] = set()
+        for directory, names in by_dir.items():
+            for start in range(0, len(names), _IN_CHUNK):
+                chunk = names[start : start + _IN_CHUNK]
+                rows = self._exec(
+                    "SELECT f.name FROM dirs d JOIN files f ON f.dir_id = d.id "  # noqa: S608 -- fixed fragments; values are bound
+                    "WHERE d.path = ? AND f.removed_at IS NULL "
+                    f"AND f.name IN ({','.join('?' * len(chunk))})",
+                    [to_fs(directory), *chunk],
+                )
+                found.update(join_path(directory, from_fs(name)) for (name,) in rows)
+        return found
 
     def _keys(self, where: str, params: Sequence[Any]) -> dict[int, FileKey]:
         rows = self._exec(
@@ -345,10 +400,7 @@ class SqliteStore(Database):
         """Store a new live file; return its id."""
         values = self._record_values(root, record)
         row = self._exec(
-            "INSERT INTO files (root_id, dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, "
-            "datahash, iscc, mediatype, mode, meta_name, description, metahash, filesize, "
-            "characters, width, height, duration, extractor, issues, named_by_file, indexed_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            f"INSERT INTO files ({_ADD_COLUMNS}) VALUES {_ADD_ROW} RETURNING id",  # noqa: S608 -- fixed fragments; values are bound
             (*values, now),
         ).fetchone()
         file_id = int(row[0])
@@ -356,6 +408,40 @@ class SqliteStore(Database):
         self._write_units(file_id, record.units, fresh=True)
         self._write_skips(file_id, record, fresh=True)
         return file_id
+
+    def add_files(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
+        """Store new live files, in order, with consecutive ids; return their ids (one
+        statement per hundred files, one for all their units)."""
+        ids: list[int] = []
+        for start in range(0, len(records), _ADD_CHUNK):
+            chunk = records[start : start + _ADD_CHUNK]
+            values = [(*self._record_values(root, record), now) for record in chunk]
+            rows = self._exec(
+                f"INSERT INTO files ({_ADD_COLUMNS}) VALUES "  # noqa: S608 -- fixed fragments; values are bound
+                + ",".join([_ADD_ROW] * len(chunk))
+                + " RETURNING id",
+                [v for row in values for v in row],
+            ).fetchall()
+            # One writer inside one statement: AUTOINCREMENT hands out consecutive ids.
+            first = min(row[0] for row in rows)
+            if sorted(row[0] for row in rows) != list(range(first, first + len(chunk))):
+                raise StoreCorruptError("new file ids are not consecutive")
+            ids += range(first, first + len(chunk))
+        units = [
+            (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile))
+            for file_id, record in zip(ids, records, strict=True)
+            for u in record.units
+        ]
+        if units:
+            self._guarded(
+                self._db.executemany,
+                "INSERT INTO units (file_id, type, iscc, digest, profile_id) VALUES (?,?,?,?,?)",
+                units,
+            )
+        for file_id, record in zip(ids, records, strict=True):
+            if record.issues:
+                self._write_skips(file_id, record, fresh=True)
+        return ids
 
     def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:
         """Replace a live file's record."""

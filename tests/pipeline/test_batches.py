@@ -77,3 +77,32 @@ def test_a_failed_job_fails_each_of_its_items(tmp_path: Path) -> None:
 
     _run(tmp_path, body)
     assert _logged(tmp_path) == []
+
+
+def test_items_applied_together_fall_back_to_one_by_one_when_that_fails(tmp_path: Path) -> None:
+    """The items of a job are first tried together; if that fails, what it did is undone and
+    each is applied alone, so only the item that fails alone fails, and nothing is logged
+    twice."""
+    tried: list[list[str]] = []
+
+    def together(ix: Index, names: list[str]) -> list[str] | None:
+        tried.append(names)
+        for name in names:
+            ix.emit(EventType.FILE_ADDED, "/r", f"/r/{name}-together", {})
+        if "bad" in names:
+            raise ValueError("one of them is bad")
+        return None if "alone" in names else [name.upper() for name in names]
+
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> list[Any]:
+        batches = OwnerBatches(apply._call, _log, together)
+        first = await batches.many(["a", "b"])
+        second = await asyncio.gather(batches.many(["c", "bad"]), return_exceptions=True)
+        third = await batches.many(["d", "alone"])
+        return [first, *second, third]
+
+    first, second, third = _run(tmp_path, body)
+    assert first == ["A", "B"]
+    assert isinstance(second, ValueError)
+    assert third == ["D", "ALONE"]
+    assert tried == [["a", "b"], ["c", "bad"], ["d", "alone"]]
+    assert _logged(tmp_path) == ["/r/a-together", "/r/b-together", "/r/c", "/r/d", "/r/alone"]

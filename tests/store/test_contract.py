@@ -128,6 +128,35 @@ def test_identity_and_datahash_lookups(store: Store) -> None:
     assert [f.id for f in store.files_by_id([other, a, 999])] == [other, a]
 
 
+def test_many_new_files_at_once(store: Store) -> None:
+    store.begin()
+    before = store.add_file(ROOT, make_record("/data/a", ino=1, datahash=hashed(7)), 1.0)
+    records = [
+        make_record("/data/b", ino=1, datahash=hashed(8), data=b"\x01" * 8),
+        make_record("/data/sub/c", ino=2, datahash=hashed(7), text=b"\x02" * 8),
+        make_record("/data/d", ino=3, datahash=hashed(9)),
+    ]
+    ids = store.add_files(ROOT, records, 2.0)
+    store.commit()
+    assert ids == sorted(ids) and ids[0] > before and len(set(ids)) == 3
+    assert [f.record for f in store.files_by_id(ids)] == records
+    assert store.live_paths(["/data/a", "/data/x", "/data/sub/c", "/elsewhere/d"]) == {
+        "/data/a",
+        "/data/sub/c",
+    }
+    assert store.live_paths([]) == set()
+    # At least what related_keys finds for each pair; the caller picks each file's own.
+    many = store.related_keys_many([(1, 1), (1, 3)], [hashed(7)])
+    assert {before, ids[0], ids[1], ids[2]} <= many.keys()
+    assert many[ids[1]] == FileKey((1, 2), hashed(7), 10, "host-a")
+    assert store.related_keys_many([], []) == {}
+    store.begin()
+    store.remove_file(before, 3.0)
+    store.commit()
+    assert before not in store.related_keys_many([(1, 1)], [hashed(7)])
+    assert store.live_paths(["/data/a"]) == set()
+
+
 def test_the_troubled_files_under_a_directory(store: Store) -> None:
     issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
     store.begin()
