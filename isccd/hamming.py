@@ -171,9 +171,10 @@ class HammingIndex:
         if self._n == 0 or radius < 0:
             return []
         distances = self.distances(code)
-        candidates = np.flatnonzero((distances <= radius) & self._live[: self._n])
+        candidates = np.nonzero(distances <= radius)[0]
         if not len(candidates):
             return []
+        candidates = candidates[self._live[candidates]]  # few: masked after, not before
         ids = self._ids[candidates]
         dist = distances[candidates]
         codes = self._codes[candidates]

@@ -23,6 +23,7 @@ This module does no I/O and keeps no state.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -198,15 +199,16 @@ def _near(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
 _Enabled = list[tuple[UnitType, int, bytes]]
 
 
+@functools.lru_cache(maxsize=16)
+def _bases(thresholds: Thresholds) -> tuple[tuple[UnitType, int], ...]:
+    """The enabled unit types and their thresholds, in :data:`NEAR_UNITS` order."""
+    return tuple((t, base) for t in NEAR_UNITS if (base := thresholds.of(t)) is not None)
+
+
 def _enabled(subject: Side, thresholds: Thresholds) -> _Enabled:
     """The unit types to compare: enabled, and present in ``subject``."""
-    found = []
-    for unit_type in NEAR_UNITS:
-        base = thresholds.of(unit_type)
-        digest = subject.digests.get(unit_type)
-        if base is not None and digest is not None:
-            found.append((unit_type, base, digest))
-    return found
+    digests = subject.digests
+    return [(t, base, digests[t]) for t, base in _bases(thresholds) if t in digests]
 
 
 def _relate(

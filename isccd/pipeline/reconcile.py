@@ -361,13 +361,18 @@ class Reconciler:
             self.stats.seen += scanned.unchanged
             self.stats.issues.extend(scanned.issues)
             self._present += scanned.unchanged
+            known = self._known(
+                [i.stat.identity for i in scanned.items if i.kind is not ItemKind.VANISHED]
+            )
             for item in scanned.items:
                 if item.kind is ItemKind.VANISHED:
                     self._vanished.append(item)
                     continue
                 self.stats.seen += 1
                 self._present += item.kind is ItemKind.CHANGED
-                planned = self._plan(item.path, item.stat, item.kind is ItemKind.NEW)
+                planned = self._plan(
+                    item.path, item.stat, new=item.kind is ItemKind.NEW, known=known
+                )
                 if isinstance(planned, Sighting):
                     sightings.append(planned)
                 elif planned is not None:
@@ -376,16 +381,31 @@ class Reconciler:
         self.stats.walked = walked
         return Step(jobs, sightings, walked, self._stats())
 
-    def _plan(self, path: str, st: FileStat, new: bool) -> HashJob | Sighting | None:
+    def _known(self, identities: Sequence[tuple[int, int]]) -> set[tuple[int, int]]:
+        """The identities among these that a live file of this host has (one read for a
+        directory, where asking for each file would cost one read per file)."""
+        if not identities:
+            return set()
+        host = self._ix.store.host
+        keys = self._ix.store.related_keys_many(identities, []).values()
+        return {k.identity for k in keys if k.identity is not None and k.host in ("", host)}
+
+    def _plan(
+        self, path: str, st: FileStat, *, new: bool, known: set[tuple[int, int]]
+    ) -> HashJob | Sighting | None:
         """Say what to hash, or which sighting to place (a rename or a hardlink); nothing for
-        another path of a file being hashed, which waits for its result."""
+        another path of a file being hashed, which waits for its result (``known``: the
+        identities stored, of those in the step)."""
         waiting = self._waiting.get(st.identity)
         if waiting is not None:
             waiting.append((path, st))
             return None
         # A new path is one the walk found no stored file at (in this job): no need to ask.
         stored = None if new else self._ix.store.file_at(path)
-        if stored is None or (stored.record.stat and stored.record.stat.identity != st.identity):
+        if st.identity in known and (
+            stored is None
+            or (stored.record.stat is not None and stored.record.stat.identity != st.identity)
+        ):
             sighting = sighted(self._ix, self.root, path, st)
             if sighting is not None:
                 return sighting
