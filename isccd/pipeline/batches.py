@@ -118,21 +118,31 @@ class OwnerBatches(Generic[I, T]):
             ix.savepoint()
             try:
                 values = self._apply_many(ix, items)
-            except Exception:  # undone; applied one by one below, where each failure is its own
-                values = None
-            if values is not None:
-                ix.release()
-                return [(True, value) for value in values]
-            ix.rollback_to()
+            except Exception as exc:  # undone; applied one by one below, each failure its own
+                _undo(ix, exc)
+            else:
+                if values is not None:
+                    ix.release()
+                    return [(True, value) for value in values]
+                ix.rollback_to()
         outcomes: list[_Outcome] = []
         for item in items:
             ix.savepoint()
             try:
                 value = self._apply(ix, item)
             except Exception as exc:  # this item's failure, undone alone
-                ix.rollback_to()
+                _undo(ix, exc)
                 outcomes.append((False, exc))
                 continue
             ix.release()
             outcomes.append((True, value))
         return outcomes
+
+
+def _undo(ix: Index, exc: Exception) -> None:
+    """Undo the unit of work that raised ``exc``; if SQLite rolled back the whole transaction
+    meanwhile (a full disk can), ``exc`` fails the job, and its caller learns the cause."""
+    try:
+        ix.rollback_to()
+    except Exception:
+        raise exc from None

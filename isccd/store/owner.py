@@ -205,7 +205,10 @@ class StoreOwner(Generic[C]):
         try:
             value = job.fn(owned)
         except Exception as exc:  # the job's own failure goes to its caller, not the batch
-            owned.rollback_to()
+            try:
+                owned.rollback_to()
+            except Exception:  # the transaction is gone (a full disk): the cause fails the batch
+                raise exc from None
             return False, exc
         owned.release()
         return True, value

@@ -583,11 +583,12 @@ class SqliteStore(Database):
         """Log an event in the current transaction. Every file here is this host's, and no
         other daemon follows the log: ``host`` and ``file_id`` are not stored."""
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
-        row = self._exec(
-            "INSERT INTO events (type, time, root, path, data) VALUES (?,?,?,?,?) RETURNING seq",
+        seq = self._exec(
+            "INSERT INTO events (type, time, root, path, data) VALUES (?,?,?,?,?)",
             (type.value, now, to_fs(root), to_fs(path), text),
-        ).fetchone()
-        return Event(int(row[0]), type, now, root, path, json.loads(text), self._host)
+        ).lastrowid  # the seq column is the rowid
+        assert seq is not None
+        return Event(seq, type, now, root, path, json.loads(text), self._host)
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``."""
