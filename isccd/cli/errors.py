@@ -106,12 +106,12 @@ def run_errors(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
-            records = reader.problems([file_path(p) for p in args.paths])
+            troubled = reader.problems([file_path(p) for p in args.paths])
     except StoreError as exc:
         print(f"isccd: {exc}", file=sys.stderr)
         return EXIT_STORE
     print(f"isccd: read {shown(config.store_name)}", file=sys.stderr)
-    files = [(r.path, [i for i in r.issues if listed(i, args.all)]) for r in records]
+    files = [(path, [i for i in issues if listed(i, args.all)]) for path, issues in troubled]
     files = [(path, issues) for path, issues in files if issues]
     fmt = output_format(args)
     if fmt == "jsonl":

@@ -67,7 +67,7 @@ from isccd.errors import (
 )
 from isccd.extract.missing import MissingTools
 from isccd.fspath import is_under
-from isccd.model import UNIT_BITS, FileRecord, IssueKind, UnitType
+from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueKind, UnitType
 from isccd.protocol import ErrorCode, to_wire
 from isccd.results import (
     DUPES_LIMIT,
@@ -346,7 +346,7 @@ def _report_scan(
     """Print what a scan did, and the files under its roots that could not be indexed, each
     with its issues (read back from the index, as ``isccd errors`` lists them); a missing tool
     is told once, on stderr. Returns the exit status (see the epilog)."""
-    troubled: list[FileRecord] = []
+    troubled: list[tuple[str, tuple[FileIssue, ...]]] = []
     # A scan that hashed nothing (all unchanged, the common rescan) found nothing new to report.
     if any(s.hashed or s.errors or s.unstable for s in results):
         from isccd.pipeline import IndexReader  # noqa: PLC0415
@@ -356,7 +356,7 @@ def _report_scan(
                 troubled = reader.problems(roots)
         except StoreError as exc:
             return fail(str(exc))
-    failed = [(r.path, [i for i in r.issues if i.kind is IssueKind.ERROR]) for r in troubled]
+    failed = [(path, [i for i in issues if i.kind is IssueKind.ERROR]) for path, issues in troubled]
     failed = [(path, issues) for path, issues in failed if issues]
     if output_format(args) != "text":
         files = [file_json(path, issues) for path, issues in failed]
@@ -369,8 +369,8 @@ def _report_scan(
             print(f"{len(failed)} files could not be indexed:")
             sys.stdout.write(issues_text(failed))
     missing = MissingTools()
-    for record in troubled:
-        missing.add(record.issues)
+    for _, issues in troubled:
+        missing.add(issues)
     for line in missing.lines():
         print(f"isccd: {line}", file=sys.stderr)
     incomplete = any(s.errors or s.unstable or s.issues for s in results)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
-from isccd.model import FileRecord
+from isccd.model import FileIssue, FileRecord
 from isccd.pipeline import groups, queries
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
@@ -83,15 +83,10 @@ class IndexReader:
         """Duplicate groups, the most reclaimable bytes first."""
         return groups.dupes(self._ix, query)
 
-    def problems(self, under: Sequence[str] = ()) -> list[FileRecord]:
-        """The records with issues of the live files at or below ``under`` (every root's when
-        it is empty), by path."""
+    def problems(self, under: Sequence[str] = ()) -> list[tuple[str, tuple[FileIssue, ...]]]:
+        """The path and issues of each live file with issues at or below ``under`` (every
+        root's when it is empty), by path; their records are not read."""
         store = self._ix.store
         places = under or list(store.live_by_root())
-        found = {
-            f.id: f
-            for place in places
-            for f in store.files_under(place, troubled=True)
-            if f.record.issues
-        }
-        return [f.record for f in sorted(found.values(), key=lambda f: f.path)]
+        found = {path: issues for place in places for path, issues in store.issues_under(place)}
+        return sorted(found.items())

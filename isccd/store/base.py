@@ -276,9 +276,14 @@ class Store(Transactional, Protocol):
         """Directories at or below ``path`` that hold live files."""
         ...
 
-    def files_under(self, path: str, *, troubled: bool = False) -> list[StoredFile]:
+    def files_under(self, path: str) -> list[StoredFile]:
         """Live files at ``path`` (a file) or anywhere below it (a directory), ordered by
-        directory, then name (as bytes); with ``troubled``, only those with issues."""
+        directory, then name (as bytes)."""
+        ...
+
+    def issues_under(self, path: str) -> list[tuple[str, tuple[FileIssue, ...]]]:
+        """The path and issues of each live file at or below ``path`` that has issues, in the
+        order of :meth:`files_under` (their records are not read)."""
         ...
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:

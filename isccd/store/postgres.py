@@ -17,13 +17,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from isccd.errors import StoreCorruptError
-from isccd.model import Event, EventType, FileRecord, FileStat, Unit, UnitType, sort_units
+from isccd.model import (
+    Event,
+    EventType,
+    FileIssue,
+    FileRecord,
+    FileStat,
+    Unit,
+    UnitType,
+    sort_units,
+)
 from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
     NearPair,
     StaleUnits,
     StoredFile,
+    join_path,
     skipped_units,
     split_path,
 )
@@ -34,6 +44,7 @@ from isccd.store.rows import (
     file_from_row,
     from_fs,
     instance_range,
+    issues_from_json,
     record_columns,
     to_fs,
 )
@@ -273,15 +284,26 @@ class PostgresStore(PgDatabase):
         )
         return [from_fs(row[0]) for row in rows.fetchall()]
 
-    def files_under(self, path: str, *, troubled: bool = False) -> list[StoredFile]:
-        """Live files at or below ``path`` (with issues only, when ``troubled``)."""
+    def files_under(self, path: str) -> list[StoredFile]:
+        """Live files at or below ``path``."""
         cond, params = self._dir_range(path)
         at, at_params = self._at(path)
-        issues = "f.issues IS NOT NULL AND " if troubled else ""
         return self._files(
-            f"{issues}f.removed_at IS NULL AND (({cond}) OR ({at})) ORDER BY d.path, f.name",
+            f"f.removed_at IS NULL AND (({cond}) OR ({at})) ORDER BY d.path, f.name",
             (*params, *at_params),
         )
+
+    def issues_under(self, path: str) -> list[tuple[str, tuple[FileIssue, ...]]]:
+        """Path and issues of this host's live files with issues at or below ``path``."""
+        cond, params = self._dir_range(path)
+        at, at_params = self._at(path)
+        rows = self._exec(
+            "SELECT d.path, f.name, f.issues FROM files f JOIN dirs d ON d.id = f.dir_id "  # noqa: S608 -- fixed fragments; values are bound
+            f"WHERE f.issues IS NOT NULL AND f.removed_at IS NULL AND (({cond}) OR ({at})) "
+            "ORDER BY d.path, f.name",
+            (*params, *at_params),
+        ).fetchall()
+        return [(join_path(from_fs(d), from_fs(n)), issues_from_json(i)) for d, n, i in rows]
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
         """Live files below ``under`` with units made or skipped under a stale profile."""

@@ -15,6 +15,7 @@ from isccd.errors import StoreCorruptError
 from isccd.model import (
     Event,
     EventType,
+    FileIssue,
     FileRecord,
     FileStat,
     Unit,
@@ -38,6 +39,7 @@ from isccd.store.rows import (
     file_from_row,
     from_fs,
     instance_range,
+    issues_from_json,
     record_columns,
     to_fs,
 )
@@ -282,16 +284,27 @@ class SqliteStore(Database):
         )
         return [from_fs(row[0]) for row in rows]
 
-    def files_under(self, path: str, *, troubled: bool = False) -> list[StoredFile]:
-        """Live files at or below ``path`` (with issues only, when ``troubled``)."""
+    def files_under(self, path: str) -> list[StoredFile]:
+        """Live files at or below ``path``."""
         cond, params = self._dir_range(path)
         directory, name = split_path(path)
-        issues = "f.issues IS NOT NULL AND " if troubled else ""
         return self._files(
-            f"{issues}f.removed_at IS NULL AND ({cond} OR (d.path = ? AND f.name = ?)) "
+            f"f.removed_at IS NULL AND ({cond} OR (d.path = ? AND f.name = ?)) "
             "ORDER BY d.path, f.name",
             (*params, to_fs(directory), to_fs(name)),
         )
+
+    def issues_under(self, path: str) -> list[tuple[str, tuple[FileIssue, ...]]]:
+        """Path and issues of the live files with issues at or below ``path``."""
+        cond, params = self._dir_range(path)
+        directory, name = split_path(path)
+        rows = self._exec(
+            "SELECT d.path, f.name, f.issues FROM files f JOIN dirs d ON d.id = f.dir_id "  # noqa: S608 -- fixed fragments; values are bound
+            f"WHERE f.issues IS NOT NULL AND f.removed_at IS NULL "
+            f"AND ({cond} OR (d.path = ? AND f.name = ?)) ORDER BY d.path, f.name",
+            (*params, to_fs(directory), to_fs(name)),
+        )
+        return [(join_path(from_fs(d), from_fs(n)), issues_from_json(i)) for d, n, i in rows]
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
         """Live files below ``under`` with units made or skipped under a stale profile."""

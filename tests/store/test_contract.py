@@ -166,11 +166,11 @@ def test_the_troubled_files_under_a_directory(store: Store) -> None:
     gone = store.add_file(ROOT, replace(make_record("/data/d/gone", ino=4), issues=(issue,)), 1.0)
     store.remove_file(gone, 2.0)
     store.commit()
-    assert [f.path for f in store.files_under("/data/d", troubled=True)] == ["/data/d/bad"]
+    assert store.issues_under("/data/d") == [("/data/d/bad", (issue,))]
     assert [f.path for f in store.files_under("/data/d")] == ["/data/d/bad", "/data/d/fine"]
-    [bad] = store.files_under("/data/d/bad", troubled=True)
-    assert bad.record.issues == (issue,)
-    assert store.files_under("/data/d/fine", troubled=True) == []
+    assert store.issues_under("/data/d/bad") == [("/data/d/bad", (issue,))]
+    assert store.issues_under("/data/d/fine") == []
+    assert [path for path, _ in store.issues_under("/")] == ["/data/d/bad", "/data/e/bad"]
 
 
 def test_live_files_by_size(store: Store) -> None:
