@@ -11,10 +11,21 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isccd.model import Event, FileRecord, FileStat, Unit, UnitType
+from isccd.model import (
+    Event,
+    FileIssue,
+    FileRecord,
+    FileStat,
+    IssueCode,
+    IssueKind,
+    Mode,
+    Unit,
+    UnitType,
+)
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.store import NearPair, StoredFile, open_store, state_url
+from tests.pg import PgServer
 
 ROOT = "/r"
 
@@ -22,20 +33,37 @@ ROOT = "/r"
 DIGESTS = (bytes(8), bytes([0, 0, 0, 0, 0, 0, 0, 7]), b"\xff" * 8)
 
 
-def record(i: int, *, ino: int, size: int, content: int, digest: int, nlink: int) -> FileRecord:
+def record(
+    i: int,
+    *,
+    ino: int,
+    size: int,
+    content: int,
+    digest: int,
+    nlink: int,
+    text: int | None = None,
+    failed: bool = False,
+) -> FileRecord:
     """The record of file ``i`` (inode ``ino`` when it has ``nlink`` > 1 names, else its own);
-    ``content`` picks the datahash, ``digest`` the Data-Code."""
+    ``content`` picks the datahash, ``digest`` the Data-Code, ``text`` a Text-Code (from the
+    same pool), and ``failed`` adds an error."""
     datahash = "1e20" + f"{content:064x}"
     code = DIGESTS[digest]
+    units = [Unit(UnitType.DATA, "ISCC:GAA" + code.hex().upper(), code, "p/1")]
+    if text is not None:
+        words = DIGESTS[text]
+        units.insert(0, Unit(UnitType.TEXT, "ISCC:EAA" + words.hex().upper(), words, "p/1"))
+    issue = FileIssue("text", IssueKind.ERROR, "cannot decode", IssueCode.INVALID)
     return FileRecord(
         path=f"{ROOT}/d{i % 3}/f{i}",
         stat=FileStat(1, 1000 + ino if nlink > 1 else 5000 + i, size, 1, 2, nlink),
-        mediatype="application/octet-stream",
-        mode=None,
+        mediatype="text/plain" if text is not None else "application/octet-stream",
+        mode=Mode.TEXT if text is not None else None,
         iscc="ISCC:KAC" + datahash[-8:].upper(),
-        units=(Unit(UnitType.DATA, "ISCC:GAA" + code.hex().upper(), code, "p/1"),),
+        units=tuple(units),
         datahash=datahash,
         filesize=size,
+        issues=(issue,) if failed else (),
     )
 
 
@@ -51,15 +79,35 @@ def records(draw: st.DrawFn, start: int, count: int) -> list[FileRecord]:
             content=draw(st.integers(0, 2)),
             digest=draw(st.integers(0, 2)),
             nlink=draw(st.integers(1, 2)),
+            text=draw(st.none() | st.integers(0, 2)),
+            failed=draw(st.integers(0, 5)) == 0,
         )
         for i in range(start, start + count)
     ]
 
 
+#: A batch with one of each case, after two stored files: hardlinks of a stored file and of one
+#: in the batch, copies of both, near duplicates by Data- and Text-Code, an empty file, an error.
+TRICKY = (
+    [
+        record(0, ino=1, size=10, content=1, digest=0, nlink=2),
+        record(1, ino=0, size=10, content=2, digest=2, nlink=1, text=0),
+    ],
+    [
+        record(2, ino=1, size=10, content=1, digest=0, nlink=2),
+        record(3, ino=0, size=10, content=1, digest=1, nlink=1),
+        record(4, ino=2, size=20, content=0, digest=1, nlink=2, text=1),
+        record(5, ino=2, size=20, content=0, digest=1, nlink=2, text=1),
+        record(6, ino=0, size=20, content=0, digest=2, nlink=1, text=0, failed=True),
+        record(7, ino=0, size=0, content=2, digest=0, nlink=1),
+    ],
+)
+
+
 def _apply(
-    state: Path, before: list[FileRecord], batch: list[FileRecord], together: bool
+    url: str, before: list[FileRecord], batch: list[FileRecord], together: bool
 ) -> tuple[list[Event], list[tuple[int, str, FileRecord]], list[NearPair], bool]:
-    ix = Index(open_store(state_url(state)), PipelineOptions(), clock=lambda: 1_000.0)
+    ix = Index(open_store(url), PipelineOptions(), clock=lambda: 1_000.0)
     done = True
     try:
         ix.begin()
@@ -97,10 +145,35 @@ def test_a_batch_of_new_files_ends_as_applied_one_by_one(
     before = data.draw(records(0, stored))
     batch = data.draw(records(stored, new))
     with tempfile.TemporaryDirectory() as tmp:
-        alone = _apply(Path(tmp) / "alone", before, batch, together=False)
-        together = _apply(Path(tmp) / "together", before, batch, together=True)
+        alone = _apply(state_url(Path(tmp) / "alone"), before, batch, together=False)
+        together = _apply(state_url(Path(tmp) / "together"), before, batch, together=True)
     assert together[3], "the batch was refused"
     assert together[:3] == alone[:3]
+
+
+def test_every_case_at_once_on_both_backends(tmp_path: Path, pg_server: PgServer) -> None:
+    before, batch = TRICKY
+    alone = _apply(state_url(tmp_path / "alone"), before, batch, together=False)
+    together = _apply(state_url(tmp_path / "together"), before, batch, together=True)
+    assert together[3]
+    assert together[:3] == alone[:3]
+    kinds = {e.type.value for e in alone[0]}
+    assert {"file.added", "file.error", "dup.exact", "dup.near"} <= kinds
+    assert any(e.data.get("links") for e in alone[0])  # a hardlink was seen too
+    names = [pg_server.new_database() for _ in range(2)]
+    try:
+        on_pg = [
+            _apply(pg_server.url(name), before, batch, together=together)
+            for name, together in zip(names, (False, True), strict=True)
+        ]
+    finally:
+        for name in names:
+            pg_server.drop_database(name)
+    assert on_pg[1][3]
+    assert on_pg[1][1:3] == on_pg[0][1:3]
+    assert [(e.seq, e.type, e.path, e.data) for e in on_pg[1][0]] == [
+        (e.seq, e.type, e.path, e.data) for e in on_pg[0][0]
+    ]
 
 
 def test_a_batch_with_a_stored_path_is_refused_untouched(tmp_path: Path) -> None:
