@@ -10,6 +10,7 @@ near relation between files of two hosts is stored once for each of them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -210,8 +211,26 @@ class PostgresStore(PgDatabase):
         )
 
     def live_paths(self, paths: Sequence[str]) -> set[str]:
-        """The paths among ``paths`` that hold a live file of this host."""
-        return {path for path in paths if self.file_at(path) is not None}
+        """The paths among ``paths`` that hold a live file of this host (one round trip: their
+        directories and names, then the pairs)."""
+        if not paths:
+            return set()
+        wanted = {(to_fs(d), to_fs(n)) for d, n in map(split_path, paths)}
+        rows = self._exec(
+            "SELECT d.path, f.name FROM dirs d JOIN files f ON f.dir_id = d.id "
+            "WHERE d.host = %s AND sha256(d.path) = ANY(%s) AND f.removed_at IS NULL "
+            "AND f.name = ANY(%s)",
+            (
+                self._host,
+                sorted({hashlib.sha256(d).digest() for d, _ in wanted}),
+                sorted({n for _, n in wanted}),
+            ),
+        ).fetchall()
+        return {
+            join_path(from_fs(bytes(d)), from_fs(bytes(n)))
+            for d, n in rows
+            if (bytes(d), bytes(n)) in wanted
+        }
 
     def _keys(self, where: str, params: Sequence[Any]) -> dict[int, FileKey]:
         rows = self._exec(
