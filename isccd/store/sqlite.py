@@ -6,12 +6,13 @@ same as the host's own.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from isccd.errors import StoreCorruptError
+from isccd.errors import StoreCorruptError, StoreError
 from isccd.model import (
     Event,
     EventType,
@@ -423,8 +424,8 @@ class SqliteStore(Database):
         return file_id
 
     def add_files(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
-        """Store new live files, in order, with consecutive ids; return their ids (one
-        statement per hundred files, one for all their units)."""
+        """Store new live files, in order; return their ids (one statement per hundred files,
+        one for all their units)."""
         ids: list[int] = []
         for start in range(0, len(records), _ADD_CHUNK):
             chunk = records[start : start + _ADD_CHUNK]
@@ -432,14 +433,14 @@ class SqliteStore(Database):
             rows = self._exec(
                 f"INSERT INTO files ({_ADD_COLUMNS}) VALUES "  # noqa: S608 -- fixed fragments; values are bound
                 + ",".join([_ADD_ROW] * len(chunk))
-                + " RETURNING id",
+                + " RETURNING id, dir_id, name",
                 [v for row in values for v in row],
             ).fetchall()
-            # One writer inside one statement: AUTOINCREMENT hands out consecutive ids.
-            first = min(row[0] for row in rows)
-            if sorted(row[0] for row in rows) != list(range(first, first + len(chunk))):
-                raise StoreCorruptError("new file ids are not consecutive")
-            ids += range(first, first + len(chunk))
+            # RETURNING gives the rows in no promised order: each is found by its path.
+            by_path = {(dir_id, bytes(name)): file_id for file_id, dir_id, name in rows}
+            ids += [by_path[(row[1], row[2])] for row in values]
+        if any(a >= b for a, b in itertools.pairwise(ids)):
+            raise StoreError("new file ids out of order")  # never seen: AUTOINCREMENT counts up
         units = [
             (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile))
             for file_id, record in zip(ids, records, strict=True)
