@@ -408,6 +408,10 @@ class Index:
         ):
             return None
         self._decide()
+        # An index of a unit type built from the store once the batch is in it would hold the
+        # files stored after the one asked about (a policy enabling a type not loaded yet).
+        for unit_type in self.options.thresholds.enabled():
+            self.ensure_loaded(unit_type)
         now = self._clock()
         ids = self.store.add_files(root, records, now)
         admits = self.options.thresholds.admits

@@ -5,14 +5,17 @@ with the files stored before it."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from isccd.match import Thresholds
 from isccd.model import (
     Event,
+    EventType,
     FileIssue,
     FileRecord,
     FileStat,
@@ -22,10 +25,12 @@ from isccd.model import (
     Unit,
     UnitType,
 )
+from isccd.pipeline import Pipeline
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.store import NearPair, StoredFile, open_store, state_url
 from tests.pg import PgServer
+from tests.pipeline.harness import FamilyHasher, Harness, kinds, others
 
 ROOT = "/r"
 
@@ -193,3 +198,38 @@ def test_a_batch_with_a_stored_path_is_refused_untouched(tmp_path: Path) -> None
         assert len(ix.store.events_since(0)) == 1
     finally:
         ix.close()
+
+
+def test_a_batch_under_the_stores_policy_names_no_file_before_it_is_added(tmp_path: Path) -> None:
+    # The daemon opens the store without adopting its configured policy, and decides under the
+    # store's (here with Data-Code near duplicates) until the adoption is done; a first
+    # reconcile's batch of near copies comes meanwhile. The configured policy leaves the
+    # Data-Code out, so its in-memory index is built on first use, inside the batch.
+    Harness(tmp_path).close()  # records the default policy in the store
+    root = tmp_path / "root"
+    for i in range(4):
+        (root / f"f{i}").write_text(f"A:{i}")
+    committed: list[Event] = []
+    pipeline = Pipeline(
+        state_url(tmp_path / "state"),
+        PipelineOptions(thresholds=Thresholds(data=None)),
+        hasher=FamilyHasher(),
+        on_commit=committed.extend,
+    )
+    pipeline.open(adopt=False)
+    try:
+        asyncio.run(pipeline.reconcile(str(root)))
+    finally:
+        pipeline.close()
+    added: set[str] = set()
+    near = []
+    for event in committed:
+        if event.type is EventType.FILE_ADDED:
+            added.add(event.path.rsplit("/", 1)[-1])
+        elif event.type is EventType.DUP_NEAR:
+            assert set(others(event)) <= added, kinds(committed)
+            near.append(sorted(others(event)))
+    assert len(added) == 4
+    # Each file is announced with the ones added before it: three announcements, one pair
+    # with the first, then two, then three files.
+    assert sorted(len(o) for o in near) == [1, 2, 3]
