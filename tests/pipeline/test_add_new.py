@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from isccd.errors import StoreError
 from isccd.match import Thresholds
 from isccd.model import (
     Event,
@@ -233,3 +236,36 @@ def test_a_batch_under_the_stores_policy_names_no_file_before_it_is_added(tmp_pa
     # Each file is announced with the ones added before it: three announcements, one pair
     # with the first, then two, then three files.
     assert sorted(len(o) for o in near) == [1, 2, 3]
+
+
+def test_a_batch_undone_in_a_fleet_catches_up_again_before_the_next_decision(pg_url: str) -> None:
+    # A batch takes the writers' lock and brings the index up to the other hosts' changes
+    # before it stores anything; when it fails (here a value the database refuses), its
+    # savepoint gives the lock up, another host commits, and the files go one by one.
+    a = Index(open_store(pg_url, host="a"), PipelineOptions())
+    b = Index(open_store(pg_url, host="b"), PipelineOptions())
+    try:
+        theirs = record(0, ino=0, size=10, content=1, digest=0, nlink=1)
+        mine = record(1, ino=0, size=10, content=2, digest=1, nlink=1)  # 3 bits from theirs
+        refused = replace(record(2, ino=0, size=10, content=0, digest=2, nlink=1), extractor="\0")
+        a.begin()
+        a.savepoint()
+        with pytest.raises(StoreError):
+            a.add_new(ROOT, [mine, refused])
+        a.rollback_to()
+        b.begin()
+        b.apply_record(ROOT, theirs)
+        b.commit()  # not blocked: host a holds no lock now
+        a.savepoint()
+        events = a.apply_record(ROOT, mine)
+        a.release()
+        a.commit()
+        near = [e for e in events if e.type is EventType.DUP_NEAR]
+        # Announced on both sides: the other host's in its own name.
+        assert sorted((e.host, e.path, e.data["others"][0]["host"]) for e in near) == [
+            ("a", mine.path, "b"),
+            ("b", theirs.path, "a"),
+        ]
+    finally:
+        a.close()
+        b.close()
