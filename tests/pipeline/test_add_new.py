@@ -113,9 +113,13 @@ TRICKY = (
 
 
 def _apply(
-    url: str, before: list[FileRecord], batch: list[FileRecord], together: bool
+    url: str,
+    before: list[FileRecord],
+    batch: list[FileRecord],
+    together: bool,
+    options: PipelineOptions | None = None,
 ) -> tuple[list[Event], list[tuple[int, str, FileRecord]], list[NearPair], bool]:
-    ix = Index(open_store(url), PipelineOptions(), clock=lambda: 1_000.0)
+    ix = Index(open_store(url), options or PipelineOptions(), clock=lambda: 1_000.0)
     done = True
     try:
         ix.begin()
@@ -155,6 +159,39 @@ def test_a_batch_of_new_files_ends_as_applied_one_by_one(
     with tempfile.TemporaryDirectory() as tmp:
         alone = _apply(state_url(Path(tmp) / "alone"), before, batch, together=False)
         together = _apply(state_url(Path(tmp) / "together"), before, batch, together=True)
+    assert together[3], "the batch was refused"
+    assert together[:3] == alone[:3]
+
+
+def widened(r: FileRecord, tail: int) -> FileRecord:
+    """``r`` with 256-bit units: the 64 bits the in-memory index holds, then a tail from a
+    small pool (all zeros, a byte apart, far), so that near candidates are confirmed on their
+    full digests."""
+    rest = (bytes(24), bytes(7) + b"\xff" + bytes(16), b"\xff" * 24)[tail]
+    return replace(r, units=tuple(replace(u, digest=u.digest + rest) for u in r.units))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), stored=st.integers(0, 4), new=st.integers(1, 10))
+def test_a_batch_ends_as_one_by_one_under_any_policy_and_with_256_bit_units(
+    data: st.DataObject, stored: int, new: int
+) -> None:
+    thresholds = Thresholds(
+        data=data.draw(st.sampled_from([None, 8])), min_size=data.draw(st.sampled_from([0, 1, 15]))
+    )
+    options = PipelineOptions(thresholds=thresholds, max_near=data.draw(st.sampled_from([1, 256])))
+    tails = st.none() | st.integers(0, 2)
+    before = [
+        r if (t := data.draw(tails)) is None else widened(r, t)
+        for r in data.draw(records(0, stored))
+    ]
+    batch = [
+        r if (t := data.draw(tails)) is None else widened(r, t)
+        for r in data.draw(records(stored, new))
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        alone = _apply(state_url(Path(tmp) / "alone"), before, batch, False, options)
+        together = _apply(state_url(Path(tmp) / "together"), before, batch, True, options)
     assert together[3], "the batch was refused"
     assert together[:3] == alone[:3]
 
