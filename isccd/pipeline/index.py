@@ -164,7 +164,7 @@ class Index:
         self._loaded: set[UnitType] = set()
         self._pending: list[Event] = []
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
-        self._marks: list[tuple[int, int]] = []
+        self._marks: list[tuple[int, int, bool]] = []
         if load:
             for unit_type in self.options.thresholds.enabled():
                 self.ensure_loaded(unit_type)
@@ -233,7 +233,7 @@ class Index:
     def savepoint(self) -> None:
         """Start a unit of work."""
         self.store.savepoint()
-        self._marks.append((len(self._undo), len(self._pending)))
+        self._marks.append((len(self._undo), len(self._pending), self._caught_up))
 
     def release(self) -> None:
         """Keep the unit of work."""
@@ -243,7 +243,9 @@ class Index:
     def rollback_to(self) -> None:
         """Undo the unit of work, in the store and the index."""
         self.store.rollback_to()
-        undo, pending = self._marks.pop()
+        # The writers' lock taken in the unit is given up with it: other hosts may commit
+        # before it is taken again, and the index must catch up with them then.
+        undo, pending, self._caught_up = self._marks.pop()
         self._unwind(undo)
         del self._pending[pending:]
 
@@ -408,6 +410,10 @@ class Index:
         ):
             return None
         self._decide()
+        # An index of a unit type built from the store once the batch is in it would hold the
+        # files stored after the one asked about (a policy enabling a type not loaded yet).
+        for unit_type in self.options.thresholds.enabled():
+            self.ensure_loaded(unit_type)
         now = self._clock()
         ids = self.store.add_files(root, records, now)
         admits = self.options.thresholds.admits

@@ -244,7 +244,10 @@ class Database:
                     self._db.execute(f"PRAGMA user_version = {migration.version}")
                     self._db.execute("COMMIT")
                 except BaseException:
-                    self._db.execute("ROLLBACK")
+                    # A full disk may have rolled the transaction back already: its error is
+                    # the one to report, not the ROLLBACK's.
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
                     raise
                 version = migration.version
 

@@ -5,14 +5,20 @@ with the files stored before it."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from isccd.errors import StoreError
+from isccd.match import Thresholds
 from isccd.model import (
     Event,
+    EventType,
     FileIssue,
     FileRecord,
     FileStat,
@@ -22,10 +28,12 @@ from isccd.model import (
     Unit,
     UnitType,
 )
+from isccd.pipeline import Pipeline
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.store import NearPair, StoredFile, open_store, state_url
 from tests.pg import PgServer
+from tests.pipeline.harness import FamilyHasher, Harness, kinds, others
 
 ROOT = "/r"
 
@@ -105,9 +113,13 @@ TRICKY = (
 
 
 def _apply(
-    url: str, before: list[FileRecord], batch: list[FileRecord], together: bool
+    url: str,
+    before: list[FileRecord],
+    batch: list[FileRecord],
+    together: bool,
+    options: PipelineOptions | None = None,
 ) -> tuple[list[Event], list[tuple[int, str, FileRecord]], list[NearPair], bool]:
-    ix = Index(open_store(url), PipelineOptions(), clock=lambda: 1_000.0)
+    ix = Index(open_store(url), options or PipelineOptions(), clock=lambda: 1_000.0)
     done = True
     try:
         ix.begin()
@@ -147,6 +159,39 @@ def test_a_batch_of_new_files_ends_as_applied_one_by_one(
     with tempfile.TemporaryDirectory() as tmp:
         alone = _apply(state_url(Path(tmp) / "alone"), before, batch, together=False)
         together = _apply(state_url(Path(tmp) / "together"), before, batch, together=True)
+    assert together[3], "the batch was refused"
+    assert together[:3] == alone[:3]
+
+
+def widened(r: FileRecord, tail: int) -> FileRecord:
+    """``r`` with 256-bit units: the 64 bits the in-memory index holds, then a tail from a
+    small pool (all zeros, a byte apart, far), so that near candidates are confirmed on their
+    full digests."""
+    rest = (bytes(24), bytes(7) + b"\xff" + bytes(16), b"\xff" * 24)[tail]
+    return replace(r, units=tuple(replace(u, digest=u.digest + rest) for u in r.units))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), stored=st.integers(0, 4), new=st.integers(1, 10))
+def test_a_batch_ends_as_one_by_one_under_any_policy_and_with_256_bit_units(
+    data: st.DataObject, stored: int, new: int
+) -> None:
+    thresholds = Thresholds(
+        data=data.draw(st.sampled_from([None, 8])), min_size=data.draw(st.sampled_from([0, 1, 15]))
+    )
+    options = PipelineOptions(thresholds=thresholds, max_near=data.draw(st.sampled_from([1, 256])))
+    tails = st.none() | st.integers(0, 2)
+    before = [
+        r if (t := data.draw(tails)) is None else widened(r, t)
+        for r in data.draw(records(0, stored))
+    ]
+    batch = [
+        r if (t := data.draw(tails)) is None else widened(r, t)
+        for r in data.draw(records(stored, new))
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        alone = _apply(state_url(Path(tmp) / "alone"), before, batch, False, options)
+        together = _apply(state_url(Path(tmp) / "together"), before, batch, True, options)
     assert together[3], "the batch was refused"
     assert together[:3] == alone[:3]
 
@@ -193,3 +238,71 @@ def test_a_batch_with_a_stored_path_is_refused_untouched(tmp_path: Path) -> None
         assert len(ix.store.events_since(0)) == 1
     finally:
         ix.close()
+
+
+def test_a_batch_under_the_stores_policy_names_no_file_before_it_is_added(tmp_path: Path) -> None:
+    # The daemon opens the store without adopting its configured policy, and decides under the
+    # store's (here with Data-Code near duplicates) until the adoption is done; a first
+    # reconcile's batch of near copies comes meanwhile. The configured policy leaves the
+    # Data-Code out, so its in-memory index is built on first use, inside the batch.
+    Harness(tmp_path).close()  # records the default policy in the store
+    root = tmp_path / "root"
+    for i in range(4):
+        (root / f"f{i}").write_text(f"A:{i}")
+    committed: list[Event] = []
+    pipeline = Pipeline(
+        state_url(tmp_path / "state"),
+        PipelineOptions(thresholds=Thresholds(data=None)),
+        hasher=FamilyHasher(),
+        on_commit=committed.extend,
+    )
+    pipeline.open(adopt=False)
+    try:
+        asyncio.run(pipeline.reconcile(str(root)))
+    finally:
+        pipeline.close()
+    added: set[str] = set()
+    near = []
+    for event in committed:
+        if event.type is EventType.FILE_ADDED:
+            added.add(event.path.rsplit("/", 1)[-1])
+        elif event.type is EventType.DUP_NEAR:
+            assert set(others(event)) <= added, kinds(committed)
+            near.append(sorted(others(event)))
+    assert len(added) == 4
+    # Each file is announced with the ones added before it: three announcements, one pair
+    # with the first, then two, then three files.
+    assert sorted(len(o) for o in near) == [1, 2, 3]
+
+
+def test_a_batch_undone_in_a_fleet_catches_up_again_before_the_next_decision(pg_url: str) -> None:
+    # A batch takes the writers' lock and brings the index up to the other hosts' changes
+    # before it stores anything; when it fails (here a value the database refuses), its
+    # savepoint gives the lock up, another host commits, and the files go one by one.
+    a = Index(open_store(pg_url, host="a"), PipelineOptions())
+    b = Index(open_store(pg_url, host="b"), PipelineOptions())
+    try:
+        theirs = record(0, ino=0, size=10, content=1, digest=0, nlink=1)
+        mine = record(1, ino=0, size=10, content=2, digest=1, nlink=1)  # 3 bits from theirs
+        refused = replace(record(2, ino=0, size=10, content=0, digest=2, nlink=1), extractor="\0")
+        a.begin()
+        a.savepoint()
+        with pytest.raises(StoreError):
+            a.add_new(ROOT, [mine, refused])
+        a.rollback_to()
+        b.begin()
+        b.apply_record(ROOT, theirs)
+        b.commit()  # not blocked: host a holds no lock now
+        a.savepoint()
+        events = a.apply_record(ROOT, mine)
+        a.release()
+        a.commit()
+        near = [e for e in events if e.type is EventType.DUP_NEAR]
+        # Announced on both sides: the other host's in its own name.
+        assert sorted((e.host, e.path, e.data["others"][0]["host"]) for e in near) == [
+            ("a", mine.path, "b"),
+            ("b", theirs.path, "a"),
+        ]
+    finally:
+        a.close()
+        b.close()

@@ -182,6 +182,19 @@ def test_a_full_disk_is_a_clear_store_error(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_a_disk_that_fills_while_the_schema_is_created_is_reported_as_full(tmp_path: Path) -> None:
+    # Every size from too small for the first page to enough for the schema: the store opens,
+    # or says the disk is full (SQLite may have rolled back the migration's transaction).
+    outcomes = set()
+    for kib in range(4, 160, 4):
+        try:
+            SqliteStore(tmp_path / f"{kib}.db", options=SqliteOptions(max_size=kib * 1024)).close()
+            outcomes.add("opened")
+        except StoreFullError:
+            outcomes.add("full")
+    assert outcomes == {"opened", "full"}
+
+
 def test_a_reader_sees_committed_data_while_a_writer_holds_the_lock(tmp_path: Path) -> None:
     writer = open_store(state_url(tmp_path))
     writer.begin()
