@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
@@ -22,6 +23,8 @@ from isccd.pipeline.index import Index
 
 I = TypeVar("I")  # noqa: E741 - the item, as T is the result
 T = TypeVar("T")
+
+_log = logging.getLogger("isccd.pipeline")
 
 #: What one item came to: ``(True, result)`` or ``(False, its error)``.
 _Outcome = tuple[bool, Any]
@@ -114,17 +117,30 @@ class OwnerBatches(Generic[I, T]):
             self._sending = None
 
     def _apply_all(self, ix: Index, items: list[I]) -> list[_Outcome]:
+        together: Exception | None = None
         if self._apply_many is not None and len(items) > 1:
             ix.savepoint()
             try:
                 values = self._apply_many(ix, items)
             except Exception as exc:  # undone; applied one by one below, each failure its own
                 _undo(ix, exc)
+                together = exc
             else:
                 if values is not None:
                     ix.release()
                     return [(True, value) for value in values]
                 ix.rollback_to()
+        outcomes = self._apply_each(ix, items)
+        if together is not None and all(ok for ok, _ in outcomes):
+            # No item fails alone, so the fault is in applying them together: slower, not wrong.
+            _log.warning(
+                "batch_applied_one_by_one",
+                extra={"items": len(items), "error": repr(together)},
+                exc_info=together,
+            )
+        return outcomes
+
+    def _apply_each(self, ix: Index, items: list[I]) -> list[_Outcome]:
         outcomes: list[_Outcome] = []
         for item in items:
             ix.savepoint()

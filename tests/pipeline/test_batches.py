@@ -4,9 +4,12 @@ alone when it fails."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from isccd.model import EventType
 from isccd.pipeline.batches import OwnerBatches
@@ -106,3 +109,28 @@ def test_items_applied_together_fall_back_to_one_by_one_when_that_fails(tmp_path
     assert third == ["D", "ALONE"]
     assert tried == [["a", "b"], ["c", "bad"], ["d", "alone"]]
     assert _logged(tmp_path) == ["/r/a-together", "/r/b-together", "/r/c", "/r/d", "/r/alone"]
+
+
+def test_a_fault_only_in_applying_together_is_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Items that each apply alone, where applying them together failed, point at a fault in
+    the batch path: it is logged (the items are applied all the same); an item that fails
+    alone explains the failure, and nothing is logged."""
+
+    def together(ix: Index, names: list[str]) -> list[str] | None:
+        raise ValueError("applying together fails")
+
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> list[Any]:
+        batches = OwnerBatches(apply._call, _log, together)
+        fine = await batches.many(["a", "b"])
+        failed = await asyncio.gather(batches.many(["c", "bad"]), return_exceptions=True)
+        return [fine, *failed]
+
+    with caplog.at_level(logging.WARNING, logger="isccd.pipeline"):
+        fine, failed = _run(tmp_path, body)
+    assert fine == ["A", "B"]
+    assert isinstance(failed, ValueError)
+    logged = [r for r in caplog.records if r.getMessage() == "batch_applied_one_by_one"]
+    assert len(logged) == 1
+    assert logged[0].items == 2  # type: ignore[attr-defined]
