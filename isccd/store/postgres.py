@@ -179,18 +179,10 @@ class PostgresStore(PgDatabase):
         self, identity: tuple[int, int] | None, datahash: str | None
     ) -> dict[int, FileKey]:
         """Keys of this host's live files with this identity and of the fleet's with this
-        datahash (one round trip, two index lookups)."""
-        found = []
-        params: list[Any] = []
-        if identity is not None:
-            found.append("(host = %s AND dev = %s AND ino = %s)")
-            params += [self._host, *identity]
-        if datahash is not None:
-            found.append("datahash = %s")
-            params.append(bytes.fromhex(datahash))
-        if not found:
-            return {}
-        return self._keys(f"({' OR '.join(found)}) ORDER BY id", params)
+        datahash (:meth:`related_keys_many` of the one pair)."""
+        return self.related_keys_many(
+            [identity] if identity is not None else [], [datahash] if datahash is not None else []
+        )
 
     def related_keys_many(
         self, identities: Sequence[tuple[int, int]], datahashes: Sequence[str]

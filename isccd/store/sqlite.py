@@ -159,26 +159,19 @@ class SqliteStore(Database):
         self, identity: tuple[int, int] | None, datahash: str | None
     ) -> dict[int, FileKey]:
         """Keys of the live files with this identity or this datahash (one statement, two
-        index lookups: each term repeats the partial indexes' condition, which is what lets
-        SQLite search both indexes rather than scan the table)."""
-        found = []
-        params: list[Any] = []
-        if identity is not None:
-            found.append("(removed_at IS NULL AND dev = ? AND ino = ?)")
-            params += identity
-        if datahash is not None:
-            found.append("(removed_at IS NULL AND datahash = ?)")
-            params.append(bytes.fromhex(datahash))
-        if not found:
-            return {}
-        return self._keys(f"({' OR '.join(found)}) ORDER BY id", params)
+        index lookups: :meth:`related_keys_many` of the one pair)."""
+        return self.related_keys_many(
+            [identity] if identity is not None else [], [datahash] if datahash is not None else []
+        )
 
     def related_keys_many(
         self, identities: Sequence[tuple[int, int]], datahashes: Sequence[str]
     ) -> dict[int, FileKey]:
         """Keys of the live files with one of these device numbers and inode numbers, or one
         of these datahashes, by id (a superset of :meth:`related_keys` of each pair: the
-        caller picks each file's own)."""
+        caller picks each file's own). One statement per 125 of each, two index lookups:
+        each term repeats the partial indexes' condition, which is what lets SQLite search
+        both indexes rather than scan the table."""
         idents = sorted(set(identities))
         hashes = sorted({bytes.fromhex(h) for h in datahashes})
         keys: dict[int, FileKey] = {}

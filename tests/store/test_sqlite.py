@@ -348,10 +348,17 @@ def test_the_copies_and_links_of_a_file_are_found_through_the_indexes(tmp_path: 
         store.commit()
         store._db.set_trace_callback(statements.append)
         assert list(store.related_keys((1, 3), hashed(7))) == [ids[3], ids[7]]
+        assert list(store.related_keys_many([(1, 3), (1, 5)], [hashed(7), hashed(9)])) == [
+            ids[3],
+            ids[5],
+            ids[7],
+            ids[9],
+        ]
         store._db.set_trace_callback(None)
-        [query] = statements  # one statement for both lookups
-        plan = " ".join(row[3] for row in store._db.execute(f"EXPLAIN QUERY PLAN {query}"))
-        assert "files_live_identity" in plan and "files_live_datahash" in plan, plan
-        assert "SCAN files" not in plan, plan
+        assert len(statements) == 2  # one statement for both lookups, each time
+        for query in statements:
+            plan = " ".join(row[3] for row in store._db.execute(f"EXPLAIN QUERY PLAN {query}"))
+            assert "files_live_identity" in plan and "files_live_datahash" in plan, plan
+            assert "SCAN files" not in plan, plan
     finally:
         store.close()
