@@ -343,13 +343,13 @@ class Index:
         sides.pop(file_id, None)
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
-    def _mine(self, key: FileKey) -> bool:
+    def local(self, key: FileKey) -> bool:
         """Whether a file is this host's (another host's identity means nothing here)."""
         return key.host in ("", self.store.host)
 
     def _key_side(self, file_id: int, key: FileKey, digests: dict[UnitType, bytes]) -> Side:
         """What :mod:`isccd.match` needs of a file known by its key."""
-        identity = key.identity if self._mine(key) else None
+        identity = key.identity if self.local(key) else None
         return Side(file_id, identity, key.datahash, key.size, digests)
 
     def _exact_ids(self, file_id: int, record: FileRecord) -> list[int]:
@@ -425,7 +425,7 @@ class Index:
         by_identity: dict[tuple[int, int], list[int]] = {}
         by_datahash: dict[str, list[int]] = {}
         for other, key in keys.items():
-            if key.identity is not None and self._mine(key):
+            if key.identity is not None and self.local(key):
                 by_identity.setdefault(key.identity, []).append(other)
             if key.datahash is not None:
                 by_datahash.setdefault(key.datahash, []).append(other)

@@ -386,9 +386,8 @@ class Reconciler:
         directory, where asking for each file would cost one read per file)."""
         if not identities:
             return set()
-        host = self._ix.store.host
         keys = self._ix.store.related_keys_many(identities, []).values()
-        return {k.identity for k in keys if k.identity is not None and k.host in ("", host)}
+        return {k.identity for k in keys if k.identity is not None and self._ix.local(k)}
 
     def _plan(
         self, path: str, st: FileStat, *, new: bool, known: set[tuple[int, int]]
