@@ -390,9 +390,8 @@ class SqliteStore(Database):
                 rows,
             )
 
-    def _write_units(self, file_id: int, units: Iterable[Unit], *, fresh: bool = False) -> None:
-        if not fresh:
-            self._exec("DELETE FROM units WHERE file_id = ?", (file_id,))
+    def _replace_units(self, file_id: int, units: Iterable[Unit]) -> None:
+        self._exec("DELETE FROM units WHERE file_id = ?", (file_id,))
         rows = [
             (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile)) for u in units
         ]
@@ -405,16 +404,7 @@ class SqliteStore(Database):
 
     def add_file(self, root: str, record: FileRecord, now: float) -> int:
         """Store a new live file; return its id."""
-        values = self._record_values(root, record)
-        row = self._exec(
-            f"INSERT INTO files ({_ADD_COLUMNS}) VALUES {_ADD_ROW} RETURNING id",  # noqa: S608 -- fixed fragments; values are bound
-            (*values, now),
-        ).fetchone()
-        file_id = int(row[0])
-        # Ids are never used again (AUTOINCREMENT): a new file has no units or skips to replace.
-        self._write_units(file_id, record.units, fresh=True)
-        self._write_skips(file_id, record, fresh=True)
-        return file_id
+        return self.add_files(root, [record], now)[0]
 
     def add_files(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
         """Store new live files, in order; return their ids (one statement per hundred files,
@@ -445,6 +435,7 @@ class SqliteStore(Database):
                 "INSERT INTO units (file_id, type, iscc, digest, profile_id) VALUES (?,?,?,?,?)",
                 units,
             )
+        # Ids are never used again (AUTOINCREMENT): a new file has no units or skips to replace.
         for file_id, record in zip(ids, records, strict=True):
             if record.issues:
                 self._write_skips(file_id, record, fresh=True)
@@ -461,7 +452,7 @@ class SqliteStore(Database):
             "WHERE id = ? AND removed_at IS NULL",
             (*values, now, file_id),
         )
-        self._write_units(file_id, record.units)
+        self._replace_units(file_id, record.units)
         self._write_skips(file_id, record)
 
     def move_file(self, file_id: int, root: str, path: str, stat: FileStat) -> None:
