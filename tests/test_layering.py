@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "iscc": set(),
     "extract": {"model", "errors", "beneath"},
-    "hashing": {"extract", "iscc", "model", "errors"},
+    "hashing": {"extract", "iscc", "model", "errors", "forkserver"},
     "store": {"model", "errors", "fspath"},
     "hamming": {"model", "errors"},
     "walk": {"model", "errors", "fspath", "beneath"},
@@ -56,6 +56,8 @@ ALLOWED: dict[str, set[str]] = {
     # image decoding, text extraction and ffmpeg for the previews.
     "report": {"model", "errors", "fspath", "extract", "results"},
     "sdnotify": set(),
+    # The hashing workers' fork server, light enough to start before the rest is imported.
+    "forkserver": set(),
     "dirs": set(),
     "logconf": set(),
     # The sections that one component's options cover are those options, and the others take
@@ -116,6 +118,7 @@ ALLOWED: dict[str, set[str]] = {
         "dirs",
         "dedupe",
         "report",
+        "forkserver",
     },
 }
 

@@ -293,6 +293,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_scan(args: argparse.Namespace) -> int:
     """``isccd scan``."""
+    from isccd import forkserver  # noqa: PLC0415
+
+    # Started before anything else is imported: it loads the kernels on another core while
+    # this process starts, so the workers are warm when the walk finds the first file to hash.
+    forkserver.start_early()
     import asyncio  # noqa: PLC0415
 
     from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415

@@ -3,7 +3,8 @@
 ``isccd scan`` and ``isccd code`` hash in the same workers as the daemon, so that a file which
 crashes a decoder or runs past the file time limit costs only its own record (an ``internal``
 issue) and never the command. The workers start when the first file is to be hashed: a scan of
-an unchanged tree starts no process.
+an unchanged tree starts none. ``isccd scan`` starts their fork server first thing, on a
+machine with more than one CPU (:func:`isccd.forkserver.start_early`), so that they start warm.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ from typing import Any
 
 import structlog
 
+from isccd import forkserver
 from isccd.errors import HashingUnavailableError
 from isccd.hashing import OUT_OF_MEMORY, CodeOptions, compute_record, out_of_memory
 from isccd.hashing.wire import pack, unpack
@@ -289,12 +290,13 @@ class WorkerPool:
         self._options = options
         # Typed loosely: the start method is configurable, and each context has its own
         # Process class.
-        self._context: Any = multiprocessing.get_context(options.start_method)
         if options.start_method == "forkserver":
             # The fork server imports the hashing code and loads the compiled kernels once;
             # every worker forked from it shares those pages (about 70 MiB less per worker)
             # and starts warm.
-            self._context.set_forkserver_preload(["isccd.hashing", "isccd.iscc._jit"])
+            self._context: Any = forkserver.context()
+        else:
+            self._context = multiprocessing.get_context(options.start_method)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._workers: dict[int, _Worker] = {}
         self._waiting: deque[_Job] = deque()
@@ -506,8 +508,9 @@ class WorkerPool:
             self._detach(worker)
         await asyncio.gather(*(asyncio.to_thread(_terminate, w) for w in workers))
         shared = any(p._holds_processes() for p in _POOLS if p is not self)
-        if self._options.start_method == "forkserver" and not shared:
-            await asyncio.to_thread(_stop_fork_server)
+        fork_server = self._options.start_method == "forkserver" and not shared
+        if fork_server and not await asyncio.to_thread(forkserver.stop):
+            structlog.get_logger().warning("fork_server_kept", reason="no ForkServer._stop")
         self._idle_stops += 1
         self._state = "idle"
         structlog.get_logger().info(
@@ -770,21 +773,3 @@ def _terminate(worker: _Worker) -> None:
         worker.process.kill()
         worker.process.join(timeout=5)
     worker.conn.close()
-
-
-def _stop_fork_server() -> None:
-    """Stop multiprocessing's fork server, and wait for it to exit (blocking); the next worker
-    started starts another.
-
-    It exits once every process holding its "alive" pipe has closed it: this process and the
-    workers forked from it, which must be gone already. ``ForkServer._stop`` is private (the
-    standard library's own tests stop the server with it; Python 3.11 to 3.13 have it): without
-    it the fork server is kept, as it was before idle pools let go.
-    """
-    from multiprocessing import forkserver  # noqa: PLC0415 - the module is loaded already
-
-    stop = getattr(forkserver._forkserver, "_stop", None)
-    if stop is None:
-        structlog.get_logger().warning("fork_server_kept", reason="no ForkServer._stop")
-        return
-    stop()

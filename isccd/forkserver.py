@@ -1,0 +1,71 @@
+"""The fork server the hashing workers are started from.
+
+It is multiprocessing's fork server, one per process: a process that imports the hashing code and
+loads the compiled kernels once (about 0.4 s of CPU, most of it numba), then forks each worker,
+so that every worker shares those pages and starts warm (see :mod:`isccd.hashing.pool`).
+
+This module imports nothing of isccd and nothing heavy, so that a command about to hash can
+start the fork server first thing (:func:`start_early`): its 0.4 s then pass on another core
+while the command imports its own code, reads its configuration and opens the store.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from multiprocessing import forkserver
+from typing import Any
+
+#: What the fork server imports before it forks: the hashing code and the compiled kernels.
+PRELOAD = ("isccd.hashing", "isccd.iscc._jit")
+
+
+def context() -> Any:
+    """multiprocessing's fork server context, its server set to import :data:`PRELOAD`.
+
+    Typed loosely: each multiprocessing context has its own ``Process`` class.
+    """
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
+
+
+def start_early() -> bool:
+    """Start the fork server now, without waiting for it, when this process may run on more
+    than one CPU.
+
+    On one CPU its start would only compete with the command's own; and a scan that finds
+    nothing to hash would pay it for nothing (elsewhere it costs that scan CPU time on another
+    core, not time). A fork server that cannot start is not reported here: the workers' start
+    tries again and says why.
+
+    Returns:
+        Whether the fork server is starting (or running).
+    """
+    if len(os.sched_getaffinity(0)) < 2:
+        return False
+    context()
+    try:
+        forkserver.ensure_running()
+    except OSError:
+        return False
+    return True
+
+
+def stop() -> bool:
+    """Stop the fork server, and wait for it to exit (blocking); the next worker started
+    starts another.
+
+    It exits once every process holding its "alive" pipe has closed it: this process and the
+    workers forked from it, which must be gone already. ``ForkServer._stop`` is private (the
+    standard library's own tests stop the server with it; Python 3.11 to 3.13 have it):
+    without it the fork server is kept.
+
+    Returns:
+        Whether it could be stopped (``False``: kept, for want of ``ForkServer._stop``).
+    """
+    server_stop = getattr(forkserver._forkserver, "_stop", None)
+    if server_stop is None:
+        return False
+    server_stop()
+    return True
