@@ -114,27 +114,28 @@ def _utf8_offsets(text: str) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(utf8, dtype=np.uint8), offsets
 
 
-@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300))
-def test_text_fold_hashes_every_window(text: str) -> None:
+def _check_text_kernels(text: str) -> None:
+    """The compiled fold's minima and both kernel sets' digests are the reference's."""
     utf8, offsets = _utf8_offsets(text)
     windows = [text[i : i + 13] for i in range(max(len(text) - 12, 1))]
     expected = alg_minhash([xxhash.xxh32_intdigest(w.encode("utf-8")) for w in windows])
+    minvec = minhash_init()
+    jit.text_fold(utf8, offsets, 13, minvec)
+    assert minvec.tolist() == expected
     for kernels in (load_kernels(), PYTHON_KERNELS):
-        minvec = minhash_init()
-        kernels.text_fold(utf8, offsets, 13, minvec)
-        assert minvec.tolist() == expected
+        digest = kernels.text_digest(utf8, offsets, 13, minhash_init())
+        assert digest == ic.alg_minhash_compress(expected, 4)
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300))
+def test_text_kernels_hash_every_window(text: str) -> None:
+    _check_text_kernels(text)
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
-def test_text_fold_hashes_every_window_of_ascii_text(text: str) -> None:
+def test_text_kernels_hash_every_window_of_ascii_text(text: str) -> None:
     # ASCII text takes the compiled kernel's fixed-stride path; short text the general one.
-    utf8, offsets = _utf8_offsets(text)
-    windows = [text[i : i + 13] for i in range(max(len(text) - 12, 1))]
-    expected = alg_minhash([xxhash.xxh32_intdigest(w.encode("utf-8")) for w in windows])
-    for kernels in (load_kernels(), PYTHON_KERNELS):
-        minvec = minhash_init()
-        kernels.text_fold(utf8, offsets, 13, minvec)
-        assert minvec.tolist() == expected
+    _check_text_kernels(text)
 
 
 @pytest.mark.parametrize("alphabet", ["abcdeé中文😀", "abcdefghij"])
