@@ -1,5 +1,6 @@
 """Speed and memory of the byte and text hashing engine: Data-, Instance-, Data+Instance- and
-Text-Code, isccd next to iscc-core 1.5.0, iscc-lib and raw BLAKE3/xxh32, measured in one run.
+Text-Code (a megabyte of multilingual text, and many small ASCII texts), isccd next to iscc-core
+1.5.0, iscc-lib and raw BLAKE3/xxh32, measured in one run.
 
 The process pins itself to one CPU, so every implementation (BLAKE3's and iscc-lib's threads
 included) gets one core. Inputs are files in a temporary directory (deleted at the end), read
@@ -35,6 +36,10 @@ import iscc_core as ic
 import iscc_lib
 import numpy as np
 import xxhash
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from smallfiles import WORDS
 
 import isccd.iscc as ours
 from isccd.iscc._stream import IO_READ_SIZE
@@ -263,6 +268,47 @@ def bench_text(nbytes: int, rounds: int) -> list[str]:
     return report(title, dict.fromkeys(seconds, size), seconds, TARGETS["text"])
 
 
+def small_texts(count: int, seed: int = 11) -> list[str]:
+    """Random-word ASCII texts of 200 B-4 KB, as the ``.txt`` files of ``bench/smallfiles.py``."""
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        size = rng.randint(200, 4096)
+        words: list[str] = []
+        while sum(map(len, words)) + len(words) < size:
+            words.append(rng.choice(WORDS))
+        texts.append(" ".join(words)[:size])
+    return texts
+
+
+def bench_small_texts(rounds: int) -> list[str]:
+    """The Text-Code of many small ASCII texts, one call each: the kernel's fixed-stride path
+    and the per-call costs around it, next to iscc-lib on the same texts."""
+    texts = small_texts(300)
+    size = sum(len(text) for text in texts)
+    for text in texts[:20]:
+        check("Text-Code (small)", ours.gen_text_code_v0(text), ic.gen_text_code_v0(text))
+        check(
+            "Text-Code (small, iscc-lib)",
+            dict(iscc_lib.gen_text_code_v0(text)),
+            ours.gen_text_code_v0(text),
+        )
+    seconds = timed(
+        {
+            "isccd": lambda: [ours.gen_text_code_v0(text) for text in texts],
+            "iscc-lib": lambda: [iscc_lib.gen_text_code_v0(text) for text in texts],
+        },
+        rounds * 4,
+    )
+    seconds |= timed({"iscc-core": lambda: [ic.gen_text_code_v0(text) for text in texts]}, rounds)
+    title = (
+        f"Text-Code, {len(texts)} random-word ASCII texts of 200 B-4 KB, one call each "
+        f"(isccd {seconds['isccd'] / len(texts) * 1e6:.1f} µs per text, iscc-lib "
+        f"{seconds['iscc-lib'] / len(texts) * 1e6:.1f} µs)"
+    )
+    return report(title, dict.fromkeys(seconds, size), seconds, TARGETS["text"])
+
+
 PEAK_RSS_CHILD = """
 import json, sys, time
 from pathlib import Path
@@ -351,6 +397,7 @@ def main() -> int:
         missed += bench_sum(tmp, sum_size, rounds)
         (tmp / "sum.bin").unlink()
         missed += bench_text(1_000_000, rounds)
+        missed += bench_small_texts(rounds)
         missed += bench_peak_rss(tmp, 4 << 30)
     print("\nall targets reached" if not missed else "\nmissed: " + "; ".join(missed))
     return 1 if missed else 0

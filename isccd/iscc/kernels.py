@@ -6,7 +6,8 @@ Four kernels do all per-byte and per-window work, and one the digest:
   xxh32 and folds it into a running MinHash vector, in one pass and without a feature list;
 - ``hash_fold`` hashes and folds the last chunk the same way (a small file's only one: one
   compiled call, where numpy's MinHash of a single feature costs ten times as much);
-- ``text_fold`` hashes every 13-character window of UTF-8 text and folds it the same way;
+- ``text_digest`` hashes every 13-character window of UTF-8 text, folds it the same way and
+  compresses the result, in one call (text is never streamed);
 - ``compress`` turns a MinHash vector into the 256-bit digest (a compiled loop in place of
   half a dozen numpy calls, which cost more than the hashing on a small file);
 - ``data_digest`` is the Data-Hash of a whole buffer at once: ``data_scan``, ``hash_fold`` and
@@ -70,10 +71,10 @@ class Kernels(NamedTuple):
     ``data_digest(buf, minvec, params)`` is the 256-bit Data-Hash of all of ``buf``, folded
     into the fresh vector ``minvec`` with the chunker parameters ``params``.
 
-    ``text_fold(utf8, offsets, width, minvec)`` folds the xxh32 of every ``width``-character
-    window of the UTF-8 text ``utf8`` into ``minvec``; ``offsets`` (``int64``) holds the byte
-    offset of each character followed by ``len(utf8)``. Text shorter than ``width`` (also
-    empty text) is one window.
+    ``text_digest(utf8, offsets, width, minvec)`` is the 256-bit digest of the xxh32 of every
+    ``width``-character window of the UTF-8 text ``utf8``, folded into the fresh vector
+    ``minvec``; ``offsets`` (``int64``) holds the byte offset of each character followed by
+    ``len(utf8)``. Text shorter than ``width`` (also empty text) is one window.
     """
 
     accelerated: bool
@@ -81,7 +82,7 @@ class Kernels(NamedTuple):
     hash_fold: Callable[[Bytes, MinVec], None]
     compress: Callable[[MinVec], bytes]
     data_digest: Callable[[Bytes, MinVec, CdcParams], bytes]
-    text_fold: Callable[[Bytes, npt.NDArray[np.int64], int, MinVec], None]
+    text_digest: Callable[[Bytes, npt.NDArray[np.int64], int, MinVec], bytes]
 
 
 def _py_data_scan(
@@ -130,6 +131,13 @@ def _py_text_fold(utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minve
         )
 
 
+def _py_text_digest(
+    utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minvec: MinVec
+) -> bytes:
+    _py_text_fold(utf8, offsets, width, minvec)
+    return _py_compress(minvec)
+
+
 #: The pure-Python kernels: the reference chunker, the xxhash package and numpy MinHash.
 PYTHON_KERNELS = Kernels(
     accelerated=False,
@@ -137,7 +145,7 @@ PYTHON_KERNELS = Kernels(
     hash_fold=_py_hash_fold,
     compress=_py_compress,
     data_digest=_py_data_digest,
-    text_fold=_py_text_fold,
+    text_digest=_py_text_digest,
 )
 
 
@@ -154,7 +162,11 @@ def load_kernels() -> Kernels:
         from isccd.iscc import _jit  # noqa: PLC0415
     except ImportError:
         return PYTHON_KERNELS
-    minhash_compress, digest_of = _jit.minhash_compress, _jit.data_digest
+    minhash_compress, digest_of, text_digest_of = (
+        _jit.minhash_compress,
+        _jit.data_digest,
+        _jit.text_digest,
+    )
 
     def compress(minvec: MinVec) -> bytes:
         return bytes(minhash_compress(minvec, 4))
@@ -162,13 +174,18 @@ def load_kernels() -> Kernels:
     def data_digest(buf: Bytes, minvec: MinVec, params: CdcParams) -> bytes:
         return bytes(digest_of(buf, minvec, params))
 
+    def text_digest(
+        utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minvec: MinVec
+    ) -> bytes:
+        return bytes(text_digest_of(utf8, offsets, width, minvec))
+
     return Kernels(
         accelerated=True,
         data_scan=_jit.data_scan,
         hash_fold=_jit.hash_fold,
         compress=compress,
         data_digest=data_digest,
-        text_fold=_jit.text_fold,
+        text_digest=text_digest,
     )
 
 
@@ -211,5 +228,5 @@ def warmup() -> bool:
     kernels.hash_fold(data, minhash_init())
     kernels.compress(minhash_init())
     kernels.data_digest(data, minhash_init(), alg_cdc_params(1024))
-    kernels.text_fold(data, np.arange(17, dtype=np.int64), 13, minhash_init())
+    kernels.text_digest(data, np.arange(17, dtype=np.int64), 13, minhash_init())
     return kernels.accelerated

@@ -28,7 +28,7 @@ from isccd.iscc.dataurl import decode_data_url, encode_data_url
 from isccd.iscc.exceptions import IsccError
 from isccd.iscc.instance import MULTIHASH_BLAKE3
 from isccd.iscc.jcs import canonicalize
-from isccd.iscc.simhash import alg_simhash
+from isccd.iscc.simhash import simhash_joined
 from isccd.iscc.textnorm import (
     sliding_window,
     text_clean,
@@ -74,14 +74,19 @@ class MetaCode(TypedDict):
     metahash: str
 
 
+def _simhash_of(digests: list[bytes]) -> bytes:
+    # BLAKE3 digests: one or more (sliding_window yields at least one n-gram), 32 bytes each.
+    return simhash_joined(b"".join(digests), len(digests), 32)
+
+
 def _text_simhash(text: str) -> bytes:
     ngrams = sliding_window(text_collapse(text), META_NGRAM_SIZE_TEXT)
-    return alg_simhash([blake3(ngram.encode("utf-8")).digest() for ngram in ngrams])
+    return _simhash_of([blake3(ngram.encode("utf-8")).digest() for ngram in ngrams])
 
 
 def _bytes_simhash(data: bytes) -> bytes:
     ngrams = sliding_window(data, META_NGRAM_SIZE_BYTES)
-    return alg_simhash([blake3(ngram).digest() for ngram in ngrams])
+    return _simhash_of([blake3(ngram).digest() for ngram in ngrams])
 
 
 def soft_hash_meta_v0(name: str, extra: str | bytes | None = None) -> bytes:
@@ -163,9 +168,10 @@ def gen_meta_code_v0(
     name = meta_name("" if name is None else name)
     if not name:
         raise IsccError("the Meta-Code needs a name that is not empty after cleaning")
-    description = text_trim(
-        text_clean("" if description is None else description), META_TRIM_DESCRIPTION
-    )
+    if description is None or description == "":
+        description = ""  # most files have none: nothing to clean
+    else:
+        description = text_trim(text_clean(description), META_TRIM_DESCRIPTION)
     if meta is not None and not isinstance(meta, dict | str):
         raise TypeError(f"meta must be a dict or a data-URL str, got {type(meta).__name__}")
 

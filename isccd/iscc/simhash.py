@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from isccd.iscc.exceptions import IsccError
 
-__all__ = ["alg_simhash", "simhash_rows"]
+__all__ = ["alg_simhash", "simhash_joined", "simhash_rows"]
 
 #: ``_BIT_TABLE[v, k]`` is bit ``k`` (MSB first) of the byte value ``v``.
 _BIT_TABLE: npt.NDArray[np.int64] = np.unpackbits(
@@ -92,10 +92,19 @@ def alg_simhash(hash_digests: Iterable[bytes | bytearray | memoryview]) -> bytes
     if len(joined) != nbytes * len(digests):
         # A memoryview of wider items: its len() counts items, not bytes.
         raise IsccError("SimHash digests must be flat byte strings")
-    if len(digests) <= _BITSLICE_MAX_ROWS:
-        return _simhash_bitsliced(joined, len(digests), nbytes)
-    rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(digests), nbytes)
-    return simhash_rows(rows)
+    return simhash_joined(joined, len(digests), nbytes)
+
+
+def simhash_joined(joined: bytes, n: int, nbytes: int) -> bytes:
+    """SimHash of ``n >= 1`` digests of ``nbytes`` bytes each, concatenated in ``joined``.
+
+    Unchecked (``len(joined)`` must be ``n * nbytes``): for callers that made the digests
+    themselves, which :func:`alg_simhash`'s checks of its input would cost a fifth as much
+    again on a short name.
+    """
+    if n <= _BITSLICE_MAX_ROWS:
+        return _simhash_bitsliced(joined, n, nbytes)
+    return simhash_rows(np.frombuffer(joined, dtype=np.uint8).reshape(n, nbytes))
 
 
 def _simhash_bitsliced(joined: bytes, n: int, nbytes: int) -> bytes:

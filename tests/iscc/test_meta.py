@@ -202,6 +202,13 @@ def test_metadata_of_wrong_type_is_a_type_error(meta: object) -> None:
         gen_meta_code_v0("title", meta=meta)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("description", [0, b"", [], False])
+def test_an_empty_description_that_is_not_a_str_is_a_type_error(description: object) -> None:
+    # No description ("" or None) skips the cleaning; an empty value of another type does not.
+    with pytest.raises(TypeError):
+        gen_meta_code_v0("title", description)  # type: ignore[arg-type]
+
+
 def test_wrong_argument_types_are_type_errors() -> None:
     with pytest.raises(TypeError):
         gen_meta_code_v0(b"title")  # type: ignore[arg-type]

@@ -45,6 +45,14 @@ def test_soft_hash_of_ascii_text_matches_reference(text: str) -> None:
     assert soft_hash_text_v0(text) == ic.soft_hash_text_v0(text)
 
 
+@pytest.mark.parametrize("chars", [1, 13, 14, 4095, 4096, 4097, 4098, 9000])
+def test_soft_hash_of_ascii_text_on_either_side_of_its_cached_offsets(chars: int) -> None:
+    # ASCII text up to 4,096 characters takes its character offsets from a cached array. All
+    # windows but the last are alike here, so a last character left out changes the digest.
+    text = "a" * (chars - 1) + "b"
+    assert soft_hash_text_v0(text) == ic.soft_hash_text_v0(text)
+
+
 @pytest.mark.slow
 def test_matches_iscc_lib_on_a_large_multilingual_text() -> None:
     il = pytest.importorskip("iscc_lib")
