@@ -208,12 +208,29 @@ class RootDir:
         # The last path resolved, relative and encoded: a file is looked up three times.
         self._last: tuple[str | None, bytes] = (None, b"")
         self.fd = open_root(self.path, kernel=self._kernel)
+        self._identity: tuple[int, int] | None = None
 
     def close(self) -> None:
         """Close the root's descriptor (idempotent)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def moved(self) -> bool:
+        """Whether the root's path no longer names the directory held open: it was removed,
+        renamed or replaced (or something mounted over it) since it was opened.
+
+        Everything opened beneath the descriptor is beneath the directory that was the root
+        when it was opened; this says whether it still is.
+        """
+        if self._identity is None:
+            held = os.fstat(self.fd)
+            self._identity = (held.st_dev, held.st_ino)
+        try:
+            now = os.lstat(self.path)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != self._identity
 
     def __enter__(self) -> RootDir:
         return self
