@@ -90,6 +90,9 @@ class SourceFile:
         self.stat = st
         self._beneath = beneath
         self._owns_root = owns_root
+        #: The whole content, once a read got all the bytes ``fstat`` counted (a small file):
+        #: later reads take it from here. A file changed in between fails the final check.
+        self._whole: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -98,7 +101,13 @@ class SourceFile:
 
     def head(self, size: int = HEAD_SIZE) -> bytes:
         """The first ``size`` bytes (fewer for a shorter file), read without moving the offset."""
-        return os.pread(self.fd, size, 0)
+        whole = self._whole
+        if whole is not None:
+            return whole if size >= len(whole) else whole[:size]
+        data = os.pread(self.fd, size, 0)
+        if len(data) == self.stat.st_size:
+            self._whole = data
+        return data
 
     def reader(self) -> BinaryIO:
         """A buffered binary file object positioned at the start, for libraries that want one.
@@ -357,9 +366,17 @@ def _open_flags(path: str, flags: int, beneath: RootDir | None) -> int:
 def read_limited(src: SourceFile, limit: int) -> bytes:
     """Read at most ``limit`` bytes from the start of the file.
 
+    A read stops at the size the file had when it was opened: a file that grew since fails
+    :meth:`SourceFile.check_unchanged` anyway. A small file read whole once (by
+    :meth:`SourceFile.head` or here) is not read again.
+
     Raises:
         FileAccessError: A read failed.
     """
+    whole = src._whole
+    if whole is not None:
+        return whole if len(whole) <= limit else whole[:limit]
+    size = src.stat.st_size
     pieces: list[bytes] = []
     offset = 0
     while offset < limit:
@@ -371,5 +388,10 @@ def read_limited(src: SourceFile, limit: int) -> bytes:
             break
         pieces.append(piece)
         offset += len(piece)
+        if offset == size:  # all of it, as fstat counted (0 may be a file that says nothing)
+            break
     # A small file is one piece: returned as it is, without a copy.
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    if len(data) == size:
+        src._whole = data
+    return data

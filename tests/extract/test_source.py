@@ -20,7 +20,7 @@ from isccd.errors import (
     FileVanishedError,
     NotRegularFileError,
 )
-from isccd.extract.source import RootDirs, open_source
+from isccd.extract.source import RootDirs, open_source, read_limited
 
 
 def test_stream_delivers_the_whole_file_in_bounded_pieces(tmp_path: Path) -> None:
@@ -296,3 +296,39 @@ def test_a_run_follows_links_beneath_a_root_only_as_each_file_asks(tmp_path: Pat
             pass
         with pytest.raises(NotRegularFileError, match="symbolic link"):
             open_source(f"{root}/alias/secret", root=str(root), roots=roots)
+
+
+def test_a_small_file_read_whole_once_is_served_from_that_read(tmp_path: Path) -> None:
+    path = tmp_path / "small.txt"
+    path.write_bytes(b"0123456789" * 30)
+    with open_source(str(path)) as src:
+        assert src.head() == b"0123456789" * 30
+        assert src.head(12) == b"012345678901"
+        assert read_limited(src, 5) == b"01234"
+        assert read_limited(src, 10_000) == b"0123456789" * 30
+        # Rewritten in place, same size: what was read stays what was read, and the check
+        # after reading says the file changed.
+        path.write_bytes(b"abcdefghij" * 30)
+        assert read_limited(src, 10_000) == b"0123456789" * 30
+        with pytest.raises(FileUnstableError):
+            src.check_unchanged()
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 70_000])
+def test_reading_a_file_at_most_a_limit_gives_its_start(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "f.bin"
+    content = os.urandom(size)
+    path.write_bytes(content)
+    for limit in (0, 1, size, size + 1, 65_536):
+        with open_source(str(path)) as src:
+            assert read_limited(src, limit) == content[:limit]
+            assert src.head() == content[:4096]
+            assert read_limited(src, limit) == content[:limit]
+
+
+def test_a_file_whose_size_says_nothing_is_read_to_its_end() -> None:
+    # Files of /proc (and such) say 0 bytes and have content.
+    with open_source("/proc/self/status") as src:
+        assert src.size == 0
+        assert read_limited(src, 10_000).startswith(b"Name:")
+        assert src.head().startswith(b"Name:")
