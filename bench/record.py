@@ -1,5 +1,5 @@
-"""The worker's share of a small-file scan: ``compute_record`` per file, in one process, next to
-the floor measured in the same run.
+"""The worker's share of a small-file scan: ``compute_record`` per file, and the messages of files
+a worker is sent, in one process, next to the floor measured in the same run.
 
 The files: the first ``--files`` (4,000) of the small-file tree of ``bench/smallfiles.py`` (60 %
 random-word texts of 200 B-4 KB, 40 % random binaries of 100 B-8 KB, 200 to a directory), in
@@ -9,7 +9,10 @@ every file is coded once before timing, so the page cache holds the tree (warm).
 Each round times, in turn (so that load from other work on the machine falls on both alike):
 
 - **floor**: open, read, BLAKE3- and xxh64-hash each file, in this process;
-- **compute_record**: ``compute_record(path, root=TREE)`` of each file, as a worker runs it.
+- **compute_record**: ``compute_record(path, root=TREE)`` of each file, alone;
+- **worker jobs**: what a worker runs for a scan's messages: ``hash_job`` of the files in
+  batches of ``BATCH_FILES`` (32) as the pipeline sends them, each file's record packed for the
+  pipe (each root opened once per message). Unpacking, the daemon's share, is not timed.
 
 The figures are medians of the rounds, in microseconds per file of wall time and of this
 process's CPU time (the steadier one on a shared machine; the ratio uses it). Every round must
@@ -31,6 +34,7 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import blake3
@@ -40,9 +44,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from smallfiles import small_files
 
-from isccd.hashing import compute_record
+from isccd.hashing import CodeOptions, compute_record
+from isccd.hashing.pool import hash_job
+from isccd.hashing.wire import Packed, unpack
 from isccd.iscc.kernels import warmup
 from isccd.model import FileRecord
+from isccd.pipeline.pipeline import BATCH_FILES
 
 
 def tree_files(tree: Path, count: int) -> list[str]:
@@ -67,10 +74,28 @@ def record_pass(paths: list[str], root: str) -> list[FileRecord]:
     return [compute_record(path, root=root) for path in paths]
 
 
-def checksum(records: list[FileRecord]) -> str:
+def job_pass(paths: list[str], root: str) -> list[Packed]:
+    options, packed = CodeOptions(), []
+    for start in range(0, len(paths), BATCH_FILES):
+        done, _ = hash_job(
+            [(root, p, None) for p in paths[start : start + BATCH_FILES]], options, False
+        )
+        packed += done
+    return packed
+
+
+#: The passes each round times, in turn.
+PASSES: dict[str, Callable[[list[str], str], list[FileRecord] | list[Packed]]] = {
+    "floor": floor_pass,
+    "compute_record": record_pass,
+    "worker jobs": job_pass,
+}
+
+
+def checksum(records: list[FileRecord] | list[Packed]) -> str:
     """A digest of everything a change in the coding could alter (timings left out)."""
     digest = hashlib.sha256()
-    for r in records:
+    for r in (unpack(r) if isinstance(r, tuple) else r for r in records):
         units = [(u.type.value, u.iscc, u.digest, u.profile) for u in r.units]
         issues = [(i.stage, i.kind.value, i.reason, i.code) for i in r.issues]
         fields = (r.path, r.mediatype, r.mode, r.iscc, r.name, r.datahash, r.characters)
@@ -99,6 +124,8 @@ def main() -> None:
     warmup()
     codes = checksum(record_pass(paths, root))  # warms the page cache and every lazy import
     floor_pass(paths, root)
+    if checksum(job_pass(paths, root)) != codes:
+        raise SystemExit("the worker's jobs give other codes than compute_record")
     print(
         f"{len(paths):,} small files of {tree}; Python {platform.python_version()}; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; warm page cache; "
@@ -111,17 +138,17 @@ def main() -> None:
         profiler.disable()
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
         return
-    wall: dict[str, list[float]] = {"floor": [], "compute_record": []}
-    cpu: dict[str, list[float]] = {"floor": [], "compute_record": []}
+    wall: dict[str, list[float]] = {name: [] for name in PASSES}
+    cpu: dict[str, list[float]] = {name: [] for name in PASSES}
     for number in range(args.rounds):
-        for name, run in (("floor", floor_pass), ("compute_record", record_pass)):
+        for name, run in PASSES.items():
             start, start_cpu = time.perf_counter(), time.process_time()
             records = run(paths, root)
             wall[name].append(per_file(time.perf_counter() - start, len(paths)))
             cpu[name].append(per_file(time.process_time() - start_cpu, len(paths)))
-        again = checksum(records)
-        if again != codes:
-            raise SystemExit(f"round {number + 1} gave other codes: {again} != {codes}")
+            again = checksum(records) if records else codes
+            if again != codes:
+                raise SystemExit(f"round {number + 1} gave other codes: {again} != {codes}")
         print(
             f"  round {number + 1}: "
             + ", ".join(

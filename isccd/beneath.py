@@ -78,16 +78,24 @@ def _syscall() -> Callable[..., int] | None:
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
+    # No argtypes: the arguments are passed as ready C values instead (_NR, c_long of the
+    # descriptor, _how, _HOW_SIZE), which saves converting them on every call.
     call = libc.syscall
     call.restype = ctypes.c_long
-    call.argtypes = (
-        ctypes.c_long,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.POINTER(_OpenHow),
-        ctypes.c_size_t,
-    )
     return cast(Callable[..., int], call)
+
+
+#: The arguments of every call that never change, as C values (syscall(2) is variadic: each is
+#: passed as the long it reads).
+_NR = ctypes.c_long(_OPENAT2_SYSCALL)
+_HOW_SIZE = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
+
+
+@functools.cache
+def _how(flags: int, resolve: int) -> ctypes._CArgObject:
+    """A reference to the ``open_how`` of ``flags`` and ``resolve``, made once per pair (the
+    kernel only reads it; isccd uses a handful of pairs)."""
+    return ctypes.byref(_OpenHow(flags | os.O_CLOEXEC, 0, resolve))
 
 
 def _openat2(dir_fd: int, path: bytes, flags: int, resolve: int) -> int:
@@ -95,8 +103,7 @@ def _openat2(dir_fd: int, path: bytes, flags: int, resolve: int) -> int:
     call = _syscall()
     if call is None:
         raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
-    how = _OpenHow(flags | os.O_CLOEXEC, 0, resolve)
-    fd = int(call(_OPENAT2_SYSCALL, dir_fd, path, ctypes.byref(how), ctypes.sizeof(how)))
+    fd = call(_NR, ctypes.c_long(dir_fd), path, _how(flags, resolve), _HOW_SIZE)
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), os.fsdecode(path))
@@ -195,13 +202,35 @@ class RootDir:
         self.path = root.rstrip("/") or "/"
         self.follow_symlinks = follow_symlinks
         self._kernel = openat2_available() if kernel is None else kernel and openat2_available()
+        self._resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
+        if not follow_symlinks:
+            self._resolve |= RESOLVE_NO_SYMLINKS
+        # The last path resolved, relative and encoded: a file is looked up three times.
+        self._last: tuple[str | None, bytes] = (None, b"")
         self.fd = open_root(self.path, kernel=self._kernel)
+        self._identity: tuple[int, int] | None = None
 
     def close(self) -> None:
         """Close the root's descriptor (idempotent)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def moved(self) -> bool:
+        """Whether the root's path no longer names the directory held open: it was removed,
+        renamed or replaced (or something mounted over it) since it was opened.
+
+        Everything opened beneath the descriptor is beneath the directory that was the root
+        when it was opened; this says whether it still is.
+        """
+        if self._identity is None:
+            held = os.fstat(self.fd)
+            self._identity = (held.st_dev, held.st_ino)
+        try:
+            now = os.lstat(self.path)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != self._identity
 
     def __enter__(self) -> RootDir:
         return self
@@ -220,10 +249,13 @@ class RootDir:
         Raises:
             OSError: ``EXDEV`` when ``path`` is not under the root by name;
                 ``ENAMETOOLONG`` when it is longer than a path name may be (though shorter
-                relative to the root, nothing else could use it by name).
+                relative to the root, nothing else could use it by name); ``EINVAL`` when it
+                holds a NUL, which no path name can (the kernel would see only what precedes it).
         """
         if len(path) >= PATH_MAX // 4 and len(os.fsencode(path)) >= PATH_MAX:
             raise _refused(errno.ENAMETOOLONG, path)
+        if "\0" in path:
+            raise _refused(errno.EINVAL, path)
         if path == self.path:
             return "."
         prefix = self.path if self.path != "/" else ""
@@ -252,21 +284,23 @@ class RootDir:
         """
         if self.fd < 0:
             raise ValueError("the root directory is closed")
-        rel = self.relative(path)
         if self._kernel:
-            resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
-            if not self.follow_symlinks:
-                resolve |= RESOLVE_NO_SYMLINKS
+            last = self._last
+            if last[0] == path:
+                encoded = last[1]
+            else:
+                encoded = os.fsencode(self.relative(path))
+                self._last = (path, encoded)
             for _ in range(_EAGAIN_RETRIES):
                 try:
-                    return _openat2(self.fd, os.fsencode(rel), flags, resolve)
+                    return _openat2(self.fd, encoded, flags, self._resolve)
                 except OSError as exc:
                     if exc.errno == errno.EAGAIN:
                         continue  # a rename raced with ".."; the kernel asks to try again
                     if exc.errno == errno.EXDEV and self.follow_symlinks:
                         break  # perhaps an absolute link into the root: the walk decides
                     raise _refused(exc.errno, path) from None
-        return self._walk(rel, flags, path)
+        return self._walk(self.relative(path), flags, path)
 
     def stat(self, path: str) -> os.stat_result:
         """``lstat`` of ``path``, reached beneath the root (the last component is not

@@ -161,6 +161,17 @@ def test_a_directory_swapped_for_a_link_is_not_followed(tmp_path: Path, kernel: 
     assert _open(root, "race/secret", follow=True, kernel=kernel) == "EXDEV"
 
 
+@pytest.mark.parametrize("kernel", WAYS)
+def test_a_path_holding_a_nul_is_refused_not_cut_short(tree: Path, kernel: bool) -> None:
+    # Passed on as a C string, "a.txt\0junk" would name a.txt.
+    with RootDir(str(tree), kernel=kernel) as top:
+        for path in (f"{tree}/a.txt\0junk", f"{tree}/sub\0/b.txt"):
+            with pytest.raises(OSError) as info:
+                top.open(path, os.O_RDONLY)
+            assert info.value.errno == errno.EINVAL
+            assert info.value.filename == path
+
+
 def test_paths_longer_than_a_path_name_are_refused(tmp_path: Path) -> None:
     with RootDir(str(tmp_path)) as top, pytest.raises(OSError) as info:
         top.open(f"{tmp_path}/{'x/' * 2100}f", os.O_RDONLY)

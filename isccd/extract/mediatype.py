@@ -25,9 +25,10 @@ file then cannot be decoded, the guess was wrong and the file is coded as generi
 from __future__ import annotations
 
 import mimetypes
+import posixpath
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from isccd.extract.signatures import Signature, has_binary_bytes, sniff, unicode_text
 from isccd.model import Mode
@@ -176,6 +177,25 @@ def mediatype_from_name(name: str) -> str | None:
     return None if encoding is not None else mediatype
 
 
+def _normalized_from_name(name: str) -> str | None:
+    """``mediatype_normalize(mediatype_from_name(name))``, by extension where only the
+    extension can matter: a name without a URL scheme (no ``:``) whose extension neither
+    stands for others (``.tgz``) nor names a compression (``.gz``) has the type of any other
+    name with that extension."""
+    if ":" not in name:
+        extension = posixpath.splitext(name)[1]
+        table = _name_table()
+        if extension not in table.encodings_map and extension.lower() not in table.suffix_map:
+            return _normalized_of_extension(extension)
+    return mediatype_normalize(mediatype_from_name(name))
+
+
+@lru_cache(maxsize=1024)
+def _normalized_of_extension(extension: str) -> str | None:
+    # Asked of the table with a stand-in stem, so that the table's own rules decide.
+    return mediatype_normalize(mediatype_from_name("x" + extension))
+
+
 def mediatype_from_data(head: bytes) -> str | None:
     """The media type the first bytes' signature clearly shows, or ``None``."""
     found = sniff(head)
@@ -192,6 +212,7 @@ def mediatype_supported(mediatype: str | None) -> bool:
     return mediatype_normalize(mediatype) in SUPPORTED_MEDIATYPES
 
 
+@lru_cache(maxsize=256)  # a few types recur for every file
 def mediatype_to_mode(mediatype: str) -> Mode | None:
     """The processing mode for a media type, or ``None`` when it has no Content-Code.
 
@@ -222,7 +243,7 @@ def mediatype_detect(head: bytes, name: str | None = None) -> MediaType:
         head: The first bytes of the file (4096 are enough).
         name: The file name, if known.
     """
-    by_name = mediatype_normalize(mediatype_from_name(name)) if name else None
+    by_name = _normalized_from_name(name) if name else None
     signature = sniff(head)
     by_data = mediatype_normalize(signature.mediatype) if signature else None
 

@@ -16,7 +16,12 @@ The rules every reader in isccd follows:
   by re-opening the path.
 - After all reading, :meth:`SourceFile.check_unchanged` compares the validators again: a file that
   changed, vanished or was replaced while it was read raises, and nothing computed from it is
-  trusted.
+  trusted. So does a file whose root's path no longer names the root's directory it was
+  opened beneath (the root was moved, removed or replaced meanwhile).
+- The root's directory may be opened once for a run of files (:class:`RootDirs`, a worker's
+  job): each file is still opened beneath it, and the check after reading each file says
+  whether the root is still in place, so a root replaced before or during any file of the run
+  is noticed as if it had been opened for that file alone.
 """
 
 from __future__ import annotations
@@ -72,12 +77,22 @@ class SourceFile:
     """
 
     def __init__(
-        self, path: str, fd: int, st: os.stat_result, beneath: RootDir | None = None
+        self,
+        path: str,
+        fd: int,
+        st: os.stat_result,
+        beneath: RootDir | None = None,
+        *,
+        owns_root: bool = True,
     ) -> None:
         self.path = path
         self.fd = fd
         self.stat = st
         self._beneath = beneath
+        self._owns_root = owns_root
+        #: The whole content, once a read got all the bytes ``fstat`` counted (a small file):
+        #: later reads take it from here. A file changed in between fails the final check.
+        self._whole: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -86,7 +101,13 @@ class SourceFile:
 
     def head(self, size: int = HEAD_SIZE) -> bytes:
         """The first ``size`` bytes (fewer for a shorter file), read without moving the offset."""
-        return os.pread(self.fd, size, 0)
+        whole = self._whole
+        if whole is not None:
+            return whole if size >= len(whole) else whole[:size]
+        data = os.pread(self.fd, size, 0)
+        if len(data) == self.stat.st_size:
+            self._whole = data
+        return data
 
     def reader(self) -> BinaryIO:
         """A buffered binary file object positioned at the start, for libraries that want one.
@@ -137,7 +158,8 @@ class SourceFile:
             FileVanishedError: The path no longer exists.
             FileUnstableError: The path now names another file, or the file's size, mtime or
                 ctime changed since it was opened (it was written, truncated or renamed while
-                it was read).
+                it was read), or its root's path no longer names the directory it was opened
+                beneath.
         """
         try:
             now = _lookup(self.path, self._beneath)
@@ -157,13 +179,15 @@ class SourceFile:
                 self.path,
                 f"file changed while it was read (size {self.stat.st_size} -> {after.st_size})",
             )
+        if self._beneath is not None and self._beneath.moved():
+            raise FileUnstableError(self.path, "its root was moved or replaced while it was read")
 
     def close(self) -> None:
-        """Close the descriptor, and the root's (idempotent)."""
+        """Close the descriptor, and the root's unless it is shared (idempotent)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        if self._beneath is not None:
+        if self._beneath is not None and self._owns_root:
             self._beneath.close()
 
     def __enter__(self) -> SourceFile:
@@ -173,8 +197,50 @@ class SourceFile:
         self.close()
 
 
+class RootDirs:
+    """The directories of the roots a run of files lies in, each opened once for the run.
+
+    For a worker's job of small files: opening the root's directory costs about as much as
+    opening the file. A root that cannot be opened is tried again for the next file, as it
+    would be alone. Close it (or use ``with``) when the run is over; the files opened with it
+    must be closed first.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, bool], RootDir] = {}
+
+    def get(self, root: str, follow_symlinks: bool, path: str) -> RootDir:
+        """The open directory of ``root`` (opened now if it is not yet).
+
+        Raises:
+            FileVanishedError: The root does not exist (said of ``path``).
+            FileAccessError: The root cannot be opened (said of ``path``).
+        """
+        key = (root, follow_symlinks)
+        beneath = self._open.get(key)
+        if beneath is None:
+            beneath = self._open[key] = _open_root(root, follow_symlinks, path)
+        return beneath
+
+    def close(self) -> None:
+        """Close every root's directory (idempotent)."""
+        while self._open:
+            self._open.popitem()[1].close()
+
+    def __enter__(self) -> RootDirs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def open_source(
-    path: str, *, noatime: bool = True, root: str | None = None, follow_symlinks: bool = False
+    path: str,
+    *,
+    noatime: bool = True,
+    root: str | None = None,
+    follow_symlinks: bool = False,
+    roots: RootDirs | None = None,
 ) -> SourceFile:
     """Open a regular file for reading, refusing anything else without opening it.
 
@@ -187,6 +253,8 @@ def open_source(
             user names (``isccd code``), opened by name.
         follow_symlinks: With ``root``, follow symbolic links (the last component's too) as
             long as they stay beneath the root.
+        roots: With ``root``, take the root's directory from these (shared by a run of files)
+            instead of opening it for this file alone.
 
     Returns:
         The open file, with its ``fstat``.
@@ -198,20 +266,25 @@ def open_source(
         FileAccessError: Permission denied or another OS error.
         FileUnstableError: The path was replaced between ``lstat`` and ``open``.
     """
-    beneath = None
-    if root is not None:
-        try:
-            beneath = RootDir(root, follow_symlinks=follow_symlinks)
-        except FileNotFoundError as exc:
-            raise FileVanishedError(path, "its root is gone") from exc
-        except OSError as exc:
-            raise FileAccessError(path, f"cannot open its root: {_why(exc)}") from exc
+    if root is None:
+        return _open(path, noatime, None, owns_root=True)
+    if roots is not None:
+        return _open(path, noatime, roots.get(root, follow_symlinks, path), owns_root=False)
+    beneath = _open_root(root, follow_symlinks, path)
     try:
-        return _open(path, noatime, beneath)
+        return _open(path, noatime, beneath, owns_root=True)
     except BaseException:
-        if beneath is not None:
-            beneath.close()
+        beneath.close()
         raise
+
+
+def _open_root(root: str, follow_symlinks: bool, path: str) -> RootDir:
+    try:
+        return RootDir(root, follow_symlinks=follow_symlinks)
+    except FileNotFoundError as exc:
+        raise FileVanishedError(path, "its root is gone") from exc
+    except OSError as exc:
+        raise FileAccessError(path, f"cannot open its root: {_why(exc)}") from exc
 
 
 def _regular(path: str, beneath: RootDir | None) -> os.stat_result:
@@ -229,7 +302,7 @@ def _regular(path: str, beneath: RootDir | None) -> os.stat_result:
     return before
 
 
-def _open(path: str, noatime: bool, beneath: RootDir | None) -> SourceFile:
+def _open(path: str, noatime: bool, beneath: RootDir | None, *, owns_root: bool) -> SourceFile:
     before = _regular(path, beneath)
     flags = _OPEN_FLAGS
     if beneath is not None and beneath.follow_symlinks:
@@ -257,7 +330,7 @@ def _open(path: str, noatime: bool, beneath: RootDir | None) -> SourceFile:
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
         os.close(fd)
         raise FileUnstableError(path, "replaced between listing and opening")
-    return SourceFile(path, fd, st, beneath)
+    return SourceFile(path, fd, st, beneath, owns_root=owns_root)
 
 
 #: Why a path was refused without being opened, by the errno :mod:`isccd.beneath` gives.
@@ -293,9 +366,17 @@ def _open_flags(path: str, flags: int, beneath: RootDir | None) -> int:
 def read_limited(src: SourceFile, limit: int) -> bytes:
     """Read at most ``limit`` bytes from the start of the file.
 
+    A read stops at the size the file had when it was opened: a file that grew since fails
+    :meth:`SourceFile.check_unchanged` anyway. A small file read whole once (by
+    :meth:`SourceFile.head` or here) is not read again.
+
     Raises:
         FileAccessError: A read failed.
     """
+    whole = src._whole
+    if whole is not None:
+        return whole if len(whole) <= limit else whole[:limit]
+    size = src.stat.st_size
     pieces: list[bytes] = []
     offset = 0
     while offset < limit:
@@ -307,5 +388,10 @@ def read_limited(src: SourceFile, limit: int) -> bytes:
             break
         pieces.append(piece)
         offset += len(piece)
+        if offset == size:  # all of it, as fstat counted (0 may be a file that says nothing)
+            break
     # A small file is one piece: returned as it is, without a copy.
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    if len(data) == size:
+        src._whole = data
+    return data

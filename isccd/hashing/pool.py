@@ -61,8 +61,9 @@ import structlog
 
 from isccd import forkserver
 from isccd.errors import HashingUnavailableError
+from isccd.extract.source import RootDirs
 from isccd.hashing import OUT_OF_MEMORY, CodeOptions, compute_record, out_of_memory
-from isccd.hashing.wire import pack, unpack
+from isccd.hashing.wire import Packed, pack, unpack
 from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, UnitType
 
 #: The default bound of a worker's memory: the largest image the default pixel limit admits
@@ -241,14 +242,31 @@ def _worker_main(
         if message is None:
             return
         job_id, files = message
-        done = []
-        retire = False
+        done, retire = hash_job(files, options, follow_symlinks)
+        conn.send((job_id, done, retire))
+
+
+def hash_job(
+    files: Sequence[tuple[str | None, str, frozenset[UnitType] | None]],
+    options: CodeOptions,
+    follow_symlinks: bool,
+) -> tuple[list[Packed], bool]:
+    """What a worker does with one message: the records of ``files``, ``(root, path, units)``
+    each, in order and packed, and whether the last one ran out of memory (then the files after
+    it are not hashed: a library that failed an allocation may be left in any state, so the
+    rest of the batch goes to the worker that replaces this one).
+
+    Each root's directory is opened once for the message, not once per file (see
+    :class:`isccd.extract.source.RootDirs`).
+    """
+    done: list[Packed] = []
+    with RootDirs() as roots:
         for root, path, units in files:
             try:
                 # Opened beneath its root, here in the process that reads it: a path checked
                 # by name elsewhere could have been redirected since.
                 record = compute_record(
-                    path, options, units, root=root, follow_symlinks=follow_symlinks
+                    path, options, units, root=root, follow_symlinks=follow_symlinks, roots=roots
                 )
             except MemoryError:  # outside a stage (a stage reports it as too_large itself)
                 record = _failed(path, OUT_OF_MEMORY, IssueCode.TOO_LARGE)
@@ -256,11 +274,8 @@ def _worker_main(
                 record = _failed(path, f"internal error: {type(exc).__name__}: {exc}")
             done.append(pack(record))
             if out_of_memory(record):
-                # A library that failed an allocation may be left in any state: the rest of
-                # the batch goes to the worker that replaces this one.
-                retire = True
-                break
-        conn.send((job_id, done, retire))
+                return done, True
+    return done, False
 
 
 def _limit_memory(memory: int) -> None:

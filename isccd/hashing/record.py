@@ -12,7 +12,7 @@ from isccd.errors import (
 )
 from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to_mode
 from isccd.extract.meta import file_name
-from isccd.extract.source import SourceFile, open_source, read_limited
+from isccd.extract.source import RootDirs, SourceFile, open_source, read_limited
 from isccd.hashing.content import Content, content_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
@@ -56,6 +56,7 @@ def compute_record(
     *,
     root: str | None = None,
     follow_symlinks: bool = False,
+    roots: RootDirs | None = None,
 ) -> FileRecord:
     """Compute the ISCC units and ISCC-CODE of one file.
 
@@ -69,6 +70,8 @@ def compute_record(
             and a path that leads through a symbolic link or out of the root is refused (see
             :func:`isccd.extract.source.open_source`). ``None`` for a file a user names.
         follow_symlinks: With ``root``, follow links that stay beneath it.
+        roots: With ``root``, the root directories a run of files shares (a worker's job), so
+            that each root is opened once for the run (the guarantees are the same).
 
     Returns:
         The record. Problems are in ``issues``; it is never an exception.
@@ -77,7 +80,7 @@ def compute_record(
     wanted = ALL_UNITS if units is None else frozenset(units)
     run = Run(options)
     try:
-        src = open_source(path, root=root, follow_symlinks=follow_symlinks)
+        src = open_source(path, root=root, follow_symlinks=follow_symlinks, roots=roots)
     except FileError as exc:
         run.issue("read", exc)
         return FileRecord(path=path, stat=None, issues=tuple(run.issues))

@@ -3,6 +3,7 @@ timings it collects, and the embedded metadata read along the way."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -85,7 +86,14 @@ class Run:
 
     def profile(self, *parts: str) -> str:
         """The profile of a unit made by ``parts`` (``name/version`` components, or ``""``)."""
-        return " ".join((ALGORITHM, f"bits/{self.options.bits}", *(p for p in parts if p)))
+        return _profile(self.options.bits, parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _profile(bits: int, parts: tuple[str, ...]) -> str:
+    # A handful of profiles serve every file: made once, and then one string object, which
+    # a worker's message of records pickles once (the pickle memo is by identity).
+    return " ".join((ALGORITHM, f"bits/{bits}", *(p for p in parts if p)))
 
 
 _UNIT_STAGES = frozenset(t.value for t in UnitType)

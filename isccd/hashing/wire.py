@@ -24,6 +24,8 @@ _CODES = {c.value: c for c in IssueCode}
 
 def pack(record: FileRecord) -> Packed:
     """``record`` as a tuple of plain values (strings, numbers, bytes, tuples, None)."""
+    # An enum member's ``_value_``, not ``.value``: a property, five times slower. Lists made
+    # into tuples: for a few items, faster than a generator.
     stat = record.stat
     return (
         record.path,
@@ -31,10 +33,10 @@ def pack(record: FileRecord) -> Packed:
         if stat is None
         else (stat.dev, stat.ino, stat.size, stat.mtime_ns, stat.ctime_ns, stat.nlink),
         record.mediatype,
-        None if record.mode is None else record.mode.value,
+        None if record.mode is None else record.mode._value_,
         record.iscc,
         record.name,
-        tuple((u.type.value, u.iscc, u.digest, u.profile) for u in record.units),
+        tuple([(u.type._value_, u.iscc, u.digest, u.profile) for u in record.units]),
         record.datahash,
         record.filesize,
         record.characters,
@@ -44,8 +46,16 @@ def pack(record: FileRecord) -> Packed:
         record.extractor,
         record.timings,
         tuple(
-            (i.stage, i.kind.value, i.reason, None if i.code is None else i.code.value, i.profile)
-            for i in record.issues
+            [
+                (
+                    i.stage,
+                    i.kind._value_,
+                    i.reason,
+                    None if i.code is None else i.code._value_,
+                    i.profile,
+                )
+                for i in record.issues
+            ]
         ),
         record.description,
         record.metahash,

@@ -97,6 +97,50 @@ def test_a_batch_is_hashed_in_one_round_trip_with_the_records_of_single_files(
     _run(main)
 
 
+def test_a_batch_opens_each_root_once_with_the_records_and_refusals_of_single_files(
+    tmp_path: Path,
+) -> None:
+    # A root's directory is opened once per message; what each file gets must not change,
+    # and a root replaced between two messages is the new root for the second.
+    first, second, outside = tmp_path / "first", tmp_path / "second", tmp_path / "outside"
+    for folder in (first, second, outside):
+        folder.mkdir()
+    (first / "a.txt").write_text("alpha " * 40)
+    (second / "b.txt").write_text("beta " * 40)
+    (outside / "c.txt").write_text("gamma " * 40)
+    (first / "race").symlink_to(outside)
+    files = [
+        (str(first), f"{first}/a.txt"),
+        (str(second), f"{second}/b.txt"),
+        (str(first), f"{first}/race/c.txt"),
+        (str(tmp_path / "gone"), f"{tmp_path}/gone/d.txt"),
+        (str(first), f"{first}/a.txt"),
+    ]
+
+    async def main() -> None:
+        pool = WorkerPool(WorkerOptions(workers=1))
+        await pool.start()
+        try:
+            records = await pool.compute_many([(r, p, None) for r, p in files])
+            alone = [compute_record(p, root=r) for r, p in files]
+            first.rename(tmp_path / "first-old")
+            first.mkdir()
+            (first / "a.txt").write_text("ALPHA " * 40)
+            again = await pool.compute_many([(str(first), f"{first}/a.txt", None)])
+        finally:
+            assert await pool.close(grace=5) == 0
+        assert [_without_timings(r) for r in records] == [_without_timings(r) for r in alone]
+        codes = [r.issues[0].code if r.issues else None for r in records]
+        assert codes == [None, None, IssueCode.NOT_REGULAR, IssueCode.VANISHED, None]
+        assert records[0].iscc == records[4].iscc is not None
+        assert again[0].iscc is not None and again[0].iscc != records[0].iscc
+        assert _without_timings(again[0]) == _without_timings(
+            compute_record(f"{first}/a.txt", root=str(first))
+        )
+
+    _run(main)
+
+
 def test_a_worker_killed_on_a_batch_costs_only_the_file_it_was_on(tmp_path: Path) -> None:
     big = str(_sparse(tmp_path / "big.bin", 8 << 30))
     smalls = []

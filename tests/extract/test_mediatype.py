@@ -17,6 +17,7 @@ from isccd.extract.mediatype import (
     looks_like_text,
     mediatype_detect,
     mediatype_from_data,
+    mediatype_from_name,
     mediatype_guess,
     mediatype_normalize,
     mediatype_to_mode,
@@ -287,3 +288,27 @@ def test_modes() -> None:
 def test_guessing_never_fails(head: bytes) -> None:
     assert "/" in mediatype_guess(head, "x.jpg")
     assert isinstance(looks_like_text(head), bool)
+
+
+#: Names whose type is not their last extension's alone: URLs (a file name may hold ":"),
+#: extensions that stand for others, compressions, case.
+_TRICKY_NAMES = [
+    "data:image/png,x.txt", "data:,x.jpg", "http:a.png", "C:a.txt", "x.tgz", "x.TGZ", "a.svg.gz",
+    "a.txt.Z", "a.txt.z", "a.tar.bz2", "a.svgz", "a.JPG", "A.Txt", ".txt", "..txt", "a.", "a..md",
+    "a.tar.xz", "notes.md", "a.b.c.pdf",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NAMES + _TRICKY_NAMES)
+def test_a_name_gives_the_type_the_system_table_gives(name: str) -> None:
+    expected = mediatype_normalize(mediatype_from_name(name)) if name else None
+    # Twice: the second answer may come from what the first one learned.
+    for _ in range(2):
+        assert mediatype_detect(b"", name).mediatype == (expected or "application/octet-stream")
+
+
+@given(st.text(alphabet="aZ.:/,;gzTGXtx0", max_size=12))
+def test_any_name_gives_the_type_the_system_table_gives(name: str) -> None:
+    expected = mediatype_normalize(mediatype_from_name(name)) if name else None
+    for _ in range(2):
+        assert mediatype_detect(b"", name).mediatype == (expected or "application/octet-stream")

@@ -20,7 +20,7 @@ from isccd.errors import (
     FileVanishedError,
     NotRegularFileError,
 )
-from isccd.extract.source import open_source
+from isccd.extract.source import RootDirs, open_source, read_limited
 
 
 def test_stream_delivers_the_whole_file_in_bounded_pieces(tmp_path: Path) -> None:
@@ -230,3 +230,105 @@ def test_a_directory_swapped_for_a_link_while_read_is_caught(tmp_path: Path) -> 
 def test_a_missing_root_makes_the_file_vanished(tmp_path: Path) -> None:
     with pytest.raises(FileVanishedError, match="root is gone"):
         open_source(str(tmp_path / "gone" / "f"), root=str(tmp_path / "gone"))
+
+
+def _replace_root(root: Path, text: str) -> None:
+    """Move the root away and put another directory in its place, its race/secret holding
+    ``text`` (the same size as before: only the directory's and the file's inodes differ)."""
+    root.rename(root.with_name("old-root"))
+    (root / "race").mkdir(parents=True)
+    (root / "race" / "secret").write_text(text)
+
+
+@pytest.mark.usefixtures("kernel")
+def test_a_root_replaced_while_a_file_is_read_is_caught(tmp_path: Path) -> None:
+    root, _ = _race_tree(tmp_path)
+    with open_source(f"{root}/race/secret", root=str(root)) as src:
+        _replace_root(root, "INSIDE")
+        with pytest.raises(FileUnstableError, match="root was moved or replaced"):
+            src.check_unchanged()
+
+
+@pytest.mark.usefixtures("kernel")
+def test_a_root_shared_by_a_run_of_files_is_opened_once_and_checked_for_each(
+    tmp_path: Path,
+) -> None:
+    root, _ = _race_tree(tmp_path)
+    (root / "race" / "other").write_text("other")
+    path = f"{root}/race/secret"
+    with RootDirs() as roots:
+        for name in ("secret", "other", "secret"):
+            with open_source(f"{root}/race/{name}", root=str(root), roots=roots) as src:
+                src.check_unchanged()
+        held = roots.get(str(root), False, path)
+        assert roots.get(str(root), False, path) is held
+        # The root is replaced between two files of the run: the next file is opened beneath
+        # the directory held (no longer the root), and the check after reading says so.
+        _replace_root(root, "INSIDE")
+        with open_source(path, root=str(root), roots=roots) as src:
+            assert src.head() == b"inside"
+            with pytest.raises(FileUnstableError, match="root was moved or replaced"):
+                src.check_unchanged()
+    assert held.fd == -1  # closed with the run
+    # The next run opens the root that is there now.
+    with RootDirs() as roots, open_source(path, root=str(root), roots=roots) as src:
+        assert src.head() == b"INSIDE"
+        src.check_unchanged()
+
+
+def test_a_root_a_run_cannot_open_is_tried_again_for_the_next_file(tmp_path: Path) -> None:
+    root = tmp_path / "late"
+    with RootDirs() as roots:
+        with pytest.raises(FileVanishedError, match="root is gone"):
+            open_source(f"{root}/f", root=str(root), roots=roots)
+        root.mkdir()
+        (root / "f").write_text("here")
+        with open_source(f"{root}/f", root=str(root), roots=roots) as src:
+            assert src.head() == b"here"
+
+
+@pytest.mark.usefixtures("kernel")
+def test_a_run_follows_links_beneath_a_root_only_as_each_file_asks(tmp_path: Path) -> None:
+    root, _ = _race_tree(tmp_path)
+    (root / "alias").symlink_to("race")
+    with RootDirs() as roots:
+        with open_source(f"{root}/alias/secret", root=str(root), follow_symlinks=True, roots=roots):
+            pass
+        with pytest.raises(NotRegularFileError, match="symbolic link"):
+            open_source(f"{root}/alias/secret", root=str(root), roots=roots)
+
+
+def test_a_small_file_read_whole_once_is_served_from_that_read(tmp_path: Path) -> None:
+    path = tmp_path / "small.txt"
+    path.write_bytes(b"0123456789" * 30)
+    with open_source(str(path)) as src:
+        assert src.head() == b"0123456789" * 30
+        assert src.head(12) == b"012345678901"
+        assert read_limited(src, 5) == b"01234"
+        assert read_limited(src, 10_000) == b"0123456789" * 30
+        # Rewritten in place, same size: what was read stays what was read, and the check
+        # after reading says the file changed.
+        path.write_bytes(b"abcdefghij" * 30)
+        assert read_limited(src, 10_000) == b"0123456789" * 30
+        with pytest.raises(FileUnstableError):
+            src.check_unchanged()
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 70_000])
+def test_reading_a_file_at_most_a_limit_gives_its_start(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "f.bin"
+    content = os.urandom(size)
+    path.write_bytes(content)
+    for limit in (0, 1, size, size + 1, 65_536):
+        with open_source(str(path)) as src:
+            assert read_limited(src, limit) == content[:limit]
+            assert src.head() == content[:4096]
+            assert read_limited(src, limit) == content[:limit]
+
+
+def test_a_file_whose_size_says_nothing_is_read_to_its_end() -> None:
+    # Files of /proc (and such) say 0 bytes and have content.
+    with open_source("/proc/self/status") as src:
+        assert src.size == 0
+        assert read_limited(src, 10_000).startswith(b"Name:")
+        assert src.head().startswith(b"Name:")
