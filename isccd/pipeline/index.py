@@ -209,7 +209,7 @@ class Index:
         if record is None:
             self.search.remove(file_id)
         else:
-            self.search.add(file_id, {u.type: u.digest for u in record.units})
+            self.search.add(file_id, {u.type: u.digest for u in record.units}, new=new)
 
     def _unwind(self, mark: int) -> None:
         while len(self._undo) > mark:
