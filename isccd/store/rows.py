@@ -25,6 +25,9 @@ FILE_COLUMNS = (
 )
 FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
 
+#: An event's data as stored: compact ASCII JSON (one encoder for all, not one per event).
+event_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
 
 def to_fs(path: str) -> bytes:
     """A path as the bytes the file system uses."""
