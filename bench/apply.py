@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import hashlib
 import json
 import os
@@ -181,6 +182,8 @@ def main() -> None:
     if not tree.exists():
         small_files(tree, 20_000, per_dir=200)
     records = records_of(tree, args.files)
+    # The daemon holds a job's records, not the scan's: kept out of the collector's scans here.
+    gc.freeze()
     root = str(tree)
     work = Path(tempfile.mkdtemp(prefix="isccd-apply-"))
     template = work / "template.db"

@@ -41,11 +41,11 @@ from typing import Any
 from isccd.hamming import HammingSearch, code64
 from isccd.hashing import compose_iscc, renamed_record
 from isccd.match import (
-    NEAR_UNITS,
     Relation,
     Side,
     Thresholds,
     is_exact,
+    near_radii,
     relate_all,
 )
 from isccd.model import (
@@ -332,23 +332,31 @@ class Index:
                 (:meth:`add_new`).
         """
         self._decide()
-        me = side_of(file_id, record)
         thresholds = self.options.thresholds
         identity = record.stat.identity if record.stat is not None else None
         # Too small to be anyone's duplicate: only its other names count. Not looking up its
         # copies keeps a tree of a thousand empty files linear, not quadratic.
-        admitted = thresholds.admits(me.size)
+        admitted = thresholds.admits(size_of(record))
         if keys is None:
             keys = self.store.related_keys(identity, record.datahash if admitted else None)
         # Hardlinks and exact copies: their relation follows from their keys alone.
         sides = {other: self._key_side(other, key, {}) for other, key in keys.items()}
-        if not admitted:
-            sides.pop(file_id, None)
-            return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
+        if admitted:
+            self._near_sides(file_id, record, sides)
+        sides.pop(file_id, None)
+        if not sides:
+            return []  # most files: related to nothing
+        me = side_of(file_id, record)
+        return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
+
+    def _near_sides(self, file_id: int, record: FileRecord, sides: dict[int, Side]) -> None:
+        """Add to ``sides`` the files whose units are within the near thresholds of the
+        record's (what :meth:`relations` compares beyond hardlinks and exact copies)."""
+        radii = near_radii(self.options.thresholds)
         digests: dict[int, dict[UnitType, bytes]] = {}
         for unit in record.units:
-            radius = thresholds.of(unit.type)
-            if radius is None or unit.type not in NEAR_UNITS:
+            radius = radii.get(unit.type)
+            if radius is None:
                 continue
             self.ensure_loaded(unit.type)
             hits = self.search.within(unit.type, unit.digest, radius)
@@ -360,8 +368,6 @@ class Index:
         fresh = sorted(digests.keys() - sides.keys())
         for other, key in self.store.file_keys(fresh).items():
             sides[other] = self._key_side(other, key, digests[other])
-        sides.pop(file_id, None)
-        return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
     def local(self, key: FileKey) -> bool:
         """Whether a file is this host's (another host's identity means nothing here)."""
