@@ -374,9 +374,13 @@ class SqliteStore(Database):
 
     # -- writing files -------------------------------------------------------------------------
 
+    def _path_values(self, path: str) -> tuple[int, bytes]:
+        """The ``dir_id`` and ``name`` columns of a path."""
+        directory, name = split_path(path)
+        return self._dir_id(directory), to_fs(name)
+
     def _record_values(self, root: str, record: FileRecord) -> tuple[Any, ...]:
-        directory, name = split_path(record.path)
-        return (self._root_id(root), self._dir_id(directory), to_fs(name), *record_columns(record))
+        return (self._root_id(root), *self._path_values(record.path), *record_columns(record))
 
     def _write_skips(self, file_id: int, record: FileRecord, *, fresh: bool = False) -> None:
         if not fresh:
@@ -414,7 +418,11 @@ class SqliteStore(Database):
         ids: list[int] = []
         for start in range(0, len(records), _ADD_CHUNK):
             chunk = records[start : start + _ADD_CHUNK]
-            values = [(*self._record_values(root, record), now) for record in chunk]
+            root_id = self._root_id(root)
+            values = [
+                (root_id, *self._path_values(record.path), *record_columns(record), now)
+                for record in chunk
+            ]
             rows = self._exec(
                 f"INSERT INTO files ({_ADD_COLUMNS}) VALUES "  # noqa: S608 -- fixed fragments; values are bound
                 + ",".join([_ADD_ROW] * len(chunk))
