@@ -17,7 +17,9 @@ a fresh SQLite store in a temporary directory:
   new files: ``begin``, ``savepoint``, ``Index.add_new(root, records[i:i+B])``, ``release``,
   ``commit`` (32 files a job is what the owner sees alone; about 450 under load).
 
-The figures are medians of the rounds, in CPU microseconds of this process per file. Every
+The records are kept out of the collector's scans (``gc.freeze``): the daemon holds a job's
+records at a time, not a scan's. The figures are medians of the rounds, in CPU microseconds of
+this process per file. Every
 round must give the same results: a checksum of the events (sequence, type, path, data), the
 rows of ``files``, ``units`` and ``near``, and the live count of each root is printed, and
 rounds that disagree stop the benchmark. ``--profile`` prints a cProfile of one more pass of
