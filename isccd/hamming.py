@@ -202,14 +202,18 @@ class HammingSearch:
         """The index of one unit type."""
         return self._by_type[unit_type]
 
-    def add(self, file_id: int, digests: Mapping[UnitType, bytes]) -> None:
-        """Index (or re-index) a file's units; types missing from ``digests`` are removed."""
+    def add(self, file_id: int, digests: Mapping[UnitType, bytes], *, new: bool = False) -> None:
+        """Index (or re-index) a file's units; types missing from ``digests`` are removed.
+
+        Args:
+            new: ``file_id`` was never indexed (a file just stored): there is nothing to remove.
+        """
         for unit_type, index in self._by_type.items():
             digest = digests.get(unit_type)
-            if digest is None:
-                index.discard(file_id)
-            else:
+            if digest is not None:
                 index.add(file_id, code64(digest))
+            elif not new:
+                index.discard(file_id)
 
     def remove(self, file_id: int) -> None:
         """Forget a file in every unit type."""

@@ -205,6 +205,13 @@ def _bases(thresholds: Thresholds) -> tuple[tuple[UnitType, int], ...]:
     return tuple((t, base) for t in NEAR_UNITS if (base := thresholds.of(t)) is not None)
 
 
+@functools.lru_cache(maxsize=16)
+def near_radii(thresholds: Thresholds) -> Mapping[UnitType, int]:
+    """The 64-bit threshold of each unit type compared for near duplicates (the types of
+    :data:`NEAR_UNITS` with a threshold)."""
+    return dict(_bases(thresholds))
+
+
 def _enabled(subject: Side, thresholds: Thresholds) -> _Enabled:
     """The unit types to compare: enabled, and present in ``subject``."""
     digests = subject.digests

@@ -104,3 +104,12 @@ def test_unit_index_keeps_types_apart() -> None:
     assert index.within(UnitType.TEXT, b"\x00" * 8, 64) == []
     index.remove(2)
     assert index.stats() == {"data": 1, "text": 0}
+
+
+def test_a_new_file_is_indexed_under_the_types_it_has() -> None:
+    index = HammingSearch([UnitType.DATA, UnitType.TEXT])
+    index.add(1, {UnitType.DATA: b"\x00" * 8}, new=True)
+    index.add(2, {UnitType.TEXT: b"\x0f" * 8}, new=True)
+    assert index.within(UnitType.DATA, b"\x00" * 8, 64) == [Hit(1, 0, 0)]
+    assert index.within(UnitType.TEXT, b"\x00" * 8, 64) == [Hit(2, 32, code64(b"\x0f" * 8))]
+    assert index.stats() == {"data": 1, "text": 1}

@@ -87,14 +87,14 @@ def announce(
         return [files[i] for i in ids if i in files]
 
     if ended_exact:
-        ix.emit(EventType.DUP_RESOLVED, root, record.path, {
+        ix.note(EventType.DUP_RESOLVED, root, record.path, {
             "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
             "others": payload.refs(known(ended_exact[:limit])), "count": len(ended_exact),
         })  # fmt: skip
         mirror.mirror(ix, EventType.DUP_RESOLVED, stored, known(ended_exact[:limit]),
                       mirror.resolved(stored, "exact", UnitType.INSTANCE, reason))  # fmt: skip
     if began_exact:
-        ix.emit(EventType.DUP_EXACT, root, record.path, {
+        ix.note(EventType.DUP_EXACT, root, record.path, {
             "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
             **payload.brief(record), "code": payload.unit_code(stored, UnitType.INSTANCE),
             "others": payload.matches(Peer(f, RelationKind.EXACT) for f in known(exact[:limit])),
@@ -104,7 +104,7 @@ def announce(
             ix, EventType.DUP_EXACT, stored, known(began_exact[:limit]), mirror.exact(stored)
         )
     for unit, ids in ended.items():
-        ix.emit(EventType.DUP_RESOLVED, root, record.path, {
+        ix.note(EventType.DUP_RESOLVED, root, record.path, {
             "kind": "near", "unit": unit.value, "reason": reason,
             "others": payload.refs(known(ids[:limit])), "count": len(ids),
         })  # fmt: skip
@@ -112,7 +112,7 @@ def announce(
                       mirror.resolved(stored, "near", unit, reason))  # fmt: skip
     for unit, found in began.items():
         mine = record.unit(unit)
-        ix.emit(EventType.DUP_NEAR, root, record.path, {
+        ix.note(EventType.DUP_NEAR, root, record.path, {
             "unit": unit.value, "threshold": found[0].threshold, "bits": found[0].bits,
             "distance": found[0].distance, "iscc": record.iscc,
             "code": mine.iscc if mine else None,

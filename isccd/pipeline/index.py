@@ -31,6 +31,7 @@ are never this host's hardlinks, whatever their ``(st_dev, st_ino)``.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,11 +41,11 @@ from typing import Any
 from isccd.hamming import HammingSearch, code64
 from isccd.hashing import compose_iscc, renamed_record
 from isccd.match import (
-    NEAR_UNITS,
     Relation,
     Side,
     Thresholds,
     is_exact,
+    near_radii,
     relate_all,
 )
 from isccd.model import (
@@ -64,7 +65,7 @@ from isccd.pipeline.announce import announce
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.peers import size_of
-from isccd.store import FileKey, Store, StoredFile
+from isccd.store import FileKey, NewEvent, Store, StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
 
@@ -163,6 +164,8 @@ class Index:
         self._caught_up = False
         self._loaded: set[UnitType] = set()
         self._pending: list[Event] = []
+        # The events of a job of new files, logged together at its end (add_new).
+        self._queue: list[NewEvent] | None = None
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
         self._marks: list[tuple[int, int, bool]] = []
         if load:
@@ -209,7 +212,7 @@ class Index:
         if record is None:
             self.search.remove(file_id)
         else:
-            self.search.add(file_id, {u.type: u.digest for u in record.units})
+            self.search.add(file_id, {u.type: u.digest for u in record.units}, new=new)
 
     def _unwind(self, mark: int) -> None:
         while len(self._undo) > mark:
@@ -296,6 +299,23 @@ class Index:
         self._pending.append(event)
         return event
 
+    def note(
+        self,
+        type: EventType,
+        root: str,
+        path: str,
+        data: dict[str, Any],
+        *,
+        host: str | None = None,
+        file_id: int | None = None,
+    ) -> None:
+        """:meth:`emit`, or while :meth:`add_new` applies a job, queue the event to be logged
+        with the job's others, in the same order (nothing reads the log meanwhile)."""
+        if self._queue is None:
+            self.emit(type, root, path, data, host=host, file_id=file_id)
+        else:
+            self._queue.append(NewEvent(type, root, path, data, self._clock(), host, file_id))
+
     # -- relations -----------------------------------------------------------------------------
 
     def relations(
@@ -312,23 +332,31 @@ class Index:
                 (:meth:`add_new`).
         """
         self._decide()
-        me = side_of(file_id, record)
         thresholds = self.options.thresholds
         identity = record.stat.identity if record.stat is not None else None
         # Too small to be anyone's duplicate: only its other names count. Not looking up its
         # copies keeps a tree of a thousand empty files linear, not quadratic.
-        admitted = thresholds.admits(me.size)
+        admitted = thresholds.admits(size_of(record))
         if keys is None:
             keys = self.store.related_keys(identity, record.datahash if admitted else None)
         # Hardlinks and exact copies: their relation follows from their keys alone.
         sides = {other: self._key_side(other, key, {}) for other, key in keys.items()}
-        if not admitted:
-            sides.pop(file_id, None)
-            return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
+        if admitted:
+            self._near_sides(file_id, record, sides)
+        sides.pop(file_id, None)
+        if not sides:
+            return []  # most files: related to nothing
+        me = side_of(file_id, record)
+        return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
+
+    def _near_sides(self, file_id: int, record: FileRecord, sides: dict[int, Side]) -> None:
+        """Add to ``sides`` the files whose units are within the near thresholds of the
+        record's (what :meth:`relations` compares beyond hardlinks and exact copies)."""
+        radii = near_radii(self.options.thresholds)
         digests: dict[int, dict[UnitType, bytes]] = {}
         for unit in record.units:
-            radius = thresholds.of(unit.type)
-            if radius is None or unit.type not in NEAR_UNITS:
+            radius = radii.get(unit.type)
+            if radius is None:
                 continue
             self.ensure_loaded(unit.type)
             hits = self.search.within(unit.type, unit.digest, radius)
@@ -340,8 +368,6 @@ class Index:
         fresh = sorted(digests.keys() - sides.keys())
         for other, key in self.store.file_keys(fresh).items():
             sides[other] = self._key_side(other, key, digests[other])
-        sides.pop(file_id, None)
-        return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
     def local(self, key: FileKey) -> bool:
         """Whether a file is this host's (another host's identity means nothing here)."""
@@ -431,16 +457,26 @@ class Index:
                 by_datahash.setdefault(key.datahash, []).append(other)
         # What each record finds is what it would find alone: not the files stored after it.
         position = {file_id: i for i, file_id in enumerate(ids)}
-        found: list[list[Event]] = []
-        for i, (file_id, record) in enumerate(zip(ids, records, strict=True)):
-            identity, datahash = identities[i], datahashes[i]
-            related = set(by_identity.get(identity, ()) if identity is not None else ())
-            related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
-            mine = {o: keys[o] for o in sorted(related) if position.get(o, -1) <= i}
-            mark = len(self._pending)
-            self._added(root, StoredFile(file_id, root, record, now, host=self.store.host), mine)
-            found.append(self._pending[mark:])
-        return found
+        # The events are logged together at the end, except in a shared store: there another
+        # host's side of a duplicate (isccd.pipeline.mirror) is logged as it comes.
+        self._queue = None if self.store.shared else []
+        start, marks = len(self._pending), [0]
+        try:
+            for i, (file_id, record) in enumerate(zip(ids, records, strict=True)):
+                identity, datahash = identities[i], datahashes[i]
+                related = set(by_identity.get(identity, ()) if identity is not None else ())
+                related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
+                mine = {o: keys[o] for o in sorted(related) if position.get(o, -1) <= i}
+                stored = StoredFile(file_id, root, record, now, host=self.store.host)
+                self._added(root, stored, mine)
+                queued = self._queue
+                marks.append(len(queued) if queued is not None else len(self._pending) - start)
+        finally:
+            queue, self._queue = self._queue, None
+        if queue is not None:
+            self._pending += self.store.append_events(queue)
+        events = self._pending[start:]
+        return [events[a:b] for a, b in itertools.pairwise(marks)]
 
     def _add(self, root: str, record: FileRecord) -> StoredFile:
         now = self._clock()
@@ -457,7 +493,7 @@ class Index:
         relations = self.relations(file_id, record, keys)
         links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
         data = payload.content(record) | ({"links": links} if links else {})
-        self.emit(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
+        self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
         self._report_issues(root, record, ())
         announce(self, root, stored, relations)
         self._index_put(file_id, record, new=True)
@@ -500,7 +536,7 @@ class Index:
     def _report_issues(self, root: str, record: FileRecord, before: Sequence[FileIssue]) -> None:
         errors = [i for i in record.issues if i.kind is IssueKind.ERROR]
         if errors and set(errors) != {i for i in before if i.kind is IssueKind.ERROR}:
-            self.emit(EventType.FILE_ERROR, root, record.path, {"issues": payload.issues(errors)})
+            self.note(EventType.FILE_ERROR, root, record.path, {"issues": payload.issues(errors)})
 
     def apply_unstable(self, root: str, path: str, attempts: int, reason: str) -> list[Event]:
         """Report a file that kept changing while it was read; nothing is stored."""

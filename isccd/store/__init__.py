@@ -20,7 +20,7 @@ import urllib.parse
 from pathlib import Path
 
 from isccd.errors import StoreError
-from isccd.store.base import FileKey, NearPair, StaleUnits, Store, StoredFile
+from isccd.store.base import FileKey, NearPair, NewEvent, StaleUnits, Store, StoredFile
 from isccd.store.database import SqliteOptions
 from isccd.store.pgurl import is_postgres_url, redact_url
 from isccd.store.sqlite import SqliteStore
@@ -29,6 +29,7 @@ __all__ = [
     "DB_NAME",
     "FileKey",
     "NearPair",
+    "NewEvent",
     "SqliteOptions",
     "SqliteStore",
     "StaleUnits",

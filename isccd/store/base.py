@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from isccd.model import Event, EventType, FileIssue, FileRecord, FileStat, UnitType
 
@@ -98,6 +98,19 @@ class FileKey:
     datahash: str | None
     size: int | None
     host: str = ""
+
+
+class NewEvent(NamedTuple):
+    """An event to log (:meth:`Store.append_events`): the arguments of
+    :meth:`Store.append_event`, for one of several logged together."""
+
+    type: EventType
+    root: str
+    path: str
+    data: Mapping[str, Any]
+    time: float
+    host: str | None = None
+    file_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -413,6 +426,11 @@ class Store(Transactional, Protocol):
             file_id: The file a ``file.*`` event changed (see :attr:`Event.file_id`); a
                 store that no other daemon follows need not keep it.
         """
+        ...
+
+    def append_events(self, events: Sequence[NewEvent]) -> list[Event]:
+        """Add events to the log in the current transaction, in order; return them with
+        their seqs: what :meth:`append_event` of each in turn returns."""
         ...
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:

@@ -32,6 +32,7 @@ from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
     NearPair,
+    NewEvent,
     StaleUnits,
     StoredFile,
     join_path,
@@ -42,6 +43,7 @@ from isccd.store.pgdatabase import PgDatabase, PostgresOptions
 from isccd.store.rows import (
     FILE_COLUMNS,
     FILE_FROM,
+    event_json,
     file_from_row,
     from_fs,
     instance_range,
@@ -596,7 +598,7 @@ class PostgresStore(PgDatabase):
         """Log an event in the current transaction, numbered in commit order (see
         :meth:`~isccd.store.pgdatabase.PgDatabase._lock_events`), about this host or
         another one (``host``: the other side of a duplicate found across hosts)."""
-        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+        text = event_json(data)
         about = host or self._host
         self._notify_once(now)
         row = self._exec(
@@ -607,6 +609,14 @@ class PostgresStore(PgDatabase):
         assert row is not None
         self._logged_about(about, int(row[0]))
         return Event(int(row[0]), type, now, root, path, json.loads(text), about, file_id)
+
+    def append_events(self, events: Sequence[NewEvent]) -> list[Event]:
+        """Log events in the current transaction, in order (each numbered as it is
+        inserted: see :meth:`append_event`)."""
+        return [
+            self.append_event(t, root, path, data, now, host=host, file_id=file_id)
+            for t, root, path, data, now, host, file_id in events
+        ]
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``, of this host or every host."""

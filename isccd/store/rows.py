@@ -9,7 +9,7 @@ one computation, not the file.
 from __future__ import annotations
 
 import json
-import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,15 +25,22 @@ FILE_COLUMNS = (
 )
 FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
 
+#: An event's data as stored: compact ASCII JSON (one encoder for all, not one per event).
+event_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+
+#: What :func:`os.fsencode` and :func:`os.fsdecode` use, read once (they read it per call).
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
 
 def to_fs(path: str) -> bytes:
-    """A path as the bytes the file system uses."""
-    return os.fsencode(path)
+    """A path as the bytes the file system uses (:func:`os.fsencode`)."""
+    return path.encode(_FS_ENCODING, _FS_ERRORS)
 
 
 def from_fs(blob: bytes) -> str:
-    """The inverse of :func:`to_fs`."""
-    return os.fsdecode(blob)
+    """The inverse of :func:`to_fs` (:func:`os.fsdecode`)."""
+    return blob.decode(_FS_ENCODING, _FS_ERRORS)
 
 
 #: The multihash prefix of a datahash: BLAKE3 (``0x1e``), 32 bytes (``0x20``).

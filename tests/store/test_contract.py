@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from isccd.errors import StoreError
 from isccd.model import EventType, FileIssue, FileStat, IssueCode, IssueKind, UnitType
-from isccd.store import FileKey, NearPair, Store, open_store, state_url
+from isccd.store import FileKey, NearPair, NewEvent, Store, open_store, state_url
 from tests.store.conftest import hashed, make_record
 
 ROOT = "/data"
@@ -278,6 +278,34 @@ def test_event_sequence_numbers_only_grow(store: Store) -> None:
     store.commit()
     assert later.seq > seqs[-1]  # never reused, even after the log was emptied
     assert store.first_seq() == later.seq
+
+
+def test_events_logged_together_are_those_logged_one_by_one(store: Store) -> None:
+    data = {"unit": UnitType.DATA, "pair": (1, 2), "name": "é"}
+    store.begin()
+    first = store.append_event(EventType.SCAN_DONE, ROOT, "", {}, 1.0)
+    together = store.append_events(
+        [
+            NewEvent(EventType.FILE_ADDED, ROOT, "/data/a", data, 2.0),
+            NewEvent(EventType.DUP_EXACT, ROOT, "/data/b", {"n": 1}, 3.0),
+            NewEvent(EventType.FILE_ERROR, ROOT, "/data/c", {}, 4.0),
+        ]
+    )
+    after = store.append_event(EventType.SCAN_DONE, ROOT, "", {}, 5.0)
+    store.commit()
+    assert [e.seq for e in together] == [first.seq + 1, first.seq + 2, first.seq + 3]
+    assert after.seq == first.seq + 4
+    assert [(e.type, e.path, e.time) for e in together] == [
+        (EventType.FILE_ADDED, "/data/a", 2.0),
+        (EventType.DUP_EXACT, "/data/b", 3.0),
+        (EventType.FILE_ERROR, "/data/c", 4.0),
+    ]
+    # What a subscriber reads back: enum members as their values, tuples as lists.
+    assert together[0].data == {"unit": "data", "pair": [1, 2], "name": "é"}
+    assert store.events_since(first.seq, limit=3) == together
+    store.begin()
+    assert store.append_events([]) == []
+    store.commit()
 
 
 def test_a_rolled_back_unit_of_work_leaves_no_trace(store: Store) -> None:
