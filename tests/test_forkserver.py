@@ -32,7 +32,16 @@ _PROBE = """
     pid = server._forkserver._forkserver_pid
     print(light, started, pid is not None)
     if pid is not None:
-        print(open(f"/proc/{{pid}}/cmdline", "rb").read().replace(b"\\0", b" ").decode())
+        # Between fork and exec the child's command line is its parent's, or empty: wait for
+        # the fork server's own, with a deadline.
+        import time
+        deadline = time.monotonic() + 20
+        while True:
+            line = open(f"/proc/{{pid}}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+            if "multiprocessing.forkserver" in line or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        print(line)
 """
 
 
