@@ -18,13 +18,17 @@ from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
 from isccd.hashing.run import Run
 from isccd.iscc import (
-    InstanceHasherV0,
     SumHasher,
     compose_iscc_code,
+    encode_base32,
     encode_component,
+    encode_header,
+    encode_length,
+    hash_instance_v0,
     soft_hash_data_v0,
 )
 from isccd.iscc.constants import MT, ST, ST_CC, VS
+from isccd.iscc.instance import MULTIHASH_BLAKE3
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
     FileIssue,
@@ -190,12 +194,12 @@ def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     if src.size < ONE_READ:
         content = read_limited(src, ONE_READ)
         if len(content) < ONE_READ:  # all of it (a file that grew meanwhile is streamed)
-            checksum = InstanceHasherV0(content)
+            checksum = hash_instance_v0(content)
             units = [
                 digest_unit(UnitType.DATA, soft_hash_data_v0(content), bits, profile),
-                digest_unit(UnitType.INSTANCE, checksum.digest(), bits, profile),
+                digest_unit(UnitType.INSTANCE, checksum, bits, profile),
             ]
-            return units, checksum.multihash(), len(content)
+            return units, (MULTIHASH_BLAKE3 + checksum).hex(), len(content)
     hasher = SumHasher()
     # A small file needs no large buffer (allocating one costs more than hashing the file).
     bufsize = min(READ_SIZE, max(src.size + 1, ONE_READ))
@@ -212,8 +216,12 @@ def digest_unit(unit_type: UnitType, digest: bytes, bits: int, profile: str) -> 
     Raises:
         IsccError: ``bits`` is not a unit length, or longer than the digest.
     """
-    mtype, stype = _HEADER_OF[unit_type]
-    code = encode_component(mtype, stype, VS.V0, bits, digest)
+    header = _UNIT_HEADERS.get((unit_type, bits)) if type(bits) is int else None
+    if header is None or len(digest) * 8 < bits:
+        mtype, stype = _HEADER_OF[unit_type]
+        code = encode_component(mtype, stype, VS.V0, bits, digest)  # checks, and raises
+    else:
+        code = encode_base32(header + digest[: bits // 8])
     return Unit(unit_type, "ISCC:" + code, digest[: bits // 8], profile)
 
 
@@ -222,7 +230,8 @@ def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
 
     As in the SDK, ``wide`` only has an effect on Data + Instance of at least 128 bits.
     """
-    if not {UnitType.DATA, UnitType.INSTANCE} <= {u.type for u in units}:
+    kinds = [u.type for u in units]
+    if UnitType.DATA not in kinds or UnitType.INSTANCE not in kinds:
         return None
     # The header of each unit follows from its type: no need to decode the codes just made.
     return compose_iscc_code(
@@ -239,4 +248,12 @@ _HEADER_OF: dict[UnitType, tuple[int, int]] = {
     UnitType.VIDEO: (MT.CONTENT, ST_CC.VIDEO),
     UnitType.DATA: (MT.DATA, ST.NONE),
     UnitType.INSTANCE: (MT.INSTANCE, ST.NONE),
+}
+
+#: The header of each unit type at each legal length, encoded once (what
+#: :func:`~isccd.iscc.encode_component` writes for it).
+_UNIT_HEADERS: dict[tuple[UnitType, int], bytes] = {
+    (unit_type, bits): encode_header(mtype, stype, VS.V0, encode_length(mtype, bits))
+    for unit_type, (mtype, stype) in _HEADER_OF.items()
+    for bits in range(32, 257, 32)
 }
