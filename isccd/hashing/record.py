@@ -13,21 +13,11 @@ from isccd.errors import (
 from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to_mode
 from isccd.extract.meta import file_name
 from isccd.extract.source import RootDirs, SourceFile, open_source, read_limited
-from isccd.hashing.content import Content, content_unit, meta_unit
+from isccd.hashing.content import HEADER_OF, Content, content_unit, digest_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
 from isccd.hashing.run import Run
-from isccd.iscc import (
-    SumHasher,
-    compose_iscc_code,
-    encode_base32,
-    encode_component,
-    encode_header,
-    encode_length,
-    hash_instance_v0,
-    soft_hash_data_v0,
-)
-from isccd.iscc.constants import MT, ST, ST_CC, VS
+from isccd.iscc import SumHasher, compose_iscc_code, hash_instance_v0, soft_hash_data_v0
 from isccd.iscc.instance import MULTIHASH_BLAKE3
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
@@ -209,22 +199,6 @@ def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     return [data, instance], hasher.instance.multihash(), hasher.filesize
 
 
-def digest_unit(unit_type: UnitType, digest: bytes, bits: int, profile: str) -> Unit:
-    """A unit from the digest its hasher made (nothing to decode, unlike
-    :func:`~isccd.hashing.content.make_unit`).
-
-    Raises:
-        IsccError: ``bits`` is not a unit length, or longer than the digest.
-    """
-    header = _UNIT_HEADERS.get((unit_type, bits)) if type(bits) is int else None
-    if header is None or len(digest) * 8 < bits:
-        mtype, stype = _HEADER_OF[unit_type]
-        code = encode_component(mtype, stype, VS.V0, bits, digest)  # checks, and raises
-    else:
-        code = encode_base32(header + digest[: bits // 8])
-    return Unit(unit_type, "ISCC:" + code, digest[: bits // 8], profile)
-
-
 def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
     """The ISCC-CODE of a file's units, when Data and Instance are among them (else ``None``).
 
@@ -235,25 +209,5 @@ def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
         return None
     # The header of each unit follows from its type: no need to decode the codes just made.
     return compose_iscc_code(
-        [(*_HEADER_OF[u.type], u.digest) for u in units if u.type is not UnitType.MIXED], wide
+        [(*HEADER_OF[u.type], u.digest) for u in units if u.type is not UnitType.MIXED], wide
     )
-
-
-#: MainType and SubType of the units a record holds.
-_HEADER_OF: dict[UnitType, tuple[int, int]] = {
-    UnitType.META: (MT.META, ST.NONE),
-    UnitType.TEXT: (MT.CONTENT, ST_CC.TEXT),
-    UnitType.IMAGE: (MT.CONTENT, ST_CC.IMAGE),
-    UnitType.AUDIO: (MT.CONTENT, ST_CC.AUDIO),
-    UnitType.VIDEO: (MT.CONTENT, ST_CC.VIDEO),
-    UnitType.DATA: (MT.DATA, ST.NONE),
-    UnitType.INSTANCE: (MT.INSTANCE, ST.NONE),
-}
-
-#: The header of each unit type at each legal length, encoded once (what
-#: :func:`~isccd.iscc.encode_component` writes for it).
-_UNIT_HEADERS: dict[tuple[UnitType, int], bytes] = {
-    (unit_type, bits): encode_header(mtype, stype, VS.V0, encode_length(mtype, bits))
-    for unit_type, (mtype, stype) in _HEADER_OF.items()
-    for bits in range(32, 257, 32)
-}

@@ -8,8 +8,7 @@ import io
 import pytest
 
 from isccd.hashing import compose_iscc
-from isccd.hashing.content import make_unit
-from isccd.hashing.record import _HEADER_OF, digest_unit
+from isccd.hashing.content import HEADER_OF, digest_unit, make_unit
 from isccd.iscc import (
     IsccError,
     encode_component,
@@ -64,7 +63,7 @@ DIGEST = bytes(range(7, 7 + 32 * 5, 5))
 @pytest.mark.parametrize("unit_type", [t for t in UnitType if t is not UnitType.MIXED])
 @pytest.mark.parametrize("bits", range(32, 257, 32))
 def test_a_digest_unit_is_the_unit_encode_component_writes(unit_type: UnitType, bits: int) -> None:
-    mtype, stype = _HEADER_OF[unit_type]
+    mtype, stype = HEADER_OF[unit_type]
     unit = digest_unit(unit_type, DIGEST, bits, "p")
     assert unit.iscc == "ISCC:" + encode_component(mtype, stype, VS.V0, bits, DIGEST)
     assert unit.digest == DIGEST[: bits // 8]
