@@ -245,6 +245,10 @@ def mediatype_detect(head: bytes, name: str | None = None) -> MediaType:
     """
     by_name = _normalized_from_name(name) if name else None
     signature = sniff(head)
+    if signature is None:
+        named = _named_alone(by_name)
+        if named is not None:
+            return named
     by_data = mediatype_normalize(signature.mediatype) if signature else None
 
     if by_name and by_data and by_name != by_data:
@@ -268,6 +272,21 @@ def mediatype_detect(head: bytes, name: str | None = None) -> MediaType:
     if chosen in _GENERIC_SNIFF and head and _has_svg_root(head):
         chosen = "image/svg+xml"
     return MediaType(chosen or OCTET_STREAM, chosen is not None and chosen != by_name)
+
+
+@lru_cache(maxsize=256)
+def _named_alone(by_name: str | None) -> MediaType | None:
+    """What :func:`mediatype_detect` decides for content without a signature from the type its
+    name gives alone, when the content's bytes cannot change that (``None`` when they can: a
+    name claiming an image, audio or video format, checked for text, or an XML type, checked
+    for an SVG root). Decided once per type: most files' content shows no signature."""
+    if by_name is None:
+        return MediaType(OCTET_STREAM, False)
+    if by_name in _GENERIC_SNIFF:
+        return None
+    if mediatype_to_mode(by_name) in _DECODED_MODES and by_name not in _TEXT_BASED:
+        return None
+    return MediaType(by_name, False)
 
 
 def _trust_content(

@@ -30,14 +30,19 @@ from isccd.iscc import (
     IsccError,
     decode_base32,
     decode_header,
+    encode_base32,
+    encode_component,
+    encode_header,
+    encode_length,
     gen_audio_code_v0,
     gen_image_code_v0,
-    gen_meta_code_v0,
-    gen_text_code_v0,
     gen_video_code_v0,
+    soft_hash_text_v0,
     text_clean,
+    text_collapse,
 )
-from isccd.iscc.meta import meta_name
+from isccd.iscc.constants import MT, ST, ST_CC, VS
+from isccd.iscc.meta import meta_digest, meta_name
 from isccd.model import (
     FileIssue,
     IssueCode,
@@ -126,13 +131,14 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
         text = text_clean(extracted.text)
         if not text:
             raise NoContentError("no text found")
-        result = gen_text_code_v0(text, bits=options.bits)
+        # gen_text_code_v0's steps, the unit made from its digest (not encoded, then decoded).
+        collapsed = text_collapse(text)
         profile = run.profile(extracted.profile, EXTRACTION_REVISION)
         return Content(
-            make_unit(UnitType.TEXT, result["iscc"], profile),
+            digest_unit(UnitType.TEXT, soft_hash_text_v0(collapsed), options.bits, profile),
             run.described,
             extracted.extractor,
-            characters=result["characters"],
+            characters=len(collapsed),
         )
     return _media_content(src, mediatype, mode, run)
 
@@ -266,20 +272,22 @@ def meta_unit(
         name = name_from_filename(src.path)
         if not meta_name(name):
             raise NoContentError(NO_NAME)
+    # gen_meta_code_v0's digest and fields: the unit is made from the digest (not encoded,
+    # then decoded).
     try:
-        result = gen_meta_code_v0(name, found.description, found.meta, bits=options.bits)
+        digest, result = meta_digest(name, found.description, found.meta)
     except IsccError as exc:
         if found.meta is None:
             raise
         reason = f"embedded ISCC metadata ignored: {exc}"
         run.issues.append(FileIssue("meta", IssueKind.SKIPPED, reason, IssueCode.INVALID))
-        result = gen_meta_code_v0(name, found.description, None, bits=options.bits)
+        digest, result = meta_digest(name, found.description, None)
     source = f"{META_SOURCE}/{options.meta_source}"
     profile = run.profile(described.source, source, EXTRACTION_REVISION)
     fields: dict[str, str] = {
-        key: str(result[key]) for key in ("name", "description", "metahash") if key in result
+        key: result[key] for key in ("name", "description", "metahash") if key in result
     }
-    return make_unit(UnitType.META, result["iscc"], profile), fields, named_by_file
+    return digest_unit(UnitType.META, digest, options.bits, profile), fields, named_by_file
 
 
 def _require_raster(mediatype: str) -> None:
@@ -293,3 +301,39 @@ def make_unit(unit_type: UnitType, code: str, profile: str) -> Unit:
     # A generator's header is two bytes of one-nibble fields (no varnibble continuation bit).
     body = raw[2:] if len(raw) >= 2 and not (raw[0] | raw[1]) & 0x88 else decode_header(raw)[4]
     return Unit(unit_type, code, body, profile)
+
+
+def digest_unit(unit_type: UnitType, digest: bytes, bits: int, profile: str) -> Unit:
+    """A unit from the digest its hasher made (nothing to decode, unlike
+    :func:`~isccd.hashing.content.make_unit`).
+
+    Raises:
+        IsccError: ``bits`` is not a unit length, or longer than the digest.
+    """
+    header = _UNIT_HEADERS.get((unit_type, bits)) if type(bits) is int else None
+    if header is None or len(digest) * 8 < bits:
+        mtype, stype = HEADER_OF[unit_type]
+        code = encode_component(mtype, stype, VS.V0, bits, digest)  # checks, and raises
+    else:
+        code = encode_base32(header + digest[: bits // 8])
+    return Unit(unit_type, "ISCC:" + code, digest[: bits // 8], profile)
+
+
+#: MainType and SubType of the units a record holds.
+HEADER_OF: dict[UnitType, tuple[int, int]] = {
+    UnitType.META: (MT.META, ST.NONE),
+    UnitType.TEXT: (MT.CONTENT, ST_CC.TEXT),
+    UnitType.IMAGE: (MT.CONTENT, ST_CC.IMAGE),
+    UnitType.AUDIO: (MT.CONTENT, ST_CC.AUDIO),
+    UnitType.VIDEO: (MT.CONTENT, ST_CC.VIDEO),
+    UnitType.DATA: (MT.DATA, ST.NONE),
+    UnitType.INSTANCE: (MT.INSTANCE, ST.NONE),
+}
+
+#: The header of each unit type at each legal length, encoded once (what
+#: :func:`~isccd.iscc.encode_component` writes for it).
+_UNIT_HEADERS: dict[tuple[UnitType, int], bytes] = {
+    (unit_type, bits): encode_header(mtype, stype, VS.V0, encode_length(mtype, bits))
+    for unit_type, (mtype, stype) in HEADER_OF.items()
+    for bits in range(32, 257, 32)
+}

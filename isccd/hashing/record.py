@@ -13,18 +13,12 @@ from isccd.errors import (
 from isccd.extract.mediatype import OCTET_STREAM, mediatype_detect, mediatype_to_mode
 from isccd.extract.meta import file_name
 from isccd.extract.source import RootDirs, SourceFile, open_source, read_limited
-from isccd.hashing.content import Content, content_unit, meta_unit
+from isccd.hashing.content import HEADER_OF, Content, content_unit, digest_unit, meta_unit
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
 from isccd.hashing.run import Run
-from isccd.iscc import (
-    InstanceHasherV0,
-    SumHasher,
-    compose_iscc_code,
-    encode_component,
-    soft_hash_data_v0,
-)
-from isccd.iscc.constants import MT, ST, ST_CC, VS
+from isccd.iscc import SumHasher, compose_iscc_code, hash_instance_v0, soft_hash_data_v0
+from isccd.iscc.instance import MULTIHASH_BLAKE3
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
     FileIssue,
@@ -190,12 +184,12 @@ def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     if src.size < ONE_READ:
         content = read_limited(src, ONE_READ)
         if len(content) < ONE_READ:  # all of it (a file that grew meanwhile is streamed)
-            checksum = InstanceHasherV0(content)
+            checksum = hash_instance_v0(content)
             units = [
                 digest_unit(UnitType.DATA, soft_hash_data_v0(content), bits, profile),
-                digest_unit(UnitType.INSTANCE, checksum.digest(), bits, profile),
+                digest_unit(UnitType.INSTANCE, checksum, bits, profile),
             ]
-            return units, checksum.multihash(), len(content)
+            return units, (MULTIHASH_BLAKE3 + checksum).hex(), len(content)
     hasher = SumHasher()
     # A small file needs no large buffer (allocating one costs more than hashing the file).
     bufsize = min(READ_SIZE, max(src.size + 1, ONE_READ))
@@ -205,38 +199,15 @@ def _sum_pass(src: SourceFile, run: Run) -> tuple[list[Unit], str, int]:
     return [data, instance], hasher.instance.multihash(), hasher.filesize
 
 
-def digest_unit(unit_type: UnitType, digest: bytes, bits: int, profile: str) -> Unit:
-    """A unit from the digest its hasher made (nothing to decode, unlike
-    :func:`~isccd.hashing.content.make_unit`).
-
-    Raises:
-        IsccError: ``bits`` is not a unit length, or longer than the digest.
-    """
-    mtype, stype = _HEADER_OF[unit_type]
-    code = encode_component(mtype, stype, VS.V0, bits, digest)
-    return Unit(unit_type, "ISCC:" + code, digest[: bits // 8], profile)
-
-
 def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
     """The ISCC-CODE of a file's units, when Data and Instance are among them (else ``None``).
 
     As in the SDK, ``wide`` only has an effect on Data + Instance of at least 128 bits.
     """
-    if not {UnitType.DATA, UnitType.INSTANCE} <= {u.type for u in units}:
+    kinds = [u.type for u in units]
+    if UnitType.DATA not in kinds or UnitType.INSTANCE not in kinds:
         return None
     # The header of each unit follows from its type: no need to decode the codes just made.
     return compose_iscc_code(
-        [(*_HEADER_OF[u.type], u.digest) for u in units if u.type is not UnitType.MIXED], wide
+        [(*HEADER_OF[u.type], u.digest) for u in units if u.type is not UnitType.MIXED], wide
     )
-
-
-#: MainType and SubType of the units a record holds.
-_HEADER_OF: dict[UnitType, tuple[int, int]] = {
-    UnitType.META: (MT.META, ST.NONE),
-    UnitType.TEXT: (MT.CONTENT, ST_CC.TEXT),
-    UnitType.IMAGE: (MT.CONTENT, ST_CC.IMAGE),
-    UnitType.AUDIO: (MT.CONTENT, ST_CC.AUDIO),
-    UnitType.VIDEO: (MT.CONTENT, ST_CC.VIDEO),
-    UnitType.DATA: (MT.DATA, ST.NONE),
-    UnitType.INSTANCE: (MT.INSTANCE, ST.NONE),
-}

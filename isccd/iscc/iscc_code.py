@@ -15,6 +15,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from operator import itemgetter
 
@@ -122,34 +123,44 @@ def compose_iscc_code(decoded: Sequence[tuple[int, int, bytes]], wide: bool = Fa
         if len(body) * 8 < _UNIT_BITS:
             raise IsccError("cannot build an ISCC-CODE from units shorter than 64 bits")
     units = sorted(decoded, key=_main_type)
+    wide = bool(wide) and all(len(body) * 8 >= _WIDE_BITS for _, _, body in units)
+    header, nbytes = _layout(tuple([(mt, st) for mt, st, _ in units]), wide)
+    body = b"".join([unit_body[:nbytes] for _, _, unit_body in units])
+    return "ISCC:" + encode_base32(header + body)
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(types: tuple[tuple[int, int], ...], wide: bool) -> tuple[bytes, int]:
+    """The header of an ISCC-CODE of units of ``types`` (``(maintype, subtype)`` in MainType
+    order) and the body bytes each contributes; ``wide`` when WIDE was asked for and every body
+    is long enough for it.
+
+    A few combinations serve every file: each is checked and encoded once (an invalid one
+    raises every time, as exceptions are not cached).
+
+    Raises:
+        IsccError: As :func:`compose_iscc_code` for the combination of the units.
+    """
     # A dict spares the enum's call per unit; MT() names an unknown MainType as before.
-    main_types = tuple([_MAIN_TYPES[mt] if mt in _MAIN_TYPES else MT(mt) for mt, _, _ in units])
+    main_types = tuple([_MAIN_TYPES[mt] if mt in _MAIN_TYPES else MT(mt) for mt, _ in types])
     if len(set(main_types)) != len(main_types):
         names = ", ".join(mt.name for mt in main_types)
         raise IsccError(f"an ISCC-CODE takes each MainType once, got {names}")
     if main_types[-2:] != _DATA_INSTANCE:
         raise IsccError("an ISCC-CODE needs a Data-Code and an Instance-Code")
-
-    is_wide = (
-        wide
-        and main_types == _DATA_INSTANCE
-        and all(len(body) * 8 >= _WIDE_BITS for _, _, body in units)
-    )
+    is_wide = wide and main_types == _DATA_INSTANCE
     if is_wide:
         subtype = int(ST_ISCC.WIDE)
     else:
-        content_subtypes = {st for mt, st, _ in units if mt in _CONTENT_TYPES}
+        content_subtypes = {st for mt, st in types if mt in _CONTENT_TYPES}
         if len(content_subtypes) > 1:
             raise IsccError("the Semantic-Code and the Content-Code must have the same SubType")
         if content_subtypes:
             subtype = content_subtypes.pop()
         else:
-            subtype = ST_ISCC.SUM if len(units) == 2 else ST_ISCC.NONE
-
+            subtype = ST_ISCC.SUM if len(types) == 2 else ST_ISCC.NONE
     nbytes = (_WIDE_BITS if is_wide else _UNIT_BITS) // 8
-    body = b"".join([unit_body[:nbytes] for _, _, unit_body in units])
-    header = encode_header(MT.ISCC, subtype, VS.V0, encode_units(main_types[:-2]))
-    return "ISCC:" + encode_base32(header + body)
+    return encode_header(MT.ISCC, subtype, VS.V0, encode_units(main_types[:-2])), nbytes
 
 
 def gen_iscc_code(codes: Sequence[str]) -> dict[str, str]:

@@ -46,6 +46,7 @@ __all__ = [
     "MetaCode",
     "gen_meta_code",
     "gen_meta_code_v0",
+    "meta_digest",
     "meta_name",
     "soft_hash_meta_v0",
 ]
@@ -165,6 +166,27 @@ def gen_meta_code_v0(
             dict, a ``str`` or None or holds a non-JSON type, or ``bits`` is not an int.
     """
     bits = require_unit_bits(bits)
+    digest, fields = meta_digest(name, description, meta)
+    # Keys in the reference's order.
+    code = "ISCC:" + encode_component(MT.META, ST.NONE, VS.V0, bits, digest)
+    return cast(MetaCode, {"iscc": code, **fields})
+
+
+def meta_digest(
+    name: str | None,
+    description: str | None = None,
+    meta: dict[str, Any] | str | None = None,
+) -> tuple[bytes, dict[str, str]]:
+    """The 256-bit digest of :func:`gen_meta_code_v0` (before it is cut to ``bits`` and encoded),
+    and its result without ``iscc``: ``name``, ``description`` and ``meta`` when present, and
+    ``metahash``, in that order.
+
+    For a caller that keeps the digest of the unit, so that it need not decode the code.
+
+    Raises:
+        IsccError: As :func:`gen_meta_code_v0`, but for ``bits``.
+        TypeError: As :func:`gen_meta_code_v0`, but for ``bits``.
+    """
     name = meta_name("" if name is None else name)
     if not name:
         raise IsccError("the Meta-Code needs a name that is not empty after cleaning")
@@ -194,15 +216,13 @@ def gen_meta_code_v0(
         digest = soft_hash_meta_v0(name, description)
         metahash = _multihash(f"{name} {description}".strip().encode("utf-8"))
 
-    # Keys in the reference's order.
-    result = {"iscc": "ISCC:" + encode_component(MT.META, ST.NONE, VS.V0, bits, digest)}
-    result["name"] = name
+    fields = {"name": name}
     if description:
-        result["description"] = description
+        fields["description"] = description
     if meta_url is not None:
-        result["meta"] = meta_url
-    result["metahash"] = metahash
-    return cast(MetaCode, result)
+        fields["meta"] = meta_url
+    fields["metahash"] = metahash
+    return digest, fields
 
 
 def gen_meta_code(

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from isccd.extract import mediatype as mediatype_module
 from isccd.extract.mediatype import (
     SUPPORTED_MEDIATYPES,
     looks_like_text,
@@ -312,3 +313,29 @@ def test_any_name_gives_the_type_the_system_table_gives(name: str) -> None:
     expected = mediatype_normalize(mediatype_from_name(name)) if name else None
     for _ in range(2):
         assert mediatype_detect(b"", name).mediatype == (expected or "application/octet-stream")
+
+
+_NAMES = [
+    None, "a", "a.txt", "a.bin", "a.TXT", "a.md", "a.csv", "a.json", "a.html", "a.xml", "a.svg",
+    "a.svgz", "a.ps", "a.jpg", "a.png", "a.webp", "a.mp3", "a.ogg", "a.mp4", "a.pdf", "a.docx",
+    "a.tar.gz", "a.gz", "a.py", "a.unknownext", "http://x/a.txt",
+]  # fmt: skip
+_HEADS = [
+    b"",
+    b"plain words in a line\n" * 20,
+    bytes(random.Random(7).randrange(256) for _ in range(4096)),
+    b'<svg xmlns="http://www.w3.org/2000/svg"><rect/></svg>',
+    b'  <svg xmlns="http://www.w3.org/2000/svg"><rect/></svg>',  # no signature: an SVG root
+    b"<?xml version='1.0'?><note>hi</note>",
+    "caf\u00e9 na\u00efve".encode() * 10,
+    b"\xff\xfe" + "utf-16 text".encode("utf-16-le"),
+]
+
+
+@pytest.mark.parametrize("name", _NAMES)
+def test_a_type_decided_by_the_name_alone_is_the_one_the_full_decision_makes(
+    name: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shortcut = [mediatype_detect(head, name) for head in _HEADS]
+    monkeypatch.setattr(mediatype_module, "_named_alone", lambda by_name: None)
+    assert [mediatype_detect(head, name) for head in _HEADS] == shortcut

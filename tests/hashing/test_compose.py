@@ -8,8 +8,10 @@ import io
 import pytest
 
 from isccd.hashing import compose_iscc
-from isccd.hashing.content import make_unit
+from isccd.hashing.content import HEADER_OF, digest_unit, make_unit
 from isccd.iscc import (
+    IsccError,
+    encode_component,
     gen_audio_code_v0,
     gen_data_code_v0,
     gen_image_code_v0,
@@ -19,6 +21,7 @@ from isccd.iscc import (
     gen_text_code_v0,
     gen_video_code_v0,
 )
+from isccd.iscc.constants import MT, ST, VS
 from isccd.model import Unit, UnitType
 
 DATA = b"small files, many of them " * 40
@@ -52,3 +55,32 @@ def test_the_code_equals_the_one_combined_from_the_unit_strings(
     units = _units(content, bits)[0 if with_meta else 1 :]
     expected = gen_iscc_code_v0([u.iscc for u in units], wide=wide)["iscc"]
     assert compose_iscc(units, wide) == expected
+
+
+DIGEST = bytes(range(7, 7 + 32 * 5, 5))
+
+
+@pytest.mark.parametrize("unit_type", [t for t in UnitType if t is not UnitType.MIXED])
+@pytest.mark.parametrize("bits", range(32, 257, 32))
+def test_a_digest_unit_is_the_unit_encode_component_writes(unit_type: UnitType, bits: int) -> None:
+    mtype, stype = HEADER_OF[unit_type]
+    unit = digest_unit(unit_type, DIGEST, bits, "p")
+    assert unit.iscc == "ISCC:" + encode_component(mtype, stype, VS.V0, bits, DIGEST)
+    assert unit.digest == DIGEST[: bits // 8]
+    assert make_unit(unit_type, unit.iscc, "p") == unit
+
+
+@pytest.mark.parametrize("bits", [0, 8, 40, 288, 64.0, True, -64])
+def test_a_digest_unit_of_an_illegal_length_is_refused_as_encode_component_refuses(
+    bits: object,
+) -> None:
+    with pytest.raises((IsccError, TypeError)) as expected:
+        encode_component(MT.DATA, ST.NONE, VS.V0, bits, DIGEST)  # type: ignore[arg-type]
+    for _ in range(2):  # the second time too (nothing of a refusal is kept)
+        with pytest.raises(expected.type, match=str(expected.value)):
+            digest_unit(UnitType.DATA, DIGEST, bits, "p")  # type: ignore[arg-type]
+
+
+def test_a_digest_shorter_than_the_length_is_refused() -> None:
+    with pytest.raises(IsccError, match="digest has 64 bits, 128 needed"):
+        digest_unit(UnitType.INSTANCE, DIGEST[:8], 128, "p")

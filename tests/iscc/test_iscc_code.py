@@ -154,3 +154,13 @@ def test_wrong_types_are_type_errors() -> None:
         gen_iscc_code_v0([b"GAASL4F2WZY7KBXB", "IAA26E2JXH27TING"])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="wide"):
         gen_iscc_code_v0(["GAASL4F2WZY7KBXB", "IAA26E2JXH27TING"], wide=1)  # type: ignore[arg-type]
+
+
+def test_an_invalid_combination_is_refused_each_time() -> None:
+    semantic_image = iscc_core.encode_component(MT.SEMANTIC, 1, 0, 64, bytes(8))
+    codes = ["EAASKDNZNYGUUF5A", semantic_image, "GAASL4F2WZY7KBXB", "IAA26E2JXH27TING"]
+    for _ in range(2):  # a refusal is not remembered as a layout
+        with pytest.raises(IsccError, match="same SubType"):
+            gen_iscc_code_v0(codes)
+    valid = ["EAASKDNZNYGUUF5A", "GAASL4F2WZY7KBXB", "IAA26E2JXH27TING"]
+    assert gen_iscc_code_v0(valid) == iscc_core.gen_iscc_code_v0(valid)

@@ -12,7 +12,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from isccd.iscc.exceptions import IsccError
-from isccd.iscc.meta import META_TRIM_META, gen_meta_code, gen_meta_code_v0, soft_hash_meta_v0
+from isccd.iscc.meta import (
+    META_TRIM_META,
+    gen_meta_code,
+    gen_meta_code_v0,
+    meta_digest,
+    soft_hash_meta_v0,
+)
 
 ALL_BITS = range(32, 257, 32)
 
@@ -226,3 +232,23 @@ def test_wrong_argument_types_are_type_errors() -> None:
 def test_bad_bits_are_refused(bits: int) -> None:
     with pytest.raises(IsccError, match="multiple of 32"):
         gen_meta_code_v0("title", bits=bits)
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "meta"),
+    [
+        ("t0", None, None),
+        ("  A  Name\n", "Some\tdescription ", None),
+        ("name", "ignored for the digest", {"title": "x", "@context": "https://schema.org"}),
+        ("name", None, "data:application/json;base64,eyJhIjoxfQ=="),
+    ],
+)
+@pytest.mark.parametrize("bits", [64, 256])
+def test_meta_digest_is_the_digest_and_fields_of_the_code(
+    name: str, description: str | None, meta: dict[str, str] | str | None, bits: int
+) -> None:
+    digest, fields = meta_digest(name, description, meta)
+    expected = iscc_core.gen_meta_code_v0(name, description, meta, bits=bits)
+    assert iscc_core.decode_base32(expected["iscc"][5:])[2:] == digest[: bits // 8]
+    assert {"iscc": expected["iscc"], **fields} == expected
+    assert list(gen_meta_code_v0(name, description, meta, bits)) == list(expected)
