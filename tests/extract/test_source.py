@@ -332,3 +332,38 @@ def test_a_file_whose_size_says_nothing_is_read_to_its_end() -> None:
         assert src.size == 0
         assert read_limited(src, 10_000).startswith(b"Name:")
         assert src.head().startswith(b"Name:")
+
+
+@pytest.mark.usefixtures("kernel")
+@pytest.mark.parametrize("old", ["missing", "fifo", "directory"])
+def test_a_file_of_a_run_after_its_root_was_replaced_is_not_judged_by_the_old_directory(
+    tmp_path: Path, old: str
+) -> None:
+    # A run holds the root's directory. The root is replaced (a new tree moved into place)
+    # between two of its files: a file that the new root holds is not reported vanished or not
+    # regular because of what the directory held (no longer the root) has at its path; alone it
+    # would be read, so it is read, or found unstable like a file of a root replaced meanwhile.
+    root = tmp_path / "root"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "first").write_text("first")
+    path = f"{root}/d/new"
+    if old == "fifo":
+        os.mkfifo(root / "d" / "new")
+    elif old == "directory":
+        (root / "d" / "new").mkdir()
+    fresh = tmp_path / "fresh"
+    (fresh / "d").mkdir(parents=True)
+    (fresh / "d" / "new").write_text("new file")
+    with RootDirs() as roots:
+        with open_source(f"{root}/d/first", root=str(root), roots=roots) as src:
+            src.check_unchanged()
+        root.rename(tmp_path / "old-root")
+        fresh.rename(root)
+        try:
+            with open_source(path, root=str(root), roots=roots) as src:
+                assert src.head() == b"new file"
+                src.check_unchanged()
+        except FileUnstableError:
+            pass  # noticed as a root replaced meanwhile: retried, like any unstable file
+    with open_source(path, root=str(root)) as src:  # alone: read
+        assert src.head() == b"new file"
