@@ -36,6 +36,7 @@ from typing import BinaryIO
 from isccd.beneath import RootDir
 from isccd.errors import (
     FileAccessError,
+    FileError,
     FileUnstableError,
     FileVanishedError,
     NotRegularFileError,
@@ -222,6 +223,13 @@ class RootDirs:
             beneath = self._open[key] = _open_root(root, follow_symlinks, path)
         return beneath
 
+    def forget(self, root: str, follow_symlinks: bool) -> None:
+        """Close the directory held for ``root`` (it is no longer the root): the next file of
+        the run opens the root again."""
+        beneath = self._open.pop((root, follow_symlinks), None)
+        if beneath is not None:
+            beneath.close()
+
     def close(self) -> None:
         """Close every root's directory (idempotent)."""
         while self._open:
@@ -269,7 +277,16 @@ def open_source(
     if root is None:
         return _open(path, noatime, None, owns_root=True)
     if roots is not None:
-        return _open(path, noatime, roots.get(root, follow_symlinks, path), owns_root=False)
+        shared = roots.get(root, follow_symlinks, path)
+        try:
+            return _open(path, noatime, shared, owns_root=False)
+        except FileError as exc:
+            # Looked up in a directory that may no longer be the root: what it says of the
+            # path (gone, not a regular file, refused) only counts while it still is.
+            if shared.moved():
+                roots.forget(root, follow_symlinks)
+                raise FileUnstableError(path, "its root was moved or replaced") from exc
+            raise
     beneath = _open_root(root, follow_symlinks, path)
     try:
         return _open(path, noatime, beneath, owns_root=True)
