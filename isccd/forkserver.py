@@ -11,9 +11,11 @@ while the command imports its own code, reads its configuration and opens the st
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
-from multiprocessing import forkserver
+import signal
+from multiprocessing import forkserver, resource_tracker
 from typing import Any
 
 #: What the fork server imports before it forks: the hashing code and the compiled kernels.
@@ -69,3 +71,21 @@ def stop() -> bool:
         return False
     server_stop()
     return True
+
+
+def end() -> None:
+    """Stop the fork server at once, and the resource tracker started with it, for a command
+    that is done with them (its workers gone).
+
+    Unlike :func:`stop` it does not wait for a fork server still loading what it preloads:
+    started early by a command that then hashed nothing, that server would outlive the command
+    and hold its output open until it had loaded the kernels for nothing.
+    """
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    stop()
+    tracker_stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if tracker_stop is not None:
+        tracker_stop()

@@ -297,7 +297,15 @@ def run_scan(args: argparse.Namespace) -> int:
 
     # Started before anything else is imported: it loads the kernels on another core while
     # this process starts, so the workers are warm when the walk finds the first file to hash.
-    forkserver.start_early()
+    early = forkserver.start_early()
+    try:
+        return _scan_command(args)
+    finally:
+        if early:  # a scan that hashed nothing leaves nothing behind either
+            forkserver.end()
+
+
+def _scan_command(args: argparse.Namespace) -> int:
     import asyncio  # noqa: PLC0415
 
     from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415
