@@ -106,7 +106,8 @@ class SourceFile:
         if whole is not None:
             return whole if size >= len(whole) else whole[:size]
         data = os.pread(self.fd, size, 0)
-        if len(data) == self.stat.st_size:
+        # Fewer bytes than asked is the end of the file: all of it, if fstat counted as many.
+        if len(data) < size and len(data) == self.stat.st_size:
             self._whole = data
         return data
 
@@ -383,9 +384,10 @@ def _open_flags(path: str, flags: int, beneath: RootDir | None) -> int:
 def read_limited(src: SourceFile, limit: int) -> bytes:
     """Read at most ``limit`` bytes from the start of the file.
 
-    A read stops at the size the file had when it was opened: a file that grew since fails
-    :meth:`SourceFile.check_unchanged` anyway. A small file read whole once (by
-    :meth:`SourceFile.head` or here) is not read again.
+    A read goes to the end of the file (or the limit), whatever size ``fstat`` gave: a file
+    system may count fewer bytes than a file holds. A small file read whole once (by
+    :meth:`SourceFile.head` or here: to its end, as many bytes as ``fstat`` counted) is not
+    read again.
 
     Raises:
         FileAccessError: A read failed.
@@ -393,22 +395,21 @@ def read_limited(src: SourceFile, limit: int) -> bytes:
     whole = src._whole
     if whole is not None:
         return whole if len(whole) <= limit else whole[:limit]
-    size = src.stat.st_size
     pieces: list[bytes] = []
     offset = 0
+    end = False
     while offset < limit:
         try:
             piece = os.pread(src.fd, min(limit - offset, 1 << 20), offset)
         except OSError as exc:
             raise FileAccessError(src.path, f"read failed: {exc.strerror}") from exc
         if not piece:
+            end = True
             break
         pieces.append(piece)
         offset += len(piece)
-        if offset == size:  # all of it, as fstat counted (0 may be a file that says nothing)
-            break
     # A small file is one piece: returned as it is, without a copy.
     data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    if len(data) == size:
+    if end and len(data) == src.stat.st_size:
         src._whole = data
     return data

@@ -326,6 +326,23 @@ def test_reading_a_file_at_most_a_limit_gives_its_start(tmp_path: Path, size: in
             assert read_limited(src, limit) == content[:limit]
 
 
+@pytest.mark.parametrize(("counted", "held"), [(100, 300), (4096, 5000), (100, 70_000)])
+def test_a_file_that_holds_more_than_its_size_says_is_read_to_its_end(
+    tmp_path: Path, counted: int, held: int
+) -> None:
+    # Some file systems (FUSE, network ones with cached attributes) count fewer bytes than a
+    # file holds; stopping at the count would code a part of the file as the whole.
+    path = tmp_path / "f.bin"
+    content = os.urandom(held)
+    path.write_bytes(content)
+    with open_source(str(path)) as src:
+        st = src.stat
+        src.stat = os.stat_result((*st[:6], counted, *st[7:]))  # what such a system says
+        assert src.head() == content[:4096]
+        assert read_limited(src, 65_536) == content[:65_536]
+        assert src.head() == content[:4096]
+
+
 def test_a_file_whose_size_says_nothing_is_read_to_its_end() -> None:
     # Files of /proc (and such) say 0 bytes and have content.
     with open_source("/proc/self/status") as src:
