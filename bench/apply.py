@@ -49,6 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from record import per_file
 from smallfiles import small_files
 
 import isccd
@@ -165,10 +166,6 @@ def checksum(db: Path) -> str:
         for row in conn.execute("SELECT path, live FROM roots ORDER BY path"):
             digest.update(repr(row).encode())
     return digest.hexdigest()[:16]
-
-
-def per_file(seconds: float, count: int) -> float:
-    return seconds / count * 1e6
 
 
 def main() -> None:
