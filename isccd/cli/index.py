@@ -47,6 +47,7 @@ from isccd.cli.ask import (
     file_path,
     positive_int,
 )
+from isccd.cli.collector import fewer_collections
 from isccd.cli.connect import (
     ANSWER_TIMEOUT,
     add_config_option,
@@ -337,16 +338,17 @@ def _scan_command(args: argparse.Namespace) -> int:
     pipeline = Pipeline(
         config.store_url, config.scanning(jobs), host=config.store_host, hasher=hasher
     )
-    try:
-        adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
-    except StoreLockedError as exc:
-        return fail(_locked(exc, roots, config.socket))
-    except (StoreError, HashingUnavailableError) as exc:
-        return fail(str(exc))
-    finally:
-        pipeline.close()
-    print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
-    return _report_scan(args, config, roots, adopted, results)
+    with fewer_collections():
+        try:
+            adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
+        except StoreLockedError as exc:
+            return fail(_locked(exc, roots, config.socket))
+        except (StoreError, HashingUnavailableError) as exc:
+            return fail(str(exc))
+        finally:
+            pipeline.close()
+        print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
+        return _report_scan(args, config, roots, adopted, results)
 
 
 def _report_scan(
