@@ -47,7 +47,7 @@ from isccd.cli.ask import (
     file_path,
     positive_int,
 )
-from isccd.cli.collector import fewer_collections
+from isccd.cli.collector import fewer_collections, settled
 from isccd.cli.connect import (
     ANSWER_TIMEOUT,
     add_config_option,
@@ -300,7 +300,9 @@ def run_scan(args: argparse.Namespace) -> int:
     # this process starts, so the workers are warm when the walk finds the first file to hash.
     early = forkserver.start_early()
     try:
-        return _scan_command(args)
+        # From the start: the imports alone would make about 150 collections.
+        with fewer_collections():
+            return _scan_command(args)
     finally:
         if early:  # a scan that hashed nothing leaves nothing behind either
             forkserver.end()
@@ -338,17 +340,17 @@ def _scan_command(args: argparse.Namespace) -> int:
     pipeline = Pipeline(
         config.store_url, config.scanning(jobs), host=config.store_host, hasher=hasher
     )
-    with fewer_collections():
-        try:
-            adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
-        except StoreLockedError as exc:
-            return fail(_locked(exc, roots, config.socket))
-        except (StoreError, HashingUnavailableError) as exc:
-            return fail(str(exc))
-        finally:
-            pipeline.close()
-        print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
-        return _report_scan(args, config, roots, adopted, results)
+    settled()
+    try:
+        adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
+    except StoreLockedError as exc:
+        return fail(_locked(exc, roots, config.socket))
+    except (StoreError, HashingUnavailableError) as exc:
+        return fail(str(exc))
+    finally:
+        pipeline.close()
+    print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
+    return _report_scan(args, config, roots, adopted, results)
 
 
 def _report_scan(

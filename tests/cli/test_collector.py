@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from isccd.cli.collector import YOUNG_THRESHOLD, fewer_collections
+from isccd.cli.collector import YOUNG_THRESHOLD, fewer_collections, settled
 from isccd.cli.main import main
 
 
@@ -44,6 +44,7 @@ def test_the_block_restores_the_collector() -> None:
     before = gc.get_threshold()
     with fewer_collections():
         assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        settled()
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
