@@ -47,7 +47,7 @@ from isccd.cli.ask import (
     file_path,
     positive_int,
 )
-from isccd.cli.collector import fewer_collections, settled
+from isccd.cli.collector import Collector, fewer_collections
 from isccd.cli.connect import (
     ANSWER_TIMEOUT,
     add_config_option,
@@ -300,15 +300,14 @@ def run_scan(args: argparse.Namespace) -> int:
     # this process starts, so the workers are warm when the walk finds the first file to hash.
     early = forkserver.start_early()
     try:
-        # From the start: the imports alone would make about 150 collections.
-        with fewer_collections():
-            return _scan_command(args)
+        with fewer_collections() as collector:
+            return _scan_command(args, collector)
     finally:
         if early:  # a scan that hashed nothing leaves nothing behind either
             forkserver.end()
 
 
-def _scan_command(args: argparse.Namespace) -> int:
+def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
     import asyncio  # noqa: PLC0415
 
     from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415
@@ -340,7 +339,7 @@ def _scan_command(args: argparse.Namespace) -> int:
     pipeline = Pipeline(
         config.store_url, config.scanning(jobs), host=config.store_host, hasher=hasher
     )
-    settled()
+    collector.settled()
     try:
         adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
     except StoreLockedError as exc:

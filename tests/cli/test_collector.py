@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from isccd.cli.collector import YOUNG_THRESHOLD, fewer_collections, settled
+from isccd.cli.collector import YOUNG_THRESHOLD, fewer_collections
 from isccd.cli.main import main
 
 
@@ -42,12 +42,26 @@ def _tree(root: Path, files: int) -> Path:
 
 def test_the_block_restores_the_collector() -> None:
     before = gc.get_threshold()
-    with fewer_collections():
+    with fewer_collections() as collector:
+        assert not gc.isenabled()
+        collector.settled()
+        assert gc.isenabled()
         assert gc.get_threshold()[0] == YOUNG_THRESHOLD
-        settled()
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+    assert gc.isenabled()
+
+
+def test_a_collector_disabled_before_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with fewer_collections() as collector:
+            collector.settled()
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_a_scan_collects_in_a_few_steps(
