@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from isccd import dirs
 from isccd.errors import ConfigError
@@ -34,7 +34,11 @@ from isccd.store import default_host, state_url
 from isccd.store.pgurl import redact_url
 from isccd.walk import ScanOptions, compile_ignore
 from isccd.watch.debounce import DebounceOptions
-from isccd.watch.watcher import WatcherOptions
+
+if TYPE_CHECKING:
+    # Imported where the daemon's configuration is built: the watcher (and watchdog) would
+    # cost every index command about 10 ms of its start.
+    from isccd.watch.watcher import WatcherOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +119,8 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
             f"than hashing.file_timeout ({settings.hashing.file_timeout:g} s), which stops the "
             "file first; raise hashing.file_timeout too"
         )
+    from isccd.watch.watcher import WatcherOptions  # noqa: PLC0415 -- the daemon's only
+
     workers = worker_options(settings)
     server = settings.server
     return DaemonConfig(

@@ -112,3 +112,16 @@ def test_status_and_dupes_asking_a_daemon_load_nothing_heavy(daemon: Daemon) -> 
     assert loaded_by("status", "--socket", str(daemon.socket)) == (0, [])
     assert loaded_by("dupes", "--json", env=env) == (0, [])
     assert loaded_by("get", "--json", str(daemon.root / "a.txt"), env=env) == (0, [])
+
+
+def test_a_scan_loads_no_watcher(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text(prose(3), encoding="utf-8")
+    status, loaded = loaded_by(
+        "scan", "--json", "--state", str(tmp_path / "state"), str(root),
+        watched=("watchdog", "isccd.watch.watcher", "isccd.pipeline"),
+    )  # fmt: skip
+    assert status == 0
+    # The walk and the pipeline, not the daemon's watching of the roots.
+    assert loaded == ["isccd.pipeline"]
