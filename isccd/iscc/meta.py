@@ -131,6 +131,15 @@ def _multihash(data: bytes) -> str:
 def meta_name(name: str) -> str:
     """The name as the Meta-Code uses it: cleaned, on one line, trimmed to
     :data:`META_TRIM_NAME` UTF-8 bytes (empty when nothing is left)."""
+    if (
+        isinstance(name, str)
+        and len(name) <= META_TRIM_NAME
+        and name.isascii()
+        and name.isprintable()
+    ):
+        # One line without a control character, short enough (a byte per character): cleaning
+        # strips it, and only runs of spaces are left to join.
+        return " ".join(name.split())
     return text_trim(text_remove_newlines(text_clean(name)), META_TRIM_NAME)
 
 
