@@ -171,7 +171,8 @@ class SourceFile:
             raise FileUnstableError(self.path, f"cannot stat after reading: {_why(exc)}") from exc
         if (now.st_dev, now.st_ino) != (self.stat.st_dev, self.stat.st_ino):
             raise FileUnstableError(self.path, "file replaced while it was read")
-        after = os.fstat(self.fd)
+        # The same inode as the descriptor's: its stat now is the descriptor's (no fstat more).
+        after = now
         if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) != (
             self.stat.st_size,
             self.stat.st_mtime_ns,

@@ -108,6 +108,21 @@ def test_file_changed_while_read_is_unstable(tmp_path: Path) -> None:
             src.check_unchanged()
 
 
+@pytest.mark.parametrize("beneath", [False, True])
+def test_file_written_in_place_while_read_is_unstable(tmp_path: Path, beneath: bool) -> None:
+    # Same inode, same size: only the times say so, as the path's lookup sees them after reading.
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"x" * 3000)
+    with open_source(str(path), root=str(tmp_path) if beneath else None) as src:
+        assert src.head() == b"x" * 3000
+        before = src.stat.st_mtime_ns
+        with path.open("r+b") as f:
+            f.write(b"y")
+        os.utime(path, ns=(before + 1_000_000_000, before + 1_000_000_000))
+        with pytest.raises(FileUnstableError, match="changed while it was read"):
+            src.check_unchanged()
+
+
 def test_file_removed_while_read_is_vanished(tmp_path: Path) -> None:
     path = tmp_path / "f.bin"
     path.write_bytes(b"x" * 50_000)
