@@ -183,6 +183,23 @@ def test_zero_byte_files(tmp_path: Path) -> None:
             assert _issue(record)[1:] == (IssueKind.SKIPPED, IssueCode.NO_CONTENT)
 
 
+def test_data_without_a_content_code_says_so_in_one_skip(tmp_path: Path) -> None:
+    for name, content in (("a.bin", b"\x00\x01\x02" * 100), ("b.bin", bytes(range(256)))):
+        (tmp_path / name).write_bytes(content)
+        record = compute_record(str(tmp_path / name), root=str(tmp_path))
+        assert record.mediatype == "application/octet-stream"
+        assert [(i.stage, i.kind, i.reason, i.code, i.profile) for i in record.issues] == [
+            (
+                "mediatype",
+                IssueKind.SKIPPED,
+                "no Content-Code for application/octet-stream",
+                IssueCode.UNSUPPORTED,
+                None,
+            )
+        ]
+        assert [u.type for u in record.units] == [UnitType.DATA, UnitType.INSTANCE]
+
+
 def test_truncated_and_corrupt_images_keep_their_other_units(tmp_path: Path) -> None:
     path = tmp_path / "cut.jpg"
     path.write_bytes(jpeg_bytes(scene())[:2000])
