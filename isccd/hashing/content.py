@@ -128,11 +128,8 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
         problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
         # Kept for the Meta-Code even when the document turns out to hold no text.
         run.described = Described(extracted.meta, metadata_source(mediatype), problem)
-        text = text_clean(extracted.text)
-        if not text:
-            raise NoContentError("no text found")
         # gen_text_code_v0's steps, the unit made from its digest (not encoded, then decoded).
-        collapsed = text_collapse(text)
+        collapsed = _collapsed(extracted.text)
         profile = run.profile(extracted.profile, EXTRACTION_REVISION)
         return Content(
             digest_unit(UnitType.TEXT, soft_hash_text_v0(collapsed), options.bits, profile),
@@ -141,6 +138,25 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
             characters=len(collapsed),
         )
     return _media_content(src, mediatype, mode, run)
+
+
+def _collapsed(text: str) -> str:
+    """The text collapsed for its Text-Code, of a text that cleaning leaves something of.
+
+    Raises:
+        NoContentError: Cleaning leaves nothing (only whitespace and controls).
+    """
+    if text.isascii():
+        # Collapsing ASCII removes all that cleaning does (controls, whitespace) and keeps the
+        # order of the rest: collapsed whole, it needs cleaning only to tell an empty text.
+        collapsed = text_collapse(text)
+        if not collapsed and not text_clean(text):
+            raise NoContentError("no text found")
+        return collapsed
+    text = text_clean(text)
+    if not text:
+        raise NoContentError("no text found")
+    return text_collapse(text)
 
 
 def _media_content(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Content:
