@@ -267,3 +267,12 @@ ascii_names = st.text(alphabet=st.sampled_from(" " * 8 + "".join(map(chr, range(
 def test_meta_name_equals_reference_cleaning(name: str) -> None:
     expected = iscc_core.text_trim(iscc_core.text_remove_newlines(iscc_core.text_clean(name)), 128)
     assert meta_name(name) == expected
+
+
+@given(ascii_names, st.one_of(st.none(), ascii_names))
+@example("", None)
+@example("ab", "abc")
+@example("t1234", None)
+def test_soft_hash_of_ascii_equals_reference(name: str, extra: str | None) -> None:
+    # ASCII n-grams are sliced from the encoded text: every length, the short ones included.
+    assert soft_hash_meta_v0(name, extra) == iscc_core.soft_hash_meta_v0(name, extra)
