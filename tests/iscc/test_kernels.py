@@ -93,6 +93,19 @@ def test_hash_fold_folds_the_xxh32_of_the_whole_buffer(data: bytes) -> None:
         assert minvec.tolist() == expected
 
 
+@given(byte_inputs(max_size=20_000))
+def test_data_digest_is_the_reference_data_hash_of_any_buffer(data: bytes) -> None:
+    # The compiled kernel is called without numba's dispatcher: read-only and writable
+    # buffers, and a slice of a larger one, as isccd hands them over.
+    expected = ic.soft_hash_data_v0(io.BytesIO(data))
+    params = alg_cdc_params(1024)
+    larger = np.frombuffer(b"\xff" + data + b"\xff", dtype=np.uint8)
+    buffers = (np.frombuffer(data, dtype=np.uint8), np.array(bytearray(data)), larger[1:-1])
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        for buf in buffers:
+            assert kernels.data_digest(buf, minhash_init(), params) == expected
+
+
 @given(st.lists(st.integers(0, 2**64 - 1), min_size=64, max_size=64))
 def test_compress_is_the_256_bit_minhash_digest(minima: list[int]) -> None:
     minvec = np.array(minima, dtype=np.uint64)
