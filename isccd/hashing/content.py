@@ -20,7 +20,12 @@ from isccd.extract.source import SourceFile
 from isccd.extract.tags import COMPONENT as TAGS_COMPONENT
 from isccd.extract.tags import VERSION as TAGS_VERSION
 from isccd.extract.tags import read_tags
-from isccd.extract.text import extract_text, extract_text_metadata, metadata_source
+from isccd.extract.text import (
+    extract_text,
+    extract_text_metadata,
+    is_plain_text,
+    metadata_source,
+)
 from isccd.extract.tools import ToolInput, ToolOptions, tool_input
 from isccd.extract.video import VideoContent, extract_video
 from isccd.hashing.issues import issue_from_exception
@@ -78,6 +83,9 @@ VIDEO_META_FIELDS = (
     ("comment", "description"),
 )
 
+#: What plain text says of itself: nothing, and nothing was read for it.
+_UNDESCRIBED = Described()
+
 #: Vector formats the SDK rasterizes with extra tools isccd does not ship.
 _NOT_RASTERIZED = frozenset({"image/svg+xml", "application/postscript"})
 
@@ -118,16 +126,21 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
             height=image.height,
         )
     if mode is Mode.TEXT:
+        # Plain text is decoded in process: no tool, no temporary directory, no metadata.
+        plain = is_plain_text(mediatype)
         extracted = extract_text(
             src,
             mediatype,
             max_chars=options.max_text_chars,
             read_meta=options.extract_meta,
-            temp_dir=options.tools.temp_dir,
+            temp_dir=None if plain else options.tools.temp_dir,
         )
-        problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
         # Kept for the Meta-Code even when the document turns out to hold no text.
-        run.described = Described(extracted.meta, metadata_source(mediatype), problem)
+        if plain:
+            run.described = _UNDESCRIBED
+        else:
+            problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
+            run.described = Described(extracted.meta, metadata_source(mediatype), problem)
         # gen_text_code_v0's steps, the unit made from its digest (not encoded, then decoded).
         collapsed = _collapsed(extracted.text)
         profile = run.profile(extracted.profile, EXTRACTION_REVISION)

@@ -224,6 +224,18 @@ def test_text_codes_are_the_reference_of_the_cleaned_text(tmp_path: Path, conten
     assert record.characters == expected["characters"]
 
 
+def test_plain_text_is_named_by_its_file_with_no_metadata_read(tmp_path: Path) -> None:
+    (tmp_path / "Annual Report.txt").write_text("Some plain text of a report.\n")
+    record = compute_record(str(tmp_path / "Annual Report.txt"), root=str(tmp_path))
+    assert record.issues == ()
+    assert record.named_by_file is True
+    assert record.name == "Annual Report"
+    meta = record.unit(UnitType.META)
+    assert meta is not None
+    assert meta.iscc == iscc_core.gen_meta_code_v0("Annual Report")["iscc"]
+    assert meta.profile == "iscc/1.5.0 bits/64 meta/embedded isccd-extract/1"
+
+
 def test_truncated_and_corrupt_images_keep_their_other_units(tmp_path: Path) -> None:
     path = tmp_path / "cut.jpg"
     path.write_bytes(jpeg_bytes(scene())[:2000])
