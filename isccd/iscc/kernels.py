@@ -158,12 +158,12 @@ def _entry_point(kernel: _K) -> _K:
     The dispatcher types every argument on every call (about 0.5 µs for these kernels, called
     once or twice per file, whatever its size); the code it then calls is this one. Only for
     callers that pass exactly the signature's types (made here, never taken from a file).
-    Any other kernel, one with several or no compiled signatures, is returned as it is.
+    Any other kernel, one with several or no compiled signatures (or a numba that names its
+    compiled code otherwise), is returned as it is.
     """
     overloads = list(getattr(kernel, "overloads", {}).values())
-    if len(overloads) != 1:
-        return kernel
-    return cast(_K, overloads[0].entry_point)
+    entry = getattr(overloads[0], "entry_point", None) if len(overloads) == 1 else None
+    return kernel if entry is None else cast(_K, entry)
 
 
 @functools.cache

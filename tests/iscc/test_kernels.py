@@ -26,6 +26,7 @@ from isccd.iscc.kernels import (
     PYTHON_KERNELS,
     SMALL_DATA,
     SMALL_TEXT,
+    _entry_point,
     kernels_for,
     load_kernels,
     warmup,
@@ -104,6 +105,27 @@ def test_data_digest_is_the_reference_data_hash_of_any_buffer(data: bytes) -> No
     for kernels in (load_kernels(), PYTHON_KERNELS):
         for buf in buffers:
             assert kernels.data_digest(buf, minhash_init(), params) == expected
+
+
+def test_only_a_kernel_of_one_compiled_signature_is_called_past_its_dispatcher() -> None:
+    class Compiled:
+        def __init__(self, **names: object) -> None:
+            self.__dict__.update(names)
+
+    def entry() -> int:
+        return 1
+
+    def kernel() -> int:
+        return 0
+
+    assert _entry_point(jit.data_digest) is not jit.data_digest
+    assert _entry_point(kernel) is kernel  # not compiled
+    kernel.overloads = {"one": Compiled(entry_point=entry)}  # type: ignore[attr-defined]
+    assert _entry_point(kernel) is entry
+    kernel.overloads = {"one": Compiled(), "two": Compiled()}  # type: ignore[attr-defined]
+    assert _entry_point(kernel) is kernel
+    kernel.overloads = {"one": Compiled(code=entry)}  # type: ignore[attr-defined]
+    assert _entry_point(kernel) is kernel  # another numba's naming
 
 
 @given(st.lists(st.integers(0, 2**64 - 1), min_size=64, max_size=64))
