@@ -44,6 +44,9 @@ from isccd.errors import (
 
 #: Bytes a media type is sniffed from (what the SDK reads).
 HEAD_SIZE = 4096
+#: Files smaller than this are read whole by their first read (:meth:`SourceFile.head`): one
+#: read instead of a head and then the rest (what hashing a file this small reads anyway).
+WHOLE_READ = 64 * 1024
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NOATIME = getattr(os, "O_NOATIME", 0)
@@ -101,15 +104,21 @@ class SourceFile:
         return self.stat.st_size
 
     def head(self, size: int = HEAD_SIZE) -> bytes:
-        """The first ``size`` bytes (fewer for a shorter file), read without moving the offset."""
+        """The first ``size`` bytes (fewer for a shorter file), read without moving the offset.
+
+        A file under :data:`WHOLE_READ` bytes is read whole by this first read (a byte more
+        than ``fstat`` counts is asked for, to see its end), for the readers after it.
+        """
         whole = self._whole
         if whole is not None:
             return whole if size >= len(whole) else whole[:size]
-        data = os.pread(self.fd, size, 0)
+        counted = self.stat.st_size
+        asked = max(size, counted + 1) if counted < WHOLE_READ else size
+        data = os.pread(self.fd, asked, 0)
         # Fewer bytes than asked is the end of the file: all of it, if fstat counted as many.
-        if len(data) < size and len(data) == self.stat.st_size:
+        if len(data) < asked and len(data) == counted:
             self._whole = data
-        return data
+        return data if len(data) <= size else data[:size]
 
     def reader(self) -> BinaryIO:
         """A buffered binary file object positioned at the start, for libraries that want one.
@@ -171,7 +180,8 @@ class SourceFile:
             raise FileUnstableError(self.path, f"cannot stat after reading: {_why(exc)}") from exc
         if (now.st_dev, now.st_ino) != (self.stat.st_dev, self.stat.st_ino):
             raise FileUnstableError(self.path, "file replaced while it was read")
-        after = os.fstat(self.fd)
+        # The same inode as the descriptor's: its stat now is the descriptor's (no fstat more).
+        after = now
         if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) != (
             self.stat.st_size,
             self.stat.st_mtime_ns,

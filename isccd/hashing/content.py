@@ -20,7 +20,12 @@ from isccd.extract.source import SourceFile
 from isccd.extract.tags import COMPONENT as TAGS_COMPONENT
 from isccd.extract.tags import VERSION as TAGS_VERSION
 from isccd.extract.tags import read_tags
-from isccd.extract.text import extract_text, extract_text_metadata, metadata_source
+from isccd.extract.text import (
+    extract_text,
+    extract_text_metadata,
+    is_plain_text,
+    metadata_source,
+)
 from isccd.extract.tools import ToolInput, ToolOptions, tool_input
 from isccd.extract.video import VideoContent, extract_video
 from isccd.hashing.issues import issue_from_exception
@@ -78,6 +83,9 @@ VIDEO_META_FIELDS = (
     ("comment", "description"),
 )
 
+#: What plain text says of itself: nothing, and nothing was read for it.
+_UNDESCRIBED = Described()
+
 #: Vector formats the SDK rasterizes with extra tools isccd does not ship.
 _NOT_RASTERIZED = frozenset({"image/svg+xml", "application/postscript"})
 
@@ -118,21 +126,23 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
             height=image.height,
         )
     if mode is Mode.TEXT:
+        # Plain text is decoded in process: no tool, no temporary directory, no metadata.
+        plain = is_plain_text(mediatype)
         extracted = extract_text(
             src,
             mediatype,
             max_chars=options.max_text_chars,
             read_meta=options.extract_meta,
-            temp_dir=options.tools.temp_dir,
+            temp_dir=None if plain else options.tools.temp_dir,
         )
-        problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
         # Kept for the Meta-Code even when the document turns out to hold no text.
-        run.described = Described(extracted.meta, metadata_source(mediatype), problem)
-        text = text_clean(extracted.text)
-        if not text:
-            raise NoContentError("no text found")
+        if plain:
+            run.described = _UNDESCRIBED
+        else:
+            problem = ExtractionError(extracted.meta_problem) if extracted.meta_problem else None
+            run.described = Described(extracted.meta, metadata_source(mediatype), problem)
         # gen_text_code_v0's steps, the unit made from its digest (not encoded, then decoded).
-        collapsed = text_collapse(text)
+        collapsed = _collapsed(extracted.text)
         profile = run.profile(extracted.profile, EXTRACTION_REVISION)
         return Content(
             digest_unit(UnitType.TEXT, soft_hash_text_v0(collapsed), options.bits, profile),
@@ -141,6 +151,25 @@ def content_unit(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Conte
             characters=len(collapsed),
         )
     return _media_content(src, mediatype, mode, run)
+
+
+def _collapsed(text: str) -> str:
+    """The text collapsed for its Text-Code, of a text that cleaning leaves something of.
+
+    Raises:
+        NoContentError: Cleaning leaves nothing (only whitespace and controls).
+    """
+    if text.isascii():
+        # Collapsing ASCII removes all that cleaning does (controls, whitespace) and keeps the
+        # order of the rest: collapsed whole, it needs cleaning only to tell an empty text.
+        collapsed = text_collapse(text)
+        if not collapsed and not text_clean(text):
+            raise NoContentError("no text found")
+        return collapsed
+    text = text_clean(text)
+    if not text:
+        raise NoContentError("no text found")
+    return text_collapse(text)
 
 
 def _media_content(src: SourceFile, mediatype: str, mode: Mode, run: Run) -> Content:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 
 from isccd.errors import (
@@ -100,7 +101,7 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         detected = mediatype_detect(src.head(), file_name(src.path))
         mediatype, mode = detected.mediatype, mediatype_to_mode(detected.mediatype)
     if mode is None:
-        run.issue("mediatype", UnsupportedMediaTypeError(f"no Content-Code for {mediatype}"))
+        run.issues.append(_unsupported(mediatype))
 
     summed = None
     if wanted & {UnitType.DATA, UnitType.INSTANCE}:
@@ -149,6 +150,15 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         description=fields.get("description"),
         metahash=fields.get("metahash"),
         named_by_file=meta[2] if meta else None,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _unsupported(mediatype: str) -> FileIssue:
+    """The issue of a media type without a Content-Code, made once per type (a frozen value
+    that every file of the type shares)."""
+    return issue_from_exception(
+        "mediatype", UnsupportedMediaTypeError(f"no Content-Code for {mediatype}")
     )
 
 

@@ -61,6 +61,8 @@ META_TRIM_META = 128_000
 META_NGRAM_SIZE_TEXT = 3
 #: n-gram width over metadata bytes.
 META_NGRAM_SIZE_BYTES = 4
+#: The multihash prefix of a BLAKE3 digest, in hex.
+_MULTIHASH_PREFIX = MULTIHASH_BLAKE3.hex()
 
 
 class MetaCode(TypedDict):
@@ -81,7 +83,14 @@ def _simhash_of(digests: list[bytes]) -> bytes:
 
 
 def _text_simhash(text: str) -> bytes:
-    ngrams = sliding_window(text_collapse(text), META_NGRAM_SIZE_TEXT)
+    collapsed = text_collapse(text)
+    if collapsed.isascii():
+        # A byte per character: the n-grams are slices of the encoded text (what
+        # sliding_window gives, one window for a shorter text), not each encoded.
+        data, width = collapsed.encode("ascii"), META_NGRAM_SIZE_TEXT
+        ends = range(width, max(len(data), width) + 1)
+        return _simhash_of([blake3(data[end - width : end]).digest() for end in ends])
+    ngrams = sliding_window(collapsed, META_NGRAM_SIZE_TEXT)
     return _simhash_of([blake3(ngram.encode("utf-8")).digest() for ngram in ngrams])
 
 
@@ -125,12 +134,21 @@ def soft_hash_meta_v0(name: str, extra: str | bytes | None = None) -> bytes:
 
 
 def _multihash(data: bytes) -> str:
-    return MULTIHASH_BLAKE3.hex() + blake3(data).hexdigest()
+    return _MULTIHASH_PREFIX + blake3(data).hexdigest()
 
 
 def meta_name(name: str) -> str:
     """The name as the Meta-Code uses it: cleaned, on one line, trimmed to
     :data:`META_TRIM_NAME` UTF-8 bytes (empty when nothing is left)."""
+    if (
+        isinstance(name, str)
+        and len(name) <= META_TRIM_NAME
+        and name.isascii()
+        and name.isprintable()
+    ):
+        # One line without a control character, short enough (a byte per character): cleaning
+        # strips it, and only runs of spaces are left to join.
+        return " ".join(name.split())
     return text_trim(text_remove_newlines(text_clean(name)), META_TRIM_NAME)
 
 

@@ -52,6 +52,20 @@ def _require_str(code: object) -> str:
 
 def encode_base32(data: bytes) -> str:
     """RFC 4648 base32 (``A-Z2-7``), upper case, without padding."""
+    if len(data) == 10:
+        # A 64-bit unit and its header, the most common code: 80 bits are 16 characters, no
+        # padding, the pairs written out (1.0 -> 0.7 µs).
+        v, p = int.from_bytes(data, "big"), _B32_PAIRS
+        return (
+            p[v >> 70]
+            + p[v >> 60 & 0x3FF]
+            + p[v >> 50 & 0x3FF]
+            + p[v >> 40 & 0x3FF]
+            + p[v >> 30 & 0x3FF]
+            + p[v >> 20 & 0x3FF]
+            + p[v >> 10 & 0x3FF]
+            + p[v & 0x3FF]
+        )
     if len(data) > _B32_SHORT:
         return base64.b32encode(data).decode("ascii").rstrip("=")
     # A code is a few dozen bytes: read as one number, ten bits (two characters) at a time, it

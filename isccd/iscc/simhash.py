@@ -102,9 +102,24 @@ def simhash_joined(joined: bytes, n: int, nbytes: int) -> bytes:
     themselves, which :func:`alg_simhash`'s checks of its input would cost a fifth as much
     again on a short name.
     """
+    if n <= 3:
+        return _simhash_few(joined, n, nbytes)
     if n <= _BITSLICE_MAX_ROWS:
         return _simhash_bitsliced(joined, n, nbytes)
     return simhash_rows(np.frombuffer(joined, dtype=np.uint8).reshape(n, nbytes))
+
+
+def _simhash_few(joined: bytes, n: int, nbytes: int) -> bytes:
+    """SimHash of one to three digests (a short name's n-grams), without counting: a bit is set
+    in one digest, in either of two, or in at least two of three."""
+    if n == 1:
+        return bytes(joined)
+    a = int.from_bytes(joined[:nbytes], "big")
+    b = int.from_bytes(joined[nbytes : 2 * nbytes], "big")
+    if n == 2:
+        return (a | b).to_bytes(nbytes, "big")
+    c = int.from_bytes(joined[2 * nbytes :], "big")
+    return (a & b | c & (a | b)).to_bytes(nbytes, "big")
 
 
 def _simhash_bitsliced(joined: bytes, n: int, nbytes: int) -> bytes:

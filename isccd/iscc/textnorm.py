@@ -122,9 +122,15 @@ def text_clean(text: str) -> str:
     Raises:
         TypeError: If ``text`` is not a ``str``.
     """
-    text = _remove_chars(
-        unicodedata.normalize("NFKC", _require_str(text)), _is_control, _ASCII_CONTROL
-    )
+    if _require_str(text).isascii():
+        # NFKC leaves ASCII as it is; its controls go as bytes, and text on one line (no break
+        # is left) keeps its one line: only the outer whitespace goes.
+        kept = text.encode("ascii").translate(None, _ASCII_CONTROL)
+        if not (10 in kept or 13 in kept or 11 in kept or 12 in kept):  # \n, \r, \v, \f
+            return kept.decode("ascii").strip()
+        text = kept.decode("ascii")
+    else:
+        text = _remove_chars(unicodedata.normalize("NFKC", text), _is_control, _ASCII_CONTROL)
     lines: list[str] = []
     empty_run = 0
     for line in text.splitlines():

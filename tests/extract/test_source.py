@@ -108,6 +108,21 @@ def test_file_changed_while_read_is_unstable(tmp_path: Path) -> None:
             src.check_unchanged()
 
 
+@pytest.mark.parametrize("beneath", [False, True])
+def test_file_written_in_place_while_read_is_unstable(tmp_path: Path, beneath: bool) -> None:
+    # Same inode, same size: only the times say so, as the path's lookup sees them after reading.
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"x" * 3000)
+    with open_source(str(path), root=str(tmp_path) if beneath else None) as src:
+        assert src.head() == b"x" * 3000
+        before = src.stat.st_mtime_ns
+        with path.open("r+b") as f:
+            f.write(b"y")
+        os.utime(path, ns=(before + 1_000_000_000, before + 1_000_000_000))
+        with pytest.raises(FileUnstableError, match="changed while it was read"):
+            src.check_unchanged()
+
+
 def test_file_removed_while_read_is_vanished(tmp_path: Path) -> None:
     path = tmp_path / "f.bin"
     path.write_bytes(b"x" * 50_000)
@@ -298,18 +313,20 @@ def test_a_run_follows_links_beneath_a_root_only_as_each_file_asks(tmp_path: Pat
             open_source(f"{root}/alias/secret", root=str(root), roots=roots)
 
 
-def test_a_small_file_read_whole_once_is_served_from_that_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tens", [30, 700, 6_500])  # under the head, over it, near 64 KiB
+def test_a_small_file_read_whole_once_is_served_from_that_read(tmp_path: Path, tens: int) -> None:
     path = tmp_path / "small.txt"
-    path.write_bytes(b"0123456789" * 30)
+    content = b"0123456789" * tens
+    path.write_bytes(content)
     with open_source(str(path)) as src:
-        assert src.head() == b"0123456789" * 30
+        assert src.head() == content[:4096]
         assert src.head(12) == b"012345678901"
+        # Rewritten in place, same size: what the head read stays what was read (all of the
+        # file), and the check after reading says the file changed.
+        path.write_bytes(b"abcdefghij" * tens)
         assert read_limited(src, 5) == b"01234"
-        assert read_limited(src, 10_000) == b"0123456789" * 30
-        # Rewritten in place, same size: what was read stays what was read, and the check
-        # after reading says the file changed.
-        path.write_bytes(b"abcdefghij" * 30)
-        assert read_limited(src, 10_000) == b"0123456789" * 30
+        assert read_limited(src, 100_000) == content
+        assert src.head(100_000) == content
         with pytest.raises(FileUnstableError):
             src.check_unchanged()
 

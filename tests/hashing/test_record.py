@@ -183,6 +183,59 @@ def test_zero_byte_files(tmp_path: Path) -> None:
             assert _issue(record)[1:] == (IssueKind.SKIPPED, IssueCode.NO_CONTENT)
 
 
+def test_data_without_a_content_code_says_so_in_one_skip(tmp_path: Path) -> None:
+    for name, content in (("a.bin", b"\x00\x01\x02" * 100), ("b.bin", bytes(range(256)))):
+        (tmp_path / name).write_bytes(content)
+        record = compute_record(str(tmp_path / name), root=str(tmp_path))
+        assert record.mediatype == "application/octet-stream"
+        assert [(i.stage, i.kind, i.reason, i.code, i.profile) for i in record.issues] == [
+            (
+                "mediatype",
+                IssueKind.SKIPPED,
+                "no Content-Code for application/octet-stream",
+                IssueCode.UNSUPPORTED,
+                None,
+            )
+        ]
+        assert [u.type for u in record.units] == [UnitType.DATA, UnitType.INSTANCE]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Hello, World!\nSecond line.\r\n\r\n  indented\tand tabbed\x00\x07 end  ",
+        "...,;!?",  # nothing left after collapsing, but text after cleaning: a Text-Code
+        " \t\r\n\x0b\x0c\x00\x1f\x7f ",  # nothing after cleaning: no Text-Code
+        "Ünïcödé\u00a0text\u2028with a\u0301 mark",
+        "\u00a0\u2003\u200b",
+    ],
+)
+def test_text_codes_are_the_reference_of_the_cleaned_text(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text(content, encoding="utf-8")
+    record = compute_record(str(path), root=str(tmp_path))
+    cleaned = iscc_core.text_clean(content)
+    if not cleaned:
+        assert _issue(record) == ("text", IssueKind.SKIPPED, IssueCode.NO_CONTENT)
+        assert record.unit(UnitType.TEXT) is None
+        return
+    expected = iscc_core.gen_text_code_v0(cleaned)
+    assert record.unit(UnitType.TEXT).iscc == expected["iscc"]  # type: ignore[union-attr]
+    assert record.characters == expected["characters"]
+
+
+def test_plain_text_is_named_by_its_file_with_no_metadata_read(tmp_path: Path) -> None:
+    (tmp_path / "Annual Report.txt").write_text("Some plain text of a report.\n")
+    record = compute_record(str(tmp_path / "Annual Report.txt"), root=str(tmp_path))
+    assert record.issues == ()
+    assert record.named_by_file is True
+    assert record.name == "Annual Report"
+    meta = record.unit(UnitType.META)
+    assert meta is not None
+    assert meta.iscc == iscc_core.gen_meta_code_v0("Annual Report")["iscc"]
+    assert meta.profile == "iscc/1.5.0 bits/64 meta/embedded isccd-extract/1"
+
+
 def test_truncated_and_corrupt_images_keep_their_other_units(tmp_path: Path) -> None:
     path = tmp_path / "cut.jpg"
     path.write_bytes(jpeg_bytes(scene())[:2000])

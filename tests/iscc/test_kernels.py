@@ -26,6 +26,7 @@ from isccd.iscc.kernels import (
     PYTHON_KERNELS,
     SMALL_DATA,
     SMALL_TEXT,
+    _entry_point,
     kernels_for,
     load_kernels,
     warmup,
@@ -91,6 +92,40 @@ def test_hash_fold_folds_the_xxh32_of_the_whole_buffer(data: bytes) -> None:
         minhash_fold(minvec, [7])  # folds into what is there
         kernels.hash_fold(buf, minvec)
         assert minvec.tolist() == expected
+
+
+@given(byte_inputs(max_size=20_000))
+def test_data_digest_is_the_reference_data_hash_of_any_buffer(data: bytes) -> None:
+    # The compiled kernel is called without numba's dispatcher: read-only and writable
+    # buffers, and a slice of a larger one, as isccd hands them over.
+    expected = ic.soft_hash_data_v0(io.BytesIO(data))
+    params = alg_cdc_params(1024)
+    larger = np.frombuffer(b"\xff" + data + b"\xff", dtype=np.uint8)
+    buffers = (np.frombuffer(data, dtype=np.uint8), np.array(bytearray(data)), larger[1:-1])
+    for kernels in (load_kernels(), PYTHON_KERNELS):
+        for buf in buffers:
+            assert kernels.data_digest(buf, minhash_init(), params) == expected
+
+
+def test_only_a_kernel_of_one_compiled_signature_is_called_past_its_dispatcher() -> None:
+    class Compiled:
+        def __init__(self, **names: object) -> None:
+            self.__dict__.update(names)
+
+    def entry() -> int:
+        return 1
+
+    def kernel() -> int:
+        return 0
+
+    assert _entry_point(jit.data_digest) is not jit.data_digest
+    assert _entry_point(kernel) is kernel  # not compiled
+    kernel.overloads = {"one": Compiled(entry_point=entry)}  # type: ignore[attr-defined]
+    assert _entry_point(kernel) is entry
+    kernel.overloads = {"one": Compiled(), "two": Compiled()}  # type: ignore[attr-defined]
+    assert _entry_point(kernel) is kernel
+    kernel.overloads = {"one": Compiled(code=entry)}  # type: ignore[attr-defined]
+    assert _entry_point(kernel) is kernel  # another numba's naming
 
 
 @given(st.lists(st.integers(0, 2**64 - 1), min_size=64, max_size=64))

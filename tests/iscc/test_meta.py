@@ -17,6 +17,7 @@ from isccd.iscc.meta import (
     gen_meta_code,
     gen_meta_code_v0,
     meta_digest,
+    meta_name,
     soft_hash_meta_v0,
 )
 
@@ -252,3 +253,26 @@ def test_meta_digest_is_the_digest_and_fields_of_the_code(
     assert iscc_core.decode_base32(expected["iscc"][5:])[2:] == digest[: bits // 8]
     assert {"iscc": expected["iscc"], **fields} == expected
     assert list(gen_meta_code_v0(name, description, meta, bits)) == list(expected)
+
+
+#: Names of printable ASCII around the 128-byte trim, with runs of spaces.
+ascii_names = st.text(alphabet=st.sampled_from(" " * 8 + "".join(map(chr, range(0x20, 0x7F)))))
+
+
+@given(ascii_names | texts)
+@example("  a   b  ")
+@example("x" * 128)
+@example("x" * 127 + " y")
+@example("a\tb")
+def test_meta_name_equals_reference_cleaning(name: str) -> None:
+    expected = iscc_core.text_trim(iscc_core.text_remove_newlines(iscc_core.text_clean(name)), 128)
+    assert meta_name(name) == expected
+
+
+@given(ascii_names, st.one_of(st.none(), ascii_names))
+@example("", None)
+@example("ab", "abc")
+@example("t1234", None)
+def test_soft_hash_of_ascii_equals_reference(name: str, extra: str | None) -> None:
+    # ASCII n-grams are sliced from the encoded text: every length, the short ones included.
+    assert soft_hash_meta_v0(name, extra) == iscc_core.soft_hash_meta_v0(name, extra)

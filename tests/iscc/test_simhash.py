@@ -47,6 +47,16 @@ def test_few_digests_equal_reference(n: int) -> None:
         assert alg_simhash(digests) == iscc_core.alg_simhash(digests)
 
 
+@given(
+    st.integers(1, 32).flatmap(
+        lambda n: st.lists(st.binary(min_size=n, max_size=n), min_size=1, max_size=3)
+    )
+)
+def test_one_to_three_digests_equal_reference(digests: list[bytes]) -> None:
+    # Taken without counting: one digest is itself, two their bits' union, three the majority.
+    assert alg_simhash(digests) == iscc_core.alg_simhash(digests)
+
+
 @given(st.binary(min_size=1, max_size=32))
 def test_single_digest_is_its_own_simhash(digest: bytes) -> None:
     assert alg_simhash([digest]) == digest

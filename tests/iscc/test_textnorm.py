@@ -94,6 +94,29 @@ def test_ascii_text_matches_reference(text: str) -> None:
     assert text_collapse(text) == ic.text_collapse(text)
 
 
+#: The printable ASCII characters: one line without controls, which text_clean only strips.
+PRINTABLE_ASCII = "".join(map(chr, range(0x20, 0x7F)))
+
+
+@given(st.text(alphabet=st.sampled_from(PRINTABLE_ASCII), max_size=300))
+@example("   ")
+@example("  t105  ")
+@example(PRINTABLE_ASCII)
+def test_printable_ascii_text_matches_reference(text: str) -> None:
+    assert text_clean(text) == ic.text_clean(text)
+    assert text_clean(text + "\t") == ic.text_clean(text + "\t")
+    assert text_clean(text + "\n \n") == ic.text_clean(text + "\n \n")
+
+
+@given(st.text(alphabet=st.sampled_from(ASCII), max_size=300))
+@example(" \t\r\n\x0b\x0c\x1c\x00 ")
+@example("A,\r\n\r\n  b.\x1e C ")
+def test_collapsing_ascii_needs_no_cleaning_first(text: str) -> None:
+    # What the Text-Code of ASCII text relies on (isccd.hashing.content).
+    assert text_collapse(text_clean(text)) == text_collapse(text)
+    assert text_collapse(ic.text_clean(text)) == ic.text_collapse(text)
+
+
 @given(unicode_text | surrogate_text)
 def test_text_remove_newlines_matches_reference(text: str) -> None:
     assert text_remove_newlines(text) == ic.text_remove_newlines(text)
