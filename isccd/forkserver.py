@@ -18,12 +18,12 @@ import signal
 from multiprocessing import forkserver, resource_tracker
 from typing import Any
 
-#: What the fork server imports before it forks: the workers' code (:mod:`isccd.hashing.pool`,
-#: which imports the hashing code, asyncio and structlog), the compiled kernels, and ``numpy.ma``,
-#: which numba imports the first time a kernel is called with an array (the workers' warm-up).
-#: A worker forked from it imports nothing more before its first file: each import left to the
-#: workers is paid once per worker, and at every restart (about 0.14 s for the pool module).
-PRELOAD = ("isccd.hashing.pool", "isccd.iscc._jit", "numpy.ma")
+#: What the fork server imports before it forks: the workers' code (:mod:`isccd.hashing.worker`,
+#: which imports the hashing code), the compiled kernels, and ``numpy.ma``, which numba imports
+#: the first time a kernel is called with an array (the workers' warm-up). A worker forked from
+#: it imports nothing more before its first file: each import left to the workers is paid once
+#: per worker, and at every restart. Nothing of the pool's side (asyncio, structlog) is loaded.
+PRELOAD = ("isccd.hashing.worker", "isccd.iscc._jit", "numpy.ma")
 
 
 def context() -> Any:
