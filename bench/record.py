@@ -45,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from smallfiles import small_files
 
 from isccd.hashing import CodeOptions, compute_record
-from isccd.hashing.pool import hash_job
 from isccd.hashing.wire import Packed, unpack
+from isccd.hashing.worker import hash_job
 from isccd.iscc.kernels import warmup
 from isccd.model import FileRecord
 from isccd.pipeline.pipeline import BATCH_FILES

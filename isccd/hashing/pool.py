@@ -47,9 +47,6 @@ import asyncio
 import contextlib
 import multiprocessing
 import multiprocessing.connection
-import os
-import resource
-import signal
 import time
 import weakref
 from collections import deque
@@ -61,10 +58,10 @@ import structlog
 
 from isccd import forkserver
 from isccd.errors import HashingUnavailableError
-from isccd.extract.source import RootDirs
-from isccd.hashing import OUT_OF_MEMORY, CodeOptions, compute_record, out_of_memory
-from isccd.hashing.wire import Packed, pack, unpack
-from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, UnitType
+from isccd.hashing import CodeOptions
+from isccd.hashing.wire import unpack
+from isccd.hashing.worker import failed_record, worker_main
+from isccd.model import FileRecord, UnitType
 
 #: The default bound of a worker's memory: the largest image the default pixel limit admits
 #: (128 MP, 16-bit RGBA) takes 1.7 GiB to decode, so every file the ISCC SDK codes is coded.
@@ -211,84 +208,6 @@ class _Worker:
     ready: bool = False
     pid: int = 0
     jobs: deque[_Job] = field(default_factory=deque)
-
-
-def _worker_main(
-    conn: multiprocessing.connection.Connection,
-    options: CodeOptions,
-    memory: int,
-    follow_symlinks: bool,
-) -> None:
-    """The worker process: warm up, bound its memory, then hash the files it is sent, a message
-    of one or more at a time, until told to stop. Each answer holds the records of the message's
-    files in order, and whether the last one ran out of memory (the daemon replaces the worker
-    then: a library that failed an allocation may be left in any state); the files after it are
-    not hashed here."""
-    # Ctrl-C (and a TERM sent to the process group) reach the workers too; the daemon decides
-    # when they stop, and finishes or abandons their files in order.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from isccd.iscc.kernels import warmup  # noqa: PLC0415 - only worker processes warm up
-
-    warmup()
-    if memory:
-        _limit_memory(memory)
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            return
-        if message is None:
-            return
-        job_id, files = message
-        done, retire = hash_job(files, options, follow_symlinks)
-        conn.send((job_id, done, retire))
-
-
-def hash_job(
-    files: Sequence[tuple[str | None, str, frozenset[UnitType] | None]],
-    options: CodeOptions,
-    follow_symlinks: bool,
-) -> tuple[list[Packed], bool]:
-    """What a worker does with one message: the records of ``files``, ``(root, path, units)``
-    each, in order and packed, and whether the last one ran out of memory (then the files after
-    it are not hashed: a library that failed an allocation may be left in any state, so the
-    rest of the batch goes to the worker that replaces this one).
-
-    Each root's directory is opened once for the message, not once per file (see
-    :class:`isccd.extract.source.RootDirs`).
-    """
-    done: list[Packed] = []
-    with RootDirs() as roots:
-        for root, path, units in files:
-            try:
-                # Opened beneath its root, here in the process that reads it: a path checked
-                # by name elsewhere could have been redirected since.
-                record = compute_record(
-                    path, options, units, root=root, follow_symlinks=follow_symlinks, roots=roots
-                )
-            except MemoryError:  # outside a stage (a stage reports it as too_large itself)
-                record = _failed(path, OUT_OF_MEMORY, IssueCode.TOO_LARGE)
-            except Exception as exc:  # compute_record never raises for a bad file: a bug
-                record = _failed(path, f"internal error: {type(exc).__name__}: {exc}")
-            done.append(pack(record))
-            if out_of_memory(record):
-                return done, True
-    return done, False
-
-
-def _limit_memory(memory: int) -> None:
-    """Let this process (and the tools it runs) allocate at most ``memory`` bytes of heap and
-    private writable mappings (never more than it is already allowed)."""
-    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        memory = min(memory, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
-
-
-def _failed(path: str, reason: str, code: IssueCode = IssueCode.INTERNAL) -> FileRecord:
-    return FileRecord(path, None, issues=(FileIssue("read", IssueKind.ERROR, reason, code),))
 
 
 class WorkerPool:
@@ -595,7 +514,7 @@ class WorkerPool:
         assert self._loop is not None
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
-            target=_worker_main,
+            target=worker_main,
             args=(child, self._options.code, self._options.memory, self._options.follow_symlinks),
             name=f"isccd-worker-{number}",
             daemon=True,
@@ -737,7 +656,7 @@ class WorkerPool:
                 culprit.timer.cancel()
             if len(culprit.files) == 1:
                 entry = culprit.files[0]
-                entry.batch.finish(entry.index, _failed(entry.path, failure))
+                entry.batch.finish(entry.index, failed_record(entry.path, failure))
             else:
                 jobs[:0] = [self._job([entry]) for entry in culprit.files]
         for job in reversed(jobs):  # not started yet: first in line for the other workers
