@@ -155,6 +155,14 @@ def test_many_new_files_at_once(store: Store) -> None:
     store.commit()
     assert before not in store.related_keys_many([(1, 1)], [hashed(7)])
     assert store.live_paths(["/data/a"]) == set()
+    # Ids are never given again, not even the last ones once their files are forgotten.
+    store.begin()
+    store.remove_file(ids[2], 3.0)
+    assert store.purge_tombstones(4.0) == 2
+    again = store.add_files(ROOT, [make_record("/data/d"), make_record("/data/e")], 5.0)
+    store.commit()
+    assert ids[2] < again[0] < again[1]
+    assert [f.path for f in store.files_by_id(again)] == ["/data/d", "/data/e"]
 
 
 def test_the_troubled_files_under_a_directory(store: Store) -> None:
