@@ -338,6 +338,8 @@ class Index:
                 record's unit, if searched beforehand (:meth:`add_new`).
         """
         self._decide()
+        if keys is not None and not keys and near is not None and not near:
+            return []  # looked up beforehand: related to nothing, as most files are
         thresholds = self.options.thresholds
         identity = record.stat.identity if record.stat is not None else None
         # Too small to be anyone's duplicate: only its other names count. Not looking up its
@@ -560,7 +562,8 @@ class Index:
         data = payload.content(record) | ({"links": paths} if paths else {})
         self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
         self._report_issues(root, record, ())
-        announce(self, root, stored, relations)
+        if relations:  # a new file: nothing ended either
+            announce(self, root, stored, relations)
 
     def _index_new(self, ids: Sequence[int], records: Sequence[FileRecord]) -> None:
         """:meth:`_index_put` of a job of files just stored, together."""
