@@ -516,16 +516,18 @@ class Index:
         files, were each indexed as it is added: per unit type, the files indexed before the
         job and the job's files before it, nearest first (ties by file id). One pass per block
         of the job's codes, not one per code."""
+        radii = near_radii(self.options.thresholds)
+        asked: dict[UnitType, tuple[list[int], list[int]]] = {t: ([], []) for t in radii}
+        for i, record in enumerate(records):
+            for unit in record.units:
+                if (some := asked.get(unit.type)) is not None:
+                    some[0].append(i)
+                    some[1].append(code64(unit.digest))
         found: list[dict[UnitType, list[Hit]]] = [{} for _ in records]
-        for unit_type, radius in near_radii(self.options.thresholds).items():
-            at, codes = [], []
-            for i, record in enumerate(records):
-                unit = record.unit(unit_type)
-                if unit is not None:
-                    at.append(i)
-                    codes.append(code64(unit.digest))
+        for unit_type, (at, codes) in asked.items():
             if not at:
                 continue
+            radius = radii[unit_type]
             job = HammingIndex(len(at))
             job.add_many([ids[i] for i in at], codes)
             before = self.search[unit_type].within_each(codes, radius)
