@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from isccd.hamming import HammingIndex, HammingSearch, Hit, code64
+from isccd.hamming import HammingSearch, Hit, code64
 from isccd.hashing import compose_iscc, renamed_record
 from isccd.match import (
     Relation,
@@ -477,6 +477,7 @@ class Index:
                 by_datahash.setdefault(key.datahash, []).append(other)
         now = self._clock()
         ids = self.store.add_files(root, records, now)
+        self._index_new(ids, records)
         near = self._near_each(ids, records)
         # The events are logged together at the end, except in a shared store: there another
         # host's side of a duplicate (isccd.pipeline.mirror) is logged as it comes.
@@ -489,7 +490,7 @@ class Index:
                 identity, datahash = identities[i], datahashes[i]
                 related = set(by_identity.get(identity, ()) if identity is not None else ())
                 related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
-                mine = {o: keys[o] if o < ids[0] else _key(job[o], host) for o in sorted(related)}
+                mine = {o: keys[o] if o in keys else _key(job[o], host) for o in sorted(related)}
                 stored = StoredFile(file_id, root, record, now, host=host)
                 self._added(root, stored, mine, near[i])
                 queued = self._queue
@@ -505,7 +506,6 @@ class Index:
             queue, self._queue = self._queue, None
         if queue is not None:
             self._pending += self.store.append_events(queue)
-        self._index_new(ids, records)
         events = self._pending[start:]
         return [events[a:b] for a, b in itertools.pairwise(marks)]
 
@@ -514,30 +514,26 @@ class Index:
     ) -> list[dict[UnitType, list[Hit]]]:
         """What :meth:`_near_sides` would find in the in-memory index for each of a job of new
         files, were each indexed as it is added: per unit type, the files indexed before the
-        job and the job's files before it, nearest first (ties by file id). One pass per block
+        job and the job's files before it, nearest first (ties by file id). The job's files are
+        indexed already: those at or after a file are left out of its hits. One pass per block
         of the job's codes, not one per code."""
         radii = near_radii(self.options.thresholds)
         asked: dict[UnitType, tuple[list[int], list[int]]] = {t: ([], []) for t in radii}
         for i, record in enumerate(records):
             for unit in record.units:
-                if (some := asked.get(unit.type)) is not None:
-                    some[0].append(i)
-                    some[1].append(code64(unit.digest))
+                if (wanted := asked.get(unit.type)) is not None:
+                    wanted[0].append(i)
+                    wanted[1].append(code64(unit.digest))
         found: list[dict[UnitType, list[Hit]]] = [{} for _ in records]
+        position = {file_id: i for i, file_id in enumerate(ids)}
         for unit_type, (at, codes) in asked.items():
             if not at:
                 continue
-            radius = radii[unit_type]
-            job = HammingIndex(len(at))
-            job.add_many([ids[i] for i in at], codes)
-            before = self.search[unit_type].within_each(codes, radius)
-            among = job.within_each(codes, radius)
-            for i, old, job_hits in zip(at, before, among, strict=True):
-                new = [h for h in job_hits if h.file_id < ids[i]]
-                if old or new:
-                    found[i][unit_type] = (
-                        sorted(old + new, key=Hit.rank) if old and new else old or new
-                    )
+            hits = self.search[unit_type].within_each(codes, radii[unit_type])
+            for i, some in zip(at, hits, strict=True):
+                earlier = [h for h in some if position.get(h.file_id, -1) < i]
+                if earlier:
+                    found[i][unit_type] = earlier
         return found
 
     def _add(self, root: str, record: FileRecord) -> StoredFile:
