@@ -6,6 +6,7 @@ same as the host's own.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -52,16 +53,15 @@ __all__ = ["SqliteOptions", "SqliteStore"]
 _IN_CHUNK = 500
 
 
-#: The columns of a new file's row, and the statement that stores one.
+#: The columns of a new file's row, and one row's placeholders.
 _ADD_COLUMNS = (
     "root_id, dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, datahash, iscc, "
     "mediatype, mode, meta_name, description, metahash, filesize, characters, width, height, "
     "duration, extractor, issues, named_by_file, indexed_at"
 )
-_ADD_FILE = (
-    f"INSERT INTO files ({_ADD_COLUMNS}) "  # noqa: S608 -- fixed fragments; values are bound
-    f"VALUES ({','.join('?' * len(_ADD_COLUMNS.split(',')))})"
-)
+_ADD_ROW = "(" + ",".join("?" * len(_ADD_COLUMNS.split(","))) + ")"
+#: New files per ``INSERT`` (25 parameters each).
+_ADD_CHUNK = 100
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
@@ -413,23 +413,27 @@ class SqliteStore(Database):
         return self.add_files(root, [record], now)[0]
 
     def add_files(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
-        """Store new live files, in order; return their ids (one statement for their rows,
+        """Store new live files, in order; return their ids (one statement per hundred files,
         one for all their units)."""
-        root_id = self._root_id(root)
-        path_values = self._path_values
-        rows = [
-            (root_id, *path_values(record.path), *record_columns(record), now) for record in records
-        ]
-        if len(rows) == 1:  # one file (applied alone): its id without reading the counter
-            ids = [int(self._exec(f"{_ADD_FILE} RETURNING id", rows[0]).fetchone()[0])]
-        else:
-            before = self._last_id("files")
-            self._guarded(self._db.executemany, _ADD_FILE, rows)
-            # AUTOINCREMENT numbers the rows in insertion order, each above every id ever
-            # used: as many new ids as rows means they are before+1, before+2, ...
-            if self._last_id("files") - before != len(rows):
-                raise StoreError("new file ids out of order")  # never seen: the writer is alone
-            ids = list(range(before + 1, before + 1 + len(rows)))
+        ids: list[int] = []
+        for start in range(0, len(records), _ADD_CHUNK):
+            chunk = records[start : start + _ADD_CHUNK]
+            root_id = self._root_id(root)
+            values = [
+                (root_id, *self._path_values(record.path), *record_columns(record), now)
+                for record in chunk
+            ]
+            rows = self._exec(
+                f"INSERT INTO files ({_ADD_COLUMNS}) VALUES "  # noqa: S608 -- fixed fragments; values are bound
+                + ",".join([_ADD_ROW] * len(chunk))
+                + " RETURNING id, dir_id, name",
+                [v for row in values for v in row],
+            ).fetchall()
+            # RETURNING gives the rows in no promised order: each is found by its path.
+            by_path = {(dir_id, bytes(name)): file_id for file_id, dir_id, name in rows}
+            ids += [by_path[(row[1], row[2])] for row in values]
+        if any(a >= b for a, b in itertools.pairwise(ids)):
+            raise StoreError("new file ids out of order")  # never seen: AUTOINCREMENT counts up
         units = [
             (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile))
             for file_id, record in zip(ids, records, strict=True)
@@ -632,11 +636,7 @@ class SqliteStore(Database):
 
     def last_seq(self, *, fleet: bool = False) -> int:
         """The highest sequence number ever used."""
-        return self._last_id("events")
-
-    def _last_id(self, table: str) -> int:
-        """The highest id (``AUTOINCREMENT``) ever given in ``table``."""
-        row = self._exec("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        row = self._exec("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
         return int(row[0]) if row else 0
 
     def first_seq(self, *, fleet: bool = False) -> int:
