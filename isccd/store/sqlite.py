@@ -445,11 +445,11 @@ class SqliteStore(Database):
         # Many rows to a statement: inside the owner's savepoint, a statement per row (as
         # executemany runs them) costs several times more.
         for start in range(0, len(units), _UNIT_CHUNK * 5):
-            chunk = units[start : start + _UNIT_CHUNK * 5]
+            rows = units[start : start + _UNIT_CHUNK * 5]
             self._exec(
                 "INSERT INTO units (file_id, type, iscc, digest, profile_id) VALUES "  # noqa: S608 -- fixed fragments; values are bound
-                + ",".join(["(?,?,?,?,?)"] * (len(chunk) // 5)),
-                chunk,
+                + ",".join(["(?,?,?,?,?)"] * (len(rows) // 5)),
+                rows,
             )
         # Ids are never used again (AUTOINCREMENT): a new file has no units or skips to replace.
         for file_id, record in zip(ids, records, strict=True):

@@ -313,7 +313,15 @@ def test_events_logged_together_are_those_logged_one_by_one(store: Store) -> Non
     assert store.events_since(first.seq, limit=3) == together
     store.begin()
     assert store.append_events([]) == []
+    # More than one statement's worth, in order.
+    many = [NewEvent(EventType.FILE_ADDED, ROOT, f"/data/{i}", {"i": i}, 6.0) for i in range(401)]
+    logged = store.append_events(many)
+    last = store.append_event(EventType.SCAN_DONE, ROOT, "", {}, 7.0)
     store.commit()
+    assert [e.seq for e in logged] == list(range(after.seq + 1, after.seq + 402))
+    assert last.seq == after.seq + 402
+    assert store.events_since(after.seq, limit=1000)[:-1] == logged
+    assert [e.data["i"] for e in logged] == list(range(401))
 
 
 def test_a_rolled_back_unit_of_work_leaves_no_trace(store: Store) -> None:
