@@ -491,8 +491,7 @@ class Index:
                 related = set(by_identity.get(identity, ()) if identity is not None else ())
                 related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
                 mine = {o: keys[o] if o in keys else _key(job[o], host) for o in sorted(related)}
-                stored = StoredFile(file_id, root, record, now, host=host)
-                self._added(root, stored, mine, near[i])
+                self._added(root, file_id, record, now, keys=mine, near=near[i])
                 queued = self._queue
                 marks.append(len(queued) if queued is not None else len(self._pending) - start)
                 # What each record finds is what it would find alone: the job's files before
@@ -539,21 +538,22 @@ class Index:
     def _add(self, root: str, record: FileRecord) -> StoredFile:
         now = self._clock()
         file_id = self.store.add_file(root, record, now)
-        stored = StoredFile(file_id, root, record, now, host=self.store.host)
-        self._added(root, stored)
+        self._added(root, file_id, record, now)
         self._index_put(file_id, record, new=True)
-        return stored
+        return StoredFile(file_id, root, record, now, host=self.store.host)
 
     def _added(
         self,
         root: str,
-        stored: StoredFile,
+        file_id: int,
+        record: FileRecord,
+        now: float,
+        *,
         keys: Mapping[int, FileKey] | None = None,
         near: Mapping[UnitType, Sequence[Hit]] | None = None,
     ) -> None:
-        """Relate and announce a file just stored (``keys`` and ``near``: see
+        """Relate and announce a file just stored at ``now`` (``keys`` and ``near``: see
         :meth:`relations`); the caller indexes it."""
-        file_id, record = stored.id, stored.record
         relations = self.relations(file_id, record, keys, near)
         links = [r.other for r in relations if r.kind is RelationKind.HARDLINK]
         paths = self._paths(links) if links else []
@@ -561,6 +561,7 @@ class Index:
         self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
         self._report_issues(root, record, ())
         if relations:  # a new file: nothing ended either
+            stored = StoredFile(file_id, root, record, now, host=self.store.host)
             announce(self, root, stored, relations)
 
     def _index_new(self, ids: Sequence[int], records: Sequence[FileRecord]) -> None:
