@@ -113,3 +113,25 @@ def test_a_new_file_is_indexed_under_the_types_it_has() -> None:
     assert index.within(UnitType.DATA, b"\x00" * 8, 64) == [Hit(1, 0, 0)]
     assert index.within(UnitType.TEXT, b"\x00" * 8, 64) == [Hit(2, 32, code64(b"\x0f" * 8))]
     assert index.stats() == {"data": 1, "text": 1}
+
+
+@given(
+    stored=st.lists(st.tuples(st.integers(0, 300), codes), max_size=80),
+    gone=st.lists(st.integers(0, 300), max_size=20),
+    queries=st.lists(codes, max_size=30),
+    radius=st.integers(-1, 64),
+    block=st.sampled_from([1, 7, 1 << 17]),
+)
+def test_a_block_of_queries_finds_what_each_query_finds(
+    stored: list[tuple[int, int]], gone: list[int], queries: list[int], radius: int, block: int
+) -> None:
+    index = HammingIndex()
+    for file_id, code in stored:
+        index.add(file_id, code)
+    for file_id in gone:
+        index.discard(file_id)
+    # Queries at and beside stored codes too, so that small radii find something.
+    near = [code ^ (1 << (code % 64)) for _, code in stored[:10]]
+    asked = [*queries, *near, *(code for _, code in stored[:10])]
+    found = index.within_each(asked, radius, block=block)  # one query a pass, a few, all
+    assert found == [index.within(query, radius) for query in asked]

@@ -44,12 +44,14 @@ from typing import Any
 
 from isccd.model import FileIssue, FileRecord, RelationKind, UnitType
 from isccd.pipeline.peers import Peer, fold, size_of
-from isccd.results import units_of
+from isccd.results import Match, units_of
 from isccd.store import StoredFile
 
 #: The members of a match that a ``dup.resolved`` event names: the relation has ended, so it
 #: has no distance any more.
 _REF = ("path", "links", "root", "host", "size", "iscc")
+#: The members of a match, in order.
+_MATCH = tuple(f.name for f in dataclasses.fields(Match))
 
 
 def content(record: FileRecord) -> dict[str, Any]:
@@ -70,7 +72,9 @@ def brief(record: FileRecord) -> dict[str, Any]:
 
 def matches(peers: Iterable[Peer]) -> list[dict[str, Any]]:
     """Other files in a duplicate event: one match per file (see :func:`fold`)."""
-    return [dataclasses.asdict(m) for m in fold(peers)]
+    # Field by field: dataclasses.asdict copies recursively, and a match holds only values
+    # and a tuple of names.
+    return [{name: getattr(m, name) for name in _MATCH} for m in fold(peers)]
 
 
 def refs(files: Iterable[StoredFile]) -> list[dict[str, Any]]:

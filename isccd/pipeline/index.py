@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from isccd.hamming import HammingSearch, code64
+from isccd.hamming import HammingSearch, Hit, code64
 from isccd.hashing import compose_iscc, renamed_record
 from isccd.match import (
     Relation,
@@ -319,7 +319,11 @@ class Index:
     # -- relations -----------------------------------------------------------------------------
 
     def relations(
-        self, file_id: int, record: FileRecord, keys: Mapping[int, FileKey] | None = None
+        self,
+        file_id: int,
+        record: FileRecord,
+        keys: Mapping[int, FileKey] | None = None,
+        near: Mapping[UnitType, Sequence[Hit]] | None = None,
     ) -> list[Relation]:
         """Hardlink, exact and near relations of a stored file with every other live file.
 
@@ -330,8 +334,12 @@ class Index:
         Args:
             keys: What :meth:`Store.related_keys` returns for the file, if read beforehand
                 (:meth:`add_new`).
+            near: What the in-memory index finds within each unit type's threshold of the
+                record's unit, if searched beforehand (:meth:`add_new`).
         """
         self._decide()
+        if keys is not None and not keys and near is not None and not near:
+            return []  # looked up beforehand: related to nothing, as most files are
         thresholds = self.options.thresholds
         identity = record.stat.identity if record.stat is not None else None
         # Too small to be anyone's duplicate: only its other names count. Not looking up its
@@ -342,30 +350,42 @@ class Index:
         # Hardlinks and exact copies: their relation follows from their keys alone.
         sides = {other: self._key_side(other, key, {}) for other, key in keys.items()}
         if admitted:
-            self._near_sides(file_id, record, sides)
+            self._near_sides(file_id, record, sides, near)
         sides.pop(file_id, None)
         if not sides:
             return []  # most files: related to nothing
         me = side_of(file_id, record)
         return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
 
-    def _near_sides(self, file_id: int, record: FileRecord, sides: dict[int, Side]) -> None:
+    def _near_sides(
+        self,
+        file_id: int,
+        record: FileRecord,
+        sides: dict[int, Side],
+        near: Mapping[UnitType, Sequence[Hit]] | None,
+    ) -> None:
         """Add to ``sides`` the files whose units are within the near thresholds of the
-        record's (what :meth:`relations` compares beyond hardlinks and exact copies)."""
+        record's (what :meth:`relations` compares beyond hardlinks and exact copies), searched
+        now or given in ``near``."""
         radii = near_radii(self.options.thresholds)
         digests: dict[int, dict[UnitType, bytes]] = {}
         for unit in record.units:
             radius = radii.get(unit.type)
             if radius is None:
                 continue
-            self.ensure_loaded(unit.type)
-            hits = self.search.within(unit.type, unit.digest, radius)
+            if near is None:
+                self.ensure_loaded(unit.type)
+                hits: Sequence[Hit] = self.search.within(unit.type, unit.digest, radius)
+            else:
+                hits = near.get(unit.type, ())
             found = {h.file_id: h.code.to_bytes(8, "big") for h in hits if h.file_id != file_id}
-            if unit.bits > 64:
+            if found and unit.bits > 64:
                 found = self.store.unit_digests_of(sorted(found), unit.type)
             for other, digest in found.items():
                 digests.setdefault(other, {})[unit.type] = digest
         fresh = sorted(digests.keys() - sides.keys())
+        if not fresh:
+            return  # most files: near nothing
         for other, key in self.store.file_keys(fresh).items():
             sides[other] = self._key_side(other, key, digests[other])
 
@@ -440,11 +460,11 @@ class Index:
         # files stored after the one asked about (a policy enabling a type not loaded yet).
         for unit_type in self.options.thresholds.enabled():
             self.ensure_loaded(unit_type)
-        now = self._clock()
-        ids = self.store.add_files(root, records, now)
         admits = self.options.thresholds.admits
         identities = [r.stat.identity if r.stat is not None else None for r in records]
         datahashes = [r.datahash if admits(size_of(r)) else None for r in records]
+        # The files stored before the job, read before its own rows are in: those are found
+        # from their records.
         keys = self.store.related_keys_many(
             [i for i in identities if i is not None], [h for h in datahashes if h is not None]
         )
@@ -455,22 +475,32 @@ class Index:
                 by_identity.setdefault(key.identity, []).append(other)
             if key.datahash is not None:
                 by_datahash.setdefault(key.datahash, []).append(other)
-        # What each record finds is what it would find alone: not the files stored after it.
-        position = {file_id: i for i, file_id in enumerate(ids)}
+        now = self._clock()
+        ids = self.store.add_files(root, records, now)
+        self._index_new(ids, records)
+        near = self._near_each(ids, records)
         # The events are logged together at the end, except in a shared store: there another
         # host's side of a duplicate (isccd.pipeline.mirror) is logged as it comes.
         self._queue = None if self.store.shared else []
         start, marks = len(self._pending), [0]
+        host = self.store.host
+        job: dict[int, FileRecord] = {}
         try:
             for i, (file_id, record) in enumerate(zip(ids, records, strict=True)):
                 identity, datahash = identities[i], datahashes[i]
                 related = set(by_identity.get(identity, ()) if identity is not None else ())
                 related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
-                mine = {o: keys[o] for o in sorted(related) if position.get(o, -1) <= i}
-                stored = StoredFile(file_id, root, record, now, host=self.store.host)
-                self._added(root, stored, mine)
+                mine = {o: keys[o] if o in keys else _key(job[o], host) for o in sorted(related)}
+                self._added(root, file_id, record, now, keys=mine, near=near[i])
                 queued = self._queue
                 marks.append(len(queued) if queued is not None else len(self._pending) - start)
+                # What each record finds is what it would find alone: the job's files before
+                # it, not those after it.
+                job[file_id] = record
+                if identity is not None:
+                    by_identity.setdefault(identity, []).append(file_id)
+                if record.datahash:
+                    by_datahash.setdefault(_stored_hex(record.datahash), []).append(file_id)
         finally:
             queue, self._queue = self._queue, None
         if queue is not None:
@@ -478,25 +508,67 @@ class Index:
         events = self._pending[start:]
         return [events[a:b] for a, b in itertools.pairwise(marks)]
 
+    def _near_each(
+        self, ids: Sequence[int], records: Sequence[FileRecord]
+    ) -> list[dict[UnitType, list[Hit]]]:
+        """What :meth:`_near_sides` would find in the in-memory index for each of a job of new
+        files, were each indexed as it is added: per unit type, the files indexed before the
+        job and the job's files before it, nearest first (ties by file id). The job's files are
+        indexed already: those at or after a file are left out of its hits. One pass per block
+        of the job's codes, not one per code."""
+        radii = near_radii(self.options.thresholds)
+        asked: dict[UnitType, tuple[list[int], list[int]]] = {t: ([], []) for t in radii}
+        for i, record in enumerate(records):
+            for unit in record.units:
+                if (wanted := asked.get(unit.type)) is not None:
+                    wanted[0].append(i)
+                    wanted[1].append(code64(unit.digest))
+        found: list[dict[UnitType, list[Hit]]] = [{} for _ in records]
+        position = {file_id: i for i, file_id in enumerate(ids)}
+        for unit_type, (at, codes) in asked.items():
+            if not at:
+                continue
+            hits = self.search[unit_type].within_each(codes, radii[unit_type])
+            for i, some in zip(at, hits, strict=True):
+                earlier = [h for h in some if position.get(h.file_id, -1) < i]
+                if earlier:
+                    found[i][unit_type] = earlier
+        return found
+
     def _add(self, root: str, record: FileRecord) -> StoredFile:
         now = self._clock()
         file_id = self.store.add_file(root, record, now)
-        stored = StoredFile(file_id, root, record, now, host=self.store.host)
-        self._added(root, stored)
-        return stored
+        self._added(root, file_id, record, now)
+        self._index_put(file_id, record, new=True)
+        return StoredFile(file_id, root, record, now, host=self.store.host)
 
     def _added(
-        self, root: str, stored: StoredFile, keys: Mapping[int, FileKey] | None = None
+        self,
+        root: str,
+        file_id: int,
+        record: FileRecord,
+        now: float,
+        *,
+        keys: Mapping[int, FileKey] | None = None,
+        near: Mapping[UnitType, Sequence[Hit]] | None = None,
     ) -> None:
-        """Relate, announce and index a file just stored."""
-        file_id, record = stored.id, stored.record
-        relations = self.relations(file_id, record, keys)
-        links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
-        data = payload.content(record) | ({"links": links} if links else {})
+        """Relate and announce a file just stored at ``now`` (``keys`` and ``near``: see
+        :meth:`relations`); the caller indexes it."""
+        relations = self.relations(file_id, record, keys, near)
+        links = [r.other for r in relations if r.kind is RelationKind.HARDLINK]
+        paths = self._paths(links) if links else []
+        data = payload.content(record) | ({"links": paths} if paths else {})
         self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
         self._report_issues(root, record, ())
-        announce(self, root, stored, relations)
-        self._index_put(file_id, record, new=True)
+        if relations:  # a new file: nothing ended either
+            stored = StoredFile(file_id, root, record, now, host=self.store.host)
+            announce(self, root, stored, relations)
+
+    def _index_new(self, ids: Sequence[int], records: Sequence[FileRecord]) -> None:
+        """:meth:`_index_put` of a job of files just stored, together."""
+        loaded = self._loaded
+        self._undo += [(file_id, dict.fromkeys(loaded)) for file_id in ids]
+        self.search.add_new(ids, [{u.type: u.digest for u in r.units} for r in records])
 
     def _update(self, root: str, existing: StoredFile, record: FileRecord) -> None:
         self.store.exclusive()  # the relations read below are the ones this change ends
@@ -693,6 +765,18 @@ class Index:
         files = self.store.purge_tombstones(now - self.options.tombstone_retention)
         events = self.store.purge_events(now - self.options.event_retention)
         return files, events
+
+
+def _stored_hex(datahash: str) -> str:
+    """A datahash as the store gives it back."""
+    return bytes.fromhex(datahash).hex()
+
+
+def _key(record: FileRecord, host: str) -> FileKey:
+    """The :class:`FileKey` the store gives back for a file just stored from ``record``."""
+    identity = record.stat.identity if record.stat is not None else None
+    datahash = _stored_hex(record.datahash) if record.datahash else None
+    return FileKey(identity, datahash, size_of(record), host)
 
 
 def _learned(record: FileRecord) -> dict[str, Any]:

@@ -25,7 +25,8 @@ FILE_COLUMNS = (
 )
 FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
 
-#: An event's data as stored: compact ASCII JSON (one encoder for all, not one per event).
+#: An event's data, and a file's issues, as stored: compact ASCII JSON (one encoder for all,
+#: not one per value).
 event_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 
@@ -119,15 +120,13 @@ def issues_to_json(issues: Sequence[FileIssue]) -> str | None:
     """Issues as compact JSON (``None`` for none)."""
     if not issues:
         return None
-    return json.dumps(
+    return event_json(
         [
             {"stage": i.stage, "kind": i.kind.value, "reason": i.reason}
             | ({"code": i.code.value} if i.code else {})
             | ({"profile": i.profile} if i.profile else {})
             for i in issues
-        ],
-        ensure_ascii=True,
-        separators=(",", ":"),
+        ]
     )
 
 

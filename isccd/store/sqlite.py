@@ -62,6 +62,8 @@ _ADD_COLUMNS = (
 _ADD_ROW = "(" + ",".join("?" * len(_ADD_COLUMNS.split(","))) + ")"
 #: New files per ``INSERT`` (25 parameters each).
 _ADD_CHUNK = 100
+#: Their units per ``INSERT`` (5 parameters each).
+_UNIT_CHUNK = 200
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
@@ -435,15 +437,19 @@ class SqliteStore(Database):
         if any(a >= b for a, b in itertools.pairwise(ids)):
             raise StoreError("new file ids out of order")  # never seen: AUTOINCREMENT counts up
         units = [
-            (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile))
+            v
             for file_id, record in zip(ids, records, strict=True)
             for u in record.units
+            for v in (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile))
         ]
-        if units:
-            self._guarded(
-                self._db.executemany,
-                "INSERT INTO units (file_id, type, iscc, digest, profile_id) VALUES (?,?,?,?,?)",
-                units,
+        # Many rows to a statement: inside the owner's savepoint, a statement per row (as
+        # executemany runs them) costs several times more.
+        for start in range(0, len(units), _UNIT_CHUNK * 5):
+            rows = units[start : start + _UNIT_CHUNK * 5]
+            self._exec(
+                "INSERT INTO units (file_id, type, iscc, digest, profile_id) VALUES "  # noqa: S608 -- fixed fragments; values are bound
+                + ",".join(["(?,?,?,?,?)"] * (len(rows) // 5)),
+                rows,
             )
         # Ids are never used again (AUTOINCREMENT): a new file has no units or skips to replace.
         for file_id, record in zip(ids, records, strict=True):

@@ -118,6 +118,7 @@ def _apply(
     batch: list[FileRecord],
     together: bool,
     options: PipelineOptions | None = None,
+    removed: frozenset[int] = frozenset(),
 ) -> tuple[list[Event], list[tuple[int, str, FileRecord]], list[NearPair], bool]:
     ix = Index(open_store(url), options or PipelineOptions(), clock=lambda: 1_000.0)
     done = True
@@ -127,6 +128,8 @@ def _apply(
             ix.savepoint()
             ix.apply_record(ROOT, record)
             ix.release()
+        for i in sorted(removed):  # tombstones: slots the in-memory index keeps, dead
+            ix.remove_path(before[i].path)
         ix.commit()
         ix.begin()
         ix.savepoint()
@@ -155,10 +158,11 @@ def test_a_batch_of_new_files_ends_as_applied_one_by_one(
     data: st.DataObject, stored: int, new: int
 ) -> None:
     before = data.draw(records(0, stored))
+    removed = data.draw(st.frozensets(st.integers(0, stored - 1))) if stored else frozenset()
     batch = data.draw(records(stored, new))
     with tempfile.TemporaryDirectory() as tmp:
-        alone = _apply(state_url(Path(tmp) / "alone"), before, batch, together=False)
-        together = _apply(state_url(Path(tmp) / "together"), before, batch, together=True)
+        alone = _apply(state_url(Path(tmp) / "alone"), before, batch, False, removed=removed)
+        together = _apply(state_url(Path(tmp) / "together"), before, batch, True, removed=removed)
     assert together[3], "the batch was refused"
     assert together[:3] == alone[:3]
 

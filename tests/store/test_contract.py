@@ -155,6 +155,14 @@ def test_many_new_files_at_once(store: Store) -> None:
     store.commit()
     assert before not in store.related_keys_many([(1, 1)], [hashed(7)])
     assert store.live_paths(["/data/a"]) == set()
+    # Ids are never given again, not even the last ones once their files are forgotten.
+    store.begin()
+    store.remove_file(ids[2], 3.0)
+    assert store.purge_tombstones(4.0) == 2
+    again = store.add_files(ROOT, [make_record("/data/d"), make_record("/data/e")], 5.0)
+    store.commit()
+    assert ids[2] < again[0] < again[1]
+    assert [f.path for f in store.files_by_id(again)] == ["/data/d", "/data/e"]
 
 
 def test_the_troubled_files_under_a_directory(store: Store) -> None:
@@ -305,7 +313,15 @@ def test_events_logged_together_are_those_logged_one_by_one(store: Store) -> Non
     assert store.events_since(first.seq, limit=3) == together
     store.begin()
     assert store.append_events([]) == []
+    # More than one statement's worth, in order.
+    many = [NewEvent(EventType.FILE_ADDED, ROOT, f"/data/{i}", {"i": i}, 6.0) for i in range(401)]
+    logged = store.append_events(many)
+    last = store.append_event(EventType.SCAN_DONE, ROOT, "", {}, 7.0)
     store.commit()
+    assert [e.seq for e in logged] == list(range(after.seq + 1, after.seq + 402))
+    assert last.seq == after.seq + 402
+    assert store.events_since(after.seq, limit=1000)[:-1] == logged
+    assert [e.data["i"] for e in logged] == list(range(401))
 
 
 def test_a_rolled_back_unit_of_work_leaves_no_trace(store: Store) -> None:
