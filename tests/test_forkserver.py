@@ -121,4 +121,6 @@ def test_the_fork_server_loads_nothing_of_the_pools_side() -> None:
 def test_the_workers_target_is_in_what_the_fork_server_loads() -> None:
     from isccd.hashing import pool
 
-    assert pool.worker_main.__module__ in PRELOAD
+    # What the pool starts its processes with (looked up in its namespace, as it does).
+    target = vars(pool)["worker_main"]
+    assert target.__module__ in PRELOAD

@@ -116,6 +116,7 @@ def _apply(
     url: str,
     before: list[FileRecord],
     batch: list[FileRecord],
+    *,
     together: bool,
     options: PipelineOptions | None = None,
     removed: frozenset[int] = frozenset(),
@@ -161,8 +162,12 @@ def test_a_batch_of_new_files_ends_as_applied_one_by_one(
     removed = data.draw(st.frozensets(st.integers(0, stored - 1))) if stored else frozenset()
     batch = data.draw(records(stored, new))
     with tempfile.TemporaryDirectory() as tmp:
-        alone = _apply(state_url(Path(tmp) / "alone"), before, batch, False, removed=removed)
-        together = _apply(state_url(Path(tmp) / "together"), before, batch, True, removed=removed)
+        alone = _apply(
+            state_url(Path(tmp) / "alone"), before, batch, together=False, removed=removed
+        )
+        together = _apply(
+            state_url(Path(tmp) / "together"), before, batch, together=True, removed=removed
+        )
     assert together[3], "the batch was refused"
     assert together[:3] == alone[:3]
 
@@ -194,8 +199,12 @@ def test_a_batch_ends_as_one_by_one_under_any_policy_and_with_256_bit_units(
         for r in data.draw(records(stored, new))
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        alone = _apply(state_url(Path(tmp) / "alone"), before, batch, False, options)
-        together = _apply(state_url(Path(tmp) / "together"), before, batch, True, options)
+        alone = _apply(
+            state_url(Path(tmp) / "alone"), before, batch, together=False, options=options
+        )
+        together = _apply(
+            state_url(Path(tmp) / "together"), before, batch, together=True, options=options
+        )
     assert together[3], "the batch was refused"
     assert together[:3] == alone[:3]
 
