@@ -28,7 +28,7 @@ from isccd.hashing import CodeOptions, current_versions
 from isccd.hashing.pool import WorkerOptions
 from isccd.logconf import Format
 from isccd.pipeline import DAY, PipelineOptions
-from isccd.server import ServerOptions
+from isccd.server.options import ServerOptions
 from isccd.settings import Settings, config_file, load_settings
 from isccd.store import default_host, state_url
 from isccd.store.pgurl import redact_url

@@ -6,6 +6,7 @@
 - :mod:`~isccd.server.handlers`: the commands that ask the daemon something;
 - :mod:`~isccd.server.paths`: resolving a client's path without leaving the roots;
 - :mod:`~isccd.server.listener`: creating the socket safely; peer credentials;
+- :mod:`~isccd.server.options`: the ``[server]`` settings (:class:`ServerOptions`);
 - :mod:`~isccd.server.server`: start, serve, bounded shutdown.
 
 The wire format is :mod:`isccd.protocol`. Imports only protocol, model and errors of isccd.
@@ -13,13 +14,46 @@ The wire format is :mod:`isccd.protocol`. Imports only protocol, model and error
 
 from __future__ import annotations
 
-from .backend import Backend, LogBounds
-from .broker import Broker, BrokerStatistics, Subscription, SubscriptionStatistics
-from .connection import ConnectionStatistics
-from .listener import PeerCredentials, open_socket, peer_credentials
-from .options import ServerOptions
-from .paths import resolve_in_roots
-from .server import Server, ServerStatistics
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from isccd.server.backend import Backend, LogBounds
+    from isccd.server.broker import Broker, BrokerStatistics, Subscription, SubscriptionStatistics
+    from isccd.server.connection import ConnectionStatistics
+    from isccd.server.listener import PeerCredentials, open_socket, peer_credentials
+    from isccd.server.options import ServerOptions
+    from isccd.server.paths import resolve_in_roots
+    from isccd.server.server import Server, ServerStatistics
+
+#: Where each public name lives. Submodules are imported on first use of one of their names
+#: (PEP 562): the settings name :class:`ServerOptions`, and a command that reads them (``isccd
+#: scan``) then loads neither the server nor the broker nor structlog through them. A test
+#: keeps this map, the imports above and ``__all__`` equal.
+_SUBMODULES: dict[str, tuple[str, ...]] = {
+    "backend": ("Backend", "LogBounds"),
+    "broker": ("Broker", "BrokerStatistics", "Subscription", "SubscriptionStatistics"),
+    "connection": ("ConnectionStatistics",),
+    "listener": ("PeerCredentials", "open_socket", "peer_credentials"),
+    "options": ("ServerOptions",),
+    "paths": ("resolve_in_roots",),
+    "server": ("Server", "ServerStatistics"),
+}
+_HOME = {name: module for module, names in _SUBMODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = [
     "Backend",

@@ -125,3 +125,17 @@ def test_a_scan_loads_no_watcher(tmp_path: Path) -> None:
     assert status == 0
     # The walk and the pipeline, not the daemon's watching of the roots.
     assert loaded == ["isccd.pipeline"]
+
+
+def test_a_scan_loads_no_socket_server(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text(prose(3), encoding="utf-8")
+    server = ("isccd.server.server", "isccd.server.broker", "isccd.server.connection")
+    status, loaded = loaded_by(
+        "scan", "--json", "--state", str(tmp_path / "state"), str(root),
+        watched=("isccd.server.options", *server),
+    )  # fmt: skip
+    assert status == 0
+    # The settings name the server's options; the server itself is the daemon's.
+    assert loaded == ["isccd.server.options"]
