@@ -58,6 +58,8 @@ ALLOWED: dict[str, set[str]] = {
     "sdnotify": set(),
     # The hashing workers' fork server, light enough to start before the rest is imported.
     "forkserver": set(),
+    # The garbage collector's pace, for a scan and the daemon alike.
+    "collector": set(),
     "dirs": set(),
     "logconf": set(),
     # The sections that one component's options cover are those options, and the others take
@@ -119,6 +121,7 @@ ALLOWED: dict[str, set[str]] = {
         "dedupe",
         "report",
         "forkserver",
+        "collector",
     },
 }
 

@@ -47,7 +47,6 @@ from isccd.cli.ask import (
     file_path,
     positive_int,
 )
-from isccd.cli.collector import Collector, fewer_collections
 from isccd.cli.connect import (
     ANSWER_TIMEOUT,
     add_config_option,
@@ -57,6 +56,7 @@ from isccd.cli.errors import file_json, issues_text
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import Progress, parse_size, print_json
+from isccd.collector import Collector, fewer_collections
 from isccd.dirs import default_socket_path
 from isccd.errors import (
     ConfigError,

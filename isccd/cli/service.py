@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -25,6 +26,7 @@ from isccd.cli.connect import add_config_option, add_socket_option, fail, find_s
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import print_json
+from isccd.collector import fewer_collections
 from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import event_to_wire, to_wire
@@ -409,6 +411,13 @@ def _register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 def run_daemon(args: argparse.Namespace) -> int:
     """``isccd run``."""
+    # The collector's pace while the daemon starts (its imports included) and indexes, as for
+    # a scan; what exists when it first serves lives as long as it does.
+    with fewer_collections() as collector:
+        return _run_daemon(args, functools.partial(collector.settled, collect=True))
+
+
+def _run_daemon(args: argparse.Namespace, on_ready: Callable[[], None]) -> int:
     from isccd.daemon.run import main  # noqa: PLC0415 - the other commands need none of it
 
     overrides: dict[str, dict[str, object]] = {}
@@ -418,4 +427,4 @@ def run_daemon(args: argparse.Namespace) -> int:
         overrides["store"] = {"state_dir": args.state.absolute()}
     if args.socket:
         overrides["server"] = {"socket": args.socket.absolute()}
-    return main(args.config, overrides)
+    return main(args.config, overrides, on_ready=on_ready)

@@ -79,6 +79,8 @@ class Daemon:
         clock: Monotonic seconds for settling watcher changes.
         backoff: Pauses before a failed loop is restarted and between attempts to write a
             store that could not be written.
+        on_ready: Called once, when the daemon first serves (READY sent), before the roots'
+            startup reconciles: what exists then lives as long as the process.
     """
 
     def __init__(
@@ -92,8 +94,10 @@ class Daemon:
         make_pipeline: Callable[..., Pipeline] = Pipeline,
         clock: Callable[[], float] = time.monotonic,
         backoff: Backoff | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
+        self._on_ready = on_ready
         self._config_path = config_path
         self._overrides = overrides or {}
         self._env = os.environ if env is None else env
@@ -283,6 +287,8 @@ class Daemon:
             roots=list(self.config.roots),
             seconds=round(time.time() - self._started, 3),
         )
+        if self._on_ready is not None:
+            self._on_ready()
         # Re-evaluating relations and composing codes again resume where they were.
         start("adopt", self._adopt_stored, Policy.RESTART)
         for root in self.config.roots:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ def main(
     config: Path | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = None,
+    *,
+    on_ready: Callable[[], None] | None = None,
 ) -> int:
     """Run the daemon in the foreground until SIGTERM or SIGINT.
 
@@ -45,6 +47,8 @@ def main(
             (:func:`isccd.dirs.default_config_path`).
         overrides: Values from the command line, by section.
         env: The environment (the process environment by default).
+        on_ready: Called once, when the daemon first serves (see
+            :class:`~isccd.daemon.app.Daemon`).
 
     Returns:
         The exit status: 0 after an orderly stop, 78 for an invalid configuration, 74 when the
@@ -56,7 +60,13 @@ def main(
     try:
         settings = load_settings(path, overrides=overrides, env=env)
         configure_logging(settings.log.level, settings.log.format, env=env)
-        daemon = Daemon(build_config(settings, env), config_path=path, overrides=overrides, env=env)
+        daemon = Daemon(
+            build_config(settings, env),
+            config_path=path,
+            overrides=overrides,
+            env=env,
+            on_ready=on_ready,
+        )
     except ConfigError as exc:
         print(f"isccd: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -1,18 +1,19 @@
 """``isccd scan`` keeps the cyclic garbage collector to a few large steps, and leaves the
-collector as it found it."""
+collector as it found it; a long-running process freezes no garbage."""
 
 from __future__ import annotations
 
 import gc
 import random
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from isccd.cli.collector import YOUNG_THRESHOLD, fewer_collections
 from isccd.cli.main import main
+from isccd.collector import YOUNG_THRESHOLD, fewer_collections
 
 
 @pytest.fixture
@@ -62,6 +63,25 @@ def test_a_collector_disabled_before_stays_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_a_long_running_process_freezes_no_garbage() -> None:
+    with fewer_collections() as collector:
+        garbage = weakref.ref(_Cycle())  # unreachable at once, in a reference cycle
+        collector.settled(collect=True)
+        assert garbage() is None
+    with fewer_collections() as collector:
+        frozen = weakref.ref(_Cycle())
+        collector.settled()  # a command that ends soon: left as it is, until the block ends
+        gc.collect()
+        assert frozen() is not None
+    gc.collect()
+    assert frozen() is None
 
 
 def test_a_scan_collects_in_a_few_steps(
