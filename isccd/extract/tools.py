@@ -50,8 +50,6 @@ DEFAULT_TIMEOUT = 600.0
 
 #: The version profiles give a component that is not installed (``fpcalc/missing``).
 MISSING = "missing"
-#: The version of a tool that printed none, or could not be asked (it failed or timed out).
-UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,9 +250,9 @@ def _tool_version(path: str, _identity: tuple[int, ...]) -> str:
     try:
         result = run_tool([path, "-version"], timeout=30.0, max_output=1 << 20)
     except ToolError:
-        return UNKNOWN
+        return "unknown"
     match = _VERSION.search(result.stdout.decode("utf-8", "replace"))
-    return match.group(1) if match else UNKNOWN
+    return match.group(1) if match else "unknown"
 
 
 def run_tool(

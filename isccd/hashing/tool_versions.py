@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from isccd.extract.tools import MISSING, UNKNOWN, find_tool, installed_version, loaded_files
+from isccd.extract.tools import MISSING, find_tool, installed_version, loaded_files
 
 _log = logging.getLogger("isccd.hashing")
 
@@ -48,6 +48,8 @@ LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.preload")
 LOADER_ENV = ("LD_LIBRARY_PATH", "LD_PRELOAD")
 #: A version as :func:`isccd.extract.tools.tool_version` reads it: a profile component's word.
 _VERSION = re.compile(r"\S+")
+#: A version not remembered: the tool printed none, or could not be asked (a timeout under load).
+_UNKNOWN = "unknown"
 
 #: A file's identity: device, inode, size, modification and change time (ns); ``None``: absent.
 Identity = list[int] | None
@@ -123,7 +125,7 @@ def _probe_remembering(path: str) -> tuple[str, _Entry | None]:
     before = [_identity(name) for name in names]
     env = {name: os.environ.get(name) for name in LOADER_ENV}
     version, _ = _probe(path)
-    if version in (MISSING, UNKNOWN) or [_identity(name) for name in names] != before:
+    if version in (MISSING, _UNKNOWN) or [_identity(name) for name in names] != before:
         return version, None
     return version, {
         "version": version,
@@ -166,7 +168,7 @@ def _well_formed(entry: object) -> bool:
     return (
         isinstance(version, str)
         and _VERSION.fullmatch(version) is not None  # one word, as tools' versions are read
-        and version not in (MISSING, UNKNOWN)
+        and version not in (MISSING, _UNKNOWN)
         and isinstance(env, dict)
         and set(env) == set(LOADER_ENV)
         and all(value is None or isinstance(value, str) for value in env.values())
