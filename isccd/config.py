@@ -199,9 +199,9 @@ class IndexConfig:
         # As many in flight as the daemon has: enough records finish while the store applies
         # the last ones that it takes them in batches.
         concurrency = max(32, jobs * 16)
-        # The tools' versions are remembered in the cache directory while unchanged.
-        versions = current_versions(self.code, dirs.default_cache_dir(self.env))
-        return pipeline_options(self.settings, versions=versions, hash_concurrency=concurrency)
+        return pipeline_options(
+            self.settings, versions=current_versions(self.code), hash_concurrency=concurrency
+        )
 
     def scan_options(self, roots: Sequence[str], ignore: Sequence[str] = ()) -> ScanOptions:
         """How ``roots`` are walked: the configured patterns, then ``ignore``.

@@ -47,15 +47,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 LEAK_GRACE = 5.0
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The commands the tests run keep what they cache (the tools' versions `isccd scan`
-    remembers, previews) in a directory of the session, never in the user's or the system's."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CACHE_DIRECTORY", str(tmp_path_factory.mktemp("cache")))
-        yield
-
-
 @pytest.fixture(autouse=True)
 def _nothing_left_running() -> Iterator[None]:
     """Fail a test that leaves a thread or a process it started running (:mod:`tests.leaks`),

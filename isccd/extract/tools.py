@@ -23,7 +23,6 @@ import re
 import selectors
 import shutil
 import signal
-import struct
 import subprocess
 import tempfile
 import time
@@ -38,12 +37,6 @@ _PROC_FD = Path("/proc/self/fd")
 _SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 _VERSION = re.compile(r"version\s+(\S+)")
 _REPEATED = re.compile(r"Last message repeated \d+ times")
-#: A line of the dynamic loader's ``--list``: a library, ``libz.so.1 => /lib/libz.so.1 (0x7f...)``,
-#: the loader itself, ``/lib64/ld-linux-x86-64.so.2 (0x7f...)``, or the kernel's virtual one,
-#: ``linux-vdso.so.1 (0x7f...)`` (no file; group 1 is empty).
-_LISTED = re.compile(r"\s*(?:\S+ => (/\S*)|(/\S*)|[^\s/]+) \(0x[0-9a-f]+\)")
-#: ``PT_INTERP``: the ELF program header naming an executable's dynamic loader.
-_PT_INTERP = 3
 
 #: Seconds one tool run may take by default (a feature film's signature takes minutes).
 DEFAULT_TIMEOUT = 600.0
@@ -174,79 +167,14 @@ def installed_version(name: str) -> str:
 def tool_version(path: str) -> str:
     """The version a tool reports (``fpcalc -version``, ``ffmpeg -version``), e.g. ``"1.5.1"``.
 
-    Cached in this process per binary and its identity (device, inode, size, modification and
-    change time: no user can set the change time back), so an upgrade is noticed, also one that
-    keeps the file's size and modification time.
+    Cached per binary and its modification time, so an upgrade is noticed.
     """
     st = Path(path).stat()
-    return _tool_version(path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-
-
-def loaded_files(path: str) -> list[str] | None:
-    """The files a run of the executable ``path`` loads before it starts: itself, and for a
-    dynamically linked one its dynamic loader and every shared library, as that loader resolves
-    them now (its ``--list`` mode, which loads nothing and runs nothing of the program).
-
-    A tool's version may come from a library (``fpcalc -version`` prints libchromaprint's), so
-    these are the files whose change can change what :func:`tool_version` reports.
-
-    Returns:
-        The absolute paths, ``path`` first; ``None`` when they cannot be told: ``path`` is no
-        ELF executable (a script runs whatever it names), or its loader has no ``--list`` mode
-        (glibc's has) or fails.
-    """
-    interpreter = _elf_interpreter(path)
-    if interpreter is None:
-        return None
-    if not interpreter:  # statically linked: the executable is all it loads
-        return [path]
-    try:
-        result = run_tool([interpreter, "--list", path], timeout=30.0, max_output=1 << 20)
-    except ToolError:
-        return None
-    files = {path: None, interpreter: None}  # ordered, each once (the loader lists itself)
-    for line in result.stdout.decode("utf-8", "replace").splitlines():
-        match = _LISTED.fullmatch(line)
-        if match is None:  # "libz.so.1 => not found", or a format this does not know
-            return None
-        files.update(dict.fromkeys(name for name in match.groups() if name))
-    return list(files) if result.returncode == 0 else None
-
-
-def _elf_interpreter(path: str) -> str | None:
-    """The dynamic loader an ELF executable names, ``""`` for a statically linked one, ``None``
-    for anything else (a script, a file that cannot be read)."""
-    try:
-        with Path(path).open("rb") as f:
-            ident = f.read(64)
-            if len(ident) < 64 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2):
-                return None
-            order = "<" if ident[5] == 1 else ">"
-            if ident[4] == 2:  # 64-bit: e_phoff at 32, e_phentsize and e_phnum at 54
-                (phoff,) = struct.unpack_from(order + "Q", ident, 32)
-                entry, count = struct.unpack_from(order + "HH", ident, 54)
-                header = order + "I4xQ8x8xQ"  # p_type, p_offset, p_filesz
-            else:  # 32-bit: e_phoff at 28, e_phentsize and e_phnum at 42
-                (phoff,) = struct.unpack_from(order + "I", ident, 28)
-                entry, count = struct.unpack_from(order + "HH", ident, 42)
-                header = order + "II8xI"
-            f.seek(phoff)
-            table = f.read(entry * count)
-            if entry < struct.calcsize(header) or len(table) < entry * count:
-                return None
-            for i in range(count):
-                kind, offset, size = struct.unpack_from(header, table, i * entry)
-                if kind == _PT_INTERP:
-                    f.seek(offset)
-                    name = f.read(size).rstrip(b"\0")
-                    return os.fsdecode(name) if name.startswith(b"/") else None
-    except (OSError, struct.error):
-        return None
-    return ""
+    return _tool_version(path, st.st_mtime_ns, st.st_size)
 
 
 @lru_cache(maxsize=16)
-def _tool_version(path: str, _identity: tuple[int, ...]) -> str:
+def _tool_version(path: str, _mtime_ns: int, _size: int) -> str:
     try:
         result = run_tool([path, "-version"], timeout=30.0, max_output=1 << 20)
     except ToolError:

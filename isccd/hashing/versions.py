@@ -22,11 +22,11 @@ restart, which is also when the workers load it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
 
 from isccd.extract import audio, image, probe, tags, text, video
+from isccd.extract.tools import installed_version
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, META_SOURCE, CodeOptions
-from isccd.hashing.tool_versions import installed_versions
 
 #: Components named by :data:`ALGORITHM` and :data:`EXTRACTION_REVISION`, and the bit length.
 ISCC = ALGORITHM.partition("/")[0]
@@ -34,18 +34,14 @@ EXTRACTION = EXTRACTION_REVISION.partition("/")[0]
 BITS = "bits"
 
 
-def current_versions(
-    options: CodeOptions | None = None, cache_dir: Path | None = None
-) -> Mapping[str, str]:
+def current_versions(options: CodeOptions | None = None) -> Mapping[str, str]:
     """The version each profile component has when files are coded with ``options`` now.
 
-    Runs each external tool's ``-version`` (the three at once), unless ``cache_dir`` remembers
-    what it said and nothing it loads has changed since (:mod:`isccd.hashing.tool_versions`).
+    Runs each external tool's ``-version`` once per binary (cached while the binary is
+    unchanged), the three at once.
 
     Args:
         options: How files are coded (bit length, frame rate, which tools).
-        cache_dir: Where the tools' versions are remembered between processes (the cache
-            directory); ``None``: each tool is asked (once per binary in this process).
 
     Returns:
         Component name -> version, e.g. ``{"iscc": "1.5.0", "bits": "64", "fpcalc": "1.5.1",
@@ -54,9 +50,11 @@ def current_versions(
     """
     options = options or CodeOptions()
     tools = options.tools
-    fpcalc, ffmpeg, ffprobe = installed_versions(
-        (tools.fpcalc, tools.ffmpeg, tools.ffprobe), cache_dir
-    )
+    # Each asks a program to start (about 50 ms, mostly loading its libraries): side by side.
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="isccd-versions") as asking:
+        fpcalc, ffmpeg, ffprobe = asking.map(
+            installed_version, (tools.fpcalc, tools.ffmpeg, tools.ffprobe)
+        )
     return {
         ISCC: ALGORITHM.partition("/")[2],
         BITS: str(options.bits),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -11,14 +10,7 @@ import pytest
 
 from isccd.errors import ToolError, ToolMissingError
 from isccd.extract.source import open_source
-from isccd.extract.tools import (
-    ToolResult,
-    loaded_files,
-    require_tool,
-    run_tool,
-    tool_input,
-    tool_version,
-)
+from isccd.extract.tools import ToolResult, require_tool, run_tool, tool_input, tool_version
 
 
 @pytest.mark.slow
@@ -113,30 +105,3 @@ def test_tool_version_is_read_from_the_tool(tmp_path: Path) -> None:
     fake.write_text("#!/bin/sh\necho 'fake-tool version 9.8.7 (built today)'\n")
     fake.chmod(0o755)
     assert tool_version(str(fake)) == "9.8.7"
-
-
-def test_loaded_files_are_the_executable_its_loader_and_its_libraries(tmp_path: Path) -> None:
-    found = shutil.which("sh")
-    assert found is not None
-    shell = tmp_path / "sh"
-    shutil.copy2(found, shell)
-    files = loaded_files(str(shell))
-    assert files is not None and files[0] == str(shell)
-    assert any(Path(f).name.startswith("libc.so") for f in files)
-    assert len(files) == len(set(files)) and all(Path(f).is_absolute() for f in files)
-
-
-def test_loaded_files_of_a_static_executable_are_itself(tmp_path: Path) -> None:
-    static = Path("/sbin/ldconfig")  # statically linked on glibc systems
-    if not static.is_file() or b"/ld-" in static.read_bytes()[:4096]:
-        pytest.skip("no statically linked executable at /sbin/ldconfig")
-    assert loaded_files(str(static)) == [str(static)]
-
-
-def test_loaded_files_of_a_script_or_a_non_executable_cannot_be_told(tmp_path: Path) -> None:
-    script = tmp_path / "tool"
-    script.write_text("#!/bin/sh\necho 'tool version 1.0'\n")
-    data = tmp_path / "data.elf"
-    data.write_bytes(b"\x7fELF" + b"\x00" * 12)  # an ELF header cut short
-    for path in (script, data, tmp_path / "absent"):
-        assert loaded_files(str(path)) is None
