@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from isccd import dirs
 from isccd.errors import ConfigError
 from isccd.fspath import is_below, is_under
-from isccd.hashing import CodeOptions, current_versions
+from isccd.hashing import CodeOptions, Versions, current_versions
 from isccd.hashing.pool import WorkerOptions
 from isccd.logconf import Format
 from isccd.pipeline import DAY, PipelineOptions
@@ -199,9 +199,10 @@ class IndexConfig:
         # As many in flight as the daemon has: enough records finish while the store applies
         # the last ones that it takes them in batches.
         concurrency = max(32, jobs * 16)
-        return pipeline_options(
-            self.settings, versions=current_versions(self.code), hash_concurrency=concurrency
-        )
+        # The tools are asked their versions only if a stored unit's profile names one: a scan
+        # of files that need none (texts, images, data) starts no tool for it.
+        versions = current_versions(self.code, lazy=True)
+        return pipeline_options(self.settings, versions=versions, hash_concurrency=concurrency)
 
     def scan_options(self, roots: Sequence[str], ignore: Sequence[str] = ()) -> ScanOptions:
         """How ``roots`` are walked: the configured patterns, then ``ignore``.
@@ -277,7 +278,8 @@ def pipeline_options(
         thresholds=settings.match,
         tombstone_retention=settings.store.tombstone_days * DAY,
         event_retention=settings.store.event_days * DAY,
-        versions=dict(versions or {}),
+        # A Versions is kept as it is (copying it would ask the tools it has not asked yet).
+        versions=versions if isinstance(versions, Versions) else dict(versions or {}),
         wide=settings.code.wide,
         hash_concurrency=hash_concurrency,
         follow_symlinks=settings.watch.follow_symlinks,

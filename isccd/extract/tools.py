@@ -167,14 +167,15 @@ def installed_version(name: str) -> str:
 def tool_version(path: str) -> str:
     """The version a tool reports (``fpcalc -version``, ``ffmpeg -version``), e.g. ``"1.5.1"``.
 
-    Cached per binary and its modification time, so an upgrade is noticed.
+    Cached per binary and its identity (device, inode, size, modification and change time: the
+    change time no user can set back), so an upgrade or a replacement is noticed.
     """
     st = Path(path).stat()
-    return _tool_version(path, st.st_mtime_ns, st.st_size)
+    return _tool_version(path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
 @lru_cache(maxsize=16)
-def _tool_version(path: str, _mtime_ns: int, _size: int) -> str:
+def _tool_version(path: str, _identity: tuple[int, int, int, int, int]) -> str:
     try:
         result = run_tool([path, "-version"], timeout=30.0, max_output=1 << 20)
     except ToolError:

@@ -21,7 +21,8 @@ restart, which is also when the workers load it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from isccd.extract import audio, image, probe, tags, text, video
@@ -34,14 +35,79 @@ EXTRACTION = EXTRACTION_REVISION.partition("/")[0]
 BITS = "bits"
 
 
-def current_versions(options: CodeOptions | None = None) -> Mapping[str, str]:
+class Versions(Mapping[str, str]):
+    """Component name -> version, where the external tools' versions may be asked only when
+    first needed (:func:`current_versions` with ``lazy``).
+
+    Which components there are is known at once (``in``, iteration and ``len`` ask nothing);
+    the first value of a tool asks all the tools, side by side, once. Safe to share between
+    threads.
+    """
+
+    def __init__(self, fixed: Mapping[str, str], tools: Mapping[str, str]) -> None:
+        """Args:
+        fixed: The components known without asking anything.
+        tools: Each tool's component -> the name (on ``PATH``) or path of the tool.
+        """
+        self._fixed = dict(fixed)
+        self._tools = {c: t for c, t in tools.items() if c not in self._fixed}
+        self._asked: dict[str, str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def asked(self) -> bool:
+        """Whether the tools have been asked their versions."""
+        return self._asked is not None
+
+    def tool_versions(self) -> Mapping[str, str]:
+        """The tools' versions: asked now (each starts a program, about 50 ms, mostly loading
+        its libraries; the three side by side), or as they were asked before."""
+        with self._lock:
+            if self._asked is None:
+                components, names = list(self._tools), list(self._tools.values())
+                with ThreadPoolExecutor(
+                    len(names) or 1, thread_name_prefix="isccd-versions"
+                ) as ask:
+                    self._asked = dict(
+                        zip(components, ask.map(installed_version, names), strict=True)
+                    )
+            return self._asked
+
+    def __getitem__(self, component: str) -> str:
+        found = self._fixed.get(component)
+        if found is not None:
+            return found
+        if component in self._tools:
+            return self.tool_versions()[component]
+        raise KeyError(component)
+
+    def __contains__(self, component: object) -> bool:
+        return component in self._fixed or component in self._tools
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._fixed
+        yield from self._tools
+
+    def __len__(self) -> int:
+        return len(self._fixed) + len(self._tools)
+
+    def __repr__(self) -> str:
+        tools = self._asked if self._asked is not None else dict.fromkeys(self._tools, "?")
+        return f"Versions({self._fixed | tools!r})"
+
+
+def current_versions(options: CodeOptions | None = None, *, lazy: bool = False) -> Versions:
     """The version each profile component has when files are coded with ``options`` now.
 
-    Runs each external tool's ``-version`` once per binary (cached while the binary is
-    unchanged), the three at once.
+    Each external tool's ``-version`` runs once per binary (cached while the binary is
+    unchanged), the three at once: now, or with ``lazy`` when a tool's version is first read.
+    A scan reads one only to judge a stored unit whose profile names the tool (an audio or
+    video file's): a scan of other files never starts the tools, and one that does asks them
+    as they are then.
 
     Args:
         options: How files are coded (bit length, frame rate, which tools).
+        lazy: Ask the tools' versions when first read, not now.
 
     Returns:
         Component name -> version, e.g. ``{"iscc": "1.5.0", "bits": "64", "fpcalc": "1.5.1",
@@ -50,21 +116,23 @@ def current_versions(options: CodeOptions | None = None) -> Mapping[str, str]:
     """
     options = options or CodeOptions()
     tools = options.tools
-    # Each asks a program to start (about 50 ms, mostly loading its libraries): side by side.
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="isccd-versions") as asking:
-        fpcalc, ffmpeg, ffprobe = asking.map(
-            installed_version, (tools.fpcalc, tools.ffmpeg, tools.ffprobe)
-        )
-    return {
-        ISCC: ALGORITHM.partition("/")[2],
-        BITS: str(options.bits),
-        EXTRACTION: EXTRACTION_REVISION.partition("/")[2],
-        META_SOURCE: options.meta_source,
-        **image.component_versions(),
-        **text.component_versions(),
-        audio.COMPONENT: fpcalc,
-        video.COMPONENT: ffmpeg,
-        video.FPS_COMPONENT: str(options.video_fps),
-        probe.COMPONENT: ffprobe,
-        tags.COMPONENT: tags.VERSION,
-    }
+    versions = Versions(
+        {
+            ISCC: ALGORITHM.partition("/")[2],
+            BITS: str(options.bits),
+            EXTRACTION: EXTRACTION_REVISION.partition("/")[2],
+            META_SOURCE: options.meta_source,
+            **image.component_versions(),
+            **text.component_versions(),
+            video.FPS_COMPONENT: str(options.video_fps),
+            tags.COMPONENT: tags.VERSION,
+        },
+        {
+            audio.COMPONENT: tools.fpcalc,
+            video.COMPONENT: tools.ffmpeg,
+            probe.COMPONENT: tools.ffprobe,
+        },
+    )
+    if not lazy:
+        versions.tool_versions()
+    return versions

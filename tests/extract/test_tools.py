@@ -105,3 +105,18 @@ def test_tool_version_is_read_from_the_tool(tmp_path: Path) -> None:
     fake.write_text("#!/bin/sh\necho 'fake-tool version 9.8.7 (built today)'\n")
     fake.chmod(0o755)
     assert tool_version(str(fake)) == "9.8.7"
+
+
+def test_a_tool_replaced_by_one_of_the_same_size_and_time_is_asked_again(tmp_path: Path) -> None:
+    tool = tmp_path / "same-tool"
+    tool.write_text("#!/bin/sh\necho 'same-tool version 1.0.1'\n")
+    tool.chmod(0o755)
+    assert tool_version(str(tool)) == "1.0.1"
+    before = tool.stat()
+    upgrade = tmp_path / "same-tool.new"
+    upgrade.write_text("#!/bin/sh\necho 'same-tool version 1.0.2'\n")  # as many bytes
+    upgrade.chmod(0o755)
+    os.utime(upgrade, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same time
+    upgrade.replace(tool)
+    assert (tool.stat().st_size, tool.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert tool_version(str(tool)) == "1.0.2"

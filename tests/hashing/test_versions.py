@@ -178,3 +178,41 @@ def test_the_meta_settings_outdate_the_meta_code_alone(tmp_path: Path) -> None:
     blob = tmp_path / "blob.bin"
     blob.write_bytes(bytes(range(256)) * 8)
     assert not [i for i in compute_record(str(blob), off).issues if i.stage == "meta"]
+
+
+def _logging_tool(folder: Path, name: str, log: Path) -> str:
+    """A tool that says its version and notes each run in ``log``."""
+    tool = folder / name
+    tool.write_text(f"#!/bin/sh\necho {name} >> '{log}'\necho '{name} version 4.5.6'\n")
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def test_lazy_versions_ask_the_tools_only_when_a_tool_version_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "runs"
+    options = CodeOptions(
+        fpcalc=_logging_tool(tmp_path, "fpcalc", log),
+        ffmpeg=_logging_tool(tmp_path, "ffmpeg", log),
+        ffprobe=_logging_tool(tmp_path, "ffprobe", log),
+    )
+    versions = current_versions(options, lazy=True)
+    # What a scan of files whose profiles name no tool reads: nothing starts a tool.
+    assert {"fpcalc", "ffmpeg", "ffprobe", "iscc", "bits"} <= set(versions)
+    assert "fpcalc" in versions and len(versions) == len(list(versions))
+    assert versions["bits"] == "64"
+    assert not profile_is_stale("iscc/1.5.0 bits/64 isccd-extract/1", versions)
+    assert not log.exists()
+    # The first tool version read asks the three, once.
+    assert profile_is_stale("fpcalc/4.5.5", versions)
+    assert sorted(log.read_text().split()) == ["ffmpeg", "ffprobe", "fpcalc"]
+    assert (versions["ffmpeg"], versions["ffprobe"]) == ("4.5.6", "4.5.6")
+    assert len(log.read_text().split()) == 3
+    # Asked at once otherwise, with the same answers.
+    log.unlink()
+    other = tmp_path / "other"
+    other.mkdir()
+    eager = current_versions(
+        CodeOptions(fpcalc=_logging_tool(other, "fpcalc", log), ffmpeg=options.ffmpeg),
+    )
+    assert sorted(log.read_text().split()) == ["fpcalc"]  # ffmpeg's answer is still cached
+    assert dict(eager)["fpcalc"] == versions["fpcalc"]
