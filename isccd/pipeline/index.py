@@ -308,13 +308,16 @@ class Index:
         *,
         host: str | None = None,
         file_id: int | None = None,
+        plain: bool = False,
     ) -> None:
         """:meth:`emit`, or while :meth:`add_new` applies a job, queue the event to be logged
-        with the job's others, in the same order (nothing reads the log meanwhile)."""
+        with the job's others, in the same order (nothing reads the log meanwhile; ``plain``:
+        see :attr:`NewEvent.plain <isccd.store.NewEvent.plain>`)."""
         if self._queue is None:
             self.emit(type, root, path, data, host=host, file_id=file_id)
         else:
-            self._queue.append(NewEvent(type, root, path, data, self._clock(), host, file_id))
+            queued = NewEvent(type, root, path, data, self._clock(), host, file_id, plain)
+            self._queue.append(queued)
 
     # -- relations -----------------------------------------------------------------------------
 
@@ -558,7 +561,7 @@ class Index:
         links = [r.other for r in relations if r.kind is RelationKind.HARDLINK]
         paths = self._paths(links) if links else []
         data = payload.content(record) | ({"links": paths} if paths else {})
-        self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
+        self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id, plain=True)
         self._report_issues(root, record, ())
         if relations:  # a new file: nothing ended either
             stored = StoredFile(file_id, root, record, now, host=self.store.host)

@@ -620,12 +620,14 @@ class SqliteStore(Database):
         # as many new seqs as rows means they are before+1, before+2, ...
         if self.last_seq() - before != len(events):
             raise StoreError("event seqs out of order")  # never seen: the writer is alone
-        # One parse for all: what a subscriber reads back (enum members as their values).
-        datas = json.loads("[" + ",".join(texts) + "]")
+        # One parse for all: what a subscriber reads back (enum members as their values);
+        # plain data is that already.
+        mixed = [text for e, text in zip(events, texts, strict=True) if not e.plain]
+        parsed = iter(json.loads("[" + ",".join(mixed) + "]"))
         host = self._host
         return [
-            Event(before + number, e.type, e.time, e.root, e.path, data, host)
-            for number, (e, data) in enumerate(zip(events, datas, strict=True), 1)
+            Event(n, e.type, e.time, e.root, e.path, e.data if e.plain else next(parsed), host)
+            for n, e in enumerate(events, before + 1)
         ]
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
