@@ -341,8 +341,6 @@ class Index:
                 record's unit, if searched beforehand (:meth:`add_new`).
         """
         self._decide()
-        if keys is not None and not keys and near is not None and not near:
-            return []  # looked up beforehand: related to nothing, as most files are
         thresholds = self.options.thresholds
         identity = record.stat.identity if record.stat is not None else None
         # Too small to be anyone's duplicate: only its other names count. Not looking up its
@@ -557,6 +555,14 @@ class Index:
     ) -> None:
         """Relate and announce a file just stored at ``now`` (``keys`` and ``near``: see
         :meth:`relations`); the caller indexes it."""
+        if keys is not None and not keys and near is not None and not near:
+            # Looked up beforehand (add_new, which took the writers' lock): related to nothing,
+            # as most files are. Its event and issues are all there is to it.
+            data = payload.content(record)
+            self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id, plain=True)
+            if record.issues:
+                self._report_issues(root, record, ())
+            return
         relations = self.relations(file_id, record, keys, near)
         links = [r.other for r in relations if r.kind is RelationKind.HARDLINK]
         paths = self._paths(links) if links else []
