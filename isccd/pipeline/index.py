@@ -489,9 +489,12 @@ class Index:
         try:
             for i, (file_id, record) in enumerate(zip(ids, records, strict=True)):
                 identity, datahash = identities[i], datahashes[i]
-                related = set(by_identity.get(identity, ()) if identity is not None else ())
-                related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
-                mine = {o: keys[o] if o in keys else _key(job[o], host) for o in sorted(related)}
+                linked = by_identity.get(identity, ()) if identity is not None else ()
+                copies = by_datahash.get(datahash, ()) if datahash is not None else ()
+                mine: dict[int, FileKey] = {}
+                if linked or copies:  # most files have neither
+                    for o in sorted({*linked, *copies}):
+                        mine[o] = keys[o] if o in keys else _key(job[o], host)
                 self._added(root, file_id, record, now, keys=mine, near=near[i])
                 queued = self._queue
                 marks.append(len(queued) if queued is not None else len(self._pending) - start)
