@@ -436,11 +436,15 @@ class SqliteStore(Database):
             ids += [by_path[(row[1], row[2])] for row in values]
         if any(a >= b for a, b in itertools.pairwise(ids)):
             raise StoreError("new file ids out of order")  # never seen: AUTOINCREMENT counts up
+        # A job's units share a few profiles: each interned once, not once per unit (in the
+        # order they come, as the units' rows would intern them).
+        named = dict.fromkeys(u.profile for r in records for u in r.units)
+        profiles = {p: self._profile_id(p) for p in named}
         units = [
             v
             for file_id, record in zip(ids, records, strict=True)
             for u in record.units
-            for v in (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile))
+            for v in (file_id, u.type._value_, u.iscc, u.digest, profiles[u.profile])
         ]
         # Many rows to a statement: inside the owner's savepoint, a statement per row (as
         # executemany runs them) costs several times more.
