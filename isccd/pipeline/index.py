@@ -532,8 +532,12 @@ class Index:
         for unit_type, (at, codes) in asked.items():
             if not at:
                 continue
-            hits = self.search[unit_type].within_each(codes, radii[unit_type])
+            # Each file finds itself: left out in the search, not after.
+            itself = [ids[i] for i in at]
+            hits = self.search[unit_type].within_each(codes, radii[unit_type], skip=itself)
             for i, some in zip(at, hits, strict=True):
+                if not some:
+                    continue  # most files: near nothing
                 earlier = [h for h in some if position.get(h.file_id, -1) < i]
                 if earlier:
                     found[i][unit_type] = earlier
