@@ -190,12 +190,19 @@ class HammingIndex:
         return [Hit(int(ids[i]), int(dist[i]), int(codes[i])) for i in order]
 
     def within_each(
-        self, codes: Sequence[int], radius: int, *, block: int = _BLOCK
+        self,
+        codes: Sequence[int],
+        radius: int,
+        *,
+        skip: Sequence[int] | None = None,
+        block: int = _BLOCK,
     ) -> list[list[Hit]]:
         """:meth:`within` of each of ``codes``: the same hits in the same order, found for
         several codes per numpy pass (a block of queries against every slot), not one.
 
         Args:
+            skip: A file id per code, left out of its hits (the file asking, which finds
+                itself: a hit not built only to be dropped).
             block: At most this many distances per pass (at least one query's).
         """
         found: list[list[Hit]] = [[] for _ in codes]
@@ -203,6 +210,7 @@ class HammingIndex:
         if n == 0 or radius < 0 or not found:
             return found
         queries = np.asarray(codes, dtype=np.uint64)
+        skipped = None if skip is None else np.asarray(skip, dtype=np.int64)
         rows = max(1, block // n)
         cells = min(rows, len(queries)) * n
         # One set of buffers for every block: fresh large arrays cost a page fault per page.
@@ -221,6 +229,8 @@ class HammingIndex:
                 continue
             query, slot = np.divmod(cells_near, n)
             live = self._live[slot]  # few: masked after, not before
+            if skipped is not None:
+                live &= self._ids[slot] != skipped[query + start]
             hits = zip(
                 (query[live] + start).tolist(),
                 self._ids[slot[live]].tolist(),

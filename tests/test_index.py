@@ -135,3 +135,10 @@ def test_a_block_of_queries_finds_what_each_query_finds(
     asked = [*queries, *near, *(code for _, code in stored[:10])]
     found = index.within_each(asked, radius, block=block)  # one query a pass, a few, all
     assert found == [index.within(query, radius) for query in asked]
+    # Each query may leave one file out (the file asking): the same hits without it.
+    ten = [file_id for file_id, _ in stored[:10]]
+    skip = [-1] * len(queries) + ten + ten
+    assert index.within_each(asked, radius, skip=skip, block=block) == [
+        [h for h in index.within(query, radius) if h.file_id != left]
+        for query, left in zip(asked, skip, strict=True)
+    ]

@@ -42,9 +42,9 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from isccd.model import FileIssue, FileRecord, RelationKind, UnitType
+from isccd.model import FileIssue, FileRecord, RelationKind, UnitType, sort_units
 from isccd.pipeline.peers import Peer, fold, size_of
-from isccd.results import Match, units_of
+from isccd.results import Match
 from isccd.store import StoredFile
 
 #: The members of a match that a ``dup.resolved`` event names: the relation has ended, so it
@@ -55,13 +55,14 @@ _MATCH = tuple(f.name for f in dataclasses.fields(Match))
 
 
 def content(record: FileRecord) -> dict[str, Any]:
-    """What identifies a file's content in events."""
+    """What identifies a file's content in events, as plain values: what parsing its JSON
+    gives back (unit types as their values; see :attr:`isccd.store.NewEvent.plain`)."""
     return {
         "iscc": record.iscc,
         "datahash": record.datahash,
         "size": size_of(record),
         "mediatype": record.mediatype,
-        "units": units_of(record.units),
+        "units": {u.type._value_: u.iscc for u in sort_units(record.units)},
     }
 
 

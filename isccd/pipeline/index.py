@@ -308,13 +308,16 @@ class Index:
         *,
         host: str | None = None,
         file_id: int | None = None,
+        plain: bool = False,
     ) -> None:
         """:meth:`emit`, or while :meth:`add_new` applies a job, queue the event to be logged
-        with the job's others, in the same order (nothing reads the log meanwhile)."""
+        with the job's others, in the same order (nothing reads the log meanwhile; ``plain``:
+        see :attr:`NewEvent.plain <isccd.store.NewEvent.plain>`)."""
         if self._queue is None:
             self.emit(type, root, path, data, host=host, file_id=file_id)
         else:
-            self._queue.append(NewEvent(type, root, path, data, self._clock(), host, file_id))
+            queued = NewEvent(type, root, path, data, self._clock(), host, file_id, plain)
+            self._queue.append(queued)
 
     # -- relations -----------------------------------------------------------------------------
 
@@ -338,8 +341,6 @@ class Index:
                 record's unit, if searched beforehand (:meth:`add_new`).
         """
         self._decide()
-        if keys is not None and not keys and near is not None and not near:
-            return []  # looked up beforehand: related to nothing, as most files are
         thresholds = self.options.thresholds
         identity = record.stat.identity if record.stat is not None else None
         # Too small to be anyone's duplicate: only its other names count. Not looking up its
@@ -488,9 +489,12 @@ class Index:
         try:
             for i, (file_id, record) in enumerate(zip(ids, records, strict=True)):
                 identity, datahash = identities[i], datahashes[i]
-                related = set(by_identity.get(identity, ()) if identity is not None else ())
-                related.update(by_datahash.get(datahash, ()) if datahash is not None else ())
-                mine = {o: keys[o] if o in keys else _key(job[o], host) for o in sorted(related)}
+                linked = by_identity.get(identity, ()) if identity is not None else ()
+                copies = by_datahash.get(datahash, ()) if datahash is not None else ()
+                mine: dict[int, FileKey] = {}
+                if linked or copies:  # most files have neither
+                    for o in sorted({*linked, *copies}):
+                        mine[o] = keys[o] if o in keys else _key(job[o], host)
                 self._added(root, file_id, record, now, keys=mine, near=near[i])
                 queued = self._queue
                 marks.append(len(queued) if queued is not None else len(self._pending) - start)
@@ -528,8 +532,12 @@ class Index:
         for unit_type, (at, codes) in asked.items():
             if not at:
                 continue
-            hits = self.search[unit_type].within_each(codes, radii[unit_type])
+            # Each file finds itself: left out in the search, not after.
+            itself = [ids[i] for i in at]
+            hits = self.search[unit_type].within_each(codes, radii[unit_type], skip=itself)
             for i, some in zip(at, hits, strict=True):
+                if not some:
+                    continue  # most files: near nothing
                 earlier = [h for h in some if position.get(h.file_id, -1) < i]
                 if earlier:
                     found[i][unit_type] = earlier
@@ -554,11 +562,19 @@ class Index:
     ) -> None:
         """Relate and announce a file just stored at ``now`` (``keys`` and ``near``: see
         :meth:`relations`); the caller indexes it."""
+        if keys is not None and not keys and near is not None and not near:
+            # Looked up beforehand (add_new, which took the writers' lock): related to nothing,
+            # as most files are. Its event and issues are all there is to it.
+            data = payload.content(record)
+            self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id, plain=True)
+            if record.issues:
+                self._report_issues(root, record, ())
+            return
         relations = self.relations(file_id, record, keys, near)
         links = [r.other for r in relations if r.kind is RelationKind.HARDLINK]
         paths = self._paths(links) if links else []
         data = payload.content(record) | ({"links": paths} if paths else {})
-        self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id)
+        self.note(EventType.FILE_ADDED, root, record.path, data, file_id=file_id, plain=True)
         self._report_issues(root, record, ())
         if relations:  # a new file: nothing ended either
             stored = StoredFile(file_id, root, record, now, host=self.store.host)

@@ -102,7 +102,12 @@ class FileKey:
 
 class NewEvent(NamedTuple):
     """An event to log (:meth:`Store.append_events`): the arguments of
-    :meth:`Store.append_event`, for one of several logged together."""
+    :meth:`Store.append_event`, for one of several logged together.
+
+    ``plain``: ``data`` holds only what parsing its JSON gives back (dicts with ``str`` keys,
+    lists, ``str``, ``int``, finite ``float``, ``bool``, ``None``; no enum members, tuples or
+    other subclasses), so the logged event carries it as it is instead of a parse of its JSON.
+    """
 
     type: EventType
     root: str
@@ -111,6 +116,7 @@ class NewEvent(NamedTuple):
     time: float
     host: str | None = None
     file_id: int | None = None
+    plain: bool = False
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -598,6 +598,11 @@ class PostgresStore(PgDatabase):
         """Log an event in the current transaction, numbered in commit order (see
         :meth:`~isccd.store.pgdatabase.PgDatabase._lock_events`), about this host or
         another one (``host``: the other side of a duplicate found across hosts)."""
+        return self._append(NewEvent(type, root, path, data, now, host, file_id))
+
+    def _append(self, event: NewEvent) -> Event:
+        """:meth:`append_event` of ``event`` (its data as it is when ``plain``)."""
+        type, root, path, data, now, host, file_id, plain = event
         text = event_json(data)
         about = host or self._host
         self._notify_once(now)
@@ -608,15 +613,13 @@ class PostgresStore(PgDatabase):
         ).fetchone()
         assert row is not None
         self._logged_about(about, int(row[0]))
-        return Event(int(row[0]), type, now, root, path, json.loads(text), about, file_id)
+        data = data if plain else json.loads(text)
+        return Event(int(row[0]), type, now, root, path, data, about, file_id)
 
     def append_events(self, events: Sequence[NewEvent]) -> list[Event]:
         """Log events in the current transaction, in order (each numbered as it is
         inserted: see :meth:`append_event`)."""
-        return [
-            self.append_event(t, root, path, data, now, host=host, file_id=file_id)
-            for t, root, path, data, now, host, file_id in events
-        ]
+        return [self._append(e) for e in events]
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``, of this host or every host."""

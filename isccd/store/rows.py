@@ -59,15 +59,22 @@ def instance_range(digest: bytes) -> tuple[bytes, bytes]:
     return low, high
 
 
+#: The stat columns of a record without stat.
+_NO_STAT = (None,) * 6
+
+
 def record_columns(record: FileRecord) -> tuple[Any, ...]:
     """The values of the ``files`` columns from ``dev`` to ``named_by_file``."""
+    # Written out for speed (the store thread builds one per new file): enum values read as
+    # ``_value_``, not through the ``value`` property; no unpacking into a fresh tuple.
     st = record.stat
-    return (
-        *((st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns, st.nlink) if st else (None,) * 6),
-        bytes.fromhex(record.datahash) if record.datahash else None,
+    mode = record.mode
+    datahash = record.datahash
+    return ((st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns, st.nlink) if st else _NO_STAT) + (
+        bytes.fromhex(datahash) if datahash else None,
         record.iscc,
         record.mediatype,
-        record.mode.value if record.mode else None,
+        mode._value_ if mode else None,
         record.name,
         record.description,
         record.metahash,
@@ -120,14 +127,15 @@ def issues_to_json(issues: Sequence[FileIssue]) -> str | None:
     """Issues as compact JSON (``None`` for none)."""
     if not issues:
         return None
-    return event_json(
-        [
-            {"stage": i.stage, "kind": i.kind.value, "reason": i.reason}
-            | ({"code": i.code.value} if i.code else {})
-            | ({"profile": i.profile} if i.profile else {})
-            for i in issues
-        ]
-    )
+    items = []
+    for i in issues:
+        item = {"stage": i.stage, "kind": i.kind._value_, "reason": i.reason}
+        if i.code:
+            item["code"] = i.code._value_
+        if i.profile:
+            item["profile"] = i.profile
+        items.append(item)
+    return event_json(items)
 
 
 def issues_from_json(text: str | None) -> tuple[FileIssue, ...]:

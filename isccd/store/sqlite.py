@@ -436,11 +436,15 @@ class SqliteStore(Database):
             ids += [by_path[(row[1], row[2])] for row in values]
         if any(a >= b for a, b in itertools.pairwise(ids)):
             raise StoreError("new file ids out of order")  # never seen: AUTOINCREMENT counts up
+        # A job's units share a few profiles: each interned once, not once per unit (in the
+        # order they come, as the units' rows would intern them).
+        named = dict.fromkeys(u.profile for r in records for u in r.units)
+        profiles = {p: self._profile_id(p) for p in named}
         units = [
             v
             for file_id, record in zip(ids, records, strict=True)
             for u in record.units
-            for v in (file_id, u.type.value, u.iscc, u.digest, self._profile_id(u.profile))
+            for v in (file_id, u.type._value_, u.iscc, u.digest, profiles[u.profile])
         ]
         # Many rows to a statement: inside the owner's savepoint, a statement per row (as
         # executemany runs them) costs several times more.
@@ -620,12 +624,14 @@ class SqliteStore(Database):
         # as many new seqs as rows means they are before+1, before+2, ...
         if self.last_seq() - before != len(events):
             raise StoreError("event seqs out of order")  # never seen: the writer is alone
-        # One parse for all: what a subscriber reads back (enum members as their values).
-        datas = json.loads("[" + ",".join(texts) + "]")
+        # One parse for all: what a subscriber reads back (enum members as their values);
+        # plain data is that already.
+        mixed = [text for e, text in zip(events, texts, strict=True) if not e.plain]
+        parsed = iter(json.loads("[" + ",".join(mixed) + "]"))
         host = self._host
         return [
-            Event(before + number, e.type, e.time, e.root, e.path, data, host)
-            for number, (e, data) in enumerate(zip(events, datas, strict=True), 1)
+            Event(n, e.type, e.time, e.root, e.path, e.data if e.plain else next(parsed), host)
+            for n, e in enumerate(events, before + 1)
         ]
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:

@@ -1,11 +1,14 @@
 """The events of a batch of new files (:meth:`Index.add_new`, logged together at its end) are
 those of the files applied one by one: the same seqs, types, paths and data, and each record's
-own, also after old events were purged, and on PostgreSQL."""
+own, also after old events were purged, and on PostgreSQL. The events handed out are what the
+log gives back, down to the type of every value (``==`` alone takes a unit type for its
+value)."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +48,21 @@ def _events(url: str, together: bool, purge: bool) -> tuple[list[Event], list[li
         ix.close()
 
 
+def _typed(value: Any) -> Any:
+    """``value`` with the exact type of every part beside it."""
+    if isinstance(value, dict):
+        return ("dict", [(_typed(k), _typed(v)) for k, v in value.items()])
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [_typed(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def _same(events: list[Event], others: list[Event]) -> None:
+    """The same events, data of the same types."""
+    assert events == others
+    assert [_typed(e.data) for e in events] == [_typed(e.data) for e in others]
+
+
 @pytest.mark.parametrize("purge", [False, True])
 def test_batch_events_on_sqlite(purge: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,7 +71,8 @@ def test_batch_events_on_sqlite(purge: bool) -> None:
     assert together == alone
     logged, each = together
     flat = [e for events in each for e in events]
-    assert logged[len(logged) - len(flat) :] == flat
+    _same(logged[len(logged) - len(flat) :], flat)
+    _same([e for events in alone[1] for e in events], flat)
 
 
 def test_batch_events_on_postgres(pg_server: PgServer) -> None:
@@ -65,3 +84,7 @@ def test_batch_events_on_postgres(pg_server: PgServer) -> None:
         for name in names:
             pg_server.drop_database(name)
     assert together == alone
+    logged, each = together
+    flat = [e for events in each for e in events]
+    _same(logged[len(logged) - len(flat) :], flat)
+    _same([e for events in alone[1] for e in events], flat)
