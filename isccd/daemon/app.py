@@ -114,6 +114,11 @@ class Daemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._broker = Broker(queue_size=config.server.subscriber_queue)
         self._pool = WorkerPool(config.workers)
+        # Pools other than the current one that may still hold workers: one a reload is
+        # starting, and those it replaced while they close. The shutdown closes them too, as
+        # the tasks starting or closing them may be cancelled by it (a reload and a stop at
+        # once), and their workers, which ignore SIGTERM, would keep the process from exiting.
+        self._other_pools: set[WorkerPool] = set()
         self._hasher = DaemonHasher(self._pool, self._progress)
         self._pipeline = make_pipeline(
             config.store_url,
@@ -373,6 +378,8 @@ class Daemon:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await step("workers", lambda: self._pool.close(grace=0))
+        for other in list(self._other_pools):  # close() is idempotent
+            await step("replaced workers", functools.partial(other.close, grace=0))
         await step("store", lambda: asyncio.to_thread(self._pipeline.close))
         await step("server", self._server.close)
         self._notifier.close()
@@ -542,10 +549,17 @@ class Daemon:
 
     async def _replace_workers(self, new: DaemonConfig) -> None:
         pool = WorkerPool(new.workers)
+        self._other_pools.add(pool)  # closed by the shutdown if it comes while this starts
         await pool.start()
         old, self._pool, self._hasher.pool = self._pool, pool, pool
+        self._other_pools.discard(pool)
+        self._other_pools.add(old)
         self._progress.limit = new.workers.file_timeout + 60
-        closing = functools.partial(old.close, grace=new.shutdown_timeout)
+
+        async def closing() -> None:
+            await old.close(grace=new.shutdown_timeout)
+            self._other_pools.discard(old)
+
         self._supervisor.start("old workers", closing, Policy.STOP)
 
     async def _drop_root(self, root: str) -> None:
