@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from isccd.hashing import UNKNOWN
+from isccd.hashing import MISSING, UNKNOWN
 from isccd.match import Thresholds
 
 DAY = 86400.0
@@ -59,13 +59,14 @@ def profile_is_stale(profile: str, versions: Mapping[str, str]) -> bool:
     ``"iscc/1.5.0 bits/64 pillow/11.0.0 isccd-extract/1"``) names a component whose current
     version in ``versions`` is different. Components ``versions`` does not mention are trusted,
     and so are those whose version cannot be told now (:data:`~isccd.hashing.UNKNOWN`: a tool
-    that failed or timed out at ``-version``): else every unit the tool made would be computed
-    again, labelled unknown, and once more when its version can be told.
+    that failed or timed out at ``-version``) or that are not installed now
+    (:data:`~isccd.hashing.MISSING`): else every unit the tool made would be computed again,
+    labelled unknown or replaced by a skip, and once more when the tool answers.
     """
     for part in profile.split():
         name, sep, version = part.partition("/")
         if sep and name in versions:
             current = versions[name]
-            if current not in (version, UNKNOWN):
+            if current not in (version, UNKNOWN, MISSING):
                 return True
     return False
