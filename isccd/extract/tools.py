@@ -43,6 +43,8 @@ DEFAULT_TIMEOUT = 600.0
 
 #: The version profiles give a component that is not installed (``fpcalc/missing``).
 MISSING = "missing"
+#: The version of a tool that printed none, or could not be asked (it failed or timed out).
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +181,9 @@ def _tool_version(path: str, _identity: tuple[int, int, int, int, int]) -> str:
     try:
         result = run_tool([path, "-version"], timeout=30.0, max_output=1 << 20)
     except ToolError:
-        return "unknown"
+        return UNKNOWN
     match = _VERSION.search(result.stdout.decode("utf-8", "replace"))
-    return match.group(1) if match else "unknown"
+    return match.group(1) if match else UNKNOWN
 
 
 def run_tool(

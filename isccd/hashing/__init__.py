@@ -29,13 +29,15 @@ from isccd.hashing.issues import OUT_OF_MEMORY, issue_from_exception, out_of_mem
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
 from isccd.hashing.record import ALL_UNITS, compose_iscc, compute_record
 from isccd.hashing.renamed import renamed_record
-from isccd.hashing.versions import Versions, current_versions
+from isccd.hashing.versions import MISSING, UNKNOWN, Versions, current_versions
 
 __all__ = [
     "ALGORITHM",
     "ALL_UNITS",
     "EXTRACTION_REVISION",
+    "MISSING",
     "OUT_OF_MEMORY",
+    "UNKNOWN",
     "CodeOptions",
     "Versions",
     "compose_iscc",

@@ -26,13 +26,15 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from isccd.extract import audio, image, probe, tags, text, video
-from isccd.extract.tools import installed_version
+from isccd.extract.tools import MISSING, UNKNOWN, installed_version
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, META_SOURCE, CodeOptions
 
 #: Components named by :data:`ALGORITHM` and :data:`EXTRACTION_REVISION`, and the bit length.
 ISCC = ALGORITHM.partition("/")[0]
 EXTRACTION = EXTRACTION_REVISION.partition("/")[0]
 BITS = "bits"
+
+__all__ = ["MISSING", "UNKNOWN", "Versions", "current_versions"]
 
 
 class Versions(Mapping[str, str]):

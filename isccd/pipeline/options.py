@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from isccd.hashing import MISSING, UNKNOWN
 from isccd.match import Thresholds
 
 DAY = 86400.0
@@ -56,10 +57,16 @@ class PipelineOptions:
 def profile_is_stale(profile: str, versions: Mapping[str, str]) -> bool:
     """True when ``profile`` (space-separated ``name/version`` components, e.g.
     ``"iscc/1.5.0 bits/64 pillow/11.0.0 isccd-extract/1"``) names a component whose current
-    version in ``versions`` is different. Components ``versions`` does not mention are trusted.
+    version in ``versions`` is different. Components ``versions`` does not mention are trusted,
+    and so are those whose version cannot be told now (:data:`~isccd.hashing.UNKNOWN`: a tool
+    that failed or timed out at ``-version``) or that are not installed now
+    (:data:`~isccd.hashing.MISSING`): else every unit the tool made would be computed again,
+    labelled unknown or replaced by a skip, and once more when the tool answers.
     """
     for part in profile.split():
         name, sep, version = part.partition("/")
-        if sep and name in versions and versions[name] != version:
-            return True
+        if sep and name in versions:
+            current = versions[name]
+            if current not in (version, UNKNOWN, MISSING):
+                return True
     return False
