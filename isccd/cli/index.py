@@ -296,8 +296,9 @@ def run_scan(args: argparse.Namespace) -> int:
     """``isccd scan``."""
     from isccd import forkserver  # noqa: PLC0415
 
-    # Started before anything else is imported: it loads the kernels on another core while
-    # this process starts, so the workers are warm when the walk finds the first file to hash.
+    # Started before anything else is imported (by isccd.cli.main, before the parser; here
+    # again, a no-op then, for callers of run_scan): it loads the kernels on another core
+    # while this process starts, so the workers are warm when the walk finds the first file.
     early = forkserver.start_early()
     try:
         with fewer_collections() as collector:
