@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -124,3 +126,26 @@ def test_the_workers_target_is_in_what_the_fork_server_loads() -> None:
     # What the pool starts its processes with (looked up in its namespace, as it does).
     target = vars(pool)["worker_main"]
     assert target.__module__ in PRELOAD
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("coverage") is None, reason="needs coverage.py installed"
+)
+def test_the_kernels_load_without_coverage_which_still_imports_afterwards() -> None:
+    # numba imports coverage.py when installed; the fork server's preload keeps it out (it
+    # costs every start of the workers 50-80 ms), and leaves it importable.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, isccd.iscc._jit; print('coverage' in sys.modules);"
+            "import coverage; print(coverage.Coverage is not None)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
+    )
+    assert done.stdout.split() == ["False", "True"], done.stderr

@@ -21,13 +21,27 @@ Pure: no I/O besides numba's cache.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-import numba
 import numpy as np
 
 from isccd.iscc._tables import CDC_GEAR, MAXH, MPA, MPB, MPRIME
+
+# numba imports coverage.py when it is installed (numba.misc.coverage_support), to report the
+# lines of compiled code to a measurement running in the process: 50-80 ms and 4 MB more at
+# every start of the workers' fork server. With no measurement running (coverage not imported),
+# numba is imported without it, and takes it for not installed; ``import coverage`` works again
+# afterwards. A measured process (the tests under coverage) has it imported already.
+_WITHOUT_COVERAGE = "coverage" not in sys.modules
+if _WITHOUT_COVERAGE:
+    sys.modules["coverage"] = None  # type: ignore[assignment]
+try:
+    import numba
+finally:
+    if _WITHOUT_COVERAGE:
+        del sys.modules["coverage"]
 
 __all__ = [
     "data_digest",
