@@ -1,5 +1,5 @@
 """Allow ``python -m isccd``."""
 
-from isccd.cli.main import main
+from isccd.cli.main import run
 
-raise SystemExit(main())
+run()

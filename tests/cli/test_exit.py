@@ -1,0 +1,78 @@
+"""How the ``isccd`` program exits (:func:`isccd.cli.main.run`): without tearing the
+interpreter down, but with its exit statuses, its output flushed or the failure to write it
+reported, and the exit handlers run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CODE = "ISCC:KACYPXW445FTYNJ3CYSXHAFJMA2HUWULUNRFE3BLHRSCXYH2M5AEGQY"
+
+
+def _isccd(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    done: subprocess.CompletedProcess[str] = subprocess.run(
+        [sys.executable, "-m", "isccd", *args],
+        text=True,
+        timeout=120,
+        check=False,
+        **(streams | kwargs),  # type: ignore[call-overload]
+    )
+    return done
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "says"),
+    [
+        (["--version"], 0, "isccd "),
+        (["explain", "--help"], 0, "usage: isccd explain"),
+        (["explain"], 2, "usage: isccd explain"),
+        (["no-such-command"], 2, "invalid choice"),
+        (["explain", "ISCC:NOT-A-CODE"], 2, "cannot read"),
+        (["explain", CODE], 0, "META"),
+    ],
+)
+def test_exit_statuses_and_output(args: list[str], status: int, says: str) -> None:
+    done = _isccd(*args)
+    assert done.returncode == status, done.stderr
+    assert says in done.stdout + done.stderr
+
+
+def test_output_that_cannot_be_written_fails_the_command() -> None:
+    # A full disk behind stdout: the version, still in the buffer (argparse ignores a failed
+    # write itself), is written at exit, and that must fail.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    with Path("/dev/full").open("w") as full:
+        done = _isccd("--version", stdout=full, stderr=subprocess.PIPE, env=env)
+    assert done.returncode != 0
+    assert "the output could not be written" in done.stderr
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads: the first write fails with EPIPE
+    try:
+        done = _isccd("explain", CODE, stdout=writer, stderr=subprocess.PIPE)
+    finally:
+        os.close(writer)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_exit_handlers_run(tmp_path: Path) -> None:
+    # A scan's workers leave multiprocessing's temporary directory (its fork server's socket),
+    # which an exit handler removes.
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a text to index, long enough to have a code of its own")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    done = _isccd("scan", "--state", str(tmp_path / "state"), "-j", "1", str(root), env=env)
+    assert done.returncode == 0, done.stderr
+    assert list(temp.iterdir()) == []
