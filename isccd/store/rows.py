@@ -8,6 +8,7 @@ one computation, not the file.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -138,8 +139,13 @@ def issues_to_json(issues: Sequence[FileIssue]) -> str | None:
     return event_json(items)
 
 
+@functools.lru_cache(maxsize=1024)
 def issues_from_json(text: str | None) -> tuple[FileIssue, ...]:
-    """The inverse of :func:`issues_to_json`."""
+    """The inverse of :func:`issues_to_json`.
+
+    Cached: the same few texts come back on many files (every file of a type without a
+    Content-Code has the same skip), and the issues are frozen, so files can share them.
+    """
     if not text:
         return ()
     return tuple(
