@@ -154,6 +154,10 @@ class WorkerStatistics:
         return self.done + self.timeouts + self.crashed
 
 
+#: A file to hash as the caller names it and a worker is sent it: ``(root, path, units)``.
+_Request = tuple[str | None, str, frozenset[UnitType] | None]
+
+
 @dataclass(slots=True)
 class _Batch:
     """The files one caller waits for, and their records as they come."""
@@ -170,34 +174,35 @@ class _Batch:
             self.future.set_result(self.records)  # type: ignore[arg-type]  # all filled
 
 
-@dataclass(frozen=True, slots=True)
-class _File:
-    """One file of a batch: where it is, what to compute, and whose it is."""
-
-    root: str | None
-    path: str
-    units: frozenset[UnitType] | None
-    batch: _Batch
-    index: int
-
-
 @dataclass(slots=True)
 class _Job:
-    """The files one worker is sent at once (one message, one answer)."""
+    """Files of one caller's batch that one worker is sent at once (one message, one answer):
+    ``files[i]`` is the batch's file ``first + i``, sent as the caller named it.
+
+    A job is the whole batch as handed over, or a part of it split off to be hashed again
+    (the rest of a batch whose worker ran out of memory, or each file of a batch whose worker
+    died): no per-file object is built for the thousands of small files a scan hands over.
+    """
 
     id: int
-    files: list[_File]
+    batch: _Batch
+    first: int
+    files: Sequence[_Request]
     started: float = 0.0
     timer: asyncio.TimerHandle | None = None
 
     @property
     def path(self) -> str:
         """The first file (what a log line or a status names)."""
-        return self.files[0].path
+        return self.files[0][1]
 
     def abandoned(self) -> bool:
-        """Whether every caller waiting for these files gave up."""
-        return all(f.batch.future.done() for f in self.files)
+        """Whether the caller waiting for these files gave up."""
+        return self.batch.future.done()
+
+    def part(self, start: int, end: int | None = None) -> tuple[int, Sequence[_Request]]:
+        """The batch's index of ``files[start]``, and ``files[start:end]``."""
+        return self.first + start, self.files[start:end]
 
 
 @dataclass(slots=True)
@@ -291,9 +296,7 @@ class WorkerPool:
         units_set = None if units is None else frozenset(units)
         return (await self.compute_many([(root, path, units_set)]))[0]
 
-    async def compute_many(
-        self, files: Sequence[tuple[str | None, str, frozenset[UnitType] | None]]
-    ) -> list[FileRecord]:
+    async def compute_many(self, files: Sequence[_Request]) -> list[FileRecord]:
         """Hash several files, ``(root, path, units)`` each, sent to one worker in one message
         and answered in one: for small files, whose hashing costs less than handing each over.
 
@@ -301,7 +304,8 @@ class WorkerPool:
         time limit on a batch, its files are hashed again one by one (so that only the file to
         blame fails), and a file that runs out of memory ends the batch there, the rest going
         to the replacement worker. Keep batches to files that take milliseconds: the time limit
-        applies to the batch as a whole.
+        applies to the batch as a whole. ``files`` is sent as it is, and must not change until
+        the records are returned.
 
         Returns:
             The records, in the order of ``files``.
@@ -316,15 +320,14 @@ class WorkerPool:
                 raise PoolClosedError(files[0][1])
             future: asyncio.Future[list[FileRecord]] = asyncio.get_running_loop().create_future()
             batch = _Batch([None] * len(files), len(files), future)
-            entries = [_File(r, p, u, batch, i) for i, (r, p, u) in enumerate(files)]
-            self._waiting.append(self._job(entries))
+            self._waiting.append(self._job(batch, 0, files))
             self._start_again()
             self._dispatch()
             return await future
 
-    def _job(self, files: list[_File]) -> _Job:
+    def _job(self, batch: _Batch, first: int, files: Sequence[_Request]) -> _Job:
         self._next_job += 1
-        return _Job(self._next_job, files)
+        return _Job(self._next_job, batch, first, files)
 
     async def close(self, grace: float) -> int:
         """Stop taking files, give those in flight ``grace`` seconds, then stop the workers.
@@ -340,7 +343,7 @@ class WorkerPool:
         while self._waiting:
             abandoned += _abandon(self._waiting.popleft())
         jobs = [job for worker in self._workers.values() for job in worker.jobs]
-        in_flight = {entry.batch.future for job in jobs for entry in job.files}
+        in_flight = {job.batch.future for job in jobs}
         if in_flight:
             await asyncio.wait(in_flight, timeout=grace)
         workers = list(self._workers.values())
@@ -562,19 +565,20 @@ class WorkerPool:
             if job.timer is not None:
                 job.timer.cancel()
             self._done += len(packed)
-            for entry, record in zip(job.files, packed, strict=False):
-                entry.batch.finish(entry.index, unpack(record))
+            batch = job.batch
+            for index, record in enumerate(packed, job.first):
+                batch.finish(index, unpack(record))
             if retire:
                 self._over_memory += 1
                 structlog.get_logger().warning(
                     "worker_memory_exceeded",
                     worker=worker.number,
-                    path=job.files[len(packed) - 1].path,
+                    path=job.files[len(packed) - 1][1],
                     limit_mib=self._options.memory >> 20,
                 )
-                rest = job.files[len(packed) :]
+                first, rest = job.part(len(packed))
                 if rest:  # not hashed: first in line, for the worker that replaces this one
-                    worker.jobs.appendleft(self._job(rest))
+                    worker.jobs.appendleft(self._job(batch, first, rest))
                 worker.process.kill()  # the next files it holds go to the new worker
                 self._replace(worker, None)
                 return
@@ -594,11 +598,10 @@ class WorkerPool:
         for worker in self._workers.values():
             while worker.ready and self._waiting and len(worker.jobs) < self._options.depth:
                 job = self._waiting.popleft()
-                if job.abandoned():  # its callers gave up (a cancelled reconcile)
+                if job.abandoned():  # its caller gave up (a cancelled reconcile)
                     continue
-                files = [(f.root, f.path, f.units) for f in job.files]
                 try:
-                    worker.conn.send((job.id, files))
+                    worker.conn.send((job.id, job.files))
                 except OSError:  # the worker is dying; its EOF is handled by _readable
                     self._waiting.appendleft(job)
                     break
@@ -655,10 +658,12 @@ class WorkerPool:
             if culprit.timer is not None:
                 culprit.timer.cancel()
             if len(culprit.files) == 1:
-                entry = culprit.files[0]
-                entry.batch.finish(entry.index, failed_record(entry.path, failure))
+                culprit.batch.finish(culprit.first, failed_record(culprit.path, failure))
             else:
-                jobs[:0] = [self._job([entry]) for entry in culprit.files]
+                jobs[:0] = [
+                    self._job(culprit.batch, *culprit.part(i, i + 1))
+                    for i in range(len(culprit.files))
+                ]
         for job in reversed(jobs):  # not started yet: first in line for the other workers
             if job.timer is not None:
                 job.timer.cancel()
@@ -681,17 +686,16 @@ class WorkerPool:
 
 
 def _abandon(job: _Job) -> int:
-    """Tell the callers still waiting for a job's files that the pool closed; the number of
+    """Tell the caller still waiting for a job's files that the pool closed; the number of
     files abandoned."""
-    abandoned = 0
-    for entry in job.files:
-        future = entry.batch.future
-        if not future.done():
-            future.set_exception(PoolClosedError(entry.path))
-        # A caller that gave up has cancelled its future already: its files are not counted.
-        if entry.batch.records[entry.index] is None and _closed(future):
-            abandoned += 1
-    return abandoned
+    future = job.batch.future
+    if not future.done():
+        future.set_exception(PoolClosedError(job.path))
+    # A caller that gave up has cancelled its future already: its files are not counted.
+    if not _closed(future):
+        return 0
+    records = job.batch.records[job.first : job.first + len(job.files)]
+    return sum(record is None for record in records)
 
 
 def _closed(future: asyncio.Future[Any]) -> bool:

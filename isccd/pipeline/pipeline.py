@@ -480,10 +480,12 @@ class Pipeline:
         records = await self._hash_batch(hasher, jobs)
         done, unstable = [], []
         for job, record in zip(jobs, records, strict=True):
-            if is_unstable(record):
+            if record.issues and is_unstable(record):
                 unstable.append((job, record))
-            else:
+            elif record.stat is None:  # not opened: ask the disk why (a file read needs no look)
                 done.append((job, await self._unopened(job.root, record)))
+            else:
+                done.append((job, record))
         more: list[HashJob] = []
         applied = await apply.many(done)
         for _, after, _ in applied:

@@ -139,3 +139,18 @@ def test_a_scan_loads_no_socket_server(tmp_path: Path) -> None:
     assert status == 0
     # The settings name the server's options; the server itself is the daemon's.
     assert loaded == ["isccd.server.options"]
+
+
+def test_a_scan_of_texts_asks_no_image_library(tmp_path: Path) -> None:
+    pytest.importorskip("pillow_heif")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text(prose(3), encoding="utf-8")
+    status, loaded = loaded_by(
+        "scan", "--json", "--state", str(tmp_path / "state"), str(root),
+        watched=("pillow_heif", "isccd.pipeline"),
+    )  # fmt: skip
+    assert status == 0
+    # Its version is asked only to judge a stored unit whose profile names it (the workers,
+    # which decode images, load it in their own processes).
+    assert loaded == ["isccd.pipeline"]

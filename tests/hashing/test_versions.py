@@ -216,3 +216,23 @@ def test_lazy_versions_ask_the_tools_only_when_a_tool_version_is_read(tmp_path: 
     )
     assert sorted(log.read_text().split()) == ["fpcalc"]  # ffmpeg's answer is still cached
     assert dict(eager)["fpcalc"] == versions["fpcalc"]
+
+
+def test_lazy_versions_ask_a_library_only_when_its_version_is_read() -> None:
+    from isccd.extract import image, text
+
+    image.component_versions.cache_clear()
+    text.component_versions.cache_clear()
+    versions = current_versions(lazy=True)
+    # A scan of files whose profiles name no library: neither Pillow's plugin is imported
+    # nor the extractors' metadata read.
+    assert {"pillow", "pillow-heif", "tika", "pdfium", "charset-normalizer"} <= set(versions)
+    assert not profile_is_stale("iscc/1.5.0 bits/64 isccd-extract/1", versions)
+    assert image.component_versions.cache_info().misses == 0
+    assert text.component_versions.cache_info().misses == 0
+    # Read, one extractor's libraries are asked, once, with the answers asked at once.
+    assert versions["pillow"] == PIL.__version__
+    assert profile_is_stale("iscc/1.5.0 bits/64 pillow-heif/0.0.1", versions)
+    assert image.component_versions.cache_info().misses == 1
+    assert text.component_versions.cache_info().misses == 0
+    assert dict(versions) == dict(current_versions())

@@ -48,6 +48,18 @@ def test_the_default_patterns_are_joined() -> None:
     assert not is_ignored(spec, "/r", "/r/a/notes.txt", is_dir=False)
 
 
+def test_patterns_that_match_at_any_depth_split_the_path_once() -> None:
+    # Each default pattern matches a name at any depth: the joined expression tries the
+    # path's directories once for all of them, not once per pattern.
+    spec = compile_ignore([*WatchSettings().ignore, "/top", "a/b"])
+    assert spec is not None and spec.any_match is not None
+    assert spec.any_match.pattern.count("(?:.+/)?") == 1
+    assert is_ignored(spec, "/r", "/r/x/y/z.swp", is_dir=False)
+    assert is_ignored(spec, "/r", "/r/top", is_dir=False)
+    assert not is_ignored(spec, "/r", "/r/x/top", is_dir=False)
+    assert is_ignored(spec, "/r", "/r/a/b", is_dir=False)
+
+
 def test_negated_patterns_are_still_matched_in_full() -> None:
     spec = compile_ignore(["*.txt", "!keep.txt"])
     assert not is_ignored(spec, "/r", "/r/keep.txt", is_dir=False)
