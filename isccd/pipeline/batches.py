@@ -65,7 +65,8 @@ class OwnerBatches(Generic[I, T]):
     """Applies items on the owner thread, all those waiting in one job.
 
     At most one job is in flight; items that arrive meanwhile wait for the next one, so a batch
-    is as large as the load makes it and an item alone waits for nothing.
+    is as large as the load makes it and an item alone waits for nothing. After a large job,
+    the next one gathers items for a while (:class:`Gathering`).
     """
 
     def __init__(
