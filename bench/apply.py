@@ -13,9 +13,11 @@ a fresh SQLite store in a temporary directory:
 - **floor**: the rows the index stores (``files``, ``units``, ``events``: their values made
   beforehand) inserted with plain ``sqlite3`` ``executemany``, one transaction per job of
   450 files;
-- **add_new, B=32** and **add_new, B=450**: what the store owner thread runs for a job of B
-  new files: ``begin``, ``savepoint``, ``Index.add_new(root, records[i:i+B])``, ``release``,
-  ``commit`` (32 files a job is what the owner sees alone; about 450 under load).
+- **add_new, B=32, 64, 450, 512**: what the store owner thread runs for a job of B new files:
+  ``begin``, ``savepoint``, ``Index.add_new(root, records[i:i+B])``, ``release``, ``commit``
+  (64 files are one worker's message, a job of its own when the owner keeps up and nothing
+  gathers; 512 what a scan's job gathers at most, ``isccd.pipeline.batches.Gathering``; 32
+  and 450 are the sizes measured before).
 
 The records are kept out of the collector's scans (``gc.freeze``): the daemon holds a job's
 records at a time, not a scan's. The figures are medians of the rounds, in CPU microseconds of
@@ -59,8 +61,11 @@ from isccd.model import FileRecord
 from isccd.pipeline.index import Index
 from isccd.store import SqliteStore
 
-#: The jobs' sizes: what the owner sees alone, and under load.
-SIZES = (32, 450)
+#: The jobs' sizes: a worker's message, and what a scan's job gathers (and those measured
+#: before: 32, 450).
+SIZES = (32, 64, 450, 512)
+#: The size of the floor's transactions, and of the profiled pass.
+FLOOR = 450
 #: The time every event and row is stamped with, so that rounds compare equal.
 NOW = 1_700_000_000.0
 
@@ -111,7 +116,7 @@ def floor_rows(
 ) -> tuple[str, list[tuple[list[tuple[object, ...]], ...]]]:
     """The columns of ``files`` and the rows of ``files``, ``units`` and ``events`` the index
     stored in ``db``, per job of the largest size (an event goes with its file's job)."""
-    size = max(SIZES)
+    size = FLOOR
     job_of = {record.path: number // size for number, record in enumerate(records)}
     jobs: list[tuple[list[tuple[object, ...]], ...]] = [
         ([], [], []) for _ in range((len(records) + size - 1) // size)
@@ -188,7 +193,7 @@ def main() -> None:
     template = work / "template.db"
     SqliteStore(template).close()  # the schema, empty
     sample = work / "sample.db"
-    apply_pass(sample, root, records, max(SIZES))
+    apply_pass(sample, root, records, FLOOR)
     results = checksum(sample)
     columns, jobs = floor_rows(sample, records)
     with sqlite3.connect(sample) as conn:
@@ -202,7 +207,7 @@ def main() -> None:
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-        apply_pass(work / "profile.db", root, records, max(SIZES))
+        apply_pass(work / "profile.db", root, records, FLOOR)
         profiler.disable()
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
         return

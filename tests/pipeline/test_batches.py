@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from isccd.model import EventType
-from isccd.pipeline.batches import OwnerBatches
+from isccd.pipeline.batches import Gathering, OwnerBatches
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.store import open_store, state_url
@@ -134,3 +134,54 @@ def test_a_fault_only_in_applying_together_is_logged(
     logged = [r for r in caplog.records if r.getMessage() == "batch_applied_one_by_one"]
     assert len(logged) == 1
     assert logged[0].items == 2  # type: ignore[attr-defined]
+
+
+def test_after_a_large_job_the_next_one_gathers_items_until_it_has_enough(tmp_path: Path) -> None:
+    """While a scan floods the store, items that come one after another go in one job (one
+    commit), not one job each."""
+    gathering = Gathering(after=2, items=3, seconds=60, quiet=60)
+
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> list[Any]:
+        batches = OwnerBatches(apply._call, _log, gathering=gathering)
+        first = await batches.many(["a", "b"])  # a large job: the next one gathers
+        rest = []
+        for name in ("c", "d", "e"):
+            rest.append(asyncio.ensure_future(batches.many([name])))
+            await asyncio.sleep(0)  # each comes on its own, while the job gathers
+        done = await asyncio.wait_for(asyncio.gather(*rest), 5)
+        return [first, done, len(jobs)]
+
+    first, done, jobs = _run(tmp_path, body)
+    assert first == ["A", "B"]
+    assert done == [["C"], ["D"], ["E"]]
+    assert jobs == 2
+    assert _logged(tmp_path) == ["/r/a", "/r/b", "/r/c", "/r/d", "/r/e"]
+
+
+def test_a_gathering_job_goes_once_no_item_comes_for_a_while(tmp_path: Path) -> None:
+    """The last items of a scan wait only the quiet time, not the longest wait."""
+    gathering = Gathering(after=2, items=100, seconds=60, quiet=0.05)
+
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> list[Any]:
+        batches = OwnerBatches(apply._call, _log, gathering=gathering)
+        await batches.many(["a", "b"])
+        return [await asyncio.wait_for(batches.many(["c"]), 5), len(jobs)]
+
+    assert _run(tmp_path, body) == [["C"], 2]
+
+
+def test_a_small_job_never_waits_and_drain_sends_what_gathers(tmp_path: Path) -> None:
+    """Items that come one at a time (files hashed alone) go at once; once the caller drains,
+    nothing waits for more items."""
+    gathering = Gathering(after=2, items=100, seconds=60, quiet=60)
+
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> list[Any]:
+        batches = OwnerBatches(apply._call, _log, gathering=gathering)
+        alone = [await asyncio.wait_for(batches(name), 5) for name in ("a", "b")]
+        await batches.many(["c", "d"])  # a large job: the next one would gather
+        last = asyncio.ensure_future(batches.many(["e"]))
+        await asyncio.sleep(0)
+        await asyncio.wait_for(batches.drain(), 5)
+        return [alone, last.result(), len(jobs)]
+
+    assert _run(tmp_path, body) == [["A", "B"], ["E"], 4]

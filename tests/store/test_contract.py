@@ -165,6 +165,20 @@ def test_many_new_files_at_once(store: Store) -> None:
     assert [f.path for f in store.files_by_id(again)] == ["/data/d", "/data/e"]
 
 
+def test_a_job_of_more_new_files_than_one_statement_holds(store: Store) -> None:
+    """A scan's job gathers several hundred files: stored in order, with their units, however
+    many statements that takes."""
+    records = [
+        make_record(f"/data/d{n // 200}/f{n}", ino=n, datahash=hashed(n), data=n.to_bytes(8, "big"))
+        for n in range(1, 1101)
+    ]
+    store.begin()
+    ids = store.add_files(ROOT, records, 2.0)
+    store.commit()
+    assert ids == sorted(set(ids)) and len(ids) == len(records)
+    assert [f.record for f in store.files_by_id(ids)] == records
+
+
 def test_the_troubled_files_under_a_directory(store: Store) -> None:
     issue = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
     store.begin()
