@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from operator import itemgetter
 
 from isccd.iscc.codec import (
     MT,
@@ -43,8 +42,6 @@ _UNIT_TYPES = frozenset((MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE)
 _MAIN_TYPES = {int(mt): mt for mt in MT}
 _DATA_INSTANCE = (MT.DATA, MT.INSTANCE)
 _CONTENT_TYPES = (MT.SEMANTIC, MT.CONTENT)
-_main_type = itemgetter(0)
-
 #: Body bits each unit contributes: normal and WIDE.
 _UNIT_BITS = 64
 _WIDE_BITS = 128
@@ -117,16 +114,36 @@ def compose_iscc_code(decoded: Sequence[tuple[int, int, bytes]], wide: bool = Fa
         IsccError: As :func:`gen_iscc_code_v0` for the combination of the units, or a body
             shorter than 64 bits.
     """
-    if len(decoded) < 2:
-        raise IsccError("an ISCC-CODE needs at least two ISCC-UNITs (Data and Instance)")
-    for _, _, body in decoded:
-        if len(body) * 8 < _UNIT_BITS:
-            raise IsccError("cannot build an ISCC-CODE from units shorter than 64 bits")
-    units = sorted(decoded, key=_main_type)
-    wide = bool(wide) and all(len(body) * 8 >= _WIDE_BITS for _, _, body in units)
-    header, nbytes = _layout(tuple([(mt, st) for mt, st, _ in units]), wide)
-    body = b"".join([unit_body[:nbytes] for _, _, unit_body in units])
+    order, header, nbytes = _plan(
+        tuple([(mt, st, len(body)) for mt, st, body in decoded]), bool(wide)
+    )
+    body = b"".join([decoded[i][2][:nbytes] for i in order])
     return "ISCC:" + encode_base32(header + body)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(
+    units: tuple[tuple[int, int, int], ...], wide: bool
+) -> tuple[tuple[int, ...], bytes, int]:
+    """How :func:`compose_iscc_code` combines units of these ``(maintype, subtype, body
+    bytes)``: the order it takes them in (MainType order; stable), the header, and the body
+    bytes each contributes.
+
+    A few combinations serve every file: each is checked once (an invalid one raises every
+    time, as exceptions are not cached).
+
+    Raises:
+        IsccError: As :func:`compose_iscc_code`.
+    """
+    if len(units) < 2:
+        raise IsccError("an ISCC-CODE needs at least two ISCC-UNITs (Data and Instance)")
+    for _, _, size in units:
+        if size * 8 < _UNIT_BITS:
+            raise IsccError("cannot build an ISCC-CODE from units shorter than 64 bits")
+    order = tuple(sorted(range(len(units)), key=lambda i: units[i][0]))
+    wide = wide and all(units[i][2] * 8 >= _WIDE_BITS for i in order)
+    header, nbytes = _layout(tuple([(units[i][0], units[i][1]) for i in order]), wide)
+    return order, header, nbytes
 
 
 @functools.lru_cache(maxsize=64)
