@@ -52,6 +52,7 @@ def compute_record(
     root: str | None = None,
     follow_symlinks: bool = False,
     roots: RootDirs | None = None,
+    timed: bool = False,
 ) -> FileRecord:
     """Compute the ISCC units and ISCC-CODE of one file.
 
@@ -67,13 +68,15 @@ def compute_record(
         follow_symlinks: With ``root``, follow links that stay beneath it.
         roots: With ``root``, the root directories a run of files shares (a worker's job), so
             that each root is opened once for the run (the guarantees are the same).
+        timed: Record the milliseconds each stage lasts in ``timings`` (empty otherwise: a
+            worker's records do without them).
 
     Returns:
         The record. Problems are in ``issues``; it is never an exception.
     """
     options = options or _DEFAULT_OPTIONS
     wanted = ALL_UNITS if units is None else frozenset(units)
-    run = Run(options)
+    run = Run(options, timed=timed)
     try:
         src = open_source(path, root=root, follow_symlinks=follow_symlinks, roots=roots)
     except FileError as exc:
