@@ -33,6 +33,11 @@ from isccd.model import (
 
 ALL_UNITS: frozenset[UnitType] = frozenset(UnitType) - {UnitType.MIXED}
 
+#: The units of the Data- and Instance-Code pass.
+_SUMMED = frozenset((UnitType.DATA, UnitType.INSTANCE))
+#: The stage of each mode's Content-Code (its unit type's name).
+_STAGE_OF_MODE = {mode: unit_type.value for mode, unit_type in CONTENT_UNIT_OF_MODE.items()}
+
 #: The SDK's defaults, made and checked once.
 _DEFAULT_OPTIONS = CodeOptions()
 
@@ -107,12 +112,12 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
         run.issues.append(_unsupported(mediatype))
 
     summed = None
-    if wanted & {UnitType.DATA, UnitType.INSTANCE}:
+    if not wanted.isdisjoint(_SUMMED):
         summed = run.guarded("read", lambda: _sum_pass(src, run))
 
     content: Content | None = None
     if mode is not None and CONTENT_UNIT_OF_MODE[mode] in wanted:
-        stage, sniffed = CONTENT_UNIT_OF_MODE[mode].value, mode
+        stage, sniffed = _STAGE_OF_MODE[mode], mode
         content = run.guarded(stage, lambda: content_unit(src, mediatype, sniffed, run))
         if content is None and detected.from_content and _undecodable(run, stage, mediatype):
             mediatype, mode = OCTET_STREAM, None  # coded as generic data: no Meta-Code either
@@ -217,10 +222,20 @@ def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
 
     As in the SDK, ``wide`` only has an effect on Data + Instance of at least 128 bits.
     """
-    kinds = [u.type for u in units]
-    if UnitType.DATA not in kinds or UnitType.INSTANCE not in kinds:
+    headers = _headers(tuple([u.type for u in units]))
+    if headers is None:
         return None
     # The header of each unit follows from its type: no need to decode the codes just made.
     return compose_iscc_code(
-        [(*HEADER_OF[u.type], u.digest) for u in units if u.type is not UnitType.MIXED], wide
+        [(*header, u.digest) for header, u in zip(headers, units, strict=True) if header], wide
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _headers(types: tuple[UnitType, ...]) -> tuple[tuple[int, int] | None, ...] | None:
+    """MainType and SubType of each of these units in an ISCC-CODE (``None`` for a unit it
+    leaves out), or ``None`` when they make none (no Data or no Instance). Once per set of
+    types."""
+    if UnitType.DATA not in types or UnitType.INSTANCE not in types:
+        return None
+    return tuple([None if t is UnitType.MIXED else HEADER_OF[t] for t in types])
