@@ -100,10 +100,16 @@ def _how(flags: int, resolve: int) -> ctypes._CArgObject:
 
 def _openat2(dir_fd: int, path: bytes, flags: int, resolve: int) -> int:
     """Call openat2(2); raise OSError with its errno."""
+    return _openat2_c(ctypes.c_long(dir_fd), path, _how(flags, resolve))
+
+
+def _openat2_c(dir_fd: ctypes.c_long, path: bytes, how: ctypes._CArgObject) -> int:
+    """:func:`_openat2` with its arguments as C values already (a root's descriptor and its
+    ``open_how`` made once, not on every call)."""
     call = _syscall()
     if call is None:
         raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
-    fd = call(_NR, ctypes.c_long(dir_fd), path, _how(flags, resolve), _HOW_SIZE)
+    fd = call(_NR, dir_fd, path, how, _HOW_SIZE)
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), os.fsdecode(path))
@@ -209,6 +215,10 @@ class RootDir:
         self._last: tuple[str | None, bytes] = (None, b"")
         self.fd = open_root(self.path, kernel=self._kernel)
         self._identity: tuple[int, int] | None = None
+        # openat2's arguments that stay the same, as C values: the descriptor, and the
+        # open_how of each flags a file is opened with (a handful).
+        self._cfd = ctypes.c_long(self.fd)
+        self._hows: dict[int, ctypes._CArgObject] = {}
 
     def close(self) -> None:
         """Close the root's descriptor (idempotent)."""
@@ -291,9 +301,12 @@ class RootDir:
             else:
                 encoded = os.fsencode(self.relative(path))
                 self._last = (path, encoded)
+            how = self._hows.get(flags)
+            if how is None:
+                how = self._hows[flags] = _how(flags, self._resolve)
             for _ in range(_EAGAIN_RETRIES):
                 try:
-                    return _openat2(self.fd, encoded, flags, self._resolve)
+                    return _openat2_c(self._cfd, encoded, how)
                 except OSError as exc:
                     if exc.errno == errno.EAGAIN:
                         continue  # a rename raced with ".."; the kernel asks to try again
