@@ -34,6 +34,7 @@ import functools
 import os
 import platform
 import stat
+import sys
 from collections.abc import Callable
 from types import TracebackType
 from typing import cast
@@ -58,6 +59,9 @@ MAX_SYMLINKS = 40
 _EAGAIN_RETRIES = 3
 
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: How os.fsencode encodes a path, for the lookups beneath a root (without its calls).
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
 #: Errors that mean "this kernel or sandbox has no usable openat2".
 _NO_OPENAT2 = frozenset({errno.ENOSYS, errno.EPERM, errno.E2BIG, errno.EINVAL})
 
@@ -219,6 +223,8 @@ class RootDir:
         # open_how of each flags a file is opened with (a handful).
         self._cfd = ctypes.c_long(self.fd)
         self._hows: dict[int, ctypes._CArgObject] = {}
+        #: What every path under the root starts with.
+        self._prefix = (self.path if self.path != "/" else "") + "/"
 
     def close(self) -> None:
         """Close the root's descriptor (idempotent)."""
@@ -268,10 +274,9 @@ class RootDir:
             raise _refused(errno.EINVAL, path)
         if path == self.path:
             return "."
-        prefix = self.path if self.path != "/" else ""
-        if not path.startswith(prefix + "/"):
+        if not path.startswith(self._prefix):
             raise _refused(errno.EXDEV, path)
-        return path[len(prefix) + 1 :] or "."
+        return path[len(self._prefix) :] or "."
 
     def open(self, path: str, flags: int) -> int:
         """Open ``path`` beneath the root.
@@ -299,7 +304,7 @@ class RootDir:
             if last[0] == path:
                 encoded = last[1]
             else:
-                encoded = os.fsencode(self.relative(path))
+                encoded = self.relative(path).encode(_FS_ENCODING, _FS_ERRORS)  # os.fsencode
                 self._last = (path, encoded)
             how = self._hows.get(flags)
             if how is None:
