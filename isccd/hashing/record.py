@@ -136,7 +136,7 @@ def _compute(src: SourceFile, run: Run, wanted: frozenset[UnitType]) -> FileReco
     if content:
         units.append(content.unit)
     if summed:
-        units += [u for u in summed[0] if u.type in wanted]
+        units += summed[0] if wanted is ALL_UNITS else [u for u in summed[0] if u.type in wanted]
     fields = meta[1] if meta else {}
     # Positional, in the order of FileRecord's fields: 19 keywords cost 0.7 µs more per file.
     return FileRecord(
