@@ -18,8 +18,9 @@ from isccd.hashing.content import HEADER_OF, Content, content_unit, digest_unit,
 from isccd.hashing.issues import issue_from_exception
 from isccd.hashing.options import EXTRACTION_REVISION, META_SOURCE, CodeOptions
 from isccd.hashing.run import Run
-from isccd.iscc import SumHasher, compose_iscc_code, hash_instance_v0, soft_hash_data_v0
+from isccd.iscc import SumHasher, hash_instance_v0, soft_hash_data_v0
 from isccd.iscc.instance import MULTIHASH_BLAKE3
+from isccd.iscc.iscc_code import compose_plan, compose_planned
 from isccd.model import (
     CONTENT_UNIT_OF_MODE,
     FileIssue,
@@ -223,20 +224,30 @@ def compose_iscc(units: Sequence[Unit], wide: bool) -> str | None:
 
     As in the SDK, ``wide`` only has an effect on Data + Instance of at least 128 bits.
     """
-    headers = _headers(tuple([u.type for u in units]))
-    if headers is None:
+    plan = _plan(tuple([(u.type, len(u.digest)) for u in units]), wide)
+    if plan is None:
         return None
-    # The header of each unit follows from its type: no need to decode the codes just made.
-    return compose_iscc_code(
-        [(*header, u.digest) for header, u in zip(headers, units, strict=True) if header], wide
-    )
+    order, header, nbytes = plan
+    return compose_planned(header, [units[i].digest for i in order], nbytes)
 
 
 @functools.lru_cache(maxsize=64)
-def _headers(types: tuple[UnitType, ...]) -> tuple[tuple[int, int] | None, ...] | None:
-    """MainType and SubType of each of these units in an ISCC-CODE (``None`` for a unit it
-    leaves out), or ``None`` when they make none (no Data or no Instance). Once per set of
-    types."""
+def _plan(
+    units: tuple[tuple[UnitType, int], ...], wide: bool
+) -> tuple[tuple[int, ...], bytes, int] | None:
+    """Which of these units (type, body bytes) an ISCC-CODE takes in which order, its header and
+    the bytes of each (:func:`~isccd.iscc.iscc_code.compose_plan`), or ``None`` when they make
+    none (no Data or no Instance). Once per set of units: the header of each unit follows
+    from its type, no need to decode the codes just made.
+
+    Raises:
+        IsccError: As :func:`~isccd.iscc.compose_iscc_code` (every time: not cached).
+    """
+    types = [t for t, _ in units]
     if UnitType.DATA not in types or UnitType.INSTANCE not in types:
         return None
-    return tuple([None if t is UnitType.MIXED else HEADER_OF[t] for t in types])
+    taken = [i for i, t in enumerate(types) if t is not UnitType.MIXED]
+    order, header, nbytes = compose_plan(
+        tuple([(*HEADER_OF[units[i][0]], units[i][1]) for i in taken]), bool(wide)
+    )
+    return tuple([taken[i] for i in order]), header, nbytes

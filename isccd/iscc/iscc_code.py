@@ -33,7 +33,13 @@ from isccd.iscc.codec import (
 from isccd.iscc.constants import SUBTYPE_MAP
 from isccd.iscc.exceptions import IsccError
 
-__all__ = ["compose_iscc_code", "gen_iscc_code", "gen_iscc_code_v0"]
+__all__ = [
+    "compose_iscc_code",
+    "compose_plan",
+    "compose_planned",
+    "gen_iscc_code",
+    "gen_iscc_code_v0",
+]
 
 #: The MainTypes an ISCC-CODE is made of.
 _UNIT_TYPES = frozenset((MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE))
@@ -114,20 +120,25 @@ def compose_iscc_code(decoded: Sequence[tuple[int, int, bytes]], wide: bool = Fa
         IsccError: As :func:`gen_iscc_code_v0` for the combination of the units, or a body
             shorter than 64 bits.
     """
-    order, header, nbytes = _plan(
+    order, header, nbytes = compose_plan(
         tuple([(mt, st, len(body)) for mt, st, body in decoded]), bool(wide)
     )
-    body = b"".join([decoded[i][2][:nbytes] for i in order])
-    return "ISCC:" + encode_base32(header + body)
+    return compose_planned(header, [decoded[i][2] for i in order], nbytes)
+
+
+def compose_planned(header: bytes, bodies: Sequence[bytes], nbytes: int) -> str:
+    """The ISCC-CODE of units' ``bodies`` in the order, with the header and the bytes of each
+    that :func:`compose_plan` gave for them."""
+    return "ISCC:" + encode_base32(header + b"".join([body[:nbytes] for body in bodies]))
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(
+def compose_plan(
     units: tuple[tuple[int, int, int], ...], wide: bool
 ) -> tuple[tuple[int, ...], bytes, int]:
     """How :func:`compose_iscc_code` combines units of these ``(maintype, subtype, body
     bytes)``: the order it takes them in (MainType order; stable), the header, and the body
-    bytes each contributes.
+    bytes each contributes (see :func:`compose_planned`).
 
     A few combinations serve every file: each is checked once (an invalid one raises every
     time, as exceptions are not cached).
