@@ -15,7 +15,11 @@ Each round times, in turn (so that load from other work on the machine falls on 
   pipe (each root opened once per message). Unpacking, the daemon's share, is not timed.
 
 The figures are medians of the rounds, in microseconds per file of wall time and of this
-process's CPU time (the steadier one on a shared machine; the ratio uses it). Every round must
+process's CPU time (the steadier one on a shared machine; the ratio uses it). The cyclic
+garbage collector is paused during each pass (and collects before it): a pass keeps all its
+4,000 records for the checksum, which a worker never does (it frees each message's records once
+sent, and allocates nothing that lasts), so the collections they caused fell into whichever
+pass came next and moved the figures by 10 µs per file and more. Every round must
 give the same codes: a checksum of each file's path, media type, ISCC-CODE, units, name and
 issues is printed, and rounds that disagree stop the benchmark. ``--profile`` prints a cProfile
 of one more pass instead of timing.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import hashlib
 import os
 import platform
@@ -142,10 +147,14 @@ def main() -> None:
     cpu: dict[str, list[float]] = {name: [] for name in PASSES}
     for number in range(args.rounds):
         for name, run in PASSES.items():
+            records: list[FileRecord] | list[Packed] = []  # the last pass's, freed first
+            gc.collect()
+            gc.disable()
             start, start_cpu = time.perf_counter(), time.process_time()
             records = run(paths, root)
             wall[name].append(per_file(time.perf_counter() - start, len(paths)))
             cpu[name].append(per_file(time.process_time() - start_cpu, len(paths)))
+            gc.enable()
             again = checksum(records) if records else codes
             if again != codes:
                 raise SystemExit(f"round {number + 1} gave other codes: {again} != {codes}")

@@ -34,6 +34,7 @@ import functools
 import os
 import platform
 import stat
+import sys
 from collections.abc import Callable
 from types import TracebackType
 from typing import cast
@@ -58,6 +59,9 @@ MAX_SYMLINKS = 40
 _EAGAIN_RETRIES = 3
 
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: How os.fsencode encodes a path, for the lookups beneath a root (without its calls).
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
 #: Errors that mean "this kernel or sandbox has no usable openat2".
 _NO_OPENAT2 = frozenset({errno.ENOSYS, errno.EPERM, errno.E2BIG, errno.EINVAL})
 
@@ -100,10 +104,16 @@ def _how(flags: int, resolve: int) -> ctypes._CArgObject:
 
 def _openat2(dir_fd: int, path: bytes, flags: int, resolve: int) -> int:
     """Call openat2(2); raise OSError with its errno."""
+    return _openat2_c(ctypes.c_long(dir_fd), path, _how(flags, resolve))
+
+
+def _openat2_c(dir_fd: ctypes.c_long, path: bytes, how: ctypes._CArgObject) -> int:
+    """:func:`_openat2` with its arguments as C values already (a root's descriptor and its
+    ``open_how`` made once, not on every call)."""
     call = _syscall()
     if call is None:
         raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
-    fd = call(_NR, ctypes.c_long(dir_fd), path, _how(flags, resolve), _HOW_SIZE)
+    fd = call(_NR, dir_fd, path, how, _HOW_SIZE)
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), os.fsdecode(path))
@@ -209,6 +219,12 @@ class RootDir:
         self._last: tuple[str | None, bytes] = (None, b"")
         self.fd = open_root(self.path, kernel=self._kernel)
         self._identity: tuple[int, int] | None = None
+        # openat2's arguments that stay the same, as C values: the descriptor, and the
+        # open_how of each flags a file is opened with (a handful).
+        self._cfd = ctypes.c_long(self.fd)
+        self._hows: dict[int, ctypes._CArgObject] = {}
+        #: What every path under the root starts with.
+        self._prefix = (self.path if self.path != "/" else "") + "/"
 
     def close(self) -> None:
         """Close the root's descriptor (idempotent)."""
@@ -258,10 +274,9 @@ class RootDir:
             raise _refused(errno.EINVAL, path)
         if path == self.path:
             return "."
-        prefix = self.path if self.path != "/" else ""
-        if not path.startswith(prefix + "/"):
+        if not path.startswith(self._prefix):
             raise _refused(errno.EXDEV, path)
-        return path[len(prefix) + 1 :] or "."
+        return path[len(self._prefix) :] or "."
 
     def open(self, path: str, flags: int) -> int:
         """Open ``path`` beneath the root.
@@ -289,11 +304,14 @@ class RootDir:
             if last[0] == path:
                 encoded = last[1]
             else:
-                encoded = os.fsencode(self.relative(path))
+                encoded = self.relative(path).encode(_FS_ENCODING, _FS_ERRORS)  # os.fsencode
                 self._last = (path, encoded)
+            how = self._hows.get(flags)
+            if how is None:
+                how = self._hows[flags] = _how(flags, self._resolve)
             for _ in range(_EAGAIN_RETRIES):
                 try:
-                    return _openat2(self.fd, encoded, flags, self._resolve)
+                    return _openat2_c(self._cfd, encoded, how)
                 except OSError as exc:
                     if exc.errno == errno.EAGAIN:
                         continue  # a rename raced with ".."; the kernel asks to try again

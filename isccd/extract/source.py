@@ -178,18 +178,17 @@ class SourceFile:
             raise FileVanishedError(self.path, "file removed while it was read") from exc
         except OSError as exc:
             raise FileUnstableError(self.path, f"cannot stat after reading: {_why(exc)}") from exc
-        if (now.st_dev, now.st_ino) != (self.stat.st_dev, self.stat.st_ino):
+        st = self.stat
+        if now.st_ino != st.st_ino or now.st_dev != st.st_dev:
             raise FileUnstableError(self.path, "file replaced while it was read")
         # The same inode as the descriptor's: its stat now is the descriptor's (no fstat more).
-        after = now
-        if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) != (
-            self.stat.st_size,
-            self.stat.st_mtime_ns,
-            self.stat.st_ctime_ns,
+        if (
+            now.st_mtime_ns != st.st_mtime_ns
+            or now.st_ctime_ns != st.st_ctime_ns
+            or now.st_size != st.st_size
         ):
             raise FileUnstableError(
-                self.path,
-                f"file changed while it was read (size {self.stat.st_size} -> {after.st_size})",
+                self.path, f"file changed while it was read (size {st.st_size} -> {now.st_size})"
             )
         if self._beneath is not None and self._beneath.moved():
             raise FileUnstableError(self.path, "its root was moved or replaced while it was read")
@@ -355,7 +354,7 @@ def _open(path: str, noatime: bool, beneath: RootDir | None, *, owns_root: bool)
         raise FileAccessError(path, f"cannot open: {_why(exc)}") from exc
 
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+    if not stat.S_ISREG(st.st_mode) or st.st_ino != before.st_ino or st.st_dev != before.st_dev:
         os.close(fd)
         raise FileUnstableError(path, "replaced between listing and opening")
     return SourceFile(path, fd, st, beneath, owns_root=owns_root)
@@ -378,7 +377,7 @@ def _lookup(path: str, beneath: RootDir | None) -> os.stat_result:
     if beneath is None:
         return os.lstat(path)
     st = beneath.stat(path)
-    if stat.S_ISLNK(st.st_mode) and beneath.follow_symlinks:
+    if beneath.follow_symlinks and stat.S_ISLNK(st.st_mode):
         fd = beneath.open(path, os.O_PATH)
         try:
             return os.fstat(fd)

@@ -84,6 +84,10 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+#: The first bytes of the byte order marks: text starting otherwise has none.
+_BOM_LEADS = frozenset(bom[:1] for bom, _ in _BOMS)
+#: What plain text says of itself (a frozen value every such text shares).
+_NOTHING = Metadata()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,7 @@ def extract_text(
         # Only a guessed encoding depends on the detector (and its version).
         profile = _component(CHARSET) if detected else ""
         extractor = f"{profile} ({encoding})" if detected else f"text/{encoding}"
-        return TextContent(text[:max_chars], truncated, Metadata(), None, extractor, profile)
+        return TextContent(text[:max_chars], truncated, _NOTHING, None, extractor, profile)
     if mediatype == "application/pdf":
         return _extract_pdf(src, max_chars=max_chars, read_meta=read_meta, temp_dir=temp_dir)
     with tool_input(src.fd, src.path, temp_dir) as inp:
@@ -171,7 +175,7 @@ def decode_text(data: bytes) -> tuple[str, str, bool]:
         ExtractionError: No encoding fits (the content is binary), or the text does not decode
             in the encoding its byte order mark names.
     """
-    for bom, encoding in _BOMS:
+    for bom, encoding in _BOMS if data[:1] in _BOM_LEADS else ():
         if data.startswith(bom):
             try:
                 return _decode_prefix(data[len(bom) :], encoding), encoding, False

@@ -43,21 +43,28 @@ class Described:
 
 
 class Run:
-    """Collects the results of one file's stages."""
+    """Collects the results of one file's stages.
 
-    def __init__(self, options: CodeOptions) -> None:
+    Args:
+        options: How the file is coded.
+        timed: Record how long each stage lasts (:attr:`timings`); else nothing is timed.
+    """
+
+    def __init__(self, options: CodeOptions, *, timed: bool = False) -> None:
         self.options = options
+        self.timed = timed
         self.issues: list[FileIssue] = []
         self.timings: list[tuple[str, float]] = []
         #: The embedded metadata read along with the content, kept for the Meta-Code even when
         #: the Content-Code then fails (so that it is not read twice).
         self.described: Described | None = None
 
-    def stage(self, name: str) -> _Stage:
-        """A context that records the milliseconds it lasts as the stage ``name``."""
-        return _Stage(self, name)
+    def stage(self, name: str) -> _Stage | _Untimed:
+        """A context that records the milliseconds it lasts as the stage ``name`` (when the run
+        is timed)."""
+        return _Stage(self, name) if self.timed else _UNTIMED
 
-    def timed(self, name: str, start: float) -> None:
+    def add_timing(self, name: str, start: float) -> None:
         """Record the stage ``name`` as lasting from ``start`` (``time.perf_counter()``) to now."""
         self.timings.append((name, round((time.perf_counter() - start) * 1000.0, 3)))
 
@@ -73,7 +80,7 @@ class Run:
 
     def guarded(self, stage: str, compute: Callable[[], _T]) -> _T | None:
         """Run one stage; any failure becomes an issue of that stage instead of an exception."""
-        start = time.perf_counter()
+        start = time.perf_counter() if self.timed else 0.0
         try:
             return compute()
         except Exception as exc:
@@ -82,7 +89,8 @@ class Run:
             self.issue(stage, exc)
             return None
         finally:
-            self.timed(stage, start)
+            if self.timed:
+                self.add_timing(stage, start)
 
     def profile(self, *parts: str) -> str:
         """The profile of a unit made by ``parts`` (``name/version`` components, or ``""``)."""
@@ -114,4 +122,19 @@ class _Stage:
         self._start = time.perf_counter()
 
     def __exit__(self, *exc: object) -> None:
-        self._run.timed(self._name, self._start)
+        self._run.add_timing(self._name, self._start)
+
+
+class _Untimed:
+    """The context of :meth:`Run.stage` when the run is not timed: nothing to record."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+_UNTIMED = _Untimed()

@@ -80,7 +80,7 @@ def hash_job(
             except Exception as exc:  # compute_record never raises for a bad file: a bug
                 record = failed_record(path, f"internal error: {type(exc).__name__}: {exc}")
             done.append(pack(record))
-            if out_of_memory(record):
+            if record.issues and out_of_memory(record):
                 return done, True
     return done, False
 

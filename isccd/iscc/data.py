@@ -154,7 +154,8 @@ def soft_hash_data_v0(stream: Readable | BytesLike) -> bytes:
         TypeError: If ``stream`` is neither a binary stream nor bytes-like.
     """
     if isinstance(stream, _AT_HAND):
-        # All at hand: one kernel call instead of a push and a digest.
-        buf = as_uint8(stream)
+        # All at hand: one kernel call instead of a push and a digest (bytes, a small file's
+        # content, viewed without as_uint8's checks: it is always flat and contiguous).
+        buf = np.frombuffer(stream, np.uint8) if type(stream) is bytes else as_uint8(stream)
         return kernels_for(buf.size, SMALL_DATA).data_digest(buf, minhash_init(), _CDC_PARAMS)
     return _hash(stream).digest()

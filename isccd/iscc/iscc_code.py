@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from operator import itemgetter
 
 from isccd.iscc.codec import (
     MT,
@@ -34,7 +33,13 @@ from isccd.iscc.codec import (
 from isccd.iscc.constants import SUBTYPE_MAP
 from isccd.iscc.exceptions import IsccError
 
-__all__ = ["compose_iscc_code", "gen_iscc_code", "gen_iscc_code_v0"]
+__all__ = [
+    "compose_iscc_code",
+    "compose_plan",
+    "compose_planned",
+    "gen_iscc_code",
+    "gen_iscc_code_v0",
+]
 
 #: The MainTypes an ISCC-CODE is made of.
 _UNIT_TYPES = frozenset((MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE))
@@ -43,8 +48,6 @@ _UNIT_TYPES = frozenset((MT.META, MT.SEMANTIC, MT.CONTENT, MT.DATA, MT.INSTANCE)
 _MAIN_TYPES = {int(mt): mt for mt in MT}
 _DATA_INSTANCE = (MT.DATA, MT.INSTANCE)
 _CONTENT_TYPES = (MT.SEMANTIC, MT.CONTENT)
-_main_type = itemgetter(0)
-
 #: Body bits each unit contributes: normal and WIDE.
 _UNIT_BITS = 64
 _WIDE_BITS = 128
@@ -117,16 +120,41 @@ def compose_iscc_code(decoded: Sequence[tuple[int, int, bytes]], wide: bool = Fa
         IsccError: As :func:`gen_iscc_code_v0` for the combination of the units, or a body
             shorter than 64 bits.
     """
-    if len(decoded) < 2:
+    order, header, nbytes = compose_plan(
+        tuple([(mt, st, len(body)) for mt, st, body in decoded]), bool(wide)
+    )
+    return compose_planned(header, [decoded[i][2] for i in order], nbytes)
+
+
+def compose_planned(header: bytes, bodies: Sequence[bytes], nbytes: int) -> str:
+    """The ISCC-CODE of units' ``bodies`` in the order, with the header and the bytes of each
+    that :func:`compose_plan` gave for them."""
+    return "ISCC:" + encode_base32(header + b"".join([body[:nbytes] for body in bodies]))
+
+
+@functools.lru_cache(maxsize=256)
+def compose_plan(
+    units: tuple[tuple[int, int, int], ...], wide: bool
+) -> tuple[tuple[int, ...], bytes, int]:
+    """How :func:`compose_iscc_code` combines units of these ``(maintype, subtype, body
+    bytes)``: the order it takes them in (MainType order; stable), the header, and the body
+    bytes each contributes (see :func:`compose_planned`).
+
+    A few combinations serve every file: each is checked once (an invalid one raises every
+    time, as exceptions are not cached).
+
+    Raises:
+        IsccError: As :func:`compose_iscc_code`.
+    """
+    if len(units) < 2:
         raise IsccError("an ISCC-CODE needs at least two ISCC-UNITs (Data and Instance)")
-    for _, _, body in decoded:
-        if len(body) * 8 < _UNIT_BITS:
+    for _, _, size in units:
+        if size * 8 < _UNIT_BITS:
             raise IsccError("cannot build an ISCC-CODE from units shorter than 64 bits")
-    units = sorted(decoded, key=_main_type)
-    wide = bool(wide) and all(len(body) * 8 >= _WIDE_BITS for _, _, body in units)
-    header, nbytes = _layout(tuple([(mt, st) for mt, st, _ in units]), wide)
-    body = b"".join([unit_body[:nbytes] for _, _, unit_body in units])
-    return "ISCC:" + encode_base32(header + body)
+    order = tuple(sorted(range(len(units)), key=lambda i: units[i][0]))
+    wide = wide and all(units[i][2] * 8 >= _WIDE_BITS for i in order)
+    header, nbytes = _layout(tuple([(units[i][0], units[i][1]) for i in order]), wide)
+    return order, header, nbytes
 
 
 @functools.lru_cache(maxsize=64)

@@ -54,27 +54,37 @@ def encode_base32(data: bytes) -> str:
     """RFC 4648 base32 (``A-Z2-7``), upper case, without padding."""
     if len(data) == 10:
         # A 64-bit unit and its header, the most common code: 80 bits are 16 characters, no
-        # padding, the pairs written out (1.0 -> 0.7 µs).
+        # padding, the pairs written out and joined at once (0.61 -> 0.47 µs; adding them up
+        # one by one makes a string per pair).
         v, p = int.from_bytes(data, "big"), _B32_PAIRS
-        return (
-            p[v >> 70]
-            + p[v >> 60 & 0x3FF]
-            + p[v >> 50 & 0x3FF]
-            + p[v >> 40 & 0x3FF]
-            + p[v >> 30 & 0x3FF]
-            + p[v >> 20 & 0x3FF]
-            + p[v >> 10 & 0x3FF]
-            + p[v & 0x3FF]
+        return "".join(
+            (
+                p[v >> 70],
+                p[v >> 60 & 0x3FF],
+                p[v >> 50 & 0x3FF],
+                p[v >> 40 & 0x3FF],
+                p[v >> 30 & 0x3FF],
+                p[v >> 20 & 0x3FF],
+                p[v >> 10 & 0x3FF],
+                p[v & 0x3FF],
+            )
         )
     if len(data) > _B32_SHORT:
         return base64.b32encode(data).decode("ascii").rstrip("=")
-    # A code is a few dozen bytes: read as one number, ten bits (two characters) at a time, it
-    # encodes two to three times faster than the stdlib's pure-Python five-byte loop.
+    # A code is a few dozen bytes: read as one number, it encodes two to three times faster
+    # than the stdlib's pure-Python five-byte loop. It is cut into 30-bit groups of three
+    # pairs of characters: arithmetic on an int of one 30-bit digit is the interpreter's
+    # fastest (an ISCC-CODE of four units 2.1 -> 1.8 µs, of two 1.4 -> 1.1).
     nbits = 8 * len(data)
     nchars = -(-nbits // 5)
-    width = 10 * -(-nchars // 2)  # whole pairs of characters
+    width = 30 * -(-nchars // 6)  # whole groups of three pairs
     value = int.from_bytes(data, "big") << (width - nbits)
-    pairs = [_B32_PAIRS[(value >> shift) & 0x3FF] for shift in range(width - 10, -1, -10)]
+    pairs, p = [], _B32_PAIRS
+    for shift in range(width - 30, -1, -30):
+        group = value >> shift & 0x3FFFFFFF
+        pairs.append(p[group >> 20])
+        pairs.append(p[group >> 10 & 0x3FF])
+        pairs.append(p[group & 0x3FF])
     return "".join(pairs)[:nchars]
 
 

@@ -144,15 +144,25 @@ def test_profiles_name_versions_and_subsets_recompute_only_what_is_asked(
     assert "iscc/1.5.0" in full.unit(UnitType.DATA).profile  # type: ignore[union-attr]
     assert full.name == "Mountain Lake"
 
-    only_meta = compute_record(str(corpus["titled.jpg"]), units={UnitType.META})
+    only_meta = compute_record(str(corpus["titled.jpg"]), units={UnitType.META}, timed=True)
     assert [u.type for u in only_meta.units] == [UnitType.META]
     assert only_meta.unit(UnitType.META) == meta  # same code and profile without decoding
     assert only_meta.iscc is None
     assert "image" not in dict(only_meta.timings)
 
-    only_content = compute_record(str(corpus["titled.jpg"]), units={UnitType.IMAGE})
+    only_content = compute_record(str(corpus["titled.jpg"]), units={UnitType.IMAGE}, timed=True)
     assert only_content.units == (image,)
     assert "read" not in dict(only_content.timings)
+
+
+def test_stages_are_timed_only_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("Stage timings cost every file a little; only a caller that asks pays.")
+    plain, timed = compute_record(str(path)), compute_record(str(path), timed=True)
+    assert plain.timings == ()
+    assert [stage for stage, _ in timed.timings] == ["mediatype", "read", "text", "meta"]
+    assert all(ms >= 0 for _, ms in timed.timings)
+    assert (plain.units, plain.iscc, plain.issues) == (timed.units, timed.iscc, timed.issues)
 
 
 @pytest.mark.skipif(not (HAVE_FFMPEG and HAVE_FPCALC), reason="ffmpeg or fpcalc missing")
