@@ -236,7 +236,8 @@ class FileRecord:
         height: Image and video: pixels.
         duration: Audio and video: seconds.
         extractor: The extractor and tool versions used for the Content-Code.
-        timings: Milliseconds spent per stage, in order.
+        timings: Milliseconds spent per stage, in order; empty unless the record was computed
+            with ``timed=True`` (:func:`isccd.hashing.compute_record`).
         issues: What could not be computed, and why.
         description: The description the Meta-Code was made from, if any.
         metahash: ``"1e20"`` + BLAKE3 hex of the Meta-Code's input (a multihash).
