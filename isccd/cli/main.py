@@ -108,15 +108,19 @@ def run() -> NoReturn:
     if threading.active_count() > 1:
         sys.exit(status)
     atexit._run_exitfuncs()
+    # A stream is None when the program started with its descriptor closed (`isccd ... >&-`).
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (`isccd dupes | head`): not an error
         pass
     except (OSError, ValueError) as exc:
-        print(f"isccd: the output could not be written: {exc}", file=sys.stderr)
+        if sys.stderr is not None:
+            print(f"isccd: the output could not be written: {exc}", file=sys.stderr)
         status = status or EXIT_FAILURE
-    with contextlib.suppress(OSError, ValueError):  # closed, or gone: nowhere to say it
-        sys.stderr.flush()
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):  # closed, or gone: nowhere to say it
+            sys.stderr.flush()
     os._exit(status)
 
 

@@ -76,3 +76,29 @@ def test_the_exit_handlers_run(tmp_path: Path) -> None:
     done = _isccd("scan", "--state", str(tmp_path / "state"), "-j", "1", str(root), env=env)
     assert done.returncode == 0, done.stderr
     assert list(temp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("closed", "args", "status"),
+    [
+        (1, ["--version"], 0),
+        (1, ["explain", CODE], 0),
+        (2, ["explain", CODE], 0),
+        (2, ["explain"], 2),
+    ],
+)
+def test_a_standard_stream_closed_at_start_is_no_crash(
+    closed: int, args: list[str], status: int
+) -> None:
+    # Started with descriptor 1 or 2 closed (`isccd ... >&-`), Python sets that stream to None:
+    # there is nothing to flush at exit, and the command's own status stands.
+    shell = f'exec "$@" {closed}>&-'
+    done = subprocess.run(
+        ["sh", "-c", shell, "sh", sys.executable, "-m", "isccd", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == status, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
