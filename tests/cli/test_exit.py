@@ -85,6 +85,8 @@ def test_the_exit_handlers_run(tmp_path: Path) -> None:
         (1, ["explain", CODE], 0),
         (2, ["explain", CODE], 0),
         (2, ["explain"], 2),
+        (2, ["selftest"], 0),  # configures logging to stderr
+        (2, ["code", __file__], 0),  # shows its progress on stderr when a terminal
     ],
 )
 def test_a_standard_stream_closed_at_start_is_no_crash(
