@@ -95,7 +95,8 @@ def run() -> NoReturn:
     still done, in order: the exit handlers run (multiprocessing removes its temporary files,
     logging flushes its handlers), then the standard streams are flushed, and output that
     cannot be written fails the command as it would otherwise (a full disk is not a success).
-    A thread still running gets the interpreter's own exit, which waits for it.
+    A thread still running gets the interpreter's own exit, which waits for it, and so does a
+    measured run (coverage.py, a profiler, a debugger), whose report is written at that exit.
     """
     try:
         status = main()
@@ -105,7 +106,7 @@ def run() -> NoReturn:
             status = EXIT_FAILURE
         else:
             status = exc.code or EXIT_OK
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or _measured():
         sys.exit(status)
     atexit._run_exitfuncs()
     # A stream is None when the program started with its descriptor closed (`isccd ... >&-`).
@@ -122,6 +123,12 @@ def run() -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # closed, or gone: nowhere to say it
             sys.stderr.flush()
     os._exit(status)
+
+
+def _measured() -> bool:
+    """Whether a tracer or profiler runs in this process, or coverage.py was imported (it is
+    only when measuring: :mod:`isccd.iscc._jit` keeps numba from importing it)."""
+    return sys.gettrace() is not None or sys.getprofile() is not None or "coverage" in sys.modules
 
 
 def _start_fork_server() -> bool:

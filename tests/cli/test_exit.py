@@ -4,6 +4,7 @@ reported, and the exit handlers run."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -104,3 +105,27 @@ def test_a_standard_stream_closed_at_start_is_no_crash(
     )
     assert done.returncode == status, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("tool", ["cProfile", "coverage"])
+def test_a_measured_run_gets_the_interpreters_exit(tmp_path: Path, tool: str) -> None:
+    # A profiler or coverage.py writes its report when the interpreter exits, after the
+    # program's code has returned: the quick exit would lose it.
+    if tool == "coverage" and importlib.util.find_spec("coverage") is None:
+        pytest.skip("needs coverage.py installed")
+    report = tmp_path / "report"
+    runner = {
+        "cProfile": ["-m", "cProfile", "-o", str(report)],
+        "coverage": ["-m", "coverage", "run", f"--data-file={report}", "--source=isccd.cli"],
+    }[tool]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
+    done = subprocess.run(
+        [sys.executable, *runner, "-m", "isccd", "explain", CODE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert report.stat().st_size > 0
