@@ -10,6 +10,7 @@ import argparse
 import atexit
 import contextlib
 import importlib
+import io
 import os
 import sys
 import threading
@@ -98,6 +99,17 @@ def run() -> NoReturn:
     A thread still running gets the interpreter's own exit, which waits for it, and so does a
     measured run (coverage.py, a profiler, a debugger), whose report is written at that exit.
     """
+    stdout = sys.stdout
+    if stdout is not None and isinstance(getattr(stdout, "buffer", None), io.FileIO):
+        # Unbuffered (python -u, PYTHONUNBUFFERED): Python's text layer then drops what a short
+        # write leaves unwritten (a disk filling up) and the command succeeds with its output
+        # cut; a buffered writer writes the rest or fails. Line buffered, as prompt as before.
+        sys.stdout = io.TextIOWrapper(
+            io.BufferedWriter(stdout.buffer),
+            encoding=stdout.encoding,
+            errors=stdout.errors,
+            line_buffering=True,
+        )
     try:
         status = main()
     except SystemExit as exc:  # --help, --version, a usage error: argparse printed it

@@ -129,3 +129,26 @@ def test_a_measured_run_gets_the_interpreters_exit(tmp_path: Path, tool: str) ->
     )
     assert done.returncode == 0, done.stderr
     assert report.stat().st_size > 0
+
+
+def test_output_cut_short_by_a_full_disk_fails_the_command_even_unbuffered(tmp_path: Path) -> None:
+    # With PYTHONUNBUFFERED (python -u, common in containers) stdout writes straight to the
+    # file, and Python drops what a short write (a disk filling up) leaves unwritten: the
+    # output was cut at 64 KiB without an error.
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with (disk / "out").open("w") as out:
+            done = _isccd(
+                "explain", "--json", *[CODE] * 500, stdout=out, stderr=subprocess.PIPE, env=env
+            )
+        written = (disk / "out").stat().st_size
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+    assert written == 64 * 1024  # the disk is full: the output did not fit
+    assert done.returncode != 0, done.stderr
+    assert "No space left on device" in done.stderr
