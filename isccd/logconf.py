@@ -147,17 +147,19 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass  # always sys.stderr
 
 
-def _isatty(stream: TextIO) -> bool:
+def _isatty(stream: TextIO | None) -> bool:
+    if stream is None:  # the process started with it closed
+        return False
     try:
         return stream.isatty()
     except ValueError:  # a closed stream
         return False
 
 
-def _is_journal(stream: TextIO, env: Mapping[str, str]) -> bool:
+def _is_journal(stream: TextIO | None, env: Mapping[str, str]) -> bool:
     """True when ``stream`` is the journal connection systemd announced in $JOURNAL_STREAM."""
     announced = env.get("JOURNAL_STREAM", "")
-    if not announced:
+    if not announced or stream is None:
         return False
     try:
         st = os.fstat(stream.fileno())

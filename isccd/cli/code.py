@@ -14,7 +14,7 @@ import dataclasses
 import os
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, TextIO
@@ -142,8 +142,8 @@ def run_code(args: argparse.Namespace) -> int:
     out = _Output(mode, sys.stdout)
     missing = MissingTools()
     with Progress("coding", total=len(tasks)) as progress:
+        coding = _records(tasks, options, args.jobs, args.file_timeout)
         try:
-            coding = _records(tasks, options, args.jobs, args.file_timeout)
             for task, record in zip(tasks, coding, strict=True):
                 failed += record.failed
                 coded += record.iscc is not None and not record.failed
@@ -155,6 +155,9 @@ def run_code(args: argparse.Namespace) -> int:
             print(f"isccd: {exc}", file=sys.stderr)
             return EXIT_FAILURE
         finally:
+            # The workers are ended now whatever happened: left to the garbage collector, an
+            # error's traceback would keep them until the exit handlers wait for them, forever.
+            coding.close()
             # The array is closed whatever happened, so that what was printed still parses.
             out.close()
     for line in missing.lines():
@@ -232,7 +235,7 @@ def _os_issue(exc: OSError) -> FileIssue:
 
 def _records(
     tasks: list[_Task], options: CodeOptions, jobs: int, file_timeout: float | None
-) -> Iterator[FileRecord]:
+) -> Generator[FileRecord, None, None]:
     """Each task's record, in task order, computed in worker processes when it helps.
 
     In this process nothing logs (only the workers' pool does): logging is configured, and

@@ -31,6 +31,7 @@ import argparse
 import dataclasses
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -117,7 +118,8 @@ The files that could not be indexed are listed after the counts, each with its r
 
 exit status: 0 when every file was indexed; 1 when some could not be (unreadable, changing while
 read, parts of the tree that could not be listed: each is in the summary), or the store could
-not be used; 2 for invalid arguments; 78 for an invalid configuration.
+not be used; 2 for invalid arguments; 78 for an invalid configuration; 130 when interrupted
+(Ctrl-C or SIGTERM: what was indexed so far is kept).
 """
 
 _READ_SOURCE = (
@@ -300,10 +302,14 @@ def run_scan(args: argparse.Namespace) -> int:
     # again, a no-op then, for callers of run_scan): it loads the kernels on another core
     # while this process starts, so the workers are warm when the walk finds the first file.
     early = forkserver.start_early()
+    # SIGTERM (`timeout`, a stopped unit) interrupts a scan as Ctrl-C does: its workers are
+    # ended and its temporary files removed, what it stored is kept; killed, it left both.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         with fewer_collections() as collector:
             return _scan_command(args, collector)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if early:  # a scan that hashed nothing leaves nothing behind either
             forkserver.end()
 

@@ -10,6 +10,7 @@ import argparse
 import atexit
 import contextlib
 import importlib
+import io
 import os
 import sys
 import threading
@@ -95,8 +96,20 @@ def run() -> NoReturn:
     still done, in order: the exit handlers run (multiprocessing removes its temporary files,
     logging flushes its handlers), then the standard streams are flushed, and output that
     cannot be written fails the command as it would otherwise (a full disk is not a success).
-    A thread still running gets the interpreter's own exit, which waits for it.
+    A thread still running gets the interpreter's own exit, which waits for it, and so does a
+    measured run (coverage.py, a profiler, a debugger), whose report is written at that exit.
     """
+    stdout = sys.stdout
+    if stdout is not None and isinstance(getattr(stdout, "buffer", None), io.FileIO):
+        # Unbuffered (python -u, PYTHONUNBUFFERED): Python's text layer then drops what a short
+        # write leaves unwritten (a disk filling up) and the command succeeds with its output
+        # cut; a buffered writer writes the rest or fails. Line buffered, as prompt as before.
+        sys.stdout = io.TextIOWrapper(
+            io.BufferedWriter(stdout.buffer),
+            encoding=stdout.encoding,
+            errors=stdout.errors,
+            line_buffering=True,
+        )
     try:
         status = main()
     except SystemExit as exc:  # --help, --version, a usage error: argparse printed it
@@ -105,19 +118,29 @@ def run() -> NoReturn:
             status = EXIT_FAILURE
         else:
             status = exc.code or EXIT_OK
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or _measured():
         sys.exit(status)
     atexit._run_exitfuncs()
+    # A stream is None when the program started with its descriptor closed (`isccd ... >&-`).
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (`isccd dupes | head`): not an error
         pass
     except (OSError, ValueError) as exc:
-        print(f"isccd: the output could not be written: {exc}", file=sys.stderr)
+        if sys.stderr is not None:
+            print(f"isccd: the output could not be written: {exc}", file=sys.stderr)
         status = status or EXIT_FAILURE
-    with contextlib.suppress(OSError, ValueError):  # closed, or gone: nowhere to say it
-        sys.stderr.flush()
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):  # closed, or gone: nowhere to say it
+            sys.stderr.flush()
     os._exit(status)
+
+
+def _measured() -> bool:
+    """Whether a tracer or profiler runs in this process, or coverage.py was imported (it is
+    only when measuring: :mod:`isccd.iscc._jit` keeps numba from importing it)."""
+    return sys.gettrace() is not None or sys.getprofile() is not None or "coverage" in sys.modules
 
 
 def _start_fork_server() -> bool:

@@ -84,7 +84,8 @@ class Progress:
         self.total = total
         self.done = 0
         self._stream = stream if stream is not None else sys.stderr
-        self._enabled = self._stream.isatty()
+        # No stderr at all when the program started with it closed (`2>&-`).
+        self._enabled = self._stream is not None and self._stream.isatty()
         self._interval = interval
         self._clock = clock
         self._started = clock()

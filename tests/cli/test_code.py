@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import iscc_core
@@ -13,6 +16,7 @@ import pytest
 from isccd.cli.code import walk
 from isccd.cli.main import main
 from tests.cli.test_index_cli import Terminal
+from tests.cli.test_scan_early_fork_server import _marked
 from tests.extract.media import PROSE, jpeg_bytes, scene
 
 
@@ -180,3 +184,27 @@ def test_a_process_pool_gives_the_same_output_in_the_same_order(
     assert [Path(r["path"]).name for r in rows] == [f"f{i:02d}.txt" for i in range(40)]
     if os.geteuid() != 0:  # root reads the file anyway
         assert status == 1 and "error" in rows[20]
+
+
+@pytest.mark.slow
+def test_output_that_fails_midway_ends_the_workers_and_the_command(tmp_path: Path) -> None:
+    # Enough files for worker processes; the first line written fails (a full disk): the
+    # error ends the command, which must not wait forever for the workers it left running.
+    for i in range(40):
+        (tmp_path / f"{i:02}.txt").write_text(f"{PROSE} {i}")
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "ISCCD_TEST_MARK": marker, "PYTHONUNBUFFERED": "1"}
+    args = [sys.executable, "-m", "isccd", "code", "--jsonl", "-j", "2", str(tmp_path)]
+    with Path("/dev/full").open("w") as full:
+        command = subprocess.Popen(
+            args, stdout=full, stderr=subprocess.PIPE, env=env, start_new_session=True
+        )
+        try:
+            _, stderr = command.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(command.pid, signal.SIGKILL)
+            command.communicate()
+            pytest.fail("the command did not exit")
+    assert command.returncode != 0
+    assert b"No space left on device" in stderr
+    assert _marked(marker) == []  # no worker, fork server or tracker outlives it

@@ -3,9 +3,13 @@ configuration error, nothing to hash) leaves no process behind it when it exits.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -86,3 +90,47 @@ def test_the_fork_server_of_a_scan_starts_before_the_parser_is_built(
     with pytest.raises(SystemExit):
         cli_main.main(["status"])
     assert seen[1] is None  # other commands start nothing
+
+
+@pytest.mark.slow
+def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(tmp_path: Path) -> None:
+    # SIGTERM (`timeout`, a stopped unit) mid-scan: the workers are ended, multiprocessing's
+    # temporary directory removed, and what was stored so far kept in a sound store.
+    root = tmp_path / "root"
+    root.mkdir()
+    for i in range(3000):
+        (root / f"{i}.txt").write_text(f"text number {i} " + os.urandom(600).hex())
+    state = tmp_path / "state"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "TMPDIR": str(temp), "ISCCD_TEST_MARK": marker}
+    args = [sys.executable, "-m", "isccd", "scan", "--state", str(state), "-j", "2", str(root)]
+    with (tmp_path / "stderr").open("wb") as err:
+        scan = subprocess.Popen(args, env=env, stdout=err, stderr=err)
+        deadline = time.monotonic() + 60
+        # Mid-scan: the first files are stored, many are still to hash.
+        while scan.poll() is None and time.monotonic() < deadline and not _stored(state):
+            time.sleep(0.01)  # between polls of a real process
+        scan.send_signal(signal.SIGTERM)
+        returncode = scan.wait(timeout=60)
+    stderr = (tmp_path / "stderr").read_text()
+    assert returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert _marked(marker) == []
+    assert list(temp.iterdir()) == []
+    with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert 0 < _stored(state) < 3000
+
+
+def _stored(state: Path) -> int:
+    """How many files the store in ``state`` holds (0 before it has its tables)."""
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{state / 'isccd.db'}?mode=ro", uri=True)
+        ) as db:
+            count: int = db.execute("SELECT count(*) FROM files").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+    return count
