@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``isccd`` command line and return its exit status."""
     words = sys.argv[1:] if argv is None else list(argv)
-    early = bool(words) and words[0] in HASHING_COMMANDS and _start_fork_server()
+    asks_help = "-h" in words or "--help" in words  # nothing to hash: no fork server to wait on
+    early = bool(words) and words[0] in HASHING_COMMANDS and not asks_help and _start_fork_server()
     try:
         args = build_parser().parse_args(words)
     except BaseException:  # --help, a usage error: nothing will be hashed

@@ -90,6 +90,9 @@ def test_the_fork_server_of_a_scan_starts_before_the_parser_is_built(
     with pytest.raises(SystemExit):
         cli_main.main(["status"])
     assert seen[1] is None  # other commands start nothing
+    with pytest.raises(SystemExit):
+        cli_main.main(["scan", "--help", "/tmp"])
+    assert seen[2] is None  # nor does a scan asked for its help
 
 
 @pytest.mark.slow
