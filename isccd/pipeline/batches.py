@@ -97,6 +97,7 @@ class OwnerBatches(Generic[I, T]):
         self._last = 0.0  # when the last of them came (the loop's clock)
         self._woken: asyncio.Future[None] | None = None  # a gathering job waits on it
         self._flooded = False  # the job before was large: the next one gathers
+        self._ending = False  # no more items but those of callers at work: none gathers
         self._sending: asyncio.Task[None] | None = None
 
     async def __call__(self, item: I) -> T:
@@ -128,15 +129,26 @@ class OwnerBatches(Generic[I, T]):
             self._sending = asyncio.ensure_future(self._send())
         return await future
 
+    def last_items(self) -> None:
+        """Say that no more items will come but those of callers already at work (a scan's
+        last files are being hashed): from now on no job waits for more, so that the last
+        ones are not held for the quiet time."""
+        self._ending = True
+        self._stop_gathering()
+
     async def drain(self) -> None:
         """Wait until every item handed over so far is applied (or failed); nothing waits
         for more items meanwhile."""
-        self._flooded = False
-        if self._woken is not None and not self._woken.done():
-            self._woken.set_result(None)
+        self._stop_gathering()
         while self._sending is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._sending)
+
+    def _stop_gathering(self) -> None:
+        """Send the job gathering now, and let the next one wait only after a large job."""
+        self._flooded = False
+        if self._woken is not None and not self._woken.done():
+            self._woken.set_result(None)
 
     async def _gather(self, gathering: Gathering) -> None:
         """Wait, while the store is flooded, for more items (see :class:`Gathering`)."""
@@ -162,7 +174,11 @@ class OwnerBatches(Generic[I, T]):
                     await self._gather(self._gathering)
                 batch, self._waiting, self._count = self._waiting, [], 0
                 items = [item for items, _ in batch for item in items]
-                self._flooded = self._gathering is not None and len(items) >= self._gathering.after
+                self._flooded = (
+                    self._gathering is not None
+                    and not self._ending
+                    and len(items) >= self._gathering.after
+                )
                 try:
                     outcomes = await self._call(functools.partial(self._apply_all, items=items))
                 except Exception as exc:  # the job as a whole failed: so did each item

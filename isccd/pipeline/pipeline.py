@@ -404,6 +404,9 @@ class Pipeline:
                     todo = await self._settle_batch(rec, apply, report, batching, jobs)
                 while todo:
                     todo.extend(await self._settle(rec, apply, report, todo.pop()))
+            # The walk is done and every batch taken: what the other workers still hash is
+            # all that will come, and need not wait for more.
+            apply.last_items()
 
         def batches(jobs: list[HashJob]) -> list[list[HashJob]]:
             return batched(jobs) if batching is not None else [[job] for job in jobs]

@@ -185,3 +185,22 @@ def test_a_small_job_never_waits_and_drain_sends_what_gathers(tmp_path: Path) ->
         return [alone, last.result(), len(jobs)]
 
     assert _run(tmp_path, body) == [["A", "B"], ["E"], 4]
+
+
+def test_once_the_last_items_are_announced_no_job_waits_for_more(tmp_path: Path) -> None:
+    """A scan's last files, hashed once every batch is taken, go as they come: not held for
+    the quiet time (nor for the longest wait)."""
+    gathering = Gathering(after=2, items=100, seconds=60, quiet=60)
+
+    async def body(apply: OwnerBatches[str, str], jobs: list[int]) -> list[Any]:
+        batches = OwnerBatches(apply._call, _log, gathering=gathering)
+        await batches.many(["a", "b"])  # a large job: the next one gathers
+        waiting = asyncio.ensure_future(batches.many(["c"]))
+        await asyncio.sleep(0.01)
+        batches.last_items()  # the one gathering goes now
+        first = await asyncio.wait_for(waiting, 5)
+        await batches.many(["d", "e"])  # large again, yet what follows does not wait
+        last = await asyncio.wait_for(batches.many(["f"]), 5)
+        return [first, last, len(jobs)]
+
+    assert _run(tmp_path, body) == [["C"], ["F"], 4]
