@@ -1,21 +1,36 @@
 """The index's in-memory Hamming search: every stored unit's first 64 bits, per unit type.
 
-A query ("every file whose code is within distance d of this one") is an exact, flat scan:
-XOR against all codes and a hardware popcount (``numpy.bitwise_count``), about a millisecond per
-million codes. Measured alternatives (permuted tables, multi-index hashing) only pay off at radii
-of about 3 bits, while ISCC near-duplicate radii are 4-16 bits of 64, so the flat scan is both the
-simplest and the fastest exact answer on one host.
+A query ("every file whose code is within distance d of this one") is exact, answered one of two
+ways, whichever costs less for its radius and the number of codes:
+
+- **a flat scan**: XOR against all codes and a hardware popcount (``numpy.bitwise_count``),
+  about 0.65 ns a code (a millisecond per million);
+- **a block index** (multi-index hashing): the 64 bits split into five blocks of 13, 13, 13, 13
+  and 12 bits, and the codes sorted by each block. Two codes within distance d agree within
+  ``d // 5`` bits on at least one block (if all five differed in more, they would differ in more
+  than d bits), so only the codes in the buckets of the block values that close are compared.
+  It pays at radii up to 9 bits (one bit a block: 70 buckets), as the Data-Code's default of 8
+  and the Audio-Code's of 4: with 512 queries a call, 3.6 µs a query at 10,000 codes, 22 µs at
+  100,000 and 0.22 ms at 1,000,000, against 6.5 µs, 66 µs and 1 ms flat. From 10 bits on (460
+  buckets and more, a twentieth of the codes compared) the flat scan costs less.
 
 Layout per unit type: parallel numpy arrays of codes (``uint64``), file ids (``int64``) and a
 live flag, grown geometrically so that appends are amortized O(1). Removing a file clears its
 flag (a tombstone); when tombstones pile up the arrays are compacted. A file id appears at most
-once per type among live slots. Memory: 17 bytes per code, times the growth slack (at most 1.5).
+once per type among live slots. Memory: 17 bytes per code, times the growth slack (at most 1.5),
+and, once a query has used it, 21 bytes per code and 160 KB for the block index.
+
+The block index is built by the first query it pays for, and covers the slots filled then.
+Slots appended since are scanned flat, and so are the few whose code changed in place; it is
+built again once those are more than an eighth of the codes, and dropped when the arrays are
+compacted.
 
 Not thread-safe: it belongs to the thread that owns the store (see :mod:`isccd.store.owner`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,10 +41,25 @@ from isccd.model import UnitType
 
 _GROWTH = 1.5
 _MIN_CAPACITY = 1024
-#: Distances computed in one numpy pass by :meth:`HammingIndex.within_each` (about 10 bytes
-#: of buffers a distance): 64-128 K measured fastest, about 0.6 ns a distance, as
-#: :meth:`HammingIndex.within` of one code over 20,000; what a block saves is the calls.
+#: Distances computed in one numpy pass of the flat scan (about 10 bytes of buffers a
+#: distance): 64-128 K measured fastest, about 0.6 ns a distance, as :meth:`HammingIndex.within`
+#: of one code over 20,000; what a block saves is the calls.
 _BLOCK = 1 << 17
+
+#: The block index's blocks: their widths in bits, from the most significant.
+_WIDTHS = (13, 13, 13, 13, 12)
+#: What the choice between the flat scan and the block index assumes a query costs, in µs
+#: (fitted to ``bench/index.py``'s runs of 512 queries a call at 10,000 to 1,000,000 codes): a
+#: code compared in the flat scan, a bucket looked up, a code found in a bucket and compared,
+#: and a call, whatever its number of queries (a few numpy calls per block).
+_COST_FLAT = 0.00065
+_COST_BUCKET = 0.0215
+_COST_FOUND = 0.0243
+_COST_CALL = 40.0
+#: Codes appended since the block index was built are scanned flat until they are more than
+#: this many and an eighth of the codes indexed; then it is built again (0.4 ms for 10,000
+#: codes, 70 ms for 1,000,000).
+_MIN_UNINDEXED = 1024
 
 
 def code64(digest: bytes) -> int:
@@ -57,6 +87,100 @@ class Hit:
         return self.distance, self.file_id
 
 
+@functools.cache
+def _flips(width: int, most: int) -> npt.NDArray[np.int64]:
+    """Every ``width``-bit mask with at most ``most`` bits set: what XORed with a block value
+    gives the values within ``most`` bits of it."""
+    masks = np.arange(1 << width, dtype=np.int64)
+    return masks[np.bitwise_count(masks) <= most]
+
+
+class _Blocks:
+    """The block index of the codes in slots ``[0, size)`` when it was built: per block, the
+    slots in the order of their block value, and where each value's slots begin."""
+
+    def __init__(self, codes: npt.NDArray[np.uint64]) -> None:
+        self.size = len(codes)
+        #: Slots below ``size`` whose code changed since (False): compared one by one.
+        self.fresh = np.ones(self.size, dtype=np.bool_)
+        self.changed: list[int] = []
+        self.blocks: list[tuple[int, int, npt.NDArray[np.int32], npt.NDArray[np.int32]]] = []
+        shift = 64
+        for width in _WIDTHS:
+            shift -= width
+            keys = _block_values(codes, shift, width)
+            # A stable sort of 16-bit keys is a radix sort: linear.
+            order = np.argsort(keys, kind="stable").astype(np.int32)
+            starts = np.zeros((1 << width) + 1, dtype=np.int32)
+            np.cumsum(np.bincount(keys, minlength=1 << width), out=starts[1:])
+            self.blocks.append((shift, width, order, starts))
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the block index."""
+        return self.fresh.nbytes + sum(o.nbytes + s.nbytes for _, _, o, s in self.blocks)
+
+    def change(self, slot: int) -> None:
+        """Note that the code of an indexed slot changed."""
+        if self.fresh[slot]:
+            self.fresh[slot] = False
+            self.changed.append(slot)
+
+    def find(
+        self, codes: npt.NDArray[np.uint64], queries: npt.NDArray[np.uint64], radius: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+        """Query positions, slots and distances of the unchanged indexed slots within
+        ``radius`` of each query, each pair once, ordered by query, then slot."""
+        found_queries = []
+        found_slots = []
+        most = radius // len(_WIDTHS)
+        for shift, width, order, starts in self.blocks:
+            flips = _flips(width, most)
+            values = _block_values(queries, shift, width).astype(np.int64)
+            probes = (values[:, None] ^ flips).ravel()
+            first = starts[probes]
+            counts = starts[probes + 1] - first
+            total = int(counts.sum())
+            if not total:
+                continue
+            ends = np.cumsum(counts)
+            at = np.arange(total) + np.repeat(first - (ends - counts), counts)
+            found_slots.append(order[at])
+            found_queries.append(np.repeat(np.arange(len(probes)) // len(flips), counts))
+        if not found_slots:
+            return _nothing()
+        slots = np.concatenate(found_slots)
+        asked = np.concatenate(found_queries)
+        distances = np.bitwise_count(codes[slots] ^ queries[asked])
+        keep = distances <= radius
+        if self.changed:
+            keep &= self.fresh[slots]
+        # A pair close in several blocks was found in each: kept once.
+        pairs, first_seen = np.unique(asked[keep] * self.size + slots[keep], return_index=True)
+        return pairs // self.size, pairs % self.size, distances[keep][first_seen]
+
+
+def _pays(radius: int, count: int, queries: int) -> bool:
+    """Whether ``queries`` queries within ``radius`` over ``count`` codes are assumed to cost
+    less through the block index than through the flat scan."""
+    most = radius // len(_WIDTHS)
+    if most > 1:
+        return False  # a bucket in 20 or more kept: more compared than the flat scan saves
+    buckets = sum(len(_flips(width, most)) for width in _WIDTHS)
+    indexed = _COST_CALL + queries * buckets * (_COST_BUCKET + _COST_FOUND * count / (1 << 13))
+    return indexed < queries * count * _COST_FLAT
+
+
+def _block_values(codes: npt.NDArray[np.uint64], shift: int, width: int) -> npt.NDArray[np.uint16]:
+    """The ``width``-bit block at ``shift`` of each code."""
+    return ((codes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.uint16)
+
+
+def _nothing() -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+    empty = np.empty(0, dtype=np.intp)
+    return empty, empty, np.empty(0, dtype=np.uint8)
+
+
 class HammingIndex:
     """Codes of one unit type, searchable by Hamming distance."""
 
@@ -69,6 +193,7 @@ class HammingIndex:
         self._n = 0
         self._dead = 0
         self._sorted = True  # ids[:n] ascending: lookups by binary search
+        self._blocks: _Blocks | None = None
 
     def __len__(self) -> int:
         """Live codes."""
@@ -77,7 +202,8 @@ class HammingIndex:
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays."""
-        return self._codes.nbytes + self._ids.nbytes + self._live.nbytes
+        blocks = self._blocks.nbytes if self._blocks is not None else 0
+        return self._codes.nbytes + self._ids.nbytes + self._live.nbytes + blocks
 
     def _grow(self, need: int) -> None:
         capacity = len(self._codes)
@@ -114,6 +240,11 @@ class HammingIndex:
             slot = self._slot(file_id)
             if slot >= 0:
                 self._codes[slot] = code
+                blocks = self._blocks
+                if blocks is not None and slot < blocks.size:
+                    blocks.change(slot)
+                    if len(blocks.changed) * 4 > max(blocks.size, _MIN_UNINDEXED * 4):
+                        self._blocks = None  # built again when a query wants it
                 return
         self._grow(n + 1)
         if n and self._ids[n - 1] > file_id:
@@ -172,22 +303,12 @@ class HammingIndex:
         self._n = count
         self._dead = 0
         self._sorted = True
+        self._blocks = None  # the slots moved
 
     def within(self, code: int, radius: int) -> list[Hit]:
         """Every live file whose code is within ``radius`` bits of ``code``, nearest first
         (ties by file id). Exact: no approximation."""
-        if self._n == 0 or radius < 0:
-            return []
-        distances = self.distances(code)
-        candidates = np.nonzero(distances <= radius)[0]
-        if not len(candidates):
-            return []
-        candidates = candidates[self._live[candidates]]  # few: masked after, not before
-        ids = self._ids[candidates]
-        dist = distances[candidates]
-        codes = self._codes[candidates]
-        order = np.lexsort((ids, dist))
-        return [Hit(int(ids[i]), int(dist[i]), int(codes[i])) for i in order]
+        return self.within_each([code], radius)[0]
 
     def within_each(
         self,
@@ -197,58 +318,114 @@ class HammingIndex:
         skip: Sequence[int] | None = None,
         block: int = _BLOCK,
     ) -> list[list[Hit]]:
-        """:meth:`within` of each of ``codes``: the same hits in the same order, found for
-        several codes per numpy pass (a block of queries against every slot), not one.
+        """:meth:`within` of each of ``codes``: the hits of each, nearest first (ties by file
+        id), found for all the codes together (a few numpy passes, not a few per code).
 
         Args:
             skip: A file id per code, left out of its hits (the file asking, which finds
                 itself: a hit not built only to be dropped).
-            block: At most this many distances per pass (at least one query's).
+            block: At most this many distances per pass of the flat scan (at least one
+                query's).
         """
         found: list[list[Hit]] = [[] for _ in codes]
-        n = self._n
-        if n == 0 or radius < 0 or not found:
+        if self._n == 0 or radius < 0 or not found:
             return found
         queries = np.asarray(codes, dtype=np.uint64)
-        skipped = None if skip is None else np.asarray(skip, dtype=np.int64)
-        rows = max(1, block // n)
-        cells = min(rows, len(queries)) * n
-        # One set of buffers for every block: fresh large arrays cost a page fault per page.
-        xor = np.empty(cells, dtype=np.uint64)
-        distances = np.empty(cells, dtype=np.uint8)
-        near = np.empty(cells, dtype=np.bool_)
-        stored = self._codes[:n]
-        for start in range(0, len(queries), rows):
-            chunk = queries[start : start + rows]
-            size = len(chunk) * n
-            np.bitwise_xor(stored, chunk[:, None], out=xor[:size].reshape(len(chunk), n))
-            np.bitwise_count(xor[:size], out=distances[:size])
-            np.less_equal(distances[:size], radius, out=near[:size])
-            cells_near = np.flatnonzero(near[:size])  # flat: a 2-D nonzero is 40x slower
-            if not len(cells_near):
-                continue
-            query, slot = np.divmod(cells_near, n)
-            live = self._live[slot]  # few: masked after, not before
-            if skipped is not None:
-                live &= self._ids[slot] != skipped[query + start]
-            hits = zip(
-                (query[live] + start).tolist(),
-                self._ids[slot[live]].tolist(),
-                distances[cells_near[live]].tolist(),
-                stored[slot[live]].tolist(),
-                strict=True,
-            )
-            for at, file_id, distance, code in hits:
-                found[at].append(Hit(file_id, distance, code))
+        asked, slots, distances = self._near(queries, radius, block)
+        if not len(slots):
+            return found
+        live = self._live[slots]  # few: masked after, not before
+        if skip is not None:
+            live &= self._ids[slots] != np.asarray(skip, dtype=np.int64)[asked]
+        slots = slots[live]
+        hits = zip(
+            asked[live].tolist(),
+            self._ids[slots].tolist(),
+            distances[live].tolist(),
+            self._codes[slots].tolist(),
+            strict=True,
+        )
+        for at, file_id, distance, code in hits:
+            found[at].append(Hit(file_id, distance, code))
         for some in found:
             if len(some) > 1:
                 some.sort(key=Hit.rank)
         return found
 
+    def _near(
+        self, queries: npt.NDArray[np.uint64], radius: int, block: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+        """Query positions, slots (live or not) and distances of every pair within
+        ``radius``: through the block index where it costs less than the flat scan."""
+        n = self._n
+        blocks = self._blocks
+        if blocks is not None and n - blocks.size > max(_MIN_UNINDEXED, blocks.size // 8):
+            blocks = self._blocks = None  # too many codes left out: built again if it pays
+        if blocks is None and _pays(radius, n, len(queries)):
+            blocks = self._blocks = _Blocks(self._codes[:n])
+        if blocks is None or not _pays(radius, blocks.size, len(queries)):
+            return self._scan(queries, radius, 0, n, block)
+        parts = [blocks.find(self._codes, queries, radius)]
+        if blocks.changed:
+            changed = np.asarray(blocks.changed, dtype=np.intp)
+            asked, at, distances = _scan(self._codes[changed], queries, radius, block)
+            parts.append((asked, changed[at], distances))
+        if blocks.size < n:
+            parts.append(self._scan(queries, radius, blocks.size, n, block))
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+    def _scan(
+        self, queries: npt.NDArray[np.uint64], radius: int, start: int, stop: int, block: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+        """The flat scan of slots ``[start, stop)``."""
+        asked, at, distances = _scan(self._codes[start:stop], queries, radius, block)
+        return asked, at + start, distances
+
     def distances(self, code: int) -> npt.NDArray[np.uint8]:
         """Hamming distance from ``code`` to every slot (live or not), in slot order."""
         query = np.uint64(code)
         return np.bitwise_count(np.bitwise_xor(self._codes[: self._n], query))
+
+
+def _scan(
+    stored: npt.NDArray[np.uint64], queries: npt.NDArray[np.uint64], radius: int, block: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+    """Query positions, positions in ``stored`` and distances of every pair within ``radius``,
+    by query, then position: each query against every code, a block of queries a pass."""
+    n = len(stored)
+    if n == 0 or not len(queries):
+        return _nothing()
+    rows = max(1, block // n)
+    cells = min(rows, len(queries)) * n
+    # One set of buffers for every block: fresh large arrays cost a page fault per page.
+    xor = np.empty(cells, dtype=np.uint64)
+    distances = np.empty(cells, dtype=np.uint8)
+    near = np.empty(cells, dtype=np.bool_)
+    found_asked, found_at, found_distances = [], [], []
+    for start in range(0, len(queries), rows):
+        chunk = queries[start : start + rows]
+        size = len(chunk) * n
+        np.bitwise_xor(stored, chunk[:, None], out=xor[:size].reshape(len(chunk), n))
+        np.bitwise_count(xor[:size], out=distances[:size])
+        np.less_equal(distances[:size], radius, out=near[:size])
+        cells_near = np.flatnonzero(near[:size])  # flat: a 2-D nonzero is 40x slower
+        if not len(cells_near):
+            continue
+        query, at = np.divmod(cells_near, n)
+        found_asked.append(query + start)
+        found_at.append(at)
+        found_distances.append(distances[cells_near])
+    if not found_at:
+        return _nothing()
+    return (
+        np.concatenate(found_asked),
+        np.concatenate(found_at),
+        np.concatenate(found_distances),
+    )
 
 
 class HammingSearch:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from isccd.hamming import HammingIndex, HammingSearch, Hit, code64
@@ -142,3 +142,95 @@ def test_a_block_of_queries_finds_what_each_query_finds(
         [h for h in index.within(query, radius) if h.file_id != left]
         for query, left in zip(asked, skip, strict=True)
     ]
+
+
+def clustered(rng: np.random.Generator, count: int, families: np.ndarray) -> np.ndarray:
+    """``count`` codes, each a few bits (0-8) from one of the codes of ``families``: a query
+    near one family finds its other codes at every radius."""
+    codes = families[rng.integers(0, len(families), count)]
+    for _ in range(8):  # up to 8 random bits flipped (a bit may be drawn twice)
+        flip = rng.integers(0, 2, count).astype(np.uint64)
+        codes ^= flip << rng.integers(0, 64, count).astype(np.uint64)
+    return codes
+
+
+def built(index: HammingIndex) -> bool:
+    """Whether the index has built its block index (a query went through it)."""
+    return index._blocks is not None
+
+
+def brute_force_each(model: dict[int, int], queries: list[int], radius: int) -> list[list[Hit]]:
+    ids = np.fromiter(model, dtype=np.int64, count=len(model))
+    values = np.fromiter(model.values(), dtype=np.uint64, count=len(model))
+    found = []
+    for query in queries:
+        distances = np.bitwise_count(values ^ np.uint64(query))
+        hits = [
+            Hit(int(ids[i]), int(distances[i]), int(values[i]))
+            for i in np.flatnonzero(distances <= radius)
+        ]
+        found.append(sorted(hits, key=Hit.rank))
+    return found
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    radius=st.integers(0, 9),
+    families=st.integers(1, 400),
+    changed=st.integers(0, 400),
+    gone=st.integers(0, 400),
+    appended=st.integers(0, 2000),
+)
+def test_the_block_index_finds_what_a_brute_force_scan_finds(
+    *, seed: int, radius: int, families: int, changed: int, gone: int, appended: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    index = HammingIndex()
+    groups = rng.integers(0, 2**64, size=families, dtype=np.uint64)
+    codes = clustered(rng, 6000, groups)
+    model = dict(zip(range(1, 6001), codes.tolist(), strict=True))
+    index.add_many(list(model), list(model.values()))
+    asked = clustered(rng, 300, groups).tolist() + rng.choice(codes, 50).tolist()
+    expected = brute_force_each(model, asked, radius)
+    assert index.within_each(asked, radius) == expected
+    assert all(expected[300:])  # a stored code finds itself at least
+    assert built(index)  # 350 queries over 6,000 codes: through the block index
+    # Codes changed in place, files removed, files added after the index was built.
+    for file_id in rng.choice(np.arange(1, 6001), changed, replace=False).tolist():
+        model[file_id] = int(clustered(rng, 1, groups)[0])
+        index.add(file_id, model[file_id])
+    for file_id in rng.choice(np.arange(1, 6001), gone, replace=False).tolist():
+        assert index.discard(file_id) == (file_id in model)
+        model.pop(file_id, None)
+    more = clustered(rng, appended, groups).tolist()
+    for file_id, code in enumerate(more, start=10_000):
+        index.add(file_id, code)
+        model[file_id] = code
+    skip = rng.choice(np.array(list(model)), len(asked)).tolist()
+    assert index.within_each(asked, radius, skip=skip) == [
+        [h for h in hits if h.file_id != left]
+        for hits, left in zip(brute_force_each(model, asked, radius), skip, strict=True)
+    ]
+    assert index.within_each(asked[:40], radius) == [index.within(q, radius) for q in asked[:40]]
+
+
+def test_the_block_index_answers_single_queries_at_scale_and_survives_compaction() -> None:
+    rng = np.random.default_rng(11)
+    index = HammingIndex()
+    groups = rng.integers(0, 2**64, size=500, dtype=np.uint64)
+    alone = rng.integers(0, 2**64, size=100_000, dtype=np.uint64)
+    codes = np.concatenate([clustered(rng, 20_000, groups), alone])
+    model = dict(zip(range(1, len(codes) + 1), codes.tolist(), strict=True))
+    index.add_many(list(model), list(model.values()))
+    asked = clustered(rng, 20, groups).tolist()
+    for query in asked:  # one at a time, as the daemon asks of a changed file
+        assert [index.within(query, 8)] == brute_force_each(model, [query], 8)
+    assert built(index)  # 120,000 codes: one query pays for the block index
+    for file_id in range(1, 60_001):  # half of them: compacted, the index dropped
+        index.discard(file_id)
+        del model[file_id]
+    assert not built(index)
+    assert index.within_each(asked, 8) == brute_force_each(model, asked, 8)
+    # Wider radii are answered by the flat scan, exactly too.
+    assert index.within_each(asked[:5], 15) == brute_force_each(model, asked[:5], 15)
