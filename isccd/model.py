@@ -183,6 +183,12 @@ class FileIssue:
     code: IssueCode | None = None
     profile: str | None = None
 
+    @property
+    def actionable(self) -> bool:
+        """Whether someone has to act on it: an error, or a tool that is missing (what ``isccd
+        errors`` lists, and what a scan reports)."""
+        return self.kind is IssueKind.ERROR or self.code is IssueCode.TOOL_MISSING
+
 
 @dataclass(frozen=True, slots=True)
 class FileStat:

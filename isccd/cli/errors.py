@@ -22,7 +22,7 @@ from isccd.cli.escape import shown
 from isccd.cli.formats import add_format_options, output_format
 from isccd.cli.output import print_json
 from isccd.extract.missing import missing_tool
-from isccd.model import FileIssue, IssueCode, IssueKind
+from isccd.model import FileIssue, IssueCode
 
 #: The store could not be read (EX_IOERR, as the daemon exits when it cannot open it).
 EXIT_STORE = 74
@@ -90,7 +90,7 @@ def fix(issue: FileIssue) -> str | None:
 
 def listed(issue: FileIssue, every: bool) -> bool:
     """Whether ``errors`` lists an issue: errors and missing tools, or with ``every`` all."""
-    return every or issue.kind is IssueKind.ERROR or issue.code is IssueCode.TOOL_MISSING
+    return every or issue.actionable
 
 
 def run_errors(args: argparse.Namespace) -> int:
@@ -106,7 +106,9 @@ def run_errors(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
-            troubled = reader.problems([file_path(p) for p in args.paths])
+            troubled = reader.problems(
+                [file_path(p) for p in args.paths], actionable=not args.all
+            )
     except StoreError as exc:
         print(f"isccd: {exc}", file=sys.stderr)
         return EXIT_STORE

@@ -376,7 +376,7 @@ def _report_scan(
 
         try:
             with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
-                troubled = reader.problems(roots)
+                troubled = reader.problems(roots, actionable=True)
         except StoreError as exc:
             return fail(str(exc))
     failed = [(path, [i for i in issues if i.kind is IssueKind.ERROR]) for path, issues in troubled]

@@ -83,10 +83,21 @@ class IndexReader:
         """Duplicate groups, the most reclaimable bytes first."""
         return groups.dupes(self._ix, query)
 
-    def problems(self, under: Sequence[str] = ()) -> list[tuple[str, tuple[FileIssue, ...]]]:
+    def problems(
+        self, under: Sequence[str] = (), *, actionable: bool = False
+    ) -> list[tuple[str, tuple[FileIssue, ...]]]:
         """The path and issues of each live file with issues at or below ``under`` (every
-        root's when it is empty), by path; their records are not read."""
+        root's when it is empty), by path; their records are not read.
+
+        Args:
+            actionable: Only the files with an :attr:`~isccd.model.FileIssue.actionable`
+                issue (all their issues).
+        """
         store = self._ix.store
         places = under or list(store.live_by_root())
-        found = {path: issues for place in places for path, issues in store.issues_under(place)}
+        found = {
+            path: issues
+            for place in places
+            for path, issues in store.issues_under(place, actionable=actionable)
+        }
         return sorted(found.items())

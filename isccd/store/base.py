@@ -300,9 +300,16 @@ class Store(Transactional, Protocol):
         directory, then name (as bytes)."""
         ...
 
-    def issues_under(self, path: str) -> list[tuple[str, tuple[FileIssue, ...]]]:
+    def issues_under(
+        self, path: str, *, actionable: bool = False
+    ) -> list[tuple[str, tuple[FileIssue, ...]]]:
         """The path and issues of each live file at or below ``path`` that has issues, in the
-        order of :meth:`files_under` (their records are not read)."""
+        order of :meth:`files_under` (their records are not read).
+
+        Args:
+            actionable: Only the files with an :attr:`~isccd.model.FileIssue.actionable` issue
+                (all their issues); the others are not read either.
+        """
         ...
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:

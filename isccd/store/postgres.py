@@ -41,13 +41,14 @@ from isccd.store.base import (
 )
 from isccd.store.pgdatabase import PgDatabase, PostgresOptions
 from isccd.store.rows import (
+    ACTIONABLE,
     FILE_COLUMNS,
     FILE_FROM,
     event_json,
     file_from_row,
     from_fs,
     instance_range,
-    issues_from_json,
+    issues_of,
     record_columns,
     to_fs,
 )
@@ -306,17 +307,20 @@ class PostgresStore(PgDatabase):
             (*params, *at_params),
         )
 
-    def issues_under(self, path: str) -> list[tuple[str, tuple[FileIssue, ...]]]:
+    def issues_under(
+        self, path: str, *, actionable: bool = False
+    ) -> list[tuple[str, tuple[FileIssue, ...]]]:
         """Path and issues of this host's live files with issues at or below ``path``."""
         cond, params = self._dir_range(path)
         at, at_params = self._at(path)
         rows = self._exec(
             "SELECT d.path, f.name, f.issues FROM files f JOIN dirs d ON d.id = f.dir_id "  # noqa: S608 -- fixed fragments; values are bound
             f"WHERE f.issues IS NOT NULL AND f.removed_at IS NULL AND (({cond}) OR ({at})) "
-            "ORDER BY d.path, f.name",
+            + (ACTIONABLE.format(contains="strpos") if actionable else "")
+            + "ORDER BY d.path, f.name",
             (*params, *at_params),
         ).fetchall()
-        return [(join_path(from_fs(d), from_fs(n)), issues_from_json(i)) for d, n, i in rows]
+        return issues_of(rows, actionable=actionable)
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
         """Live files below ``under`` with units made or skipped under a stale profile."""

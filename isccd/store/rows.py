@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from isccd.model import FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Mode, Unit
@@ -158,3 +158,24 @@ def issues_from_json(text: str | None) -> tuple[FileIssue, ...]:
         )
         for item in json.loads(text)
     )
+
+
+#: A ``WHERE`` clause's end that keeps the files whose issues may be actionable (an error or a
+#: missing tool: see :attr:`~isccd.model.FileIssue.actionable`), from the JSON's text with the
+#: dialect's substring function (``contains``: ``instr`` or ``strpos``). Either word as a JSON
+#: string anywhere passes, a reason too: :func:`issues_of` decides, on these rows only.
+ACTIONABLE = (
+    f"AND ({{contains}}(f.issues, '\"{IssueKind.ERROR.value}\"') > 0 "
+    f"OR {{contains}}(f.issues, '\"{IssueCode.TOOL_MISSING.value}\"') > 0) "
+)
+
+
+def issues_of(
+    rows: Iterable[tuple[bytes, bytes, str]], *, actionable: bool = False
+) -> list[tuple[str, tuple[FileIssue, ...]]]:
+    """The path and issues of each row of directory, name and issues; with ``actionable``,
+    of the rows with an actionable issue only."""
+    found = [(join_path(from_fs(d), from_fs(n)), issues_from_json(i)) for d, n, i in rows]
+    if actionable:
+        return [(path, issues) for path, issues in found if any(i.actionable for i in issues)]
+    return found

@@ -36,13 +36,14 @@ from isccd.store.base import (
 )
 from isccd.store.database import Database, SqliteOptions
 from isccd.store.rows import (
+    ACTIONABLE,
     FILE_COLUMNS,
     FILE_FROM,
     event_json,
     file_from_row,
     from_fs,
     instance_range,
-    issues_from_json,
+    issues_of,
     record_columns,
     to_fs,
 )
@@ -294,17 +295,21 @@ class SqliteStore(Database):
             (*params, to_fs(directory), to_fs(name)),
         )
 
-    def issues_under(self, path: str) -> list[tuple[str, tuple[FileIssue, ...]]]:
+    def issues_under(
+        self, path: str, *, actionable: bool = False
+    ) -> list[tuple[str, tuple[FileIssue, ...]]]:
         """Path and issues of the live files with issues at or below ``path``."""
         cond, params = self._dir_range(path)
         directory, name = split_path(path)
         rows = self._exec(
             "SELECT d.path, f.name, f.issues FROM files f JOIN dirs d ON d.id = f.dir_id "  # noqa: S608 -- fixed fragments; values are bound
             f"WHERE f.issues IS NOT NULL AND f.removed_at IS NULL "
-            f"AND ({cond} OR (d.path = ? AND f.name = ?)) ORDER BY d.path, f.name",
+            f"AND ({cond} OR (d.path = ? AND f.name = ?)) "
+            + (ACTIONABLE.format(contains="instr") if actionable else "")
+            + "ORDER BY d.path, f.name",
             (*params, to_fs(directory), to_fs(name)),
         )
-        return [(join_path(from_fs(d), from_fs(n)), issues_from_json(i)) for d, n, i in rows]
+        return issues_of(rows, actionable=actionable)
 
     def stale_units(self, is_stale: Callable[[str], bool], under: str) -> list[StaleUnits]:
         """Live files below ``under`` with units made or skipped under a stale profile."""

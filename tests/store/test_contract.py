@@ -195,6 +195,26 @@ def test_the_troubled_files_under_a_directory(store: Store) -> None:
     assert [path for path, _ in store.issues_under("/")] == ["/data/d/bad", "/data/e/bad"]
 
 
+def test_only_the_files_with_actionable_issues_are_read_when_asked(store: Store) -> None:
+    """An error or a missing tool is actionable; a skip, a warning, or a reason that only
+    mentions those words is not (the database's filter is a first pass)."""
+    error = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
+    missing = FileIssue("audio", IssueKind.SKIPPED, "fpcalc not found", IssueCode.TOOL_MISSING)
+    skip = FileIssue("mediatype", IssueKind.SKIPPED, "no Content-Code", IssueCode.UNSUPPORTED)
+    worded = FileIssue("text", IssueKind.WARNING, '"error" "tool_missing"', IssueCode.INVALID)
+    issues = {"a": (skip, error), "b": (missing,), "c": (skip,), "d": (worded,), "e": ()}
+    store.begin()
+    for ino, (name, found) in enumerate(issues.items(), start=1):
+        store.add_file(ROOT, replace(make_record(f"/data/x/{name}", ino=ino), issues=found), 1.0)
+    store.commit()
+    assert store.issues_under("/data/x", actionable=True) == [
+        ("/data/x/a", (skip, error)),
+        ("/data/x/b", (missing,)),
+    ]
+    assert [p for p, _ in store.issues_under("/data/x")] == [f"/data/x/{n}" for n in "abcd"]
+    assert store.issues_under("/data/x/c", actionable=True) == []
+
+
 def test_live_files_by_size(store: Store) -> None:
     store.begin()
     ids = [
