@@ -22,30 +22,36 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import BinaryIO
-
-import PIL
-from PIL import ExifTags, Image, UnidentifiedImageError
+from typing import TYPE_CHECKING, BinaryIO
 
 from isccd.errors import ExtractionError, ImageTooLargeError, ToolMissingError
 from isccd.extract.meta import Metadata
 from isccd.extract.tools import MISSING
 from isccd.extract.xmp import image_metadata
 
+if TYPE_CHECKING:  # Pillow is loaded by the first image read: a scan of none never loads it
+    from PIL import Image
+
 #: The SDK's tolerant trim: per-channel tolerance and the most passes.
 TRIM_TOLERANCE = 16
 TRIM_MAX_PASSES = 16
 
-#: The transposition ``ImageOps.exif_transpose`` does for each EXIF orientation.
-_TRANSPOSE = {
-    2: Image.Transpose.FLIP_LEFT_RIGHT,
-    3: Image.Transpose.ROTATE_180,
-    4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE,
-    6: Image.Transpose.ROTATE_270,
-    7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_90,
-}
+
+@cache
+def _transpositions() -> dict[int, Image.Transpose]:
+    """The transposition ``ImageOps.exif_transpose`` does for each EXIF orientation."""
+    from PIL import Image  # noqa: PLC0415 -- see the imports
+
+    return {
+        2: Image.Transpose.FLIP_LEFT_RIGHT,
+        3: Image.Transpose.ROTATE_180,
+        4: Image.Transpose.FLIP_TOP_BOTTOM,
+        5: Image.Transpose.TRANSPOSE,
+        6: Image.Transpose.ROTATE_270,
+        7: Image.Transpose.TRANSVERSE,
+        8: Image.Transpose.ROTATE_90,
+    }
+
 
 #: The SDK's pixel limit (``image_max_pixels``).
 DEFAULT_MAX_PIXELS = 128_000_000
@@ -92,6 +98,8 @@ def extractor_profile(mediatype: str = "") -> str:
 def component_versions() -> dict[str, str]:
     """The versions of :data:`PILLOW` and :data:`HEIF` in this process (``missing`` for a
     plugin that is not installed). A library upgraded on disk takes effect at a restart."""
+    import PIL  # noqa: PLC0415 -- see the imports
+
     heif = MISSING
     if _heif_available():
         from pillow_heif import __version__ as heif_version  # noqa: PLC0415 - optional plugin
@@ -157,6 +165,8 @@ def opened_image(
         ToolMissingError: The format needs an optional plugin that is not installed.
         ExtractionError: The data is not an image Pillow can open.
     """
+    from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 -- see the imports
+
     _register_plugins()
     with _quiet():
         try:
@@ -194,6 +204,8 @@ def normalize_image(img: Image.Image) -> list[int]:
     Returns:
         1024 ints in 0..255, row-major.
     """
+    from PIL import Image  # noqa: PLC0415 -- see the imports
+
     img = upright(img)
     img = fill_transparency(img)
     img = trim_tolerant(img)
@@ -204,12 +216,16 @@ def normalize_image(img: Image.Image) -> list[int]:
 def upright(img: Image.Image) -> Image.Image:
     """The image as its EXIF orientation says to show it: the pixels of
     ``ImageOps.exif_transpose``, but the image itself (no copy) when there is nothing to turn."""
-    method = _TRANSPOSE.get(img.getexif().get(ExifTags.Base.Orientation, 1))
+    from PIL import ExifTags  # noqa: PLC0415 -- see the imports
+
+    method = _transpositions().get(img.getexif().get(ExifTags.Base.Orientation, 1))
     return img if method is None else img.transpose(method)
 
 
 def fill_transparency(img: Image.Image) -> Image.Image:
     """An RGB image with transparent areas made white (the SDK's ``image_fill_transparency``)."""
+    from PIL import Image  # noqa: PLC0415 -- see the imports
+
     if img.mode == "RGB":
         return img
     white = (255, 255, 255)
@@ -326,6 +342,8 @@ def extract_image_metadata(fileobj: BinaryIO) -> tuple[Metadata, str | None]:
     Raises:
         ExtractionError: The data is not an image Pillow can open.
     """
+    from PIL import Image  # noqa: PLC0415 -- see the imports
+
     _register_plugins()
     with _quiet():
         try:

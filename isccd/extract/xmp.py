@@ -11,12 +11,15 @@ packet never has one, and refusing it rules out entity-expansion attacks.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
-
-from PIL import Image, ImageFile, IptcImagePlugin
+from typing import TYPE_CHECKING
 
 from isccd.extract.meta import Metadata, pick
+
+if TYPE_CHECKING:  # Pillow and the XML parser are loaded by the first image read
+    import xml.etree.ElementTree as ET
+
+    from PIL import Image
 
 #: The SDK's IMAGE_META_MAP, for the fields the Meta-Code uses, in its order of preference.
 IMAGE_META_FIELDS: tuple[tuple[str, str], ...] = (
@@ -98,6 +101,8 @@ def xmp_properties(packet: bytes | str) -> dict[str, str]:
     data = packet.encode("utf-8") if isinstance(packet, str) else packet
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         raise ValueError("XMP packet with a document type declaration refused")
+    import xml.etree.ElementTree as ET  # noqa: PLC0415 -- see the imports
+
     try:
         # Safe: document type declarations (the entity-expansion vector) were refused above,
         # and expat never fetches external resources.
@@ -149,6 +154,8 @@ def _xmp_values(img: Image.Image) -> dict[str, str]:
 
 
 def _iptc_values(img: Image.Image) -> dict[str, str]:
+    from PIL import ImageFile, IptcImagePlugin  # noqa: PLC0415 -- see the imports
+
     if not isinstance(img, ImageFile.ImageFile):
         return {}
     info = IptcImagePlugin.getiptcinfo(img)
