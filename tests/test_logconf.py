@@ -7,6 +7,8 @@ import io
 import json
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,41 @@ def test_exceptions_are_structured_in_json() -> None:
     assert frames[0]["exc_type"] == "ValueError"
     assert "bad input" in frames[0]["exc_value"]
     assert "locals" not in frames[0]["frames"][0]  # local variables can hold file contents
+
+
+#: Logs an exception to a console in a fresh interpreter; prints what was written, then whether
+#: rich was imported.
+_CONSOLE_EXCEPTION = """\
+import io, sys
+from isccd.logconf import configure_logging
+import structlog
+out = io.StringIO()
+configure_logging("info", "console", stream=out, env={})
+try:
+    int("bad input")
+except ValueError:
+    structlog.get_logger().exception("worker_failed")
+print(out.getvalue())
+print("rich imported:", "rich" in sys.modules)
+"""
+
+
+def test_console_tracebacks_are_plain_text_and_rich_is_not_loaded() -> None:
+    """The same plain traceback on every host, whether rich is installed or not (it is in
+    the test environment), and no 40 ms import of rich at the start of every command."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CONSOLE_EXCEPTION],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    out = done.stdout
+    assert "worker_failed" in out
+    assert "Traceback (most recent call last):" in out
+    assert "ValueError: invalid literal for int() with base 10: 'bad input'" in out
+    assert "╭" not in out and "│" not in out  # no rich panel
+    assert out.rstrip().endswith("rich imported: False")
 
 
 def test_reconfiguring_replaces_the_handler_and_level() -> None:

@@ -106,9 +106,7 @@ def run_errors(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
-            troubled = reader.problems(
-                [file_path(p) for p in args.paths], actionable=not args.all
-            )
+            troubled = reader.problems([file_path(p) for p in args.paths], actionable=not args.all)
     except StoreError as exc:
         print(f"isccd: {exc}", file=sys.stderr)
         return EXIT_STORE
