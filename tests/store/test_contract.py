@@ -196,12 +196,12 @@ def test_the_troubled_files_under_a_directory(store: Store) -> None:
 
 
 def test_only_the_files_with_actionable_issues_are_read_when_asked(store: Store) -> None:
-    """An error or a missing tool is actionable; a skip, a warning, or a reason that only
-    mentions those words is not (the database's filter is a first pass)."""
+    """An error or a missing tool is actionable; a skip, a warning, or an issue whose other
+    fields are those words is not (the database's filter, on the JSON text, is a first pass)."""
     error = FileIssue("read", IssueKind.ERROR, "permission denied", IssueCode.ACCESS)
     missing = FileIssue("audio", IssueKind.SKIPPED, "fpcalc not found", IssueCode.TOOL_MISSING)
     skip = FileIssue("mediatype", IssueKind.SKIPPED, "no Content-Code", IssueCode.UNSUPPORTED)
-    worded = FileIssue("text", IssueKind.WARNING, '"error" "tool_missing"', IssueCode.INVALID)
+    worded = FileIssue("error", IssueKind.WARNING, "tool_missing", IssueCode.INVALID)
     issues = {"a": (skip, error), "b": (missing,), "c": (skip,), "d": (worded,), "e": ()}
     store.begin()
     for ino, (name, found) in enumerate(issues.items(), start=1):
