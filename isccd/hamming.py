@@ -22,8 +22,8 @@ and, once a query has used it, 21 bytes per code and 160 KB for the block index.
 
 The block index is built by the first query it pays for, and covers the slots filled then.
 Slots appended since are scanned flat, and so are the few whose code changed in place; it is
-built again once those are more than an eighth of the codes, and dropped when the arrays are
-compacted.
+built again once the appended ones are more than an eighth of the codes it covers, or the changed
+ones more than a quarter (and either more than 1,024), and dropped when the arrays are compacted.
 
 Not thread-safe: it belongs to the thread that owns the store (see :mod:`isccd.store.owner`).
 """
