@@ -22,8 +22,8 @@ and, once a query has used it, 21 bytes per code and 160 KB for the block index.
 
 The block index is built by the first query it pays for, and covers the slots filled then.
 Slots appended since are scanned flat, and so are the few whose code changed in place; it is
-built again once those are more than an eighth of the codes, and dropped when the arrays are
-compacted.
+built again once the appended ones are more than an eighth of the codes it covers, or the changed
+ones more than a quarter (and either more than 1,024), and dropped when the arrays are compacted.
 
 Not thread-safe: it belongs to the thread that owns the store (see :mod:`isccd.store.owner`).
 """
@@ -127,26 +127,63 @@ class _Blocks:
             self.changed.append(slot)
 
     def find(
-        self, codes: npt.NDArray[np.uint64], queries: npt.NDArray[np.uint64], radius: int
+        self,
+        codes: npt.NDArray[np.uint64],
+        queries: npt.NDArray[np.uint64],
+        radius: int,
+        block: int,
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
         """Query positions, slots and distances of the unchanged indexed slots within
-        ``radius`` of each query, each pair once, ordered by query, then slot."""
+        ``radius`` of each query, each pair once, ordered by query, then slot: the queries a
+        few at a time, so that a pass compares about ``block`` codes (at least one query's)."""
+        most = radius // len(_WIDTHS)
+        probed = []
+        compared = np.zeros(len(queries), dtype=np.int64)
+        for shift, width, order, starts in self.blocks:
+            values = _block_values(queries, shift, width).astype(np.int64)
+            probes = values[:, None] ^ _flips(width, most)
+            compared += (starts[probes + 1] - starts[probes]).sum(axis=1)
+            probed.append((order, starts, probes))
+        # The candidates of a pass are held together (tens of bytes each): bounded as the
+        # flat scan's distances are, whatever the number of queries.
+        ends = np.cumsum(compared)
+        parts = []
+        start = 0
+        while start < len(queries):
+            before = int(ends[start - 1]) if start else 0
+            stop = max(start + 1, int(np.searchsorted(ends, before + block, side="right")))
+            parts.append(self._find(codes, queries, radius, probed, slice(start, stop)))
+            start = stop
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+    def _find(
+        self,
+        codes: npt.NDArray[np.uint64],
+        queries: npt.NDArray[np.uint64],
+        radius: int,
+        probed: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int64]]],
+        some: slice,
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+        """:meth:`find` of ``some`` of the queries, whose block values XORed with every flip
+        (a row per query) are ``probed``, per block."""
         found_queries = []
         found_slots = []
-        most = radius // len(_WIDTHS)
-        for shift, width, order, starts in self.blocks:
-            flips = _flips(width, most)
-            values = _block_values(queries, shift, width).astype(np.int64)
-            probes = (values[:, None] ^ flips).ravel()
-            first = starts[probes]
-            counts = starts[probes + 1] - first
+        for order, starts, probes in probed:
+            rows = probes[some]
+            first = starts[rows].ravel()
+            counts = starts[rows + 1].ravel() - first
             total = int(counts.sum())
             if not total:
                 continue
             ends = np.cumsum(counts)
             at = np.arange(total) + np.repeat(first - (ends - counts), counts)
             found_slots.append(order[at])
-            found_queries.append(np.repeat(np.arange(len(probes)) // len(flips), counts))
+            flips = rows.shape[1]
+            found_queries.append(np.repeat(np.arange(len(first)) // flips + some.start, counts))
         if not found_slots:
             return _nothing()
         slots = np.concatenate(found_slots)
@@ -326,8 +363,8 @@ class HammingIndex:
         Args:
             skip: A file id per code, left out of its hits (the file asking, which finds
                 itself: a hit not built only to be dropped).
-            block: At most this many distances per pass of the flat scan (at least one
-                query's).
+            block: At most this many distances per pass of the flat scan, or about this
+                many codes compared per pass of the block index (at least one query's).
         """
         found: list[list[Hit]] = [[] for _ in codes]
         if self._n == 0 or radius < 0 or not found:
@@ -367,7 +404,7 @@ class HammingIndex:
             blocks = self._blocks = _Blocks(self._codes[:n])
         if blocks is None or not _pays(radius, blocks.size, len(queries)):
             return self._scan(queries, radius, 0, n, block)
-        parts = [blocks.find(self._codes, queries, radius)]
+        parts = [blocks.find(self._codes, queries, radius, block)]
         if blocks.changed:
             changed = np.asarray(blocks.changed, dtype=np.intp)
             asked, at, distances = _scan(self._codes[changed], queries, radius, block)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import tracemalloc
 
 import numpy as np
 from hypothesis import given, settings
@@ -234,3 +235,30 @@ def test_the_block_index_answers_single_queries_at_scale_and_survives_compaction
     assert index.within_each(asked, 8) == brute_force_each(model, asked, 8)
     # Wider radii are answered by the flat scan, exactly too.
     assert index.within_each(asked[:5], 15) == brute_force_each(model, asked[:5], 15)
+
+
+def test_the_block_index_compares_a_bounded_number_of_codes_a_pass() -> None:
+    # Many queries over many codes: found candidates grow with both, so the block index
+    # compares them a pass at a time, as the flat scan does, not all at once.
+    rng = np.random.default_rng(5)
+    index = HammingIndex()
+    codes = rng.integers(0, 2**64, size=100_000, dtype=np.uint64)
+    model = dict(zip(range(1, len(codes) + 1), codes.tolist(), strict=True))
+    index.add_many(list(model), list(model.values()))
+    asked = rng.integers(0, 2**64, size=1500, dtype=np.uint64).tolist()
+    asked += clustered(rng, 500, codes[:50]).tolist()
+    expected = brute_force_each(model, asked, 8)
+    tracemalloc.start()
+    try:
+        found = index.within_each(asked, 8)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert built(index)
+    assert found == expected
+    assert any(expected[1500:])
+    # About 850 codes compared a query (70 buckets of 12 codes), 1.7 million in all: 88 MB of
+    # arrays at once; a pass of the default 131,072 compared takes a few MB.
+    assert peak < 32 * 1024 * 1024
+    # Passes of a few queries each find the same.
+    assert index.within_each(asked[1490:1510], 8, block=2_000) == expected[1490:1510]
