@@ -253,9 +253,10 @@ def bench_block_index(codes: np.ndarray, rng: np.random.Generator, queries: int 
             expected: list[list[tuple[int, int]]] = [[] for _ in probes]
             step = max(1, (1 << 17) // count)
             for first in range(0, queries, step):
-                distances = np.bitwise_count(stored[None, :] ^ asked[first : first + step, None])
-                for q, slot in zip(*np.nonzero(distances <= 8), strict=True):
-                    expected[first + int(q)].append((int(distances[q, slot]), int(slot)))
+                distances = np.bitwise_count(stored ^ asked[first : first + step, None]).ravel()
+                cells = np.flatnonzero(distances <= 8)
+                for cell, distance in zip(cells.tolist(), distances[cells].tolist(), strict=True):
+                    expected[first + cell // count].append((distance, cell % count))
             flat.append(time.perf_counter() - start)
         got = [[(h.distance, h.file_id) for h in hits] for hits in found]
         assert got == [sorted(e) for e in expected], "the block index disagrees with the scan"

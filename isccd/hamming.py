@@ -10,9 +10,10 @@ ways, whichever costs less for its radius and the number of codes:
   ``d // 5`` bits on at least one block (if all five differed in more, they would differ in more
   than d bits), so only the codes in the buckets of the block values that close are compared.
   It pays at radii up to 9 bits (one bit a block: 70 buckets), as the Data-Code's default of 8
-  and the Audio-Code's of 4: with 512 queries a call, 3.6 µs a query at 10,000 codes, 22 µs at
-  100,000 and 0.22 ms at 1,000,000, against 6.5 µs, 66 µs and 1 ms flat. From 10 bits on (460
-  buckets and more, a twentieth of the codes compared) the flat scan costs less.
+  and the Audio-Code's of 4: with 512 queries a call, 4.1 µs a query at 10,000 codes, 18 µs at
+  100,000 and 0.14 ms at 1,000,000, against 7 µs, 67 µs and 1.1 ms flat (``bench/index.py``).
+  From 10 bits on (460 buckets and more, a twentieth of the codes compared) the flat scan costs
+  less.
 
 Layout per unit type: parallel numpy arrays of codes (``uint64``), file ids (``int64``) and a
 live flag, grown geometrically so that appends are amortized O(1). Removing a file clears its
