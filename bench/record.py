@@ -11,7 +11,7 @@ Each round times, in turn (so that load from other work on the machine falls on 
 - **floor**: open, read, BLAKE3- and xxh64-hash each file, in this process;
 - **compute_record**: ``compute_record(path, root=TREE)`` of each file, alone;
 - **worker jobs**: what a worker runs for a scan's messages: ``hash_job`` of the files in
-  batches of ``BATCH_FILES`` (64) as the pipeline sends them, each file's record packed for the
+  batches of ``BATCH_FILES`` (128) as the pipeline sends them, each file's record packed for the
   pipe (each root opened once per message). Unpacking, the daemon's share, is not timed.
 
 The figures are medians of the rounds, in microseconds per file of wall time and of this

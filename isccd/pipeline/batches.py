@@ -11,9 +11,9 @@ is tried first, in a savepoint of its own, and the items go one by one if it fai
 
 While a scan floods the store (a job of many items has just been applied), the next job waits
 a little for more items (:class:`Gathering`): the owner applies a job faster than the workers
-hash one, so a scan would otherwise commit every worker message (64 small files), and a
+hash one, so a scan would otherwise commit every worker message (128 small files), and a
 transaction's fixed costs (the ``COMMIT``, the pages of the indexes it rewrites, the reads and
-searches of a job) would be paid every 64 files instead of every few hundred. Nothing is
+searches of a job) would be paid every 128 files instead of every few hundred. Nothing is
 acknowledged before its commit, so what a crash loses is what no caller was told of: the files
 of the job being gathered, which the next scan hashes again.
 """
