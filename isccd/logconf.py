@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from typing import Any, Literal, TextIO
 
 # structlog imports rich, when it is installed, to offer its tracebacks and its printing of
-# local variables: about 40 ms at the start of every command that logs (as much as a scan of
-# small files spends in its store in 800 files). isccd uses neither: a console shows a plain
+# local variables: about 40 ms at the start of every command that logs, which a scan's first
+# file waits for (docs/benchmarks.md). isccd uses neither: a console shows a plain
 # traceback, the same on every host, and JSON lines carry tracebacks without locals. So unless
 # the process has imported rich already, structlog is imported without it (it takes it for not
 # installed), and ``import rich`` works again afterwards.
