@@ -149,3 +149,17 @@ def test_the_kernels_load_without_coverage_which_still_imports_afterwards() -> N
         env=env,
     )
     assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def test_the_fork_server_preloads_no_image_library() -> None:
+    """Pillow and the XML parser of image metadata are loaded by a worker's first image: the
+    fork server's start, which a scan's first file waits for, does without them."""
+    out = _python(
+        f"""
+        import sys
+        for name in {list(PRELOAD)!r}:
+            __import__(name)
+        print(sorted(m for m in ("PIL", "xml.etree.ElementTree") if m in sys.modules))
+        """
+    )
+    assert out == ["[]"]
