@@ -349,8 +349,8 @@ def scan_options(
         compile_ignore(watch.ignore)
     except ValueError as exc:
         raise ConfigError(f"invalid configuration: watch.ignore: {exc}") from None
-    cache = Path(env["NUMBA_CACHE_DIR"]) if env.get("NUMBA_CACHE_DIR") else None
-    own = (state, socket_path(settings, env).parent, cache or dirs.default_cache_dir(env))
+    numba = (Path(env["NUMBA_CACHE_DIR"]),) if env.get("NUMBA_CACHE_DIR") else ()
+    own = (state, socket_path(settings, env).parent, dirs.default_cache_dir(env), *numba)
     return ScanOptions(
         follow_symlinks=watch.follow_symlinks, ignore=watch.ignore + _own_dirs(roots, own)
     )

@@ -1,11 +1,12 @@
 """The fork server the hashing workers are started from.
 
 It is multiprocessing's fork server, one per process: a process that imports the workers' code and
-loads the compiled kernels once (about 0.6 s of CPU, most of it numba), then forks each worker,
-so that every worker shares those pages and starts warm (see :mod:`isccd.hashing.pool`).
+loads the compiled kernels once (about 0.2 s of CPU: numpy, llvmlite and the kernels' machine
+code), then forks each worker, so that every worker shares those pages and starts warm (see
+:mod:`isccd.hashing.pool`).
 
 This module imports nothing of isccd and nothing heavy, so that a command about to hash can
-start the fork server first thing (:func:`start_early`): its 0.6 s then pass on another core
+start the fork server first thing (:func:`start_early`): its start then passes on another core
 while the command imports its own code, reads its configuration and opens the store.
 """
 
@@ -19,13 +20,13 @@ from multiprocessing import forkserver, resource_tracker
 from typing import Any
 
 #: What the fork server imports before it forks: the workers' code (:mod:`isccd.hashing.worker`,
-#: which imports the hashing code), the compiled kernels, and ``numpy.ma``, which numba imports
-#: the first time a kernel is called with an array (the workers' warm-up). A worker forked from
-#: it imports nothing more before its first file: each import left to the workers is paid once
-#: per worker, and at every restart. Nothing of the pool's side (asyncio, structlog) is loaded,
-#: and neither is Pillow: a worker loads it with its first image (about 15 ms), so that a scan
-#: without images does not wait for it before its first file.
-PRELOAD = ("isccd.hashing.worker", "isccd.iscc._jit", "numpy.ma")
+#: which imports the hashing code) and the compiled kernels, loaded from their machine code
+#: (:mod:`isccd.hashing.warm`). A worker forked from it imports nothing more before its first
+#: file: each import left to the workers is paid once per worker, and at every restart. Nothing
+#: of the pool's side (asyncio, structlog) is loaded, and neither is Pillow: a worker loads it
+#: with its first image (about 15 ms), so that a scan without images does not wait for it
+#: before its first file.
+PRELOAD = ("isccd.hashing.worker", "isccd.hashing.warm")
 
 
 def context() -> Any:

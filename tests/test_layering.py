@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "iscc": set(),
     "extract": {"model", "errors", "beneath"},
-    "hashing": {"extract", "iscc", "model", "errors", "forkserver"},
+    "hashing": {"extract", "iscc", "model", "errors", "forkserver", "dirs"},
     "store": {"model", "errors", "fspath"},
     "hamming": {"model", "errors"},
     "walk": {"model", "errors", "fspath", "beneath"},

@@ -21,15 +21,24 @@ whatever units can still be computed are. Each unit carries a ``profile`` naming
 version, the bit length and the extractor and tool versions it depends on, so a store can
 recompute just the units a new tool version affects (``units=``); :func:`current_versions` says
 which versions are current.
+
+Importing this package makes the compiled kernels of the process come from
+:mod:`isccd.hashing.machine` (their machine code, cached on disk) when they are first needed.
 """
 
 from __future__ import annotations
 
+from isccd.hashing import machine
 from isccd.hashing.issues import OUT_OF_MEMORY, issue_from_exception, out_of_memory
 from isccd.hashing.options import ALGORITHM, EXTRACTION_REVISION, CodeOptions
 from isccd.hashing.record import ALL_UNITS, compose_iscc, compute_record
 from isccd.hashing.renamed import renamed_record
 from isccd.hashing.versions import MISSING, UNKNOWN, Versions, current_versions
+from isccd.iscc.kernels import use_loader
+
+# The compiled kernels of every process that hashes files come from their machine code on disk,
+# loaded without numba when they are first needed (isccd.hashing.machine).
+use_loader(machine.compiled_kernels)
 
 __all__ = [
     "ALGORITHM",

@@ -255,6 +255,7 @@ class WorkerPool:
         self._idle_timer: asyncio.TimerHandle | None = None
         self._idle_stops = 0
         self._spawning = 0  # worker processes being started, not attached yet
+        self._told_kernels: str | None = None
         _POOLS.add(self)
 
     async def start(self) -> None:
@@ -558,6 +559,9 @@ class WorkerPool:
             worker.ready, worker.pid = True, message[1]
             self._failed_starts = 0
             self._ready.set()
+            if message[2] is not None and message[2] != self._told_kernels:
+                self._told_kernels = message[2]  # once, not at every worker's start
+                structlog.get_logger().warning("kernels_not_cached", problem=message[2])
         else:
             job_id, packed, retire = message
             job = worker.jobs.popleft()

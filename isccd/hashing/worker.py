@@ -15,7 +15,7 @@ import signal
 from collections.abc import Sequence
 
 from isccd.extract.source import RootDirs
-from isccd.hashing import OUT_OF_MEMORY, CodeOptions, compute_record, out_of_memory
+from isccd.hashing import OUT_OF_MEMORY, CodeOptions, compute_record, machine, out_of_memory
 from isccd.hashing.wire import Packed, pack
 from isccd.model import FileIssue, FileRecord, IssueCode, IssueKind, UnitType
 
@@ -40,7 +40,8 @@ def worker_main(
     warmup()
     if memory:
         _limit_memory(memory)
-    conn.send(("ready", os.getpid()))
+    # What is wrong with its kernels, if anything, for the pool's log (this side does not log).
+    conn.send(("ready", os.getpid(), machine.problem()))
     while True:
         try:
             message = conn.recv()

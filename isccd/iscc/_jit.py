@@ -1,17 +1,22 @@
-"""numba-compiled kernels of the Data-Code and Text-Code: chunker, xxh32 and MinHash in one pass.
+"""numba source of the Data-Code and Text-Code kernels: chunker, xxh32 and MinHash in one pass.
 
-Importing this module imports numba and compiles the six kernels, or loads them from numba's
-on-disk cache: measured here about 0.3 s with the cache, 1 s without. So nothing imports it at
-module level: :mod:`isccd.iscc.kernels` loads it on first use (or in ``warmup()``), and
-importing :mod:`isccd.iscc` never pays for numba.
+The kernels are compiled to C-callable functions (``numba.cfunc``), one per entry point of
+:data:`isccd.iscc._native.SIGNATURES`, which never allocate, never raise and never call back
+into Python. :func:`machine_code` emits them as one object file, which a process loads without
+numba (:func:`isccd.iscc._native.load_machine_code`); :func:`addresses` gives the functions numba
+itself compiled, for a process that has numba loaded anyway.
 
-**JIT cache.** Kernels are compiled with ``cache=True``. numba picks the first writable location
-of: ``$NUMBA_CACHE_DIR`` (read once, when numba is imported), the ``__pycache__`` next to this
-file, then the user cache directory (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``). An
-installed, read-only package therefore still caches; the systemd unit sets
-``CacheDirectory=isccd`` and ``NUMBA_CACHE_DIR=/var/cache/isccd/numba`` so the service never
-depends on a home directory. If no location is writable the kernels are compiled in memory
-for each process (slower start, same results).
+Importing this module imports numba (about 0.3 s and 100 MB), so nothing imports it at module
+level: :mod:`isccd.iscc.kernels` loads it on first use where no machine code is loaded, and
+:mod:`isccd.hashing.machine` when it has none cached yet; importing :mod:`isccd.iscc` never
+pays for numba. The entry points are compiled on the first call of :func:`addresses` (or
+loaded from numba's cache) or :func:`machine_code` (compiled anew: about 2 s).
+
+**JIT cache.** :func:`addresses` compiles the entry points with ``cache=True``: numba picks the
+first writable location of: ``$NUMBA_CACHE_DIR`` (read once, when numba is imported), the
+``__pycache__`` next to this file, then the user cache directory (``$XDG_CACHE_HOME/numba`` or
+``~/.cache/numba``). If no location is writable they are compiled in memory for each process
+(slower start, same results).
 
 All arithmetic is done in ``uint64`` with explicit masks: numba widens 32-bit operands and turns
 mixed signed/unsigned 64-bit arithmetic into floats, so every constant below is a ``uint64``.
@@ -21,13 +26,15 @@ Pure: no I/O besides numba's cache.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from isccd.iscc._tables import CDC_GEAR, MAXH, MPA, MPB, MPRIME
+from isccd.iscc._native import SIGNATURES, TEXT_BLOCK, TEXT_WORDS, MachineCode
+from isccd.iscc._tables import CDC_GEAR, MAXH, MAXI64, MPA, MPB, MPRIME
 
 # numba imports coverage.py when it is installed (numba.misc.coverage_support), to report the
 # lines of compiled code to a measurement running in the process: 50-80 ms and 4 MB more at
@@ -43,56 +50,16 @@ finally:
     if _WITHOUT_COVERAGE:
         del sys.modules["coverage"]
 
-__all__ = [
-    "data_digest",
-    "data_scan",
-    "hash_fold",
-    "minhash_compress",
-    "text_digest",
-    "text_fold",
-    "xxh32",
-]
+__all__ = ["addresses", "machine_code"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-_BYTES = numba.types.Array(numba.uint8, 1, "C", readonly=True)
-_OFFSETS = numba.types.Array(numba.int64, 1, "C", readonly=True)
-_MINVEC = numba.types.Array(numba.uint64, 1, "C")
-_MINVEC_IN = numba.types.Array(numba.uint64, 1, "C", readonly=True)
-_DIGEST = numba.types.Array(numba.uint8, 1, "C")
-_I64 = numba.int64
-# numba's type constructors are untyped.
-_PAIR = numba.types.UniTuple(_I64, 2)  # type: ignore[no-untyped-call]
-_PARAMS = numba.types.UniTuple(_I64, 5)  # type: ignore[no-untyped-call]
 
-
-def _njit(*signatures: Any) -> Callable[[_F], _F]:
-    """Compile with numba, cached on disk when numba finds a writable cache location.
-
-    With ``signatures`` the kernel is compiled (or loaded from the cache) right away, which is
-    when this module is first imported; read-only arrays in the signatures accept writable
-    ones too, so each kernel exists exactly once. Without them (the inlined helpers) it is
-    compiled as part of its callers.
-    """
-
-    def compile_with(func: _F, cache: bool) -> _F:
-        jit = (
-            numba.njit(list(signatures), cache=cache, nogil=True)
-            if signatures
-            else (numba.njit(cache=cache, nogil=True))
-        )
-        # A dispatcher is called like the function it compiles.
-        return cast(_F, jit(func))
-
-    def decorate(func: _F) -> _F:
-        try:
-            return compile_with(func, cache=True)
-        except RuntimeError:
-            # numba raises "cannot cache function ...: no locator available" when neither
-            # NUMBA_CACHE_DIR, the package directory nor the user cache directory is writable.
-            return compile_with(func, cache=False)
-
-    return decorate
+def _njit(func: _F) -> _F:
+    """A helper of the entry points, compiled as part of each caller that uses it (and inlined
+    there by LLVM): it has no signature and no code of its own."""
+    # A dispatcher is called like the function it compiles.
+    return cast(_F, numba.njit(nogil=True)(func))
 
 
 _GEAR = np.array(CDC_GEAR, dtype=np.int64)
@@ -100,6 +67,8 @@ _MPA = np.array(MPA, dtype=np.uint64)
 _MPB = np.array(MPB, dtype=np.uint64)
 _MPRIME = np.uint64(MPRIME)
 _MAXH = np.uint64(MAXH)
+#: A fresh MinHash slot (isccd.iscc.minhash.MINHASH_EMPTY: above every 32-bit hash value).
+_EMPTY = np.uint64(MAXI64)
 _M32 = np.uint64(0xFFFFFFFF)
 _P1 = np.uint64(0x9E3779B1)
 _P2 = np.uint64(0x85EBCA77)
@@ -123,15 +92,15 @@ _R11, _R13, _R15, _R16, _R17, _R21 = (np.uint32(r) for r in (11, 13, 15, 16, 17,
 #: the Text-Code's (:data:`isccd.iscc.text.TEXT_NGRAM_SIZE`); other widths take the general path.
 _ASCII_WIDTH = 13
 #: Window hashes text_fold computes before folding them (32 KiB: they stay in the L1 cache).
-_TEXT_BLOCK = 4096
+_TEXT_BLOCK = TEXT_BLOCK
 
 
-@_njit()
+@_njit
 def _rotl(x: np.uint64, r: int) -> np.uint64:
     return ((x << np.uint64(r)) | (x >> np.uint64(32 - r))) & _M32
 
 
-@_njit()
+@_njit
 def _read32(buf: np.ndarray, p: int) -> np.uint64:
     # An unsigned index spares numba's negative-index wraparound, so LLVM can combine the four
     # byte loads into one unaligned 32-bit load.
@@ -144,13 +113,13 @@ def _read32(buf: np.ndarray, p: int) -> np.uint64:
     )
 
 
-@_njit()
+@_njit
 def _round(acc: np.uint64, lane: np.uint64) -> np.uint64:
     acc = (acc + lane * _P2) & _M32
     return (_rotl(acc, 13) * _P1) & _M32
 
 
-@_njit()
+@_njit
 def _xxh32(buf: np.ndarray, start: int, end: int) -> np.uint64:
     # The body of xxh32, without a signature so that the kernels below inline it (a call to a
     # compiled signature is an external call that passes the array by value).
@@ -188,13 +157,7 @@ def _xxh32(buf: np.ndarray, start: int, end: int) -> np.uint64:
     return h
 
 
-@_njit(numba.uint64(_BYTES, _I64, _I64))
-def xxh32(buf: np.ndarray, start: int, end: int) -> np.uint64:
-    """xxHash32 (seed 0) of ``buf[start:end]`` (a ``uint8`` array), as a ``uint64`` < 2**32."""
-    return _xxh32(buf, start, end)
-
-
-@_njit()
+@_njit
 def _lane32(h: np.uint32, word: np.uint32) -> np.uint32:
     # One 4-byte step of xxh32's tail, in uint32 (numba widens the products; the casts
     # truncate them back, which lets LLVM keep 32-bit lanes).
@@ -202,13 +165,14 @@ def _lane32(h: np.uint32, word: np.uint32) -> np.uint32:
     return np.uint32(np.uint32((h << _R17) | (h >> _R15)) * _Q4)
 
 
-@_njit()
-def _ascii_windows(utf8: np.ndarray, first: int, count: int, block: np.ndarray) -> None:
+@_njit
+def _ascii_windows(
+    utf8: np.ndarray, first: int, count: int, block: np.ndarray, words: np.ndarray
+) -> None:
     # xxh32 of the 13-byte windows starting at bytes first .. first + count - 1, into block:
     # xxh32 of 13 bytes is three 4-byte lanes, one byte and the avalanche. Written in uint32 on
-    # words read ahead so that LLVM vectorizes it across windows (2.6 against 8.9 µs for the
-    # windows of 2 KB of text through the general xxh32).
-    words = np.empty(count + 8, dtype=np.uint32)
+    # words read ahead (into words: count + 8 of them) so that LLVM vectorizes it across
+    # windows (2.6 against 8.9 µs for the windows of 2 KB of text through the general xxh32).
     for j in range(count + 8):
         words[j] = np.uint32(_read32(utf8, first + j))
     for i in range(count):
@@ -225,7 +189,7 @@ def _ascii_windows(utf8: np.ndarray, first: int, count: int, block: np.ndarray) 
         block[i] = h ^ (h >> _R16)
 
 
-@_njit()
+@_njit
 def _permuted(a: np.uint64, b: np.uint64, feature: np.uint64) -> np.uint64:
     # ((a * f + b) mod 2**64) mod (2**61 - 1), then the low 32 bits, for a 32-bit feature f
     # (an xxh32 value: all the kernels fold). The uint64 multiply-add wraps exactly as the
@@ -239,28 +203,27 @@ def _permuted(a: np.uint64, b: np.uint64, feature: np.uint64) -> np.uint64:
     return (v + (v >> _U61)) & _MAXH
 
 
-@_njit()
+@_njit
 def _fold(minvec: np.ndarray, feature: np.uint64) -> None:
     for k in range(64):
         minvec[k] = min(minvec[k], _permuted(_MPA[k], _MPB[k], feature))
 
 
-@_njit(_PAIR(_BYTES, _I64, _I64, _MINVEC, _PARAMS))
-def data_scan(
+@_njit
+def _fresh(minvec: np.ndarray) -> None:
+    for k in range(64):
+        minvec[k] = _EMPTY
+
+
+@_njit
+def _data_scan(
     buf: np.ndarray, start: int, stop_at: int, minvec: np.ndarray, params: tuple[int, ...]
 ) -> tuple[int, int]:
-    """Chunk ``buf`` from ``start``; fold the xxh32 of every complete chunk into ``minvec``.
-
-    ``params`` are the chunker parameters ``(mi, ma, cs, mask_s, mask_l)`` of
-    :func:`isccd.iscc.cdc.alg_cdc_params`.
-
-    A chunk is complete when it ends before the end of ``buf`` (the last chunk may still grow
-    with more data, so it is never hashed here). Scanning stops at the start of the last chunk,
-    or at the first chunk start at or after ``stop_at``, whichever comes first.
-
-    Returns:
-        ``(position, chunks)``: where scanning stopped and how many chunks were folded.
-    """
+    # Chunk buf from start and fold the xxh32 of every complete chunk into minvec. A chunk is
+    # complete when it ends before the end of buf (the last chunk may still grow with more
+    # data, so it is never hashed here). Scanning stops at the start of the last chunk, or at
+    # the first chunk start at or after stop_at, whichever comes first. params are the
+    # chunker parameters (mi, ma, cs, mask_s, mask_l) of isccd.iscc.cdc.alg_cdc_params.
     mi, ma, cs, mask_s, mask_l = params
     n = buf.shape[0]
     pos = start
@@ -295,23 +258,32 @@ def data_scan(
     return pos, count
 
 
-@_njit(numba.void(_BYTES, _OFFSETS, _I64, _MINVEC))
-def text_fold(utf8: np.ndarray, offsets: np.ndarray, width: int, minvec: np.ndarray) -> None:
-    """Fold the xxh32 of every ``width``-character window of UTF-8 text into ``minvec``.
-
-    ``offsets`` holds the byte offset of each character plus the total length (``n + 1``
-    entries for ``n`` characters). Text shorter than ``width`` is one window, also when empty.
-    """
-    n = offsets.shape[0] - 1
+@_njit
+def _text_fold(  # noqa: PLR0917 - the entry points' arguments, passed on
+    utf8: np.ndarray,
+    offsets: np.ndarray,
+    n: int,
+    width: int,
+    minvec: np.ndarray,
+    block: np.ndarray,
+    words: np.ndarray,
+) -> None:
+    # Fold the xxh32 of every width-character window of the n characters of utf8 into minvec.
+    # offsets holds the byte offset of each character and the total length (n + 1 entries),
+    # or nothing when every character is a byte (then character i is at byte i). Text shorter
+    # than width is one window, also when empty.
     windows = max(n - width + 1, 1)
-    block = np.empty(min(windows, _TEXT_BLOCK), dtype=np.uint64)
-    # A byte per character (ASCII text, the common case): every window is 13 bytes at a
-    # stride of one, hashed by the vectorized _ascii_windows.
-    ascii = width == _ASCII_WIDTH and n >= width and offsets[n] == n
+    one_byte = offsets.shape[0] == 0
+    # A byte per character (ASCII text, the common case) and windows of 13: every window is 13
+    # bytes at a stride of one, hashed by the vectorized _ascii_windows.
+    ascii = one_byte and width == _ASCII_WIDTH and n >= width
     for first in range(0, windows, _TEXT_BLOCK):
         count = min(windows - first, _TEXT_BLOCK)
         if ascii:
-            _ascii_windows(utf8, first, count, block)
+            _ascii_windows(utf8, first, count, block, words)
+        elif one_byte:
+            for i in range(count):
+                block[i] = _xxh32(utf8, first + i, min(first + i + width, n))
         else:
             for i in range(count):
                 block[i] = _xxh32(utf8, offsets[first + i], offsets[min(first + i + width, n)])
@@ -327,43 +299,185 @@ def text_fold(utf8: np.ndarray, offsets: np.ndarray, width: int, minvec: np.ndar
             minvec[k], minvec[k + 1] = low0, low1
 
 
-@_njit(numba.void(_BYTES, _MINVEC))
-def hash_fold(buf: np.ndarray, minvec: np.ndarray) -> None:
-    """Fold the xxh32 of all of ``buf`` into ``minvec`` (the last chunk of a Data-Code)."""
-    _fold(minvec, _xxh32(buf, 0, buf.shape[0]))
-
-
-@_njit(_DIGEST(_MINVEC_IN, _I64))
-def minhash_compress(minvec: np.ndarray, lsb: int) -> np.ndarray:
-    """The ``lsb`` least significant bit-planes of ``minvec``, packed as
-    :func:`isccd.iscc.minhash.alg_minhash_compress` packs them (``1 <= lsb <= 64``)."""
+@_njit
+def _compress(minvec: np.ndarray, lsb: int, out: np.ndarray) -> None:
+    # The lsb least significant bit-planes of minvec into out, packed as
+    # isccd.iscc.minhash.alg_minhash_compress packs them.
     n = minvec.shape[0]
-    nbits = n * lsb
-    out = np.zeros((nbits + 7) // 8, dtype=np.uint8)
-    pos = (8 - nbits % 8) % 8  # leading zero bits pad the first byte, as the reference does
+    for i in range(out.shape[0]):
+        out[i] = 0
+    pos = (8 - (n * lsb) % 8) % 8  # leading zero bits pad the first byte, as the reference does
     for plane in range(lsb):
         shift = np.uint64(plane)
         for i in range(n):
             if (minvec[i] >> shift) & _U1:
                 out[pos >> 3] |= np.uint8(0x80 >> (pos & 7))
             pos += 1
-    return out
 
 
-@_njit(_DIGEST(_BYTES, _MINVEC, _PARAMS))
-def data_digest(buf: np.ndarray, minvec: np.ndarray, params: tuple[int, ...]) -> np.ndarray:
-    """The 256-bit Data-Hash of all of ``buf``: every chunk, the last one too, folded into the
-    fresh ``minvec`` and compressed, in one call."""
-    pos, _ = data_scan(buf, 0, buf.shape[0], minvec, params)
-    _fold(minvec, _xxh32(buf, pos, buf.shape[0]))  # the last chunk (xxh32(b"") of no input)
-    return minhash_compress(minvec, 4)
+# -- the entry points: C functions over pointers and lengths (isccd.iscc._native.SIGNATURES) --
+
+_C_TYPES = {
+    "void": numba.types.void,
+    "i64": numba.types.int64,
+    # numba's type constructors are untyped.
+    "u8*": numba.types.CPointer(numba.types.uint8),  # type: ignore[no-untyped-call]
+    "u32*": numba.types.CPointer(numba.types.uint32),  # type: ignore[no-untyped-call]
+    "i64*": numba.types.CPointer(numba.types.int64),  # type: ignore[no-untyped-call]
+    "u64*": numba.types.CPointer(numba.types.uint64),  # type: ignore[no-untyped-call]
+}
 
 
-@_njit(_DIGEST(_BYTES, _OFFSETS, _I64, _MINVEC))
-def text_digest(
-    utf8: np.ndarray, offsets: np.ndarray, width: int, minvec: np.ndarray
-) -> np.ndarray:
-    """The 256-bit Text-Hash: :func:`text_fold` into the fresh ``minvec`` and compressed, in one
-    call (a compiled call and a vector copy less per text than folding and compressing apart)."""
-    text_fold(utf8, offsets, width, minvec)
-    return minhash_compress(minvec, 4)
+#: The entry points as Python functions, by name (compiled by :func:`_compiled`).
+_ENTRY_POINTS: dict[str, Callable[..., Any]] = {}
+
+
+def _entry(func: _F) -> _F:
+    """Register ``func`` as the entry point of its name in :data:`SIGNATURES`."""
+    assert func.__name__ in SIGNATURES, func.__name__
+    _ENTRY_POINTS[func.__name__] = func
+    return func
+
+
+def _signature(name: str) -> Any:
+    result, *args = (_C_TYPES[t] for t in SIGNATURES[name])
+    return result(*args)
+
+
+@functools.cache
+def _compiled(cache: bool) -> dict[str, Any]:
+    """The entry points compiled as C functions (``numba.cfunc``), by name. With ``cache`` numba
+    keeps them in its cache when it finds a writable location (else they are compiled in
+    memory); without, they are compiled here, and their LLVM code can be read back."""
+    compiled = {}
+    for name, func in _ENTRY_POINTS.items():
+        try:
+            compiled[name] = numba.cfunc(_signature(name), cache=cache)(func)
+        except RuntimeError:
+            # numba raises "cannot cache function ...: no locator available" when neither
+            # NUMBA_CACHE_DIR, the package directory nor the user cache directory is writable.
+            compiled[name] = numba.cfunc(_signature(name))(func)
+    return compiled
+
+
+#: An array over a pointer and a length (no copy, no ownership).
+_carray = numba.carray  # type: ignore[attr-defined]
+_MINVEC_SIZE = 64
+_DIGEST_SIZE = 32
+
+
+@_entry
+def data_scan(  # noqa: PLR0917 - a C signature
+    buf: Any, n: int, start: int, stop_at: int, minvec: Any,
+    mi: int, ma: int, cs: int, mask_s: int, mask_l: int, chunks: Any,
+) -> int:  # fmt: skip
+    """Chunk ``buf`` from ``start`` and fold every complete chunk into ``minvec``; return where
+    scanning stopped, and the chunks folded in ``chunks[0]``."""
+    pos, count = _data_scan(
+        _carray(buf, n), start, stop_at, _carray(minvec, _MINVEC_SIZE), (mi, ma, cs, mask_s, mask_l)
+    )
+    _carray(chunks, 1)[0] = count
+    return pos
+
+
+@_entry
+def hash_fold(buf: Any, n: int, minvec: Any) -> None:
+    """Fold the xxh32 of all of ``buf`` into ``minvec`` (the last chunk of a Data-Code)."""
+    _fold(_carray(minvec, _MINVEC_SIZE), _xxh32(_carray(buf, n), 0, n))
+
+
+@_entry
+def compress(minvec: Any, n: int, lsb: int, out: Any) -> None:
+    """The ``lsb`` least significant bit-planes of the ``n`` minima, packed into ``out``
+    (``ceil(n * lsb / 8)`` bytes)."""
+    _compress(_carray(minvec, n), lsb, _carray(out, (n * lsb + 7) // 8))
+
+
+@_entry
+def data_digest(  # noqa: PLR0917 - a C signature
+    buf: Any, n: int, mi: int, ma: int, cs: int, mask_s: int, mask_l: int, minvec: Any, out: Any
+) -> None:
+    """The 256-bit Data-Hash of all of ``buf`` into ``out``: every chunk, the last one too,
+    folded into ``minvec`` made fresh, and compressed."""
+    data, vec = _carray(buf, n), _carray(minvec, _MINVEC_SIZE)
+    _fresh(vec)
+    pos, _ = _data_scan(data, 0, n, vec, (mi, ma, cs, mask_s, mask_l))
+    _fold(vec, _xxh32(data, pos, n))  # the last chunk (xxh32(b"") of no input)
+    _compress(vec, 4, _carray(out, _DIGEST_SIZE))
+
+
+@_entry
+def text_fold(  # noqa: PLR0917 - a C signature
+    utf8: Any, nbytes: int, offsets: Any, n: int, width: int, minvec: Any, block: Any, words: Any
+) -> None:
+    """Fold the xxh32 of every ``width``-character window of the ``n`` characters of ``utf8``
+    into ``minvec``; ``offsets`` (``n + 1`` entries) is read only when ``nbytes != n``."""
+    _text_fold(
+        _carray(utf8, nbytes),
+        _carray(offsets, 0 if nbytes == n else n + 1),
+        n,
+        width,
+        _carray(minvec, _MINVEC_SIZE),
+        _carray(block, _TEXT_BLOCK),
+        _carray(words, TEXT_WORDS),
+    )
+
+
+@_entry
+def text_digest(  # noqa: PLR0917 - a C signature
+    utf8: Any,
+    nbytes: int,
+    offsets: Any,
+    n: int,
+    width: int,
+    minvec: Any,
+    block: Any,
+    words: Any,
+    out: Any,
+) -> None:
+    """The 256-bit Text-Hash into ``out``: :func:`text_fold` into ``minvec`` made fresh, and
+    compressed."""
+    vec = _carray(minvec, _MINVEC_SIZE)
+    _fresh(vec)
+    _text_fold(
+        _carray(utf8, nbytes),
+        _carray(offsets, 0 if nbytes == n else n + 1),
+        n,
+        width,
+        vec,
+        _carray(block, _TEXT_BLOCK),
+        _carray(words, TEXT_WORDS),
+    )
+    _compress(vec, 4, _carray(out, _DIGEST_SIZE))
+
+
+def addresses() -> dict[str, int]:
+    """The address of each entry point, compiled by numba in this process (or loaded from its
+    cache)."""
+    return {name: int(cf.address) for name, cf in _compiled(cache=True).items()}
+
+
+def machine_code() -> tuple[MachineCode, dict[str, int]]:
+    """The entry points as one object file, for a process to load without numba, and their
+    addresses here: compiled anew (numba keeps no LLVM code of what it loads from its cache),
+    their modules linked into one and emitted for the machine numba compiles for."""
+    import llvmlite.binding as llvm  # noqa: PLC0415 - numba's own LLVM binding
+
+    compiled = _compiled(cache=False)
+    triple, cpu, features = _CODEGEN.magic_tuple()
+    modules = [llvm.parse_assembly(cf.inspect_llvm()) for cf in compiled.values()]
+    linked = modules[0]
+    for module in modules[1:]:
+        linked.link_in(module)
+    machine = llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=3, codemodel="jitdefault"
+    )
+    code = MachineCode(
+        obj=bytes(machine.emit_object(linked)),
+        symbols={name: cf.native_name for name, cf in compiled.items()},
+    )
+    return code, {name: int(cf.address) for name, cf in compiled.items()}
+
+
+#: What numba compiles for in this process (its target triple, CPU and features).
+_CODEGEN = numba.core.registry.cpu_target.target_context.codegen()

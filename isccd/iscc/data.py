@@ -155,7 +155,7 @@ def soft_hash_data_v0(stream: Readable | BytesLike) -> bytes:
     """
     if isinstance(stream, _AT_HAND):
         # All at hand: one kernel call instead of a push and a digest (bytes, a small file's
-        # content, viewed without as_uint8's checks: it is always flat and contiguous).
-        buf = np.frombuffer(stream, np.uint8) if type(stream) is bytes else as_uint8(stream)
-        return kernels_for(buf.size, SMALL_DATA).data_digest(buf, minhash_init(), _CDC_PARAMS)
+        # content, as they are: always flat and contiguous).
+        buf = stream if type(stream) is bytes else as_uint8(stream)
+        return kernels_for(len(buf), SMALL_DATA).data_digest(buf, _CDC_PARAMS)
     return _hash(stream).digest()

@@ -1,25 +1,25 @@
 """The hot loops of the Data-Code and Text-Code, compiled with numba when it is available.
 
-Four kernels do all per-byte and per-window work, and one the digest:
+Five kernels do all per-byte and per-window work, and one the digest:
 
 - ``data_scan`` chunks a buffer (content-defined chunking), hashes each complete chunk with
   xxh32 and folds it into a running MinHash vector, in one pass and without a feature list;
-- ``hash_fold`` hashes and folds the last chunk the same way (a small file's only one: one
-  compiled call, where numpy's MinHash of a single feature costs ten times as much);
-- ``text_digest`` hashes every 13-character window of UTF-8 text, folds it the same way and
-  compresses the result, in one call (text is never streamed);
-- ``compress`` turns a MinHash vector into the 256-bit digest (a compiled loop in place of
-  half a dozen numpy calls, which cost more than the hashing on a small file);
-- ``data_digest`` is the Data-Hash of a whole buffer at once: ``data_scan``, ``hash_fold`` and
-  ``compress`` in one call, for input that is not streamed (a small file read whole).
+- ``hash_fold`` hashes and folds the last chunk the same way;
+- ``text_fold`` hashes every 13-character window of UTF-8 text and folds it the same way;
+- ``compress`` turns a MinHash vector into the 256-bit digest;
+- ``data_digest`` and ``text_digest`` are the Data-Hash of a whole buffer and the Text-Hash of
+  a text at once, from a fresh vector to the digest in one call (a small file read whole, a
+  text: for small inputs the calls around the hashing cost more than the hashing).
 
-:func:`load_kernels` picks the numba implementation (:mod:`isccd.iscc._jit`, about 1.4 GB/s
-for the Data-Code) and falls back to a pure-Python one built on the reference chunker of
-:mod:`isccd.iscc.cdc` (a few MB/s, same results) where numba cannot be imported. numba is
-imported, and the kernels compiled or loaded from numba's cache, on the first call only:
-importing :mod:`isccd.iscc` costs neither. Long-running workers call :func:`warmup` at start
-so that the first file does not pay for it; see :mod:`isccd.iscc._jit` for where the compiled
-code is cached (``NUMBA_CACHE_DIR``).
+:func:`load_kernels` picks the compiled implementation and falls back to a pure-Python one
+built on the reference chunker of :mod:`isccd.iscc.cdc` (a few MB/s, same results) where numba
+cannot be imported. The compiled kernels are C functions (:mod:`isccd.iscc._native`): numba
+compiles them (:mod:`isccd.iscc._jit`, about 1.4 GB/s for the Data-Code), and a process that
+has their machine code loads them without numba (:func:`use_loader`:
+:mod:`isccd.hashing.machine`). Nothing is loaded before the first
+call: importing :mod:`isccd.iscc` costs neither. Long-running workers call :func:`warmup` at
+start so that the first file does not pay for it; see :mod:`isccd.iscc._jit` for where numba
+caches what it compiles (``NUMBA_CACHE_DIR``).
 
 Pure: no I/O besides numba's cache.
 """
@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple, TypeVar, cast
+from typing import NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from isccd.iscc._native import native_kernels
 from isccd.iscc.cdc import CdcParams, alg_cdc_offset, alg_cdc_params
 from isccd.iscc.minhash import alg_minhash_compress, minhash_fold, minhash_init
 
@@ -44,11 +45,13 @@ __all__ = [
     "Kernels",
     "kernels_for",
     "load_kernels",
+    "use_loader",
     "warmup",
 ]
 
 Bytes = npt.NDArray[np.uint8]
 MinVec = npt.NDArray[np.uint64]
+Offsets = npt.NDArray[np.int64]
 
 #: Windows hashed per step by the pure-Python text kernel (bounds its feature list).
 _PY_TEXT_BLOCK = 65536
@@ -68,21 +71,27 @@ class Kernels(NamedTuple):
     ``compress(minvec)`` is the 256-bit digest of a MinHash vector (its four least
     significant bit-planes, as :func:`~isccd.iscc.minhash.alg_minhash_compress` packs them).
 
-    ``data_digest(buf, minvec, params)`` is the 256-bit Data-Hash of all of ``buf``, folded
-    into the fresh vector ``minvec`` with the chunker parameters ``params``.
+    ``data_digest(buf, params)`` is the 256-bit Data-Hash of all of ``buf`` (``bytes`` or a
+    ``uint8`` array), with the chunker parameters ``params``.
 
-    ``text_digest(utf8, offsets, width, minvec)`` is the 256-bit digest of the xxh32 of every
-    ``width``-character window of the UTF-8 text ``utf8``, folded into the fresh vector
-    ``minvec``; ``offsets`` (``int64``) holds the byte offset of each character followed by
-    ``len(utf8)``. Text shorter than ``width`` (also empty text) is one window.
+    ``text_fold(utf8, offsets, width, minvec)`` folds the xxh32 of every ``width``-character
+    window of the UTF-8 text ``utf8`` into ``minvec``; ``offsets`` (``int64``) holds the byte
+    offset of each character followed by ``len(utf8)``, or is ``None`` when every character is
+    one byte (ASCII). Text shorter than ``width`` (also empty text) is one window.
+    ``text_digest(utf8, offsets, width)`` is the 256-bit digest of that fold into a fresh
+    vector.
+
+    Buffers are C-contiguous ``uint8`` arrays (or ``bytes`` where named), MinHash vectors
+    ``uint64`` arrays of 64.
     """
 
     accelerated: bool
     data_scan: Callable[[Bytes, int, int, MinVec, CdcParams], tuple[int, int]]
     hash_fold: Callable[[Bytes, MinVec], None]
     compress: Callable[[MinVec], bytes]
-    data_digest: Callable[[Bytes, MinVec, CdcParams], bytes]
-    text_digest: Callable[[Bytes, npt.NDArray[np.int64], int, MinVec], bytes]
+    data_digest: Callable[[bytes | Bytes, CdcParams], bytes]
+    text_fold: Callable[[bytes | Bytes, Offsets | None, int, MinVec], None]
+    text_digest: Callable[[bytes | Bytes, Offsets | None, int], bytes]
 
 
 def _py_data_scan(
@@ -110,15 +119,20 @@ def _py_compress(minvec: MinVec) -> bytes:
     return alg_minhash_compress(minvec, 4)
 
 
-def _py_data_digest(buf: Bytes, minvec: MinVec, params: CdcParams) -> bytes:
-    pos, _ = _py_data_scan(buf, 0, buf.size, minvec, params)
-    _py_hash_fold(buf[pos:], minvec)  # the last chunk (xxh32(b"") of no input)
+def _as_array(buf: bytes | Bytes) -> Bytes:
+    return np.frombuffer(buf, dtype=np.uint8) if isinstance(buf, bytes) else buf
+
+
+def _py_data_digest(buf: bytes | Bytes, params: CdcParams) -> bytes:
+    data, minvec = _as_array(buf), minhash_init()
+    pos, _ = _py_data_scan(data, 0, data.size, minvec, params)
+    _py_hash_fold(data[pos:], minvec)  # the last chunk (xxh32(b"") of no input)
     return _py_compress(minvec)
 
 
-def _py_text_fold(utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minvec: MinVec) -> None:
-    data = utf8.tobytes()
-    bounds: list[int] = offsets.tolist()
+def _py_text_fold(utf8: bytes | Bytes, offsets: Offsets | None, width: int, minvec: MinVec) -> None:
+    data = utf8 if isinstance(utf8, bytes) else utf8.tobytes()
+    bounds: list[int] = list(range(len(data) + 1)) if offsets is None else offsets.tolist()
     n = len(bounds) - 1
     windows = max(n - width + 1, 1)
     for first in range(0, windows, _PY_TEXT_BLOCK):
@@ -131,9 +145,8 @@ def _py_text_fold(utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minve
         )
 
 
-def _py_text_digest(
-    utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minvec: MinVec
-) -> bytes:
+def _py_text_digest(utf8: bytes | Bytes, offsets: Offsets | None, width: int) -> bytes:
+    minvec = minhash_init()
     _py_text_fold(utf8, offsets, width, minvec)
     return _py_compress(minvec)
 
@@ -145,25 +158,23 @@ PYTHON_KERNELS = Kernels(
     hash_fold=_py_hash_fold,
     compress=_py_compress,
     data_digest=_py_data_digest,
+    text_fold=_py_text_fold,
     text_digest=_py_text_digest,
 )
 
 
-_K = TypeVar("_K", bound=Callable[..., object])
+#: Where the compiled kernels come from in this process, when not from numba here
+#: (:func:`use_loader`).
+_loader: list[Callable[[], Kernels]] = []
 
 
-def _entry_point(kernel: _K) -> _K:
-    """The compiled code of a kernel of one signature, to call without numba's dispatcher.
-
-    The dispatcher types every argument on every call (about 0.5 µs for these kernels, called
-    once or twice per file, whatever its size); the code it then calls is this one. Only for
-    callers that pass exactly the signature's types (made here, never taken from a file).
-    Any other kernel, one with several or no compiled signatures (or a numba that names its
-    compiled code otherwise), is returned as it is.
-    """
-    overloads = list(getattr(kernel, "overloads", {}).values())
-    entry = getattr(overloads[0], "entry_point", None) if len(overloads) == 1 else None
-    return kernel if entry is None else cast(_K, entry)
+def use_loader(loader: Callable[[], Kernels] | None) -> None:
+    """Get the compiled kernels from ``loader`` from now on (``None``: compile them with numba
+    again), called once, at the first call that needs them. :mod:`isccd.hashing` sets
+    :func:`isccd.hashing.machine.compiled_kernels`, which loads their machine code from its
+    cache without numba."""
+    _loader[:] = [] if loader is None else [loader]
+    load_kernels.cache_clear()
 
 
 @functools.cache
@@ -171,39 +182,18 @@ def load_kernels() -> Kernels:
     """The fastest kernels this interpreter can run (loaded once per process).
 
     Returns:
-        The numba kernels, or :data:`PYTHON_KERNELS` when numba cannot be imported.
+        The loader's kernels (:func:`use_loader`), else those numba compiles here (or loads
+        from its cache), or :data:`PYTHON_KERNELS` when numba cannot be imported.
     """
+    if _loader:
+        return _loader[0]()
     try:
-        # Imported here, not at module level: numba costs ~0.2 s and ~100 MB of memory, which
+        # Imported here, not at module level: numba costs ~0.3 s and ~100 MB of memory, which
         # only processes that hash data or text should pay.
         from isccd.iscc import _jit  # noqa: PLC0415
     except ImportError:
         return PYTHON_KERNELS
-    minhash_compress, digest_of, text_digest_of = (
-        _jit.minhash_compress,
-        _entry_point(_jit.data_digest),
-        _entry_point(_jit.text_digest),
-    )
-
-    def compress(minvec: MinVec) -> bytes:
-        return bytes(minhash_compress(minvec, 4))
-
-    def data_digest(buf: Bytes, minvec: MinVec, params: CdcParams) -> bytes:
-        return bytes(digest_of(buf, minvec, params))
-
-    def text_digest(
-        utf8: Bytes, offsets: npt.NDArray[np.int64], width: int, minvec: MinVec
-    ) -> bytes:
-        return bytes(text_digest_of(utf8, offsets, width, minvec))
-
-    return Kernels(
-        accelerated=True,
-        data_scan=_jit.data_scan,
-        hash_fold=_jit.hash_fold,
-        compress=compress,
-        data_digest=data_digest,
-        text_digest=text_digest,
-    )
+    return cast(Kernels, native_kernels(_jit.addresses()))
 
 
 #: Inputs up to these sizes (bytes of data; bytes of UTF-8 text, a window per character) are
@@ -244,6 +234,6 @@ def warmup() -> bool:
     kernels.data_scan(data, 0, data.size, minhash_init(), alg_cdc_params(1024))
     kernels.hash_fold(data, minhash_init())
     kernels.compress(minhash_init())
-    kernels.data_digest(data, minhash_init(), alg_cdc_params(1024))
-    kernels.text_digest(data, np.arange(17, dtype=np.int64), 13, minhash_init())
+    kernels.data_digest(data, alg_cdc_params(1024))
+    kernels.text_digest(data, None, 13)
     return kernels.accelerated

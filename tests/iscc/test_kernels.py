@@ -1,5 +1,6 @@
-"""The compiled kernels: xxh32 equals the xxhash package, both kernel sets agree, the pure-Python
-fallback is chosen (and right) without numba, and the JIT cache works from a read-only install."""
+"""The compiled kernels: xxh32 equals the xxhash package, both kernel sets agree with the reference,
+the pure-Python fallback is chosen (and right) without numba, and numba's cache works from a
+read-only install. (Their machine code loaded without numba: tests/hashing/test_machine.py.)"""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from isccd.iscc._native import compress_planes
 from isccd.iscc._tables import MPA, MPB
 from isccd.iscc.cdc import alg_cdc_params
 from isccd.iscc.data import DataHasherV0
@@ -26,7 +28,6 @@ from isccd.iscc.kernels import (
     PYTHON_KERNELS,
     SMALL_DATA,
     SMALL_TEXT,
-    _entry_point,
     kernels_for,
     load_kernels,
     warmup,
@@ -47,24 +48,32 @@ def test_warmup_reports_compiled_kernels() -> None:
     assert load_kernels().accelerated
 
 
+def _xxh32(buf: np.ndarray) -> list[int]:
+    """The compiled kernels' xxh32 of ``buf``: the minima of folding it alone, which are those of
+    its xxh32 (each permutation is one-to-one on 32-bit features)."""
+    minvec = minhash_init()
+    load_kernels().hash_fold(buf, minvec)
+    return [int(m) for m in minvec]
+
+
 @pytest.mark.parametrize("length", [*range(101), 255, 256, 1000, 1023, 4096, 65_537])
 def test_xxh32_matches_xxhash_at_every_length(length: int) -> None:
     data = np.random.default_rng(length).integers(0, 256, length + 7, dtype=np.uint8)
     for start in (0, 1, 3, 7):  # unaligned starts too
         span = data[start : start + length]
-        assert jit.xxh32(data, start, start + length) == xxhash.xxh32_intdigest(span.tobytes())
+        assert _xxh32(span) == alg_minhash([xxhash.xxh32_intdigest(span.tobytes())])
 
 
 @given(st.binary(max_size=3000), st.data())
 def test_xxh32_of_any_span_matches_xxhash(data: bytes, draw: st.DataObject) -> None:
     start = draw.draw(st.integers(0, len(data)))
     end = draw.draw(st.integers(start, len(data)))
-    buf = np.frombuffer(data, dtype=np.uint8)
-    assert jit.xxh32(buf, start, end) == xxhash.xxh32_intdigest(data[start:end])
+    buf = np.frombuffer(data, dtype=np.uint8)[start:end]
+    assert _xxh32(buf) == alg_minhash([xxhash.xxh32_intdigest(data[start:end])])
 
 
 def test_xxh32_of_nothing_is_the_empty_feature() -> None:
-    assert jit.xxh32(np.zeros(4, dtype=np.uint8), 2, 2) == 0x02CC5D05
+    assert _xxh32(np.zeros(4, dtype=np.uint8)[2:2]) == alg_minhash([0x02CC5D05])
 
 
 @given(byte_inputs(max_size=100_000))
@@ -96,36 +105,31 @@ def test_hash_fold_folds_the_xxh32_of_the_whole_buffer(data: bytes) -> None:
 
 @given(byte_inputs(max_size=20_000))
 def test_data_digest_is_the_reference_data_hash_of_any_buffer(data: bytes) -> None:
-    # The compiled kernel is called without numba's dispatcher: read-only and writable
-    # buffers, and a slice of a larger one, as isccd hands them over.
+    # bytes as a small file's content is read, read-only and writable arrays, and a slice of a
+    # larger one, as isccd hands them over.
     expected = ic.soft_hash_data_v0(io.BytesIO(data))
     params = alg_cdc_params(1024)
     larger = np.frombuffer(b"\xff" + data + b"\xff", dtype=np.uint8)
-    buffers = (np.frombuffer(data, dtype=np.uint8), np.array(bytearray(data)), larger[1:-1])
+    buffers = (data, np.frombuffer(data, dtype=np.uint8), np.array(bytearray(data)), larger[1:-1])
     for kernels in (load_kernels(), PYTHON_KERNELS):
         for buf in buffers:
-            assert kernels.data_digest(buf, minhash_init(), params) == expected
+            assert kernels.data_digest(buf, params) == expected
 
 
-def test_only_a_kernel_of_one_compiled_signature_is_called_past_its_dispatcher() -> None:
-    class Compiled:
-        def __init__(self, **names: object) -> None:
-            self.__dict__.update(names)
-
-    def entry() -> int:
-        return 1
-
-    def kernel() -> int:
-        return 0
-
-    assert _entry_point(jit.data_digest) is not jit.data_digest
-    assert _entry_point(kernel) is kernel  # not compiled
-    kernel.overloads = {"one": Compiled(entry_point=entry)}  # type: ignore[attr-defined]
-    assert _entry_point(kernel) is entry
-    kernel.overloads = {"one": Compiled(), "two": Compiled()}  # type: ignore[attr-defined]
-    assert _entry_point(kernel) is kernel
-    kernel.overloads = {"one": Compiled(code=entry)}  # type: ignore[attr-defined]
-    assert _entry_point(kernel) is kernel  # another numba's naming
+def test_compiled_kernels_refuse_arrays_they_would_misread() -> None:
+    kernels = load_kernels()
+    params = alg_cdc_params(1024)
+    strided = np.zeros(64, dtype=np.uint8)[::2]
+    with pytest.raises(TypeError):
+        kernels.data_digest(strided, params)
+    with pytest.raises(TypeError):
+        kernels.hash_fold(np.zeros(8, dtype=np.uint16), minhash_init())
+    with pytest.raises(ValueError, match="64 slots"):
+        kernels.hash_fold(np.zeros(8, dtype=np.uint8), minhash_init()[:8])
+    with pytest.raises(ValueError, match="outside the buffer"):
+        kernels.data_scan(np.zeros(8, dtype=np.uint8), 9, 9, minhash_init(), params)
+    with pytest.raises(ValueError, match="end with the length"):
+        kernels.text_digest(b"abc\xc3\xa4", np.array([0, 1, 2, 3], dtype=np.int64), 13)
 
 
 @given(st.lists(st.integers(0, 2**64 - 1), min_size=64, max_size=64))
@@ -139,27 +143,29 @@ def test_compress_is_the_256_bit_minhash_digest(minima: list[int]) -> None:
 @given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=70), st.integers(1, 64))
 def test_compiled_compress_packs_any_planes_as_the_reference(minima: list[int], lsb: int) -> None:
     # Lengths that leave the first byte padded too.
-    packed = jit.minhash_compress(np.array(minima, dtype=np.uint64), lsb)
-    assert bytes(packed) == ic.alg_minhash_compress(minima, lsb)
+    packed = compress_planes(jit.addresses(), np.array(minima, dtype=np.uint64), lsb)
+    assert packed == ic.alg_minhash_compress(minima, lsb)
 
 
-def _utf8_offsets(text: str) -> tuple[np.ndarray, np.ndarray]:
+def _utf8_offsets(text: str) -> tuple[bytes, np.ndarray]:
     utf8 = text.encode("utf-8")
     offsets = np.cumsum([0, *(len(ch.encode("utf-8")) for ch in text)], dtype=np.int64)
-    return np.frombuffer(utf8, dtype=np.uint8), offsets
+    return utf8, offsets
 
 
 def _check_text_kernels(text: str) -> None:
-    """The compiled fold's minima and both kernel sets' digests are the reference's."""
+    """Both kernel sets' minima and digests are the reference's, with the character offsets
+    given, and without them for ASCII text."""
     utf8, offsets = _utf8_offsets(text)
     windows = [text[i : i + 13] for i in range(max(len(text) - 12, 1))]
     expected = alg_minhash([xxhash.xxh32_intdigest(w.encode("utf-8")) for w in windows])
-    minvec = minhash_init()
-    jit.text_fold(utf8, offsets, 13, minvec)
-    assert minvec.tolist() == expected
     for kernels in (load_kernels(), PYTHON_KERNELS):
-        digest = kernels.text_digest(utf8, offsets, 13, minhash_init())
-        assert digest == ic.alg_minhash_compress(expected, 4)
+        for given_offsets in (offsets, None) if text.isascii() else (offsets,):
+            minvec = minhash_init()
+            kernels.text_fold(utf8, given_offsets, 13, minvec)
+            assert minvec.tolist() == expected
+            digest = kernels.text_digest(utf8, given_offsets, 13)
+            assert digest == ic.alg_minhash_compress(expected, 4)
 
 
 @given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300))
@@ -181,7 +187,7 @@ def test_text_fold_across_its_blocks_of_window_hashes(alphabet: str, windows: in
     utf8, offsets = _utf8_offsets(text)
     features = [xxhash.xxh32_intdigest(text[i : i + 13].encode()) for i in range(windows)]
     minvec = minhash_init()
-    jit.text_fold(utf8, offsets, 13, minvec)
+    load_kernels().text_fold(utf8, offsets if not text.isascii() else None, 13, minvec)
     assert minvec.tolist() == alg_minhash(features)
 
 

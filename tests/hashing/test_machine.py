@@ -1,0 +1,301 @@
+"""The kernels' machine code on disk: compiled and written once, loaded without numba after, the
+right codes either way; a damaged, foreign or unwritable cache costs time, never results; an
+object that needs a symbol the process lacks is refused before LLVM could end the process."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from isccd.hashing import machine
+from isccd.iscc._native import (
+    SIGNATURES,
+    MachineCode,
+    MachineCodeError,
+    load_machine_code,
+    native_kernels,
+    undefined_symbols,
+)
+from isccd.iscc.cdc import alg_cdc_params
+from isccd.iscc.kernels import PYTHON_KERNELS
+from isccd.iscc.minhash import minhash_init
+from tests.iscc._data import make_data
+
+ic = pytest.importorskip("iscc_core")
+pytest.importorskip("numba", reason="numba is not installed")
+llvm = pytest.importorskip("llvmlite.binding", reason="llvmlite is not installed")
+
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+
+#: What a process that hashes does: the kernels, then a Data-Code and a Text-Code over the sizes
+#: that take the compiled kernels, and how it got them.
+_HASH = """
+    import json, sys
+    sys.path.insert(0, {parent!r})
+    from pathlib import Path
+    import isccd.hashing
+    from isccd.hashing import machine
+    from isccd.iscc.kernels import warmup
+    from isccd.iscc.data import gen_data_code_v0
+    from isccd.iscc.text import gen_text_code_v0
+    accelerated = warmup()
+    loaded = machine.last_loaded()
+    print(json.dumps({{
+        "accelerated": accelerated,
+        "source": loaded.source,
+        "reason": loaded.reason,
+        "numba": "numba" in sys.modules,
+        "data": gen_data_code_v0(Path("input.bin").read_bytes(), 256)["iscc"],
+        "text": gen_text_code_v0(Path("input.txt").read_text(encoding="utf-8"), 256)["iscc"],
+    }}))
+"""
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[str, str]:
+    """Inputs large enough for the compiled kernels, and their reference codes."""
+    data = make_data("mixed", 400_000, seed=3)
+    text = "Ünïcödé and ASCII text, with punctuation! 中文 文本 " * 600
+    (tmp_path / "input.bin").write_bytes(data)
+    (tmp_path / "input.txt").write_text(text, encoding="utf-8")
+    return (
+        ic.gen_data_code_v0(io.BytesIO(data), 256)["iscc"],
+        ic.gen_text_code_v0(text, 256)["iscc"],
+    )
+
+
+def _env(cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_CPU", "NUMBA_OPT"))}
+    env["CACHE_DIRECTORY"] = str(cache)
+    return env
+
+
+def _hash(cwd: Path, env: dict[str, str]) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_HASH.format(parent=str(PACKAGE_PARENT)))],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+@pytest.fixture(scope="module")
+def built() -> MachineCode:
+    """The kernels' machine code, compiled in this process."""
+    from isccd.iscc import _jit
+
+    code, _ = _jit.machine_code()
+    return code
+
+
+@pytest.mark.slow
+def test_compiled_once_then_loaded_without_numba(tmp_path: Path, inputs: tuple[str, str]) -> None:
+    env = _env(tmp_path / "cache")
+    first = _hash(tmp_path, env)
+    assert first["source"] == "compiled"
+    files = list((tmp_path / "cache" / "kernels").iterdir())
+    assert [f.suffix for f in files] == [".o"]  # no temporary left behind
+    second = _hash(tmp_path, env)
+    assert second["source"] == "cache"
+    assert second["numba"] is False
+    for run in (first, second):
+        assert run["accelerated"] is True
+        assert (run["data"], run["text"]) == inputs
+
+
+@pytest.mark.slow
+# A damaged file (its digest disagrees) and a whole file that is no object (the linker refuses
+# it); files cut short or empty are refused by read() alike (test_read_takes_only_whole_files).
+@pytest.mark.parametrize("damage", ["flipped", "foreign"])
+def test_a_damaged_file_is_compiled_again_and_replaced(
+    tmp_path: Path, inputs: tuple[str, str], built: MachineCode, damage: str
+) -> None:
+    env = _env(tmp_path / "cache")
+    path = machine.cache_path(env)
+    machine.write(path, built)
+    whole = path.read_bytes()
+    if damage == "flipped":
+        path.write_bytes(whole[:200] + bytes([whole[200] ^ 1]) + whole[201:])
+    else:  # a whole file of the right form whose object is not one
+        machine.write(path, MachineCode(b"\x7fELF not an object", built.symbols))
+    run = _hash(tmp_path, env)
+    assert run["source"] == "compiled"
+    assert str(path) in str(run["reason"])
+    assert (run["data"], run["text"]) == inputs
+    assert machine.read(path) == built  # replaced by a whole file again
+
+
+@pytest.mark.slow
+def test_an_unwritable_cache_compiles_in_every_process(
+    tmp_path: Path, inputs: tuple[str, str]
+) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    run = _hash(tmp_path, _env(tmp_path / "file" / "cache"))
+    assert run["source"] == "compiled, not cached"
+    assert "cannot write" in str(run["reason"])
+    assert (run["data"], run["text"]) == inputs
+
+
+def test_the_key_follows_the_cpu_numba_compiles_for(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    assert machine.cache_path(env) == machine.cache_path(dict(env))
+    assert machine.cache_path(env).parent == tmp_path / "kernels"
+    for setting in machine.CPU_SETTINGS:
+        assert machine.cache_path({**env, setting: "generic"}) != machine.cache_path(env)
+
+
+def test_read_takes_only_whole_files(tmp_path: Path) -> None:
+    code = MachineCode(b"\x7fELF" + bytes(range(256)), dict.fromkeys(SIGNATURES, "f"))
+    path = tmp_path / "k.o"
+    machine.write(path, code)
+    assert machine.read(path) == code
+    whole = path.read_bytes()
+    for damaged in (whole[:-1], whole[1:], b"", whole[:40], whole.replace(b"isccd", b"ISCCD")):
+        path.write_bytes(damaged)
+        with pytest.raises(MachineCodeError):
+            machine.read(path)
+    assert list(tmp_path.iterdir()) == [path]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nm") is None, reason="nm (binutils) is not installed")
+def test_undefined_symbols_are_those_nm_lists(tmp_path: Path, built: MachineCode) -> None:
+    (tmp_path / "k.o").write_bytes(built.obj)
+    listed = subprocess.run(
+        ["nm", "--undefined-only", "--format=posix", str(tmp_path / "k.o")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout
+    names = tuple(sorted(line.split()[0] for line in listed.splitlines()))
+    assert names  # the error path's helpers, at least
+    assert undefined_symbols(built.obj) == names
+
+
+@pytest.mark.parametrize(
+    "damaged", [b"", b"\x7fELF", b"\x7fELF\x02\x01" + b"\xff" * 80, b"MZ" * 40]
+)
+def test_undefined_symbols_refuses_what_is_no_object(damaged: bytes) -> None:
+    with pytest.raises(MachineCodeError):
+        undefined_symbols(damaged)
+
+
+@given(st.binary(max_size=600))
+def test_undefined_symbols_of_any_bytes_are_names_or_refused(tail: bytes) -> None:
+    # A header that claims to be an object, then anything: names or MachineCodeError, nothing
+    # else (no other exception, no hang).
+    try:
+        names = undefined_symbols(b"\x7fELF\x02\x01" + tail)
+    except MachineCodeError:
+        return
+    assert all(isinstance(name, str) for name in names)
+
+
+@pytest.mark.slow
+def test_loaded_machine_code_agrees_with_the_reference(built: MachineCode) -> None:
+    kernels = native_kernels(load_machine_code(built))
+    params = alg_cdc_params(1024)
+    for size in (0, 1, 255, 256, 3000, 70_000):
+        data = make_data("random", size, seed=size)
+        assert kernels.data_digest(data, params) == ic.soft_hash_data_v0(io.BytesIO(data))
+        minvec, expected = minhash_init(), minhash_init()
+        buf = np.frombuffer(data, dtype=np.uint8)
+        assert kernels.data_scan(buf, 0, buf.size, minvec, params) == PYTHON_KERNELS.data_scan(
+            buf, 0, buf.size, expected, params
+        )
+        assert minvec.tolist() == expected.tolist()
+    text = "Text with ümlauts and 中文 " * 300
+    utf8 = text.encode()
+    offsets = np.cumsum([0, *(len(c.encode()) for c in text)], dtype=np.int64)
+    assert kernels.text_digest(utf8, offsets, 13) == PYTHON_KERNELS.text_digest(utf8, offsets, 13)
+
+
+#: An object with every entry point, one of which calls an external function.
+_OBJECT = """
+    import json, sys
+    sys.path.insert(0, {parent!r})
+    import llvmlite.binding as llvm
+    from isccd.iscc._native import SIGNATURES, MachineCode, MachineCodeError, load_machine_code
+    ir = ["declare void @{external}()"]
+    for name in SIGNATURES:
+        ir.append("define void @k_" + name + "() {{ call void @{external}() ret void }}")
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly("\\n".join(ir))
+    target = llvm.Target.from_default_triple().create_target_machine(codemodel="jitdefault")
+    code = MachineCode(target.emit_object(module), {{n: "k_" + n for n in SIGNATURES}})
+    try:
+        addresses = load_machine_code(code)
+    except MachineCodeError as exc:
+        print(json.dumps(["refused", str(exc)]))
+    else:
+        print(json.dumps(["loaded", all(addresses.values())]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("external", "outcome"),
+    [
+        ("isccd_test_no_such_function", ["refused", "the symbol isccd_test_no_such_function"]),
+        ("numba_test_no_such_helper", ["loaded", True]),  # numba's error path: bound to abort
+        ("memset", ["loaded", True]),  # the C library's
+    ],
+)
+def test_symbols_are_checked_before_linking(external: str, outcome: list[object]) -> None:
+    code = textwrap.dedent(_OBJECT.format(parent=str(PACKAGE_PARENT), external=external))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr  # LLVM ends the process on an unresolved symbol
+    status, detail = json.loads(done.stdout)
+    assert status == outcome[0]
+    if status == "refused":
+        assert str(outcome[1]) in str(detail)
+    else:
+        assert detail == outcome[1]
+
+
+def test_an_object_without_every_entry_point_is_refused() -> None:
+    with pytest.raises(MachineCodeError, match="entry points missing"):
+        load_machine_code(MachineCode(b"\x7fELF", {"data_scan": "x"}))
+
+
+@pytest.mark.slow
+def test_a_scan_says_once_that_its_kernels_are_not_cached(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(40):
+        (tree / f"{i}.bin").write_bytes(make_data("random", 3000, seed=i))
+    (tmp_path / "file").write_text("not a directory")
+    env = {**_env(tmp_path / "file" / "cache"), "PYTHONPATH": str(PACKAGE_PARENT)}
+    state = str(tmp_path / "state")
+    done = subprocess.run(
+        [sys.executable, "-m", "isccd", "scan", "--state", state, "-j", "2", str(tree)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    told = [line for line in done.stderr.splitlines() if "kernels_not_cached" in line]
+    assert len(told) == 1, done.stderr
+    assert "not cached: cannot write" in told[0]
