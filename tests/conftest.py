@@ -43,6 +43,17 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+#: The cache directory of this run (:func:`isccd.dirs.default_cache_dir`): the compiled kernels'
+#: machine code is written there once per run, by the first test process that hashes, and read
+#: by every process after it, not written into the user's or the system's cache.
+_CACHE = Path(tempfile.mkdtemp(prefix="isccd-test-cache-"))
+os.environ["CACHE_DIRECTORY"] = str(_CACHE)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_CACHE, ignore_errors=True)
+
+
 #: How long a thread or process a test started may take to end after the test.
 LEAK_GRACE = 5.0
 

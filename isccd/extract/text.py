@@ -18,7 +18,6 @@ import codecs
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import metadata as importlib_metadata
 from typing import Any
 
 from isccd.errors import ExtractionError, NoContentError, ToolMissingError
@@ -320,6 +319,10 @@ def component_versions() -> dict[str, str]:
     """The versions of :data:`TIKA`, :data:`PDFIUM` and :data:`CHARSET` as installed when first
     asked in this process (:data:`~isccd.extract.tools.MISSING` for one that is not). A library
     upgraded on disk takes effect at a restart."""
+    # Imported here: importlib.metadata (and the email parser it loads) costs every process
+    # that imports the text extraction about 30 ms, and most never ask for a version.
+    from importlib import metadata as importlib_metadata  # noqa: PLC0415
+
     versions = {}
     for component, distribution in _DISTRIBUTIONS.items():
         try:

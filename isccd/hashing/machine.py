@@ -7,14 +7,17 @@ llvmlite (:func:`isccd.iscc._native.load_machine_code`): measured here about 0.1
 the imports, against about 0.6 s and 100 MB for importing numba and loading its own cache. The
 workers' fork server does this once; every worker forked from it has the kernels.
 
-A file is used only when its name's key matches: a digest of the kernels' source, the Python
-and llvmlite versions and the CPU (its name and features, as numba compiles for them; and numba's
-``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` when set), so an upgrade or another machine sharing
-the directory compiles its own. Its content is checked against a digest before it is loaded.
-When it is missing or damaged the kernels are compiled with numba and the file written (to a
-temporary name, then renamed: processes starting together each write a whole file); when the
-directory is not writable they are compiled in every process, as numba does, and the workers'
-pool says so once in the log.
+A file is used only when its name's key matches: a digest of the kernels' source, the Python,
+numba and llvmlite versions, the CPU (its name and features, as numba compiles for them) and
+numba's settings (every ``NUMBA_*`` variable, and its ``.numba_config.yaml``), so an upgrade or
+another machine sharing the directory compiles its own. Its content is checked against a digest
+before it is loaded: the digest guards against damage, not against someone who may write the
+cache directory (which no one but isccd's user may, as for numba's own cache).
+When it is missing or damaged the kernels are compiled with numba and the file written once
+compiled (to a temporary name, then renamed: processes starting together each write a whole
+file; a temporary file left by a writer that was stopped is removed after an hour); when the
+directory is not writable they are taken from numba's own cache in every process that starts
+the workers, and the workers' pool says so once in the log.
 
 Importing this module loads nothing: :func:`compiled_kernels` does, the first time the kernels
 are needed (:func:`isccd.iscc.kernels.use_loader` is set to it when :mod:`isccd.hashing` is
@@ -29,9 +32,11 @@ import importlib.util
 import json
 import os
 import platform
+import stat
 import struct
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -46,8 +51,10 @@ __all__ = ["Loaded", "cache_path", "compiled_kernels", "last_loaded", "problem",
 MAGIC = b"isccd-kernels 1\n"
 #: The files whose text makes the kernels (the key changes with any of them).
 SOURCES = ("_jit.py", "_native.py", "_tables.py")
-#: numba's settings of the CPU it compiles for (they change the machine code).
-CPU_SETTINGS = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_OPT")
+#: The largest machine-code file read (it is about 45 KB).
+MAX_SIZE = 16 << 20
+#: Temporary files of writers that ended before renaming them are removed after this long.
+STALE_SECONDS = 3600
 
 
 class Loaded(NamedTuple):
@@ -108,13 +115,18 @@ def _key(env: Mapping[str, str] | None) -> str:
     if numba is not None and numba.origin is not None:
         version = Path(numba.origin).with_name("_version.py")
         digest.update(version.read_bytes() if version.is_file() else b"")
+    # numba's settings change what it compiles (the CPU, the optimizations, the vectorizers):
+    # all of them, from the environment and from its configuration file in the working
+    # directory, where numba reads it.
+    numba_config = Path(".numba_config.yaml")
     facts = [
         sys.version,
         platform.machine(),
         llvmlite.__version__,
         llvm.get_host_cpu_name(),
         llvm.get_host_cpu_features().flatten(),
-        *(f"{name}={env.get(name, '')}" for name in CPU_SETTINGS),
+        *sorted(f"{name}={value}" for name, value in env.items() if name.startswith("NUMBA_")),
+        numba_config.read_text(errors="replace") if numba_config.is_file() else "",
     ]
     digest.update("\n".join(facts).encode())
     return digest.hexdigest()[:32]
@@ -126,7 +138,10 @@ def compiled_kernels() -> kernels.Kernels:
     read or written costs time, not results."""
     if _loaded:
         return _loaded[0].kernels
-    loaded = _load()
+    try:
+        loaded = _load()
+    except Exception as exc:  # never the end of hashing: numba, or the Python kernels, still work
+        loaded = _compile(None, f"cannot load the machine code: {type(exc).__name__}: {exc}")
     _loaded.append(loaded)
     return loaded.kernels
 
@@ -159,30 +174,60 @@ def _compile(path: Path | None, reason: str | None) -> Loaded:
     except ImportError:
         return Loaded(kernels.PYTHON_KERNELS, "python", "numba is not installed")
     if path is not None:
-        try:
-            # Written as compiled: compiled anew (about 2 s), the code is worth it only when kept.
-            with _writing(path) as f:
+        writable = _writable(path.parent)
+        if writable is not None:
+            reason = writable
+        else:
+            # Compiled anew (about 2 s): numba keeps no machine code of what it loads from its
+            # cache. Only then is a file written, so a process stopped while compiling leaves
+            # nothing behind.
+            try:
                 code, addresses = _jit.machine_code()
-                f.write(_file_bytes(code))
-            return Loaded(native_kernels(addresses), "compiled", reason)
-        except OSError as exc:
-            reason = f"cannot write {path}: {exc.strerror or exc}"
-        except Exception as exc:  # numba's errors have no common base: never the worker's end
-            reason = f"cannot emit the machine code: {type(exc).__name__}: {exc}"
+            except Exception as exc:  # numba's errors have no common base: never the end
+                reason = f"cannot emit the machine code: {type(exc).__name__}: {exc}"
+            else:
+                compiled = native_kernels(addresses)
+                try:
+                    write(path, code)
+                except OSError as exc:
+                    why = f"cannot write {path}: {exc.strerror or exc}"
+                    return Loaded(compiled, "compiled, not cached", why)
+                return Loaded(compiled, "compiled", reason)
     try:
         return Loaded(native_kernels(_jit.addresses()), "compiled, not cached", reason)
     except Exception as exc:  # as above
         return Loaded(kernels.PYTHON_KERNELS, "python", f"numba failed: {exc}")
 
 
+def _writable(directory: Path) -> str | None:
+    """Why files cannot be written in ``directory`` (made if missing), or ``None``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot write in {directory}: {exc.strerror or exc}"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"cannot write in {directory}: permission denied"
+    return None
+
+
 def read(path: Path) -> MachineCode:
     """The machine code in ``path``, its digest checked.
 
     Raises:
-        OSError: It cannot be read.
-        MachineCodeError: It is not a whole machine-code file.
+        OSError: It cannot be read (or it is a symbolic link).
+        MachineCodeError: It is not a whole machine-code file (or not a regular file, or
+            larger than any is).
     """
-    data = path.read_bytes()
+    # Not through a link, and without waiting on a FIFO: the file is isccd's own.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIZE:
+            raise MachineCodeError("not a machine-code file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_SIZE + 1)
+    finally:
+        os.close(fd)
     body, digest = data[:-32], data[-32:]
     if not data.startswith(MAGIC) or hashlib.sha256(body).digest() != digest:
         raise MachineCodeError("not a whole machine-code file")
@@ -196,13 +241,19 @@ def read(path: Path) -> MachineCode:
 
 
 def write(path: Path, code: MachineCode) -> None:
-    """Write ``code`` to ``path`` as a whole (see :func:`_writing`).
+    """Write ``code`` to ``path`` as a whole (see :func:`_writing`), and remove what writers that
+    were stopped before renaming left behind.
 
     Raises:
         OSError: The directory cannot be made or written.
     """
     with _writing(path) as f:
         f.write(_file_bytes(code))
+    now = time.time()
+    for left in path.parent.glob(".kernels-*"):
+        with contextlib.suppress(OSError):  # another writer's, renamed or removed meanwhile
+            if now - left.lstat().st_mtime > STALE_SECONDS:
+                left.unlink()
 
 
 @contextlib.contextmanager

@@ -9,11 +9,14 @@ its cache take about half a second of CPU and 100 MB of memory in every process 
 :func:`native_kernels` wraps the functions' addresses, wherever they come from (this loader, or
 numba's own compiled functions), in the :class:`~isccd.iscc.kernels.Kernels` interface.
 
-The functions run with the interpreter lock held (``ctypes.PYFUNCTYPE``): each
-:class:`Kernels` owns the scratch buffers its calls share, which no two threads may use at
-once. The kernels never allocate, never raise and never call back into Python; their only
-external references are the runtime's error path (numba's helpers and the Python C API) that a
-kernel without exceptions never reaches.
+The streaming and data kernels release the interpreter lock while they run, as numba's did
+(``ctypes.CFUNCTYPE``); the text kernels hold it (``ctypes.PYFUNCTYPE``), so that the scratch
+buffers of their window hashes, owned by each :class:`Kernels` and used only during a call, are
+shared by no two calls at once. Every result is written into a buffer of its own call. The
+kernels never allocate, never raise and never call back into Python; their only external
+references are the runtime's error path (numba's helpers and the Python C API), which a kernel
+without exceptions never reaches. The wrappers check what the kernels would trust: buffer
+types, sizes and writability, character offsets, window widths and chunker parameters.
 
 Pure: no I/O. Reading and writing the machine code is the caller's (:mod:`isccd.hashing.machine`
 keeps it on disk).
@@ -22,9 +25,10 @@ keeps it on disk).
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +68,10 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     ),
 }  # fmt: skip
 
+#: The entry points that hold the interpreter lock while they run: they share the scratch of
+#: their Kernels (see the module's docstring).
+_HOLDING_THE_LOCK = frozenset({"text_fold", "text_digest"})
+
 #: Window hashes the text kernels compute before folding them (the ``block`` scratch), and the
 #: words read ahead for them (``words``: eight more).
 TEXT_BLOCK = 4096
@@ -74,6 +82,11 @@ TEXT_WORDS = TEXT_BLOCK + 8
 #: should be impossible ends the process (a worker, which the pool replaces) instead of
 #: running on.
 _RUNTIME_PREFIXES = ("NRT_", "numba_")
+
+
+#: The sizes of an ELF64 section header and symbol.
+_SECTION_HEADER = 64
+_SYMBOL = 24
 
 
 class MachineCodeError(Exception):
@@ -104,6 +117,9 @@ def undefined_symbols(obj: bytes) -> tuple[str, ...]:
             raise MachineCodeError("not a 64-bit little-endian ELF object")
         header = struct.unpack_from("<QIHHHHHH", obj, 0x28)  # e_shoff .. e_shstrndx
         shoff, shentsize, shnum = header[0], header[5], header[6]
+        # Section headers of ELF64's size, all within the file: the work is bounded by its size.
+        if shentsize != _SECTION_HEADER or shoff + shnum * shentsize > len(obj):
+            raise MachineCodeError("section headers out of the file")
         sections = [
             struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)
         ]
@@ -111,6 +127,8 @@ def undefined_symbols(obj: bytes) -> tuple[str, ...]:
         for _, kind, _, _, offset, size, link, _, _, entsize in sections:
             if kind != 2:  # SHT_SYMTAB
                 continue
+            if entsize != _SYMBOL or offset + size > len(obj):
+                raise MachineCodeError("a symbol table out of the file")
             strtab = sections[link]
             base, limit = strtab[4], strtab[4] + strtab[5]
             for at in range(offset + entsize, offset + size, entsize):  # entry 0 is null
@@ -173,17 +191,22 @@ def load_machine_code(code: MachineCode) -> Mapping[str, int]:
 _ENGINES: list[Any] = []
 
 
-def _function(address: int, signature: tuple[str, ...]) -> Callable[..., Any]:
-    result, *args = signature
+def _function(address: int, name: str) -> Callable[..., Any]:
+    result, *args = SIGNATURES[name]
     types = [ctypes.c_int64 if a == "i64" else ctypes.c_void_p for a in args]
     restype = ctypes.c_int64 if result == "i64" else None
-    return ctypes.PYFUNCTYPE(restype, *types)(address)
+    prototype = ctypes.PYFUNCTYPE if name in _HOLDING_THE_LOCK else ctypes.CFUNCTYPE
+    return prototype(restype, *types)(address)
 
 
-def _address(array: npt.NDArray[Any], dtype: type[np.generic]) -> int:
-    """The data address of a C-contiguous array of ``dtype`` (the kernels trust their sizes)."""
-    if array.dtype != dtype or not array.flags.c_contiguous:
-        raise TypeError(f"expected a contiguous {np.dtype(dtype)} array, got {array.dtype}")
+def _address(array: npt.NDArray[Any], dtype: type[np.generic], *, written: bool = False) -> int:
+    """The data address of a C-contiguous array of ``dtype`` (writable when the kernel writes
+    into it; the kernels trust their sizes)."""
+    if not isinstance(array, np.ndarray) or array.dtype != dtype or not array.flags.c_contiguous:
+        kind = getattr(array, "dtype", type(array).__name__)
+        raise TypeError(f"expected a contiguous {np.dtype(dtype)} array, got {kind}")
+    if written and not array.flags.writeable:
+        raise ValueError("the array the kernel writes into is read-only")
     return int(array.ctypes.data)
 
 
@@ -191,25 +214,39 @@ def _data(buf: bytes | npt.NDArray[np.uint8]) -> tuple[bytes | int, int]:
     """What to pass for a byte buffer (a ``bytes`` object as it is), and its length."""
     if type(buf) is bytes:
         return buf, len(buf)
-    return _address(buf, np.uint8), buf.size  # type: ignore[union-attr,arg-type]
+    array = cast("npt.NDArray[np.uint8]", buf)
+    return _address(array, np.uint8), array.size
 
 
-def _minvec(minvec: npt.NDArray[np.uint64]) -> int:
-    if minvec.size != 64:
-        raise ValueError(f"a MinHash vector has 64 slots, not {minvec.size}")
-    return _address(minvec, np.uint64)
+def _minvec(minvec: npt.NDArray[np.uint64], *, written: bool = True) -> int:
+    if getattr(minvec, "size", None) != 64:
+        raise ValueError(f"a MinHash vector has 64 slots, not {getattr(minvec, 'size', None)}")
+    return _address(minvec, np.uint64, written=written)
+
+
+@functools.lru_cache(maxsize=16)
+def _params(params: CdcParams) -> CdcParams:
+    """Chunker parameters the data kernels can run with (each chunk at least a byte)."""
+    mi, ma, cs, mask_s, mask_l = params
+    if min(mi, cs, mask_s, mask_l) < 0 or ma < 1 or max(params) >= 1 << 62:
+        raise ValueError(f"chunker parameters out of range: {params}")
+    return params
 
 
 def _text_args(
-    utf8: bytes | npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64] | None
+    utf8: bytes | npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64] | None, width: int
 ) -> tuple[bytes | int, int, int | None, int]:
+    if not 1 <= width < 1 << 31:
+        raise ValueError(f"the window width must be at least 1, not {width}")
     data, nbytes = _data(utf8)
     if offsets is None:
         return data, nbytes, None, nbytes  # a byte per character
-    if offsets.size < 1 or int(offsets[-1]) != nbytes:
-        raise ValueError("offsets must end with the length of the text")
+    address = _address(offsets, np.int64)
     nchars = offsets.size - 1
-    return data, nbytes, None if nchars == nbytes else _address(offsets, np.int64), nchars
+    # Where each character starts: from 0 up to the length of the text, a byte at least each.
+    if nchars < 0 or offsets[0] != 0 or offsets[-1] != nbytes or np.any(np.diff(offsets) < 1):
+        raise ValueError("offsets must rise from 0 to the length of the text")
+    return data, nbytes, None if nchars == nbytes else address, nchars
 
 
 def native_kernels(addresses: Mapping[str, int]) -> Any:
@@ -219,17 +256,16 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
     """
     from isccd.iscc.kernels import Kernels  # noqa: PLC0415 - see above
 
-    f = {name: _function(addresses[name], SIGNATURES[name]) for name in SIGNATURES}
+    f = {name: _function(addresses[name], name) for name in SIGNATURES}
     scan, fold, pack, digest_data = f["data_scan"], f["hash_fold"], f["compress"], f["data_digest"]
     fold_text, digest_text = f["text_fold"], f["text_digest"]
-    # The scratch of one call at a time (the lock is held during each): the 32-byte digest,
-    # a MinHash vector, a block of window hashes and the words read ahead for it.
-    out = (ctypes.c_uint8 * 32)()
-    minvec = (ctypes.c_uint64 * 64)()
+    # The text kernels' scratch, used during a call only (they hold the lock): a block of
+    # window hashes, the words read ahead for it, and the vector of a digest.
     block = (ctypes.c_uint64 * TEXT_BLOCK)()
     words = (ctypes.c_uint32 * TEXT_WORDS)()
-    chunks = ctypes.c_int64()
-    chunks_ref = ctypes.byref(chunks)
+    text_minvec = (ctypes.c_uint64 * 64)()
+    digest = ctypes.c_uint8 * 32
+    vector = ctypes.c_uint64 * 64
 
     def data_scan(
         buf: npt.NDArray[np.uint8],
@@ -241,7 +277,9 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
         data, n = _data(buf)
         if not 0 <= start <= n:
             raise ValueError(f"start {start} is outside the buffer of {n} bytes")
-        pos = scan(data, n, start, stop_at, _minvec(vec), *params, chunks_ref)
+        chunks = ctypes.c_int64()
+        stop = max(-1, min(stop_at, n))  # past the end scans to it, as far as an int64 goes
+        pos = scan(data, n, start, stop, _minvec(vec), *_params(params), ctypes.byref(chunks))
         return int(pos), chunks.value
 
     def hash_fold(buf: npt.NDArray[np.uint8], vec: npt.NDArray[np.uint64]) -> None:
@@ -249,12 +287,14 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
         fold(data, n, _minvec(vec))
 
     def compress(vec: npt.NDArray[np.uint64]) -> bytes:
-        pack(_minvec(vec), 64, 4, out)
+        out = digest()
+        pack(_minvec(vec, written=False), 64, 4, out)
         return bytes(out)
 
     def data_digest(buf: bytes | npt.NDArray[np.uint8], params: CdcParams) -> bytes:
         data, n = _data(buf)
-        digest_data(data, n, *params, minvec, out)
+        out = digest()
+        digest_data(data, n, *_params(params), vector(), out)
         return bytes(out)
 
     def text_fold(
@@ -263,14 +303,15 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
         width: int,
         vec: npt.NDArray[np.uint64],
     ) -> None:
-        data, nbytes, offs, nchars = _text_args(utf8, offsets)
+        data, nbytes, offs, nchars = _text_args(utf8, offsets, width)
         fold_text(data, nbytes, offs, nchars, width, _minvec(vec), block, words)
 
     def text_digest(
         utf8: bytes | npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64] | None, width: int
     ) -> bytes:
-        data, nbytes, offs, nchars = _text_args(utf8, offsets)
-        digest_text(data, nbytes, offs, nchars, width, minvec, block, words, out)
+        data, nbytes, offs, nchars = _text_args(utf8, offsets, width)
+        out = digest()
+        digest_text(data, nbytes, offs, nchars, width, text_minvec, block, words, out)
         return bytes(out)
 
     return Kernels(
@@ -293,7 +334,5 @@ def compress_planes(
     if not 1 <= lsb <= 64:
         raise ValueError(f"lsb must be 1 to 64, not {lsb}")
     out = (ctypes.c_uint8 * ((minima.size * lsb + 7) // 8))()
-    _function(addresses["compress"], SIGNATURES["compress"])(
-        _address(minima, np.uint64), minima.size, lsb, out
-    )
+    _function(addresses["compress"], "compress")(_address(minima, np.uint64), minima.size, lsb, out)
     return bytes(out)

@@ -8,9 +8,12 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +31,7 @@ from isccd.iscc._native import (
     undefined_symbols,
 )
 from isccd.iscc.cdc import alg_cdc_params
-from isccd.iscc.kernels import PYTHON_KERNELS
+from isccd.iscc.kernels import PYTHON_KERNELS, Kernels
 from isccd.iscc.minhash import minhash_init
 from tests.iscc._data import make_data
 
@@ -76,7 +79,7 @@ def inputs(tmp_path: Path) -> tuple[str, str]:
 
 
 def _env(cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_CPU", "NUMBA_OPT"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     env["CACHE_DIRECTORY"] = str(cache)
     return env
 
@@ -98,11 +101,22 @@ def _hash(cwd: Path, env: dict[str, str]) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def built() -> MachineCode:
-    """The kernels' machine code, compiled in this process."""
-    from isccd.iscc import _jit
+    """The kernels' machine code, as this test run cached it (compiled here if it could not)."""
+    machine.compiled_kernels()
+    try:
+        return machine.read(machine.cache_path())
+    except (OSError, MachineCodeError):
+        from isccd.iscc import _jit
 
-    code, _ = _jit.machine_code()
-    return code
+        code, _ = _jit.machine_code()
+        return code
+
+
+@pytest.fixture(scope="module")
+def loaded(built: MachineCode) -> Kernels:
+    """The kernels linked from that machine code into this process (not numba's)."""
+    kernels: Kernels = native_kernels(load_machine_code(built))
+    return kernels
 
 
 @pytest.mark.slow
@@ -153,12 +167,14 @@ def test_an_unwritable_cache_compiles_in_every_process(
     assert (run["data"], run["text"]) == inputs
 
 
-def test_the_key_follows_the_cpu_numba_compiles_for(tmp_path: Path) -> None:
+def test_the_key_follows_numbas_settings(tmp_path: Path) -> None:
     env = _env(tmp_path)
     assert machine.cache_path(env) == machine.cache_path(dict(env))
     assert machine.cache_path(env).parent == tmp_path / "kernels"
-    for setting in machine.CPU_SETTINGS:
-        assert machine.cache_path({**env, setting: "generic"}) != machine.cache_path(env)
+    for setting in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_OPT", "NUMBA_LOOP_VECTORIZE"):
+        assert machine.cache_path({**env, setting: "0"}) != machine.cache_path(env)
+    # Not any variable: only numba's change the machine code.
+    assert machine.cache_path({**env, "LANG": "C"}) == machine.cache_path(env)
 
 
 def test_read_takes_only_whole_files(tmp_path: Path) -> None:
@@ -172,6 +188,32 @@ def test_read_takes_only_whole_files(tmp_path: Path) -> None:
         with pytest.raises(MachineCodeError):
             machine.read(path)
     assert list(tmp_path.iterdir()) == [path]
+
+
+def test_read_takes_no_fifo_link_or_giant(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.o"
+    os.mkfifo(fifo)
+    with pytest.raises(MachineCodeError):  # at once: no writer is waited for
+        machine.read(fifo)
+    good = tmp_path / "good.o"
+    machine.write(good, MachineCode(b"\x7fELF", dict.fromkeys(SIGNATURES, "f")))
+    (tmp_path / "link.o").symlink_to(good)
+    with pytest.raises(OSError):
+        machine.read(tmp_path / "link.o")
+    with (tmp_path / "big.o").open("wb") as f:
+        f.truncate(machine.MAX_SIZE + 1)  # sparse: no disk is used
+    with pytest.raises(MachineCodeError):
+        machine.read(tmp_path / "big.o")
+
+
+def test_writing_removes_what_stopped_writers_left(tmp_path: Path) -> None:
+    stale, fresh = tmp_path / ".kernels-old", tmp_path / ".kernels-new"
+    stale.write_bytes(b"")
+    fresh.write_bytes(b"")
+    hours_ago = time.time() - 2 * machine.STALE_SECONDS
+    os.utime(stale, (hours_ago, hours_ago))
+    machine.write(tmp_path / "k.o", MachineCode(b"\x7fELF", dict.fromkeys(SIGNATURES, "f")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kernels-new", "k.o"]
 
 
 @pytest.mark.slow
@@ -209,23 +251,144 @@ def test_undefined_symbols_of_any_bytes_are_names_or_refused(tail: bytes) -> Non
     assert all(isinstance(name, str) for name in names)
 
 
-@pytest.mark.slow
-def test_loaded_machine_code_agrees_with_the_reference(built: MachineCode) -> None:
-    kernels = native_kernels(load_machine_code(built))
-    params = alg_cdc_params(1024)
-    for size in (0, 1, 255, 256, 3000, 70_000):
-        data = make_data("random", size, seed=size)
-        assert kernels.data_digest(data, params) == ic.soft_hash_data_v0(io.BytesIO(data))
-        minvec, expected = minhash_init(), minhash_init()
-        buf = np.frombuffer(data, dtype=np.uint8)
-        assert kernels.data_scan(buf, 0, buf.size, minvec, params) == PYTHON_KERNELS.data_scan(
-            buf, 0, buf.size, expected, params
+@given(st.binary(max_size=30_000), st.integers(2, 3000), st.data())
+def test_linked_data_kernels_agree_with_the_python_ones(
+    loaded: Kernels, data: bytes, average: int, draw: st.DataObject
+) -> None:
+    params = alg_cdc_params(average)
+    assert loaded.data_digest(data, params) == PYTHON_KERNELS.data_digest(data, params)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    start = draw.draw(st.integers(0, len(data)))
+    stop_at = draw.draw(st.integers(-3, len(data) + 3))
+    ours, theirs = minhash_init(), minhash_init()
+    assert loaded.data_scan(buf, start, stop_at, ours, params) == PYTHON_KERNELS.data_scan(
+        buf, start, stop_at, theirs, params
+    )
+    loaded.hash_fold(buf[start:], ours)
+    PYTHON_KERNELS.hash_fold(buf[start:], theirs)
+    assert ours.tolist() == theirs.tolist()
+    assert loaded.compress(ours) == PYTHON_KERNELS.compress(theirs)
+
+
+@given(st.text(max_size=600), st.integers(1, 40))
+def test_linked_text_kernels_agree_with_the_python_ones(
+    loaded: Kernels, text: str, width: int
+) -> None:
+    utf8 = text.encode("utf-8", "surrogatepass")
+    offsets = np.cumsum([0, *(len(c.encode("utf-8", "surrogatepass")) for c in text)])
+    offsets = offsets.astype(np.int64)
+    for given_offsets in (offsets, None) if text.isascii() else (offsets,):
+        expected = PYTHON_KERNELS.text_digest(utf8, given_offsets, width)
+        assert loaded.text_digest(utf8, given_offsets, width) == expected
+        ours, theirs = minhash_init(), minhash_init()
+        loaded.text_fold(utf8, given_offsets, width, ours)
+        PYTHON_KERNELS.text_fold(utf8, given_offsets, width, theirs)
+        assert ours.tolist() == theirs.tolist()
+
+
+def test_linked_kernels_agree_with_the_reference_on_texts_of_many_blocks(loaded: Kernels) -> None:
+    for chars in (4106, 4108, 8204, 12_300, 50_000):
+        text = "".join(chr(0x400 + (i * 7919) % 255) if i % 3 else "a" for i in range(chars))
+        utf8 = text.encode()
+        offsets = np.cumsum([0, *(len(c.encode()) for c in text)]).astype(np.int64)
+        assert loaded.text_digest(utf8, offsets, 13) == PYTHON_KERNELS.text_digest(
+            utf8, offsets, 13
         )
-        assert minvec.tolist() == expected.tolist()
-    text = "Text with ümlauts and 中文 " * 300
-    utf8 = text.encode()
-    offsets = np.cumsum([0, *(len(c.encode()) for c in text)], dtype=np.int64)
-    assert kernels.text_digest(utf8, offsets, 13) == PYTHON_KERNELS.text_digest(utf8, offsets, 13)
+
+
+def test_kernels_give_each_thread_its_own_results(loaded: Kernels) -> None:
+    """Threads hashing at once, switching as often as the interpreter can: every result is the
+    one a single thread gets (each call writes into buffers of its own)."""
+    params = alg_cdc_params(1024)
+    work = []
+    for i in range(8):
+        data = make_data("random", 3_000 + 20_000 * i, seed=i)
+        text = f"word{i} ünï " * (200 + 500 * i)
+        utf8 = text.encode()
+        offsets = np.cumsum([0, *(len(c.encode()) for c in text)]).astype(np.int64)
+        work.append((data, utf8, offsets))
+    expected = [(loaded.data_digest(d, params), loaded.text_digest(u, o, 13)) for d, u, o in work]
+    wrong: list[int] = []
+
+    def hammer(number: int) -> None:
+        for _ in range(15):
+            for i, (data, utf8, offsets) in enumerate(work):
+                got = (loaded.data_digest(data, params), loaded.text_digest(utf8, offsets, 13))
+                if got != expected[i]:
+                    wrong.append(number)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=hammer, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert wrong == []
+
+
+def test_kernels_refuse_what_they_would_misread_or_write_into(loaded: Kernels) -> None:
+    params = alg_cdc_params(1024)
+    frozen = np.frombuffer(b"\xff" * 512, dtype=np.uint64)
+    for write_into in (
+        lambda: loaded.hash_fold(np.zeros(10, dtype=np.uint8), frozen),
+        lambda: loaded.data_scan(np.zeros(10, dtype=np.uint8), 0, 10, frozen, params),
+        lambda: loaded.text_fold(b"hello world", None, 13, frozen),
+    ):
+        with pytest.raises(ValueError, match="read-only"):
+            write_into()
+    two = "ää".encode()
+    for offsets in ([0, 1 << 40, 4], [-(1 << 40), 2, 4], [0, 0, 4], [0, 3, 2, 4]):
+        with pytest.raises(ValueError, match="offsets"):
+            loaded.text_digest(two, np.array(offsets, dtype=np.int64), 1)
+    with pytest.raises(ValueError, match="offsets"):  # as many bytes as characters: not ASCII
+        loaded.text_digest(b"abcd", np.array([0, 0, 0, 4, 4], dtype=np.int64), 2)
+    for width in (0, -100_000):
+        with pytest.raises(ValueError, match="width"):
+            loaded.text_digest(b"text", None, width)
+    for bad in ((-(1 << 40), 8192, 640, 2047, 511), (256, 0, 0, 1, 1), (1, 2, -1, 3, 4)):
+        with pytest.raises(ValueError, match="chunker"):
+            loaded.data_scan(np.zeros(100, dtype=np.uint8), 0, 100, minhash_init(), bad)
+        with pytest.raises(ValueError, match="chunker"):
+            loaded.data_digest(bytes(100), bad)
+    assert frozen.tobytes() == b"\xff" * 512  # nothing was written
+
+
+def test_undefined_symbols_of_a_hostile_header_are_refused_at_once() -> None:
+    # Zero-sized section headers, 65,535 of them: refused, not walked.
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    header[0x28:0x30] = (64).to_bytes(8, "little")  # e_shoff
+    header[0x3A:0x3C] = (0).to_bytes(2, "little")  # e_shentsize
+    header[0x3C:0x3E] = (65535).to_bytes(2, "little")  # e_shnum
+    started = time.monotonic()
+    with pytest.raises(MachineCodeError):
+        undefined_symbols(bytes(header) + bytes(600))
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.slow
+def test_a_process_stopped_while_compiling_leaves_nothing_behind(tmp_path: Path) -> None:
+    env = _env(tmp_path / "cache")
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")  # nothing cached: it compiles for seconds
+    warm = subprocess.Popen(
+        [sys.executable, "-c", "import isccd.hashing.warm"],
+        cwd=PACKAGE_PARENT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.0)  # numba is compiling by then; the machine code takes seconds
+        warm.send_signal(signal.SIGTERM)
+    finally:
+        warm.wait(timeout=60)
+    kernels_dir = tmp_path / "cache" / "kernels"
+    left = list(kernels_dir.iterdir()) if kernels_dir.exists() else []
+    assert left == []
 
 
 #: An object with every entry point, one of which calls an external function.

@@ -128,7 +128,7 @@ def test_compiled_kernels_refuse_arrays_they_would_misread() -> None:
         kernels.hash_fold(np.zeros(8, dtype=np.uint8), minhash_init()[:8])
     with pytest.raises(ValueError, match="outside the buffer"):
         kernels.data_scan(np.zeros(8, dtype=np.uint8), 9, 9, minhash_init(), params)
-    with pytest.raises(ValueError, match="end with the length"):
+    with pytest.raises(ValueError, match="to the length of the text"):
         kernels.text_digest(b"abc\xc3\xa4", np.array([0, 1, 2, 3], dtype=np.int64), 13)
 
 
