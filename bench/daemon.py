@@ -11,7 +11,7 @@
 3. **Idle memory with 100,000 indexed files**: a real tree of 100,000 files whose records are
    already stored (so the startup reconcile is stat-only), after the reconcile, at rest: every
    process of the daemon's tree (main, workers, fork server, resource tracker), its RSS and PSS
-   (``/proc/PID/smaps_rollup``), whether numba is loaded in it, and the PSS summed; the
+   (``/proc/PID/smaps_rollup``), which compiled kernels it holds, and the PSS summed; the
    conditions (files, workers, idle timeout, versions) are printed with it. With a
    ``[hashing] idle_timeout`` (``ISCCD_HASHING__IDLE_TIMEOUT``; default 60 s) it is measured
    once the quiet period has passed and the workers and fork server are let go. Anchor: an
@@ -161,12 +161,20 @@ def _role(pid: int) -> str:
     return "main process"
 
 
-def _has_numba(pid: int) -> bool:
-    """Whether the process has numba's compiler (llvmlite) mapped."""
+def _mapped(pid: int, library: str) -> bool:
+    """Whether the process has ``library`` (a part of a file's path) mapped."""
     try:
-        return "llvmlite" in Path(f"/proc/{pid}/maps").read_text()
+        return library in Path(f"/proc/{pid}/maps").read_text()
     except OSError:
         return False
+
+
+def _kernels(pid: int) -> str:
+    """What of the compiled kernels a process holds: numba (its modules mapped), the kernels'
+    machine code linked by llvmlite alone, or neither."""
+    if _mapped(pid, "/numba/"):
+        return "numba loaded"
+    return "kernels (llvmlite)" if _mapped(pid, "llvmlite") else "no kernels"
 
 
 def _versions() -> str:
@@ -383,8 +391,7 @@ def bench_idle(files: int) -> None:
         for pid in [daemon.proc.pid, *descendants(daemon.proc.pid)]:
             rss, pss = memory_mib(pid)
             total += pss
-            numba = "numba loaded" if _has_numba(pid) else "no numba"
-            print(f"   {_role(pid):<18} RSS {rss:6.0f} MiB  PSS {pss:6.0f} MiB  {numba}")
+            print(f"   {_role(pid):<18} RSS {rss:6.0f} MiB  PSS {pss:6.0f} MiB  {_kernels(pid)}")
         print(f"   total PSS of the daemon's process tree {total:.0f} MiB")
         daemon.stop()
     finally:

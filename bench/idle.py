@@ -7,7 +7,7 @@ on a real ``isccd run`` with 2 workers, once for each ``[hashing] idle_timeout``
    every process of the daemon's tree (``/proc/PID/smaps_rollup``) summed and sampled every
    0.1 s; the time to index.
 2. **Idle PSS**: the same daemon once the files are indexed and the quiet period has passed
-   (the workers let go, for a non-zero timeout), each process (with whether numba is loaded in
+   (the workers let go, for a non-zero timeout), each process (with which kernels are loaded in
    it) and the sum.
 3. **First file after a quiet period**: a copy of an indexed file, from its close to its
    ``dup.exact`` at a subscriber, ``--rounds`` times, each after the workers were let go (for a
@@ -38,7 +38,7 @@ from isccd.client import AsyncClient
 from isccd.model import EventType
 
 sys.path.insert(0, str(Path(__file__).parent))
-from daemon import Daemon, _has_numba, _role, _versions, descendants, memory_mib
+from daemon import Daemon, _kernels, _role, _versions, descendants, memory_mib
 from smallfiles import small_files
 
 WORKERS = 2
@@ -142,8 +142,8 @@ def run(files: int, timeout: float, rounds: int) -> None:
         for pid in [daemon.proc.pid, *descendants(daemon.proc.pid)]:
             rss, pss = memory_mib(pid)
             total += pss
-            numba = "numba loaded" if _has_numba(pid) else "no numba"
-            print(f"      {_role(pid):<18} RSS {rss:6.0f} MiB  PSS {pss:6.0f} MiB  {numba}")
+            kernels = _kernels(pid)
+            print(f"      {_role(pid):<18} RSS {rss:6.0f} MiB  PSS {pss:6.0f} MiB  {kernels}")
         print(f"      total PSS of the daemon's process tree {total:.0f} MiB")
         latencies = []
         for i in range(rounds):
