@@ -9,7 +9,8 @@ workers' fork server does this once; every worker forked from it has the kernels
 
 A file is used only when its name's key matches: a digest of the kernels' source, the Python,
 numba and llvmlite versions, the CPU (its name and features, as numba compiles for them) and
-numba's settings (every ``NUMBA_*`` variable, and its ``.numba_config.yaml``), so an upgrade or
+numba's settings (every ``NUMBA_*`` variable but where it caches and how many threads it runs,
+and its ``.numba_config.yaml``), so an upgrade or
 another machine sharing the directory compiles its own. Its content is checked against a digest
 before it is loaded: the digest guards against damage, not against someone who may write the
 cache directory (which no one but isccd's user may, as for numba's own cache).
@@ -51,6 +52,11 @@ __all__ = ["Loaded", "cache_path", "compiled_kernels", "last_loaded", "problem",
 MAGIC = b"isccd-kernels 1\n"
 #: The files whose text makes the kernels (the key changes with any of them).
 SOURCES = ("_jit.py", "_native.py", "_tables.py")
+#: numba's settings that do not change what it compiles (where it caches, how it reports, how
+#: many threads it runs): a process started with other values shares the machine code.
+_NOT_CODE = frozenset(
+    {"NUMBA_CACHE_DIR", "NUMBA_DEBUG_CACHE", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER"}
+)
 #: The largest machine-code file read (it is about 45 KB).
 MAX_SIZE = 16 << 20
 #: Temporary files of writers that ended before renaming them are removed after this long.
@@ -125,7 +131,9 @@ def _key(env: Mapping[str, str] | None) -> str:
         llvmlite.__version__,
         llvm.get_host_cpu_name(),
         llvm.get_host_cpu_features().flatten(),
-        *sorted(f"{name}={value}" for name, value in env.items() if name.startswith("NUMBA_")),
+        *sorted(
+            f"{k}={v}" for k, v in env.items() if k.startswith("NUMBA_") and k not in _NOT_CODE
+        ),
         numba_config.read_text(errors="replace") if numba_config.is_file() else "",
     ]
     digest.update("\n".join(facts).encode())
