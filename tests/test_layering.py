@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "walk": {"model", "errors", "fspath", "beneath"},
     "match": {"model", "errors", "iscc"},
     # The answers of the index and the daemon, defined once below the pipeline.
-    "results": {"model"},
+    "results": {"model", "submodules"},
     # walk: a reconcile walks the tree; iscc: recomposing the ISCC-CODE when only some units
     # were recomputed (profile change), and decoding a code asked about. Never the protocol:
     # the pipeline answers with results, which the protocol encodes.
@@ -46,9 +46,9 @@ ALLOWED: dict[str, set[str]] = {
         "walk",
         "results",
     },
-    "protocol": {"model", "errors", "results"},
+    "protocol": {"model", "errors", "results", "submodules"},
     "watch": {"model", "errors", "fspath", "beneath"},
-    "server": {"protocol", "results", "model", "errors", "fspath"},
+    "server": {"protocol", "results", "model", "errors", "fspath", "submodules"},
     "client": {"protocol", "results", "model", "errors"},
     # iscc: the Instance-Code's BLAKE3, to verify content right before acting on it.
     "dedupe": {"model", "errors", "fspath", "iscc"},
@@ -60,6 +60,8 @@ ALLOWED: dict[str, set[str]] = {
     "forkserver": set(),
     # The garbage collector's pace, for a scan and the daemon alike.
     "collector": set(),
+    # The packages that import their submodules on first use.
+    "submodules": set(),
     "dirs": set(),
     "logconf": set(),
     # The sections that one component's options cover are those options, and the others take

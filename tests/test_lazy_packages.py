@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-LAZY = ("isccd.iscc", "isccd.server")
+LAZY = ("isccd.iscc", "isccd.server", "isccd.results", "isccd.protocol")
 
 
 def _typed_imports(package: ModuleType) -> dict[str, tuple[str, ...]]:

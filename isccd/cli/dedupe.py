@@ -24,7 +24,7 @@ from isccd.cli.index import add_group_filters
 from isccd.cli.output import Progress, format_size, print_json
 from isccd.errors import ConfigError, PlanFileError
 from isccd.fspath import is_under
-from isccd.results import DUPES_LIMIT_MAX, DupesQuery, DupesResult, DupKind
+from isccd.results import DUPES_LIMIT_MAX, DupesQuery
 
 if TYPE_CHECKING:
     from isccd.dedupe.apply import Outcome
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from isccd.dedupe.keep import KeepRule
     from isccd.dedupe.plan import Action, Plan, Step, Untouched
     from isccd.dedupe.undo import UndoOutcome
+    from isccd.results import DupesResult
 
 _DESCRIPTION = """\
 Act on duplicates: keep one file of each group and link, reflink, remove or move the others.
@@ -197,6 +198,7 @@ def found_groups(result: DupesResult, host: str = "") -> list[FoundGroup]:
     from isccd.dedupe.build import Found, FoundGroup  # noqa: PLC0415
     from isccd.dedupe.plan import GroupKind  # noqa: PLC0415
     from isccd.dedupe.planfile import blake3_of_instance  # noqa: PLC0415
+    from isccd.results import DupKind  # noqa: PLC0415 - the parser does without the groups
 
     groups = []
     for group in result.groups:

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.answers import format_dupes, format_file, format_similar, write_dupes_csv
 from isccd.cli.ask import (
     Failed,
     answer,
@@ -79,9 +78,7 @@ from isccd.results import (
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
     DupesQuery,
-    FileInfo,
     SimilarQuery,
-    SimilarResult,
 )
 
 # The layers behind the commands (hashing, pipeline, store, the client) are imported by the
@@ -91,6 +88,7 @@ if TYPE_CHECKING:
     from isccd.config import IndexConfig
     from isccd.hashing.lazy import LazyWorkers
     from isccd.pipeline import Adopted, IndexReader, Pipeline, ScanStats
+    from isccd.results import FileInfo, SimilarResult
     from isccd.walk import ScanOptions
 
 T = TypeVar("T")
@@ -488,6 +486,8 @@ def run_dupes(args: argparse.Namespace) -> int:
         result = answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
     except Failed as exc:
         return fail(str(exc), exc.status)
+    from isccd.cli.answers import format_dupes, write_dupes_csv  # noqa: PLC0415 - see _print
+
     if args.csv:
         write_dupes_csv(result, sys.stdout)
     else:
@@ -531,6 +531,8 @@ def run_similar(args: argparse.Namespace) -> int:
         result = answer(args, ask, read)
     except Failed as exc:
         return fail(str(exc), exc.status)
+    from isccd.cli.answers import format_similar  # noqa: PLC0415 - see _print
+
     _print(args, result, format_similar)
     return EXIT_OK
 
@@ -564,11 +566,15 @@ def run_get(args: argparse.Namespace) -> int:
         info = answer(args, lambda c: c.get(path, args.host), read)
     except Failed as exc:
         return fail(str(exc), exc.status)
+    from isccd.cli.answers import format_file  # noqa: PLC0415 - see _print
+
     _print(args, info, format_file)
     return EXIT_OK
 
 
 def _print(args: argparse.Namespace, result: T, text: Callable[[T], str]) -> None:
+    # The answers' text forms (isccd.cli.answers, and the results they render) are imported by
+    # the command that prints one: every other command, and the parser, do without them.
     if output_format(args) != "text":
         print_json(to_wire(result), indent=2)
     else:

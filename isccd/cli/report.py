@@ -27,11 +27,12 @@ from isccd.cli.output import Progress, format_size
 from isccd.dirs import default_cache_dir
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
-from isccd.results import DUPES_LIMIT, DUPES_LIMIT_MAX, DupesQuery, DupesResult
+from isccd.results import DUPES_LIMIT, DUPES_LIMIT_MAX, DupesQuery
 
 if TYPE_CHECKING:
     # Imported by the handler: building the parser must stay cheap.
     from isccd.client import Client
+    from isccd.results import DupesResult
 
 #: Seconds ffmpeg may take for one video frame.
 FRAME_TIMEOUT = 30.0

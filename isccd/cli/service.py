@@ -29,12 +29,12 @@ from isccd.cli.output import print_json
 from isccd.collector import fewer_collections
 from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
-from isccd.protocol import event_to_wire, to_wire
-from isccd.results import DaemonStatus, DatabaseStatus, HashingStatus
+from isccd.protocol import to_wire
 
 if TYPE_CHECKING:
     # Imported where a command connects: building the parser must stay cheap.
     from isccd.client import Client
+    from isccd.results import DaemonStatus, DatabaseStatus, HashingStatus
 
 _NO_DAEMON = (
     "The daemon is asked on --socket PATH, else $ISCCD_SERVER__SOCKET, else [server] socket of "
@@ -289,6 +289,8 @@ def run_subscribe(args: argparse.Namespace) -> int:
 
 
 def _stream(client: Client, as_json: bool, out: TextIO, *, fleet: bool = False) -> int:
+    from isccd.protocol import event_to_wire  # noqa: PLC0415 - the parser does without messages
+
     for event in client.events():
         if as_json:
             print_json(event_to_wire(event), stream=out)

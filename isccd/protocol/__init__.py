@@ -12,45 +12,106 @@ package holds everything both ends agree on:
 - :mod:`~isccd.protocol.wire`: dataclasses to JSON values and back.
 
 Imports only :mod:`isccd.model`, :mod:`isccd.results` and :mod:`isccd.errors`.
+
+The submodules are imported on first use of one of their names (PEP 562): a command that only
+names an error code loads neither the requests nor the messages.
 """
 
 from __future__ import annotations
 
-from .codes import PROTOCOL_VERSION, SUPPORTED_VERSIONS, Command, ErrorCode
-from .framing import MAX_LINE_BYTES, LineSplitter, OversizedLine
-from .messages import (
-    EVENT_FIELDS,
-    Reply,
-    UnknownEvent,
-    decode_message,
-    encode_error,
-    encode_event,
-    encode_result,
-    event_from_wire,
-    event_to_wire,
-    lagged_event,
-)
-from .requests import (
-    DupesRequest,
-    EventFilter,
-    GetRequest,
-    HelloRequest,
-    Request,
-    RequestError,
-    RequestId,
-    RescanRequest,
-    SimilarRequest,
-    StatusRequest,
-    SubscribeRequest,
-    SyncRequest,
-    UnsubscribeRequest,
-    decode_request,
-    encode_request,
-    normalize_path,
-    request_to_wire,
-)
-from .results import HelloResult, RescanResult, SubscribeResult, SyncResult, UnsubscribeResult
-from .wire import from_wire, object_to_wire, to_wire
+from typing import TYPE_CHECKING
+
+from isccd.submodules import on_first_use
+
+if TYPE_CHECKING:
+    from isccd.protocol.codes import PROTOCOL_VERSION, SUPPORTED_VERSIONS, Command, ErrorCode
+    from isccd.protocol.framing import MAX_LINE_BYTES, LineSplitter, OversizedLine
+    from isccd.protocol.messages import (
+        EVENT_FIELDS,
+        Reply,
+        UnknownEvent,
+        decode_message,
+        encode_error,
+        encode_event,
+        encode_result,
+        event_from_wire,
+        event_to_wire,
+        lagged_event,
+    )
+    from isccd.protocol.requests import (
+        DupesRequest,
+        EventFilter,
+        GetRequest,
+        HelloRequest,
+        Request,
+        RequestError,
+        RequestId,
+        RescanRequest,
+        SimilarRequest,
+        StatusRequest,
+        SubscribeRequest,
+        SyncRequest,
+        UnsubscribeRequest,
+        decode_request,
+        encode_request,
+        normalize_path,
+        request_to_wire,
+    )
+    from isccd.protocol.results import (
+        HelloResult,
+        RescanResult,
+        SubscribeResult,
+        SyncResult,
+        UnsubscribeResult,
+    )
+    from isccd.protocol.wire import from_wire, object_to_wire, to_wire
+
+#: Where each public name lives. Submodules are imported on first use of one of their names
+#: (PEP 562). A test keeps this map, the imports above and ``__all__`` equal.
+_SUBMODULES: dict[str, tuple[str, ...]] = {
+    "codes": ("PROTOCOL_VERSION", "SUPPORTED_VERSIONS", "Command", "ErrorCode"),
+    "framing": ("MAX_LINE_BYTES", "LineSplitter", "OversizedLine"),
+    "messages": (
+        "EVENT_FIELDS",
+        "Reply",
+        "UnknownEvent",
+        "decode_message",
+        "encode_error",
+        "encode_event",
+        "encode_result",
+        "event_from_wire",
+        "event_to_wire",
+        "lagged_event",
+    ),
+    "requests": (
+        "DupesRequest",
+        "EventFilter",
+        "GetRequest",
+        "HelloRequest",
+        "Request",
+        "RequestError",
+        "RequestId",
+        "RescanRequest",
+        "SimilarRequest",
+        "StatusRequest",
+        "SubscribeRequest",
+        "SyncRequest",
+        "UnsubscribeRequest",
+        "decode_request",
+        "encode_request",
+        "normalize_path",
+        "request_to_wire",
+    ),
+    "results": (
+        "HelloResult",
+        "RescanResult",
+        "SubscribeResult",
+        "SyncResult",
+        "UnsubscribeResult",
+    ),
+    "wire": ("from_wire", "object_to_wire", "to_wire"),
+}
+__getattr__, __dir__ = on_first_use(__name__, _SUBMODULES, globals())
 
 __all__ = [
     "EVENT_FIELDS",

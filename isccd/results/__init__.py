@@ -18,31 +18,66 @@ Imports only :mod:`isccd.model`, so every layer above may use it.
 - :mod:`.groups`: :class:`DupMember`, :class:`DupGroup`, :class:`Totals`, :class:`DupesResult`;
 - :mod:`.status`: :class:`DaemonStatus` and its parts;
 - :mod:`.queries`: :class:`SimilarQuery`, :class:`DupesQuery` and their limits.
+
+The submodules are imported on first use of one of their names (PEP 562): a command that only
+needs the limits of a query (the parser) loads neither the status nor the groups.
 """
 
 from __future__ import annotations
 
-from .files import FileInfo, Match, SimilarResult, file_type, units_of
-from .groups import DupesResult, DupGroup, DupKind, DupMember, Totals
-from .queries import (
-    DUPES_LIMIT,
-    DUPES_LIMIT_MAX,
-    FILE_TYPES,
-    MAX_DISTANCE,
-    SIMILAR_LIMIT,
-    SIMILAR_LIMIT_MAX,
-    DupesQuery,
-    SimilarQuery,
-)
-from .status import (
-    DaemonStatus,
-    DatabaseStatus,
-    FleetHost,
-    HashingStatus,
-    RootStatus,
-    ScanProgress,
-    ServiceStatistics,
-)
+from typing import TYPE_CHECKING
+
+from isccd.submodules import on_first_use
+
+if TYPE_CHECKING:
+    from isccd.results.files import FileInfo, Match, SimilarResult, file_type, units_of
+    from isccd.results.groups import DupesResult, DupGroup, DupKind, DupMember, Totals
+    from isccd.results.queries import (
+        DUPES_LIMIT,
+        DUPES_LIMIT_MAX,
+        FILE_TYPES,
+        MAX_DISTANCE,
+        SIMILAR_LIMIT,
+        SIMILAR_LIMIT_MAX,
+        DupesQuery,
+        SimilarQuery,
+    )
+    from isccd.results.status import (
+        DaemonStatus,
+        DatabaseStatus,
+        FleetHost,
+        HashingStatus,
+        RootStatus,
+        ScanProgress,
+        ServiceStatistics,
+    )
+
+#: Where each public name lives. Submodules are imported on first use of one of their names
+#: (PEP 562). A test keeps this map, the imports above and ``__all__`` equal.
+_SUBMODULES: dict[str, tuple[str, ...]] = {
+    "files": ("FileInfo", "Match", "SimilarResult", "file_type", "units_of"),
+    "groups": ("DupesResult", "DupGroup", "DupKind", "DupMember", "Totals"),
+    "queries": (
+        "DUPES_LIMIT",
+        "DUPES_LIMIT_MAX",
+        "FILE_TYPES",
+        "MAX_DISTANCE",
+        "SIMILAR_LIMIT",
+        "SIMILAR_LIMIT_MAX",
+        "DupesQuery",
+        "SimilarQuery",
+    ),
+    "status": (
+        "DaemonStatus",
+        "DatabaseStatus",
+        "FleetHost",
+        "HashingStatus",
+        "RootStatus",
+        "ScanProgress",
+        "ServiceStatistics",
+    ),
+}
+__getattr__, __dir__ = on_first_use(__name__, _SUBMODULES, globals())
 
 __all__ = [
     "DUPES_LIMIT",

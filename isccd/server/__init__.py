@@ -14,8 +14,9 @@ The wire format is :mod:`isccd.protocol`. Imports only protocol, model and error
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from isccd.submodules import on_first_use
 
 if TYPE_CHECKING:
     from isccd.server.backend import Backend, LogBounds
@@ -39,21 +40,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "paths": ("resolve_in_roots",),
     "server": ("Server", "ServerStatistics"),
 }
-_HOME = {name: module for module, names in _SUBMODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
-
+__getattr__, __dir__ = on_first_use(__name__, _SUBMODULES, globals())
 
 __all__ = [
     "Backend",
