@@ -10,10 +10,11 @@ workers' fork server does this once; every worker forked from it has the kernels
 A file is used only when its name's key matches: a digest of the kernels' source, the Python,
 numba and llvmlite versions, the CPU (its name and features, as numba compiles for them) and
 numba's settings (every ``NUMBA_*`` variable but where it caches and how many threads it runs,
-and its ``.numba_config.yaml``), so an upgrade or
-another machine sharing the directory compiles its own. Its content is checked against a digest
-before it is loaded: the digest guards against damage, not against someone who may write the
-cache directory (which no one but isccd's user may, as for numba's own cache).
+and its ``.numba_config.yaml``), so an upgrade or another machine sharing the directory compiles
+its own. Its content is checked against a digest before it is loaded: the digest guards against
+damage, not against someone who may write the cache directory (which no one but isccd's user
+may, as for numba's own cache).
+
 When it is missing or damaged the kernels are compiled with numba and the file written once
 compiled (to a temporary name, then renamed: processes starting together each write a whole
 file; a temporary file left by a writer that was stopped is removed after an hour); when the
