@@ -39,9 +39,9 @@ import struct
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from isccd import dirs
 from isccd.iscc import kernels
@@ -229,14 +229,11 @@ def read(path: Path) -> MachineCode:
     """
     # Not through a link, and without waiting on a FIFO: the file is isccd's own.
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
+    with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIZE:
             raise MachineCodeError("not a machine-code file")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(MAX_SIZE + 1)
-    finally:
-        os.close(fd)
+        data = f.read(MAX_SIZE + 1)
     body, digest = data[:-32], data[-32:]
     if not data.startswith(MAGIC) or hashlib.sha256(body).digest() != digest:
         raise MachineCodeError("not a whole machine-code file")
@@ -250,42 +247,27 @@ def read(path: Path) -> MachineCode:
 
 
 def write(path: Path, code: MachineCode) -> None:
-    """Write ``code`` to ``path`` as a whole (see :func:`_writing`), and remove what writers that
-    were stopped before renaming left behind.
+    """Write ``code`` to ``path`` as a whole, and remove what writers that were stopped before
+    renaming left behind: it is written to a new file beside ``path`` and renamed, so a reader
+    sees no file or a whole one, whoever writes at the same time.
 
     Raises:
         OSError: The directory cannot be made or written.
     """
-    with _writing(path) as f:
-        f.write(_file_bytes(code))
-    now = time.time()
-    for left in path.parent.glob(".kernels-*"):
-        with contextlib.suppress(OSError):  # another writer's, renamed or removed meanwhile
-            if now - left.lstat().st_mtime > STALE_SECONDS:
-                left.unlink()
-
-
-@contextlib.contextmanager
-def _writing(path: Path) -> Iterator[BinaryIO]:
-    """A new file beside ``path`` to write, renamed to ``path`` when the block ends, removed if
-    it fails: a reader sees no file or a whole one, whoever writes at the same time.
-
-    Raises:
-        OSError: The directory cannot be made or written.
-    """
+    symbols = json.dumps(dict(code.symbols), sort_keys=True).encode()
+    body = MAGIC + struct.pack("<I", len(symbols)) + symbols + code.obj
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=".kernels-", dir=path.parent)
     temporary = Path(name)
     try:
         with os.fdopen(fd, "wb") as f:
-            yield f
+            f.write(body + hashlib.sha256(body).digest())
         temporary.replace(path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-
-
-def _file_bytes(code: MachineCode) -> bytes:
-    symbols = json.dumps(dict(code.symbols), sort_keys=True).encode()
-    body = MAGIC + struct.pack("<I", len(symbols)) + symbols + code.obj
-    return body + hashlib.sha256(body).digest()
+    now = time.time()
+    for left in path.parent.glob(".kernels-*"):
+        with contextlib.suppress(OSError):  # another writer's, renamed or removed meanwhile
+            if now - left.lstat().st_mtime > STALE_SECONDS:
+                left.unlink()

@@ -91,8 +91,6 @@ _R11, _R13, _R15, _R16, _R17, _R21 = (np.uint32(r) for r in (11, 13, 15, 16, 17,
 #: The window width (characters) that text_fold hashes in 32-bit lanes when the text is ASCII:
 #: the Text-Code's (:data:`isccd.iscc.text.TEXT_NGRAM_SIZE`); other widths take the general path.
 _ASCII_WIDTH = 13
-#: Window hashes text_fold computes before folding them (32 KiB: they stay in the L1 cache).
-_TEXT_BLOCK = TEXT_BLOCK
 
 
 @_njit
@@ -277,8 +275,8 @@ def _text_fold(  # noqa: PLR0917 - the entry points' arguments, passed on
     # A byte per character (ASCII text, the common case) and windows of 13: every window is 13
     # bytes at a stride of one, hashed by the vectorized _ascii_windows.
     ascii = one_byte and width == _ASCII_WIDTH and n >= width
-    for first in range(0, windows, _TEXT_BLOCK):
-        count = min(windows - first, _TEXT_BLOCK)
+    for first in range(0, windows, TEXT_BLOCK):
+        count = min(windows - first, TEXT_BLOCK)
         if ascii:
             _ascii_windows(utf8, first, count, block, words)
         elif one_byte:
@@ -406,21 +404,31 @@ def data_digest(  # noqa: PLR0917 - a C signature
     _compress(vec, 4, _carray(out, _DIGEST_SIZE))
 
 
+@_njit
+def _text_fold_at(  # noqa: PLR0917 - the entry points' arguments, passed on
+    utf8: Any, nbytes: int, offsets: Any, n: int, width: int, vec: Any, block: Any, words: Any
+) -> None:
+    # _text_fold over the entry points' pointers; offsets (n + 1 entries) is read only when
+    # nbytes != n.
+    _text_fold(
+        _carray(utf8, nbytes),
+        _carray(offsets, 0 if nbytes == n else n + 1),
+        n,
+        width,
+        vec,
+        _carray(block, TEXT_BLOCK),
+        _carray(words, TEXT_WORDS),
+    )
+
+
 @_entry
 def text_fold(  # noqa: PLR0917 - a C signature
     utf8: Any, nbytes: int, offsets: Any, n: int, width: int, minvec: Any, block: Any, words: Any
 ) -> None:
     """Fold the xxh32 of every ``width``-character window of the ``n`` characters of ``utf8``
     into ``minvec``; ``offsets`` (``n + 1`` entries) is read only when ``nbytes != n``."""
-    _text_fold(
-        _carray(utf8, nbytes),
-        _carray(offsets, 0 if nbytes == n else n + 1),
-        n,
-        width,
-        _carray(minvec, _MINVEC_SIZE),
-        _carray(block, _TEXT_BLOCK),
-        _carray(words, TEXT_WORDS),
-    )
+    vec = _carray(minvec, _MINVEC_SIZE)
+    _text_fold_at(utf8, nbytes, offsets, n, width, vec, block, words)
 
 
 @_entry
@@ -439,15 +447,7 @@ def text_digest(  # noqa: PLR0917 - a C signature
     compressed."""
     vec = _carray(minvec, _MINVEC_SIZE)
     _fresh(vec)
-    _text_fold(
-        _carray(utf8, nbytes),
-        _carray(offsets, 0 if nbytes == n else n + 1),
-        n,
-        width,
-        vec,
-        _carray(block, _TEXT_BLOCK),
-        _carray(words, TEXT_WORDS),
-    )
+    _text_fold_at(utf8, nbytes, offsets, n, width, vec, block, words)
     _compress(vec, 4, _carray(out, _DIGEST_SIZE))
 
 

@@ -72,8 +72,8 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
 #: their Kernels (see the module's docstring).
 _HOLDING_THE_LOCK = frozenset({"text_fold", "text_digest"})
 
-#: Window hashes the text kernels compute before folding them (the ``block`` scratch), and the
-#: words read ahead for them (``words``: eight more).
+#: Window hashes the text kernels compute before folding them (the ``block`` scratch: 32 KiB,
+#: they stay in the L1 cache), and the words read ahead for them (``words``: eight more).
 TEXT_BLOCK = 4096
 TEXT_WORDS = TEXT_BLOCK + 8
 
@@ -323,16 +323,3 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
         text_fold=text_fold,
         text_digest=text_digest,
     )
-
-
-def compress_planes(
-    addresses: Mapping[str, int], minima: npt.NDArray[np.uint64], lsb: int
-) -> bytes:
-    """The ``lsb`` (1-64) least significant bit-planes of any number of ``minima``, packed by the
-    compiled ``compress`` at ``addresses`` (the kernels use four planes of 64; this is for
-    checking it against the reference's packing at every size)."""
-    if not 1 <= lsb <= 64:
-        raise ValueError(f"lsb must be 1 to 64, not {lsb}")
-    out = (ctypes.c_uint8 * ((minima.size * lsb + 7) // 8))()
-    _function(addresses["compress"], "compress")(_address(minima, np.uint64), minima.size, lsb, out)
-    return bytes(out)
