@@ -153,7 +153,11 @@ def test_a_damaged_file_is_compiled_again_and_replaced(
     assert run["source"] == "compiled"
     assert str(path) in str(run["reason"])
     assert (run["data"], run["text"]) == inputs
-    assert machine.read(path) == built  # replaced by a whole file again
+    # Replaced by a whole file again. Not byte for byte the one written above: numba numbers
+    # the functions it compiles in a process, so their symbols depend on what it compiled first.
+    replaced = machine.read(path)
+    assert set(replaced.symbols) == set(SIGNATURES)
+    assert all(load_machine_code(replaced).values())  # an object this process can link
 
 
 @pytest.mark.slow
