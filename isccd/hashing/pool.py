@@ -134,6 +134,8 @@ class WorkerStatistics:
         state: ``"running"`` (workers started or starting), ``"stopping"`` (letting go of
             them after a quiet period) or ``"idle"`` (none: the next file starts them).
         idle_stops: Times the pool let go of its workers after a quiet period.
+        ready: Workers warmed up and taking files (of ``workers``): a file waiting while one
+            of them has room waits for ``max_in_flight``, not for a worker to start.
     """
 
     workers: int
@@ -146,6 +148,7 @@ class WorkerStatistics:
     over_memory: int = 0
     state: str = "running"
     idle_stops: int = 0
+    ready: int = 0
 
     @property
     def settled(self) -> int:
@@ -386,6 +389,7 @@ class WorkerPool:
             over_memory=self._over_memory,
             state=self._state,
             idle_stops=self._idle_stops,
+            ready=sum(w.ready for w in self._workers.values()),
         )
 
     def in_flight(self, now: float | None = None) -> list[tuple[str, int, float]]:

@@ -249,20 +249,27 @@ def test_every_worker_started_takes_files(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_max_in_flight_bounds_the_files_taken_at_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("max_in_flight", "taken"), [(1, 1), (0, 2)])
+def test_max_in_flight_bounds_the_files_taken_at_once(
+    tmp_path: Path, max_in_flight: int, taken: int
+) -> None:
+    # Unbounded (0), the same two files are both taken: the bound is what holds one back.
     bigs = [str(_sparse(tmp_path / f"big{i}.bin", 8 << 30)) for i in range(2)]
 
     async def main() -> None:
-        pool = WorkerPool(WorkerOptions(workers=2, depth=1, max_in_flight=1))
+        pool = WorkerPool(WorkerOptions(workers=2, depth=1, max_in_flight=max_in_flight))
         await pool.start()
         jobs = [asyncio.create_task(pool.compute(path, root=str(tmp_path))) for path in bigs]
         try:
-            await asyncio.wait_for(_until(lambda: len(pool.in_flight()) == 1), 20)
-            # The second file waits for the first, though the second worker is free once it
-            # has warmed up (well within this time; unbounded, it would take the file).
-            await asyncio.sleep(2.0)
-            assert len(pool.in_flight()) == 1
+            # Both workers warmed up, and the first file taken (the second file's caller ran
+            # just after the first's): a worker takes a waiting file as it says it is ready,
+            # so any file the bound did not hold back is in flight by then.
+            await asyncio.wait_for(
+                _until(lambda: pool.statistics().ready == 2 and bool(pool.in_flight())), 60
+            )
+            assert len(pool.in_flight()) == taken
             assert pool.statistics().waiting == 0
+            assert not any(job.done() for job in jobs)
         finally:
             await pool.close(grace=0)
             for job in jobs:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -376,22 +377,49 @@ def test_undefined_symbols_of_a_hostile_header_are_refused_at_once() -> None:
     assert time.monotonic() - started < 1
 
 
+#: A process that starts the workers' kernels as the fork server does, and says when numba
+#: starts compiling them; it is held after compiling, so that however fast numba is, a signal
+#: sent once it said so arrives before the machine code is written.
+_STOPPED_WHILE_COMPILING = """
+    import sys
+    sys.path.insert(0, {parent!r})
+    from isccd.iscc import _jit
+    compile_now = _jit.machine_code
+    def machine_code():
+        print("compiling", flush=True)
+        compiled = compile_now()
+        sys.stdin.read()  # the test stops the process before it returns
+        return compiled
+    _jit.machine_code = machine_code
+    import isccd.hashing.warm
+"""
+
+
 @pytest.mark.slow
 def test_a_process_stopped_while_compiling_leaves_nothing_behind(tmp_path: Path) -> None:
     env = _env(tmp_path / "cache")
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")  # nothing cached: it compiles for seconds
+    code = textwrap.dedent(_STOPPED_WHILE_COMPILING.format(parent=str(PACKAGE_PARENT)))
     warm = subprocess.Popen(
-        [sys.executable, "-c", "import isccd.hashing.warm"],
+        [sys.executable, "-c", code],
         cwd=PACKAGE_PARENT,
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
+    assert warm.stdin is not None and warm.stdout is not None
     try:
-        time.sleep(1.0)  # numba is compiling by then; the machine code takes seconds
+        ready, _, _ = select.select([warm.stdout], [], [], 120)
+        assert ready, "numba did not start compiling within 120 s"
+        assert warm.stdout.readline() == "compiling\n"
         warm.send_signal(signal.SIGTERM)
     finally:
+        warm.stdin.close()
         warm.wait(timeout=60)
+        warm.stdout.close()
+    assert warm.returncode == -signal.SIGTERM  # stopped, not through compiling and writing
     kernels_dir = tmp_path / "cache" / "kernels"
     left = list(kernels_dir.iterdir()) if kernels_dir.exists() else []
     assert left == []
