@@ -1,4 +1,6 @@
-"""The import rules of docs/architecture.md, kept true.
+"""The import rules, kept true: :data:`ALLOWED` is where they are written, the modules are held
+to them, and so is docs/architecture.md (its import table, row by row, and its package layout,
+which names every layer).
 
 Each module of the package may only import the isccd modules its layer allows. In particular the
 ISCC algorithms import nothing but themselves, nothing imports the CLI, and only ``isccd run``
@@ -8,11 +10,13 @@ imports the daemon.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "isccd"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
 #: layer -> the isccd layers it may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
@@ -178,6 +182,83 @@ MODULES = _modules()
 def test_every_layer_is_known() -> None:
     unknown = {_layer_of(m) for m, _ in MODULES} - ALLOWED.keys()
     assert not unknown, f"add the new layers to ALLOWED and docs/architecture.md: {unknown}"
+
+
+def _section(heading: str) -> str:
+    """The text of one ``## heading`` section of docs/architecture.md."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    _, found, rest = text.partition(f"\n## {heading}\n")
+    assert found, f"docs/architecture.md has no section '## {heading}'"
+    return rest.split("\n## ", 1)[0]
+
+
+def _documented_rules() -> list[tuple[list[str], set[str]]]:
+    """The rows of the document's import table: ``(layers, the layers they may import)``, each
+    name in backquotes (``nothing`` names none); the third column, why, is free text."""
+    rows = []
+    for line in _section("Import rules").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2 or set(cells[0]) <= {"-"}:
+            continue
+        layers = re.findall(r"`([^`]+)`", cells[0])
+        if layers:  # not the header
+            rows.append((layers, set(re.findall(r"`([^`]+)`", cells[1]))))
+    return rows
+
+
+def rule_differences(
+    rows: list[tuple[list[str], set[str]]], allowed: dict[str, set[str]]
+) -> list[str]:
+    """What differs between the document's rows and ``allowed``, one line per row or layer."""
+    problems = []
+    seen: dict[str, int] = {}
+    for number, (layers, imports) in enumerate(rows, 1):
+        where = f"row {number} ({', '.join(layers)})"
+        for layer in layers:
+            if layer in seen:
+                problems.append(f"{where}: {layer} is also in row {seen[layer]}")
+            seen.setdefault(layer, number)
+            if layer not in allowed:
+                problems.append(f"{where}: {layer} is no layer of ALLOWED")
+                continue
+            extra, missing = imports - allowed[layer], allowed[layer] - imports
+            if extra:
+                names = ", ".join(sorted(extra))
+                problems.append(f"{where}: lists {names}, which ALLOWED[{layer!r}] does not")
+            if missing:
+                names = ", ".join(sorted(missing))
+                problems.append(f"{where}: does not list {names}, which ALLOWED[{layer!r}] does")
+    problems += [f"no row names {layer}" for layer in sorted(allowed.keys() - seen.keys())]
+    return problems
+
+
+def test_the_documented_import_rules_are_the_tested_ones() -> None:
+    rows = _documented_rules()
+    assert len(rows) > 10, "docs/architecture.md: the import table was not found"
+    problems = rule_differences(rows, ALLOWED)
+    assert not problems, "docs/architecture.md's import table differs from ALLOWED:\n" + (
+        "\n".join(problems)
+    )
+
+
+def test_a_differing_row_is_named() -> None:
+    rows = [(["pipeline"], {"model", "protocol"}), (["answers", "model"], set())]
+    allowed = {"model": set(), "pipeline": {"model", "results"}, "results": {"model"}}
+    assert rule_differences(rows, allowed) == [
+        "row 1 (pipeline): lists protocol, which ALLOWED['pipeline'] does not",
+        "row 1 (pipeline): does not list results, which ALLOWED['pipeline'] does",
+        "row 2 (answers, model): answers is no layer of ALLOWED",
+        "no row names results",
+    ]
+
+
+def test_the_package_layout_names_every_layer() -> None:
+    # Each entry of the layout starts a line, indented two spaces: name.py or name/.
+    layout = _section("Package layout")
+    named = {m[0] for m in re.findall(r"^  (\w+)(\.py|/)(?= )", layout, re.MULTILINE)}
+    layers = {_layer_of(m) for m, _ in MODULES} - {"__init__", "__main__"}
+    assert not layers - named, f"docs/architecture.md's layout does not name {layers - named}"
+    assert not named - layers, f"docs/architecture.md's layout names no layer {named - layers}"
 
 
 @pytest.mark.parametrize(("module", "path"), MODULES, ids=[m for m, _ in MODULES])
