@@ -24,6 +24,14 @@ import structlog
 from hypothesis import HealthCheck, settings
 
 from isccd.logconf import configure_logging
+
+# The quick lane's guard: a test not marked slow over its CPU budget fails (tests/cpuguard.py).
+from tests.cpuguard import (  # noqa: F401
+    pytest_addoption,
+    pytest_fixture_setup,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+)
 from tests.leaks import Running
 from tests.pg import PgServer, find_bin_dir
 

@@ -96,6 +96,7 @@ _PROBE_WORKER = """
 """
 
 
+@pytest.mark.slow
 def test_a_worker_forked_from_the_fork_server_imports_nothing_to_start(tmp_path: Path) -> None:
     # Whatever the fork server leaves out, every worker imports after the fork, at every
     # start and restart (the pool module alone cost 0.14 s of each worker's start).
@@ -128,6 +129,7 @@ def test_the_workers_target_is_in_what_the_fork_server_loads() -> None:
     assert target.__module__ in PRELOAD
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("coverage") is None, reason="needs coverage.py installed"
 )

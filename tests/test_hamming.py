@@ -6,6 +6,7 @@ import random
 import tracemalloc
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ def brute_force(entries: dict[int, int], query: int, radius: int) -> list[Hit]:
     return sorted(found, key=lambda h: (h.distance, h.file_id))
 
 
+@pytest.mark.slow
 @given(
     ops=st.lists(
         st.tuples(st.sampled_from(["add", "discard"]), st.integers(0, 60), codes), max_size=120
@@ -116,6 +118,7 @@ def test_a_new_file_is_indexed_under_the_types_it_has() -> None:
     assert index.stats() == {"data": 1, "text": 1}
 
 
+@pytest.mark.slow
 @given(
     stored=st.lists(st.tuples(st.integers(0, 300), codes), max_size=80),
     gone=st.lists(st.integers(0, 300), max_size=20),
@@ -174,6 +177,7 @@ def brute_force_each(model: dict[int, int], queries: list[int], radius: int) -> 
     return found
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -216,6 +220,7 @@ def test_the_block_index_finds_what_a_brute_force_scan_finds(
     assert index.within_each(asked[:40], radius) == [index.within(q, radius) for q in asked[:40]]
 
 
+@pytest.mark.slow
 def test_the_block_index_answers_single_queries_at_scale_and_survives_compaction() -> None:
     rng = np.random.default_rng(11)
     index = HammingIndex()

@@ -10,6 +10,7 @@ imports the daemon.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -136,6 +137,12 @@ ALLOWED: dict[str, set[str]] = {
 DAEMON_ENTRY = ("isccd.cli.service", "isccd.daemon.run")
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The module at ``path``, parsed once for every test here."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _layer_of(module: str) -> str:
     return module.split(".")[1] if "." in module else "__init__"
 
@@ -152,7 +159,7 @@ def _modules() -> list[tuple[str, Path]]:
 
 
 def _isccd_imports(module: str, path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -304,7 +311,7 @@ def test_the_algorithms_do_no_io() -> None:
         if _layer_of(module) != "iscc":
             continue
         allowed_here = clock_readers.get(module, set())
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):
@@ -319,7 +326,7 @@ def test_the_algorithms_do_no_io() -> None:
 
 def _store_methods() -> set[str]:
     """The methods of the store's interface (:class:`isccd.store.base.Store`)."""
-    tree = ast.parse((PACKAGE / "store" / "base.py").read_text(encoding="utf-8"))
+    tree = _tree(PACKAGE / "store" / "base.py")
     [store] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store"]
     return {n.name for n in store.body if isinstance(n, ast.FunctionDef)}
 
@@ -334,7 +341,7 @@ def test_the_pipeline_is_a_closed_facade() -> None:
     for module, path in MODULES:
         if _layer_of(module) in {"pipeline", "store"}:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
@@ -363,7 +370,7 @@ PRIVATE_IMPORTS = {("isccd.iscc.seq", "_mt_name"), ("isccd.iscc.iscc_id", "_requ
 @pytest.mark.parametrize(("module", "path"), MODULES, ids=[m for m, _ in MODULES])
 def test_no_module_imports_another_modules_private_names(module: str, path: Path) -> None:
     bad = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("isccd"):
             for alias in node.names:
                 name = alias.name

@@ -84,6 +84,7 @@ def test_a_long_running_process_freezes_no_garbage() -> None:
     assert frozen() is None
 
 
+@pytest.mark.slow
 def test_a_scan_collects_in_a_few_steps(
     tmp_path: Path, collections: list[int], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -43,6 +43,7 @@ def inodes(root: Path) -> dict[str, int]:
     return {str(p): p.stat().st_ino for p in root.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_dry_run_says_what_would_be_done_and_does_nothing(
     library: Path, state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -57,6 +58,7 @@ def test_dry_run_says_what_would_be_done_and_does_nothing(
     assert inodes(library) == before
 
 
+@pytest.mark.slow
 def test_a_saved_plan_is_valid_and_applies(
     library: Path, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -77,6 +79,7 @@ def test_a_saved_plan_is_valid_and_applies(
     assert (library / "big.bin").stat().st_ino != (library / "big_copy.bin").stat().st_ino
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -95,6 +98,7 @@ def test_arguments_that_do_not_go_together(
     assert status == 2 and message in err
 
 
+@pytest.mark.slow
 def test_a_bad_plan_file_touches_nothing(
     library: Path, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -109,6 +113,7 @@ def test_a_bad_plan_file_touches_nothing(
     assert inodes(library) == before
 
 
+@pytest.mark.slow
 def test_move_into_a_watched_root_is_refused(
     library: Path, state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,6 +123,7 @@ def test_move_into_a_watched_root_is_refused(
     assert not (library / "attic").exists()
 
 
+@pytest.mark.slow
 def test_keep_in_and_min_size(
     library: Path, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -144,6 +150,7 @@ def test_near_duplicates_are_moved_with_their_path(
         assert not Path(path).exists() and (attic / path.lstrip("/")).is_file()
 
 
+@pytest.mark.slow
 def test_the_shell_script_checks_before_each_action(
     library: Path, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -45,6 +45,7 @@ def _isccd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_scan_lists_the_files_it_could_not_index(
     indexed: tuple[Path, Path, dict[str, str]],
 ) -> None:
@@ -68,6 +69,7 @@ def test_scan_lists_the_files_it_could_not_index(
     assert json.loads(again.stdout)["failed"] == []
 
 
+@pytest.mark.slow
 def test_errors_lists_files_by_kind_with_their_fixes(
     indexed: tuple[Path, Path, dict[str, str]],
 ) -> None:
@@ -99,6 +101,7 @@ def test_errors_lists_files_by_kind_with_their_fixes(
     assert [f["path"] for f in json.loads(only.stdout)["files"]] == [f"{root}/tone.wav"]
 
 
+@pytest.mark.slow
 def test_errors_without_issues_says_so_and_exits_0(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()

@@ -65,6 +65,7 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_the_exit_handlers_run(tmp_path: Path) -> None:
     # A scan's workers leave multiprocessing's temporary directory (its fork server's socket),
     # which an exit handler removes.

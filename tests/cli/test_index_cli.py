@@ -68,6 +68,7 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, 
         return status, out, err
 
 
+@pytest.mark.slow
 def test_scan_then_rescan(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,6 +130,7 @@ def test_dupes_get_and_similar(
     ]
 
 
+@pytest.mark.slow
 def test_removed_files_and_unknown_paths(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -164,6 +166,7 @@ class Terminal(io.StringIO):
         return True
 
 
+@pytest.mark.slow
 def test_readable_text_on_a_terminal(
     library: Path,
     tmp_path: Path,

@@ -50,6 +50,7 @@ def _scan(library: Path, state: Path, capsys: pytest.CaptureFixture[str], *extra
     return report["roots"][0]
 
 
+@pytest.mark.slow
 def test_a_config_file_changes_what_dupes_reads_from_a_store(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -176,6 +177,7 @@ def _dup_events(events: list[Event]) -> list[Event]:
     return [e for e in events if e.type.value.startswith("dup.")]
 
 
+@pytest.mark.slow
 def test_a_scan_under_another_policy_re_evaluates_the_index_once(
     library: Path,
     tmp_path: Path,

@@ -32,6 +32,7 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="start_early needs two CPUs")
 @pytest.mark.parametrize(
     "case", ["config error", "not a directory", "empty tree", "rescan", "usage error", "help"]

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from isccd.extract.tools import tool_version
 from isccd.model import UnitType
 from isccd.store import open_store, state_url
@@ -24,6 +26,7 @@ def _tools(folder: Path, log: Path) -> None:
         tool.chmod(0o755)
 
 
+@pytest.mark.slow
 def test_a_scan_of_texts_and_data_starts_no_tool(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
@@ -66,6 +69,7 @@ def _audio_profile_after(tmp_path: Path, path: str) -> str:
     return unit.profile
 
 
+@pytest.mark.slow
 @needs_ffmpeg
 @needs_fpcalc
 def test_a_tool_whose_version_cannot_be_told_outdates_none_of_its_units(tmp_path: Path) -> None:
@@ -83,6 +87,7 @@ def test_a_tool_whose_version_cannot_be_told_outdates_none_of_its_units(tmp_path
     assert f"fpcalc/{tool_version(real)}" in profile.split(), profile
 
 
+@pytest.mark.slow
 @needs_ffmpeg
 @needs_fpcalc
 def test_a_tool_missing_now_outdates_none_of_its_units(tmp_path: Path) -> None:

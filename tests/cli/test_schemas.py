@@ -38,10 +38,12 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[
     return root, state, scan
 
 
+@pytest.mark.slow
 def test_scan(library: tuple[Path, Path, dict[str, Any]]) -> None:
     check("scan", library[2])
 
 
+@pytest.mark.slow
 def test_code_json_jsonl_and_their_issues(library: tuple[Path, Path, dict[str, Any]]) -> None:
     root = library[0]
     document = json.loads(output("code", "--json", "--units", str(root)))
@@ -51,6 +53,7 @@ def test_code_json_jsonl_and_their_issues(library: tuple[Path, Path, dict[str, A
         check("code", json.loads(line), "#/$defs/file")
 
 
+@pytest.mark.slow
 def test_explain_compare_and_selftest(library: tuple[Path, Path, dict[str, Any]]) -> None:
     root = library[0]
     code = json.loads(output("code", "--json", str(root / "other.txt")))[0]["iscc"]
@@ -66,6 +69,7 @@ def test_explain_compare_and_selftest(library: tuple[Path, Path, dict[str, Any]]
     check("selftest", json.loads(output("selftest", "--json")))
 
 
+@pytest.mark.slow
 def test_get_similar_and_dupes_from_a_store(library: tuple[Path, Path, dict[str, Any]]) -> None:
     root, state, _ = library
     where = ("--state", str(state), "--json")
@@ -79,6 +83,7 @@ def test_get_similar_and_dupes_from_a_store(library: tuple[Path, Path, dict[str,
     assert {g["kind"] for g in dupes["groups"]} == {"exact", "near"}
 
 
+@pytest.mark.slow
 def test_the_schemas_refuse_the_old_shapes(library: tuple[Path, Path, dict[str, Any]]) -> None:
     root, state, _ = library
     info = json.loads(

@@ -47,6 +47,7 @@ def isccd(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 # -- the format: flags, not the terminal --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_piped_output_is_text_unless_json_is_asked_for(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(prose(1))
     code = "ISCC:EAASKDNZNYGUUF5A"
@@ -61,6 +62,7 @@ def test_piped_output_is_text_unless_json_is_asked_for(tmp_path: Path) -> None:
     assert len(lines) == 1 and json.loads(lines[0])["filename"] == "a.txt"
 
 
+@pytest.mark.slow
 def test_scan_prints_text_when_piped(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "a.txt").write_text(prose(2))
@@ -107,6 +109,7 @@ def test_code_prints_a_name_with_a_newline_on_one_line(tmp_path: Path) -> None:
     assert "\x1b" not in done.stdout
 
 
+@pytest.mark.slow
 def test_index_answers_print_names_on_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -189,6 +192,7 @@ def _path_without(tmp_path: Path, *missing: str) -> str:
     return str(tools)
 
 
+@pytest.mark.slow
 def test_a_missing_tool_is_told_once_with_its_package(tmp_path: Path) -> None:
     audio = tmp_path / "audio"
     audio.mkdir()

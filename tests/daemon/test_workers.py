@@ -424,6 +424,7 @@ async def _until_state(pool: WorkerPool, state: str) -> None:
         await asyncio.sleep(0)
 
 
+@pytest.mark.slow
 def test_an_idle_pool_lets_go_of_its_workers_and_the_fork_server(tmp_path: Path) -> None:
     small = tmp_path / "small.txt"
     small.write_text("a small file to hash " * 10)
@@ -458,6 +459,7 @@ def test_an_idle_pool_lets_go_of_its_workers_and_the_fork_server(tmp_path: Path)
     _run(main)
 
 
+@pytest.mark.slow
 def test_files_arriving_while_the_pool_lets_go_are_hashed_once_each(tmp_path: Path) -> None:
     files = []
     for i in range(3):
@@ -499,6 +501,7 @@ def test_an_idle_pool_keeps_the_fork_server_another_pool_uses(tmp_path: Path) ->
     _run(main)
 
 
+@pytest.mark.slow
 def test_waking_an_idle_pool_starts_its_workers_before_a_file_arrives(tmp_path: Path) -> None:
     small = tmp_path / "small.txt"
     small.write_text("a small file to hash " * 10)
@@ -546,6 +549,7 @@ def test_a_batch_requeued_while_the_pool_closes_is_abandoned(tmp_path: Path) -> 
     _run(main)
 
 
+@pytest.mark.slow
 def test_a_file_arriving_as_the_quiet_period_ends_is_not_lost(tmp_path: Path) -> None:
     small = tmp_path / "small.txt"
     small.write_text("a small file to hash " * 10)

@@ -126,6 +126,7 @@ def test_status_and_dupes_asking_a_daemon_load_nothing_heavy(daemon: Daemon) -> 
     assert loaded_by("get", "--json", str(daemon.root / "a.txt"), env=env) == (0, [])
 
 
+@pytest.mark.slow
 def test_a_scan_loads_no_watcher(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
@@ -139,6 +140,7 @@ def test_a_scan_loads_no_watcher(tmp_path: Path) -> None:
     assert loaded == ["isccd.pipeline"]
 
 
+@pytest.mark.slow
 def test_a_scan_loads_no_socket_server(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
@@ -153,6 +155,7 @@ def test_a_scan_loads_no_socket_server(tmp_path: Path) -> None:
     assert loaded == ["isccd.server.options"]
 
 
+@pytest.mark.slow
 def test_a_scan_of_texts_asks_no_image_library(tmp_path: Path) -> None:
     pytest.importorskip("pillow_heif")
     root = tmp_path / "root"

@@ -48,6 +48,7 @@ def test_features_are_fpcalcs_and_codes_the_references(audio: dict[str, Path], n
         assert ours == iscc_core.gen_audio_code_v0(list(fingerprint), bits)
 
 
+@pytest.mark.slow
 @needs_fpcalc
 def test_too_short_is_a_skip(audio: dict[str, Path]) -> None:
     with pytest.raises(NoContentError, match="too short"):

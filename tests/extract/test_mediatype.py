@@ -263,6 +263,7 @@ def test_text_is_never_sent_to_an_audio_or_video_decoder(text: str) -> None:
             assert mode is Mode.TEXT, data[:20]
 
 
+@pytest.mark.slow
 def test_containers_are_told_by_what_they_hold(samples: dict[str, bytes]) -> None:
     assert mediatype_from_data(samples["vorbis.ogg"]) == "audio/ogg"
     assert mediatype_from_data(samples["clip.ogv"]) == "video/ogg"

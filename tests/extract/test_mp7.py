@@ -51,6 +51,7 @@ def test_equals_the_sdk_reader(signature: Path, tmp_path: Path) -> None:
         assert gen_video_code_v0(sig.frames, bits) == iscc_core.gen_video_code_v0(frames, bits)
 
 
+@pytest.mark.slow
 def test_truncated_signature_is_refused(signature: Path) -> None:
     data = signature.read_bytes()
     for cut in (0, 10, 40, len(data) // 2, len(data) - 1):

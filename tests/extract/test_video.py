@@ -109,6 +109,7 @@ def _ffprobe(path: Path) -> tuple[dict[str, str], dict[str, object], float]:
     return tags, video, float(report["format"]["duration"])
 
 
+@pytest.mark.slow
 @needs_ffmpeg
 @pytest.mark.parametrize("name", ["clip.mp4", "clip.mov", "clip.mkv", "clip.webm"])
 def test_ffprobe_runs_beside_the_signature_and_gives_tags_duration_and_size(

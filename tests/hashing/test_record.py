@@ -96,6 +96,7 @@ def test_iscc_codes_equal_the_sdk(corpus: dict[str, Path], tmp_path: Path) -> No
     assert compared == len(names) >= 20
 
 
+@pytest.mark.slow
 def test_units_are_the_reference_generators(corpus: dict[str, Path]) -> None:
     record = _codes(corpus["plain.png"], CodeOptions(bits=256))
     data = corpus["plain.png"].read_bytes()

@@ -67,6 +67,7 @@ def matrices(draw: st.DrawFn) -> list[list[float]]:
     return draw(st.lists(vectors(n), min_size=1, max_size=6))
 
 
+@pytest.mark.slow
 @given(matrices())
 def test_rows_at_once_equal_one_by_one(rows: list[list[float]]) -> None:
     matrix = np.array(rows, dtype=np.float64)

@@ -56,6 +56,7 @@ def test_equals_reference(pixels: list[int], bits: int) -> None:
     assert soft_hash_image_v0(pixels, bits) == iscc_core.soft_hash_image_v0(pixels, bits)
 
 
+@pytest.mark.slow
 @given(seeds, st.sampled_from(ALL_BITS))
 def test_float_pixels_equal_reference(seed: int, bits: int) -> None:
     rng = random.Random(seed)
@@ -63,6 +64,7 @@ def test_float_pixels_equal_reference(seed: int, bits: int) -> None:
     assert gen_image_code_v0(pixels, bits) == iscc_core.gen_image_code_v0(pixels, bits)
 
 
+@pytest.mark.slow
 @given(images(), st.sampled_from(ALL_BITS))
 def test_array_bytes_and_iterator_inputs_equal_list_input(pixels: list[int], bits: int) -> None:
     expected = gen_image_code_v0(pixels, bits)

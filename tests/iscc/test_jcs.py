@@ -150,6 +150,7 @@ def test_self_reference_is_refused() -> None:
         canonicalize({"x": loop})
 
 
+@pytest.mark.slow
 def test_deep_nesting_is_refused() -> None:
     deep: list[object] = []
     for _ in range(100_000):

@@ -222,6 +222,7 @@ def test_small_inputs_take_the_python_kernels_until_the_compiled_ones_are_loaded
         load_kernels()
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     st.sampled_from(KINDS),
@@ -249,6 +250,7 @@ def test_a_stream_that_grows_past_the_switch_gives_the_reference_code(
     assert "ISCC:" + code == ic.gen_data_code_v0(io.BytesIO(data), 256)["iscc"]
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(st.integers(SMALL_TEXT // 2 - 800, SMALL_TEXT // 2 + 800), st.integers(0, 2**32 - 1))
 def test_text_on_either_side_of_the_switch_gives_the_reference_code(chars: int, seed: int) -> None:

@@ -122,6 +122,7 @@ def test_metadata_equals_reference(
     assert_like_reference(name, description, meta, bits)
 
 
+@pytest.mark.slow
 @given(long_texts, long_texts, st.sampled_from(ALL_BITS))
 def test_trimmed_name_and_description_equal_reference(
     name: str, description: str, bits: int

@@ -41,6 +41,7 @@ def test_equals_reference(data: st.DataObject, bits: int) -> None:
     assert dict(iscc_lib.gen_mixed_code_v0(codes, bits)) == expected
 
 
+@pytest.mark.slow
 @given(st.data(), st.sampled_from(ALL_BITS))
 def test_soft_hash_equals_reference(data: st.DataObject, bits: int) -> None:
     codes = data.draw(mixed_inputs(bits))

@@ -119,6 +119,7 @@ def test_encode_multiformat_equals_the_reference(code: str, prop: str) -> None:
     assert multiformat.encode_multiformat(code, expected[0]) == expected
 
 
+@pytest.mark.slow
 @given(code_forms())
 def test_normalize_multiformat_equals_the_reference(text: str) -> None:
     assert multiformat.normalize_multiformat(text) == ic.normalize_multiformat(text)

@@ -26,6 +26,7 @@ def seq_units(draw: st.DrawFn) -> str:
     return code.lower() if form == "lower" else form.format(code)
 
 
+@pytest.mark.slow
 @given(st.lists(seq_units(), min_size=1, max_size=6))
 def test_encode_and_decode_equal_the_reference(units: list[str]) -> None:
     seq = encode_seq(units)

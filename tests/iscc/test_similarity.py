@@ -57,6 +57,7 @@ def test_distance_and_similarity_equal_the_reference(pair: tuple[str, str]) -> N
     assert similarity.iscc_nph_compare(a, b) == ic.iscc_nph_compare(a, b)
 
 
+@pytest.mark.slow
 @given(iscc_codes(), iscc_codes())
 def test_compare_of_iscc_codes_equals_the_reference(a: str, b: str) -> None:
     # ISCC-CODE units are all 64 bits (or 128 for WIDE); only WIDE-vs-normal pairs differ in

@@ -34,12 +34,14 @@ def sized(draw: st.DrawFn, alphabet: st.SearchStrategy[str]) -> str:
     return body[:pos] + base + body[pos:]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(sized(ASCII_ALL) | sized(MIXED), BITS)
 def test_text_code_on_edges(text: str, bits: int) -> None:
     assert gen_text_code_v0(text, bits) == ic.gen_text_code_v0(text, bits)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(sized(ASCII_ALL) | sized(MIXED))
 def test_soft_hash_on_edges(text: str) -> None:
@@ -49,6 +51,7 @@ def test_soft_hash_on_edges(text: str) -> None:
 NAME = st.text(alphabet=MIXED, min_size=1, max_size=140)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(NAME, st.none() | st.just("") | st.text(alphabet=MIXED, min_size=0, max_size=4200), BITS)
 def test_meta_code_on_edges(name: str, description: str | None, bits: int) -> None:
@@ -61,6 +64,7 @@ def test_meta_code_on_edges(name: str, description: str | None, bits: int) -> No
     assert dict(gen_meta_code_v0(name, description, None, bits)) == dict(expected)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_iscc_code_layouts(data: st.DataObject) -> None:

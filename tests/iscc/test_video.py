@@ -42,6 +42,7 @@ def test_equals_reference(frames: list[list[int]], bits: int) -> None:
     assert bytes(iscc_lib.soft_hash_video_v0(frames, bits)) == digest
 
 
+@pytest.mark.slow
 @given(frame_sets(), st.sampled_from(ALL_BITS), st.randoms(use_true_random=False))
 def test_order_repetition_and_container_do_not_matter(
     frames: list[list[int]], bits: int, rng: random.Random

@@ -153,6 +153,7 @@ def _apply(
         ix.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), stored=st.integers(0, 5), new=st.integers(1, 12))
 def test_a_batch_of_new_files_ends_as_applied_one_by_one(
@@ -180,6 +181,7 @@ def widened(r: FileRecord, tail: int) -> FileRecord:
     return replace(r, units=tuple(replace(u, digest=u.digest + rest) for u in r.units))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), stored=st.integers(0, 4), new=st.integers(1, 10))
 def test_a_batch_ends_as_one_by_one_under_any_policy_and_with_256_bit_units(
@@ -209,6 +211,7 @@ def test_a_batch_ends_as_one_by_one_under_any_policy_and_with_256_bit_units(
     assert together[:3] == alone[:3]
 
 
+@pytest.mark.slow
 def test_every_case_at_once_on_both_backends(tmp_path: Path, pg_server: PgServer) -> None:
     before, batch = TRICKY
     alone = _apply(state_url(tmp_path / "alone"), before, batch, together=False)

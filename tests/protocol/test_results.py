@@ -155,6 +155,7 @@ results = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(results)
 def test_typed_results_round_trip_through_json(result: Any) -> None:
     obj = json.loads(json.dumps(to_wire(result)))

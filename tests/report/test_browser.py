@@ -90,6 +90,7 @@ def test_previews_render(page: Page) -> None:
     assert page.evaluate("document.querySelectorAll('.thumb svg use').length") >= 2  # data.bin
 
 
+@pytest.mark.slow
 def test_totals_are_those_of_dupes(page: Page, library: Library) -> None:
     groups: list[dict[str, Any]] = dupes(library)["groups"]  # type: ignore[assignment]
     assert int(dataset(page, "groups")) == len(groups) == int(dataset(page, "matched"))
@@ -291,6 +292,7 @@ def test_a_script_the_policy_does_not_name_does_not_run(
     tab.close()
 
 
+@pytest.mark.slow
 def test_a_screenshot(page: Page, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     page.screenshot(shot)

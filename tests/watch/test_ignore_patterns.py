@@ -4,6 +4,7 @@ pathspec's own matching (git's rules, negations included) leaves out."""
 from __future__ import annotations
 
 import pathspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ def _git(lines: list[str]) -> pathspec.GitIgnoreSpec | None:
         return None
 
 
+@pytest.mark.slow
 @given(patterns, st.lists(paths, min_size=1, max_size=20), st.booleans())
 def test_joined_patterns_match_as_pathspec_does(
     lines: list[str], rels: list[str], is_dir: bool

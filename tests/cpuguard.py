@@ -1,0 +1,139 @@
+"""The quick lane's guard: a test not marked ``slow`` that takes more than its CPU budget fails.
+
+The budget (the ``quick_test_cpu_seconds`` ini option, 2 s in ``pyproject.toml``) is CPU time,
+not wall time: on a busy machine a test waits for a core, and its wall time says more of the
+machine than of the test, while the CPU it uses stays near what it is on an idle one. A test
+is charged from the start of its setup to the end of its teardown, for
+
+- this process, all its threads (:func:`time.process_time`);
+- its child processes that ended and were waited for (:func:`os.times`), and those that ended
+  and were waited for by a process below this one;
+- the processes still running below this one (``/proc``): the daemon a test started, the
+  hashing workers under multiprocessing's fork server, a PostgreSQL server.
+
+Fixtures shared by many tests (a session's PostgreSQL server, a module's daemon) are set up once,
+by whichever test comes first: what their setup costs is not charged to that test. The guard is
+off under any Hypothesis profile but ``default`` (``thorough`` runs many more examples by
+design), and a test that failed already is left as it is.
+
+A test over the budget fails in its teardown, with what it took; the remedy is to mark it
+``@pytest.mark.slow`` or to make it cheaper. The hooks are imported by ``tests/conftest.py``;
+``-p tests.cpuguard`` loads them into another run (as the guard's own test does).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+#: The ini option holding the budget, in CPU seconds.
+OPTION = "quick_test_cpu_seconds"
+_TICK = os.sysconf("SC_CLK_TCK")
+#: The CPU count when the test's setup started.
+_STARTED = pytest.StashKey[float]()
+#: Whether its setup and call passed.
+_PASSED = pytest.StashKey[bool]()
+#: The CPU seconds shared fixtures took to set up during the current test (of the run).
+_SHARED = pytest.StashKey[list[float]]()
+
+
+def _children(pid: int | str) -> list[str]:
+    """The processes ``pid``'s threads started that are still running."""
+    found: list[str] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # it has just ended
+        return found
+    for task in tasks:
+        try:
+            found += (task / "children").read_text().split()
+        except OSError:
+            continue
+    return found
+
+
+def _tree_ticks(pid: str) -> int:
+    """Clock ticks of CPU of ``pid``, of the children it waited for, and of the processes still
+    running below it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    # utime, stime, cutime and cstime: fields 14-17, after the name in parentheses.
+    fields = stat.rpartition(")")[2].split()
+    own = sum(int(v) for v in fields[11:15])
+    return own + sum(_tree_ticks(child) for child in _children(pid))
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process and the processes below it have used so far (see the module
+    docstring for what is counted)."""
+    ended = os.times()
+    below = sum(_tree_ticks(child) for child in _children(os.getpid()))
+    return time.process_time() + ended.children_user + ended.children_system + below / _TICK
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        OPTION,
+        "CPU seconds a test not marked slow may take (its processes included); 0: no limit",
+        default="0",
+    )
+
+
+def _budget(config: pytest.Config) -> float:
+    if os.environ.get("HYPOTHESIS_PROFILE", "default") != "default":
+        return 0.0
+    return float(config.getini(OPTION))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    item.config.stash[_SHARED] = [0.0]
+    item.stash[_STARTED] = cpu_seconds()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest
+) -> Generator[None, object, object]:
+    if fixturedef.scope == "function":
+        return (yield)
+    started = cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        request.config.stash.setdefault(_SHARED, [0.0])[0] += cpu_seconds() - started
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when != "teardown":
+        item.stash[_PASSED] = item.stash.get(_PASSED, True) and not report.failed
+        return report
+    budget = _budget(item.config)
+    if (
+        not budget
+        or _STARTED not in item.stash
+        or not item.stash.get(_PASSED, True)
+        or not report.passed
+        or item.get_closest_marker("slow") is not None
+    ):
+        return report
+    spent = cpu_seconds() - item.stash[_STARTED] - item.config.stash[_SHARED][0]
+    if spent > budget:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} took {spent:.2f} s of CPU (its processes included), over the "
+            f"{budget:g} s a test not marked slow may take: mark it @pytest.mark.slow, or make "
+            "it cheaper"
+        )
+    return report

@@ -1,0 +1,134 @@
+"""The quick lane's guard (:mod:`tests.cpuguard`) in a run of its own: a test not marked slow
+that takes more CPU than the budget fails, whether the CPU is its own, a child's that ended or a
+process's still running; wall time spent waiting is not charged, a slow test is not held to the
+budget, and under the thorough Hypothesis profile nothing is."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The budget of the run below, and the CPU its tests over it use (twice the budget).
+BUDGET = 0.2
+
+_TESTS = f'''
+    import subprocess, sys, time
+    import pytest
+
+    BURN = {2 * BUDGET}
+    SPIN = "import time\\nend = time.process_time() + %r\\nwhile time.process_time() < end: pass"
+    # A process that, for each line it reads, forks a child that burns CPU and waits for it:
+    # the CPU is in a process that is still running when the test ends.
+    SERVER = """
+    import os, sys, time
+    for line in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            end = time.process_time() + %r
+            while time.process_time() < end: pass
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("done", flush=True)
+    """
+    server = []
+
+    def burn() -> None:
+        end = time.process_time() + BURN
+        while time.process_time() < end:
+            pass
+
+    def test_quick():
+        server.append(subprocess.Popen(
+            [sys.executable, "-c", SERVER % BURN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True,
+        ))
+
+    def test_burns_cpu():
+        burn()
+
+    @pytest.mark.slow
+    def test_slow_burns_cpu():
+        burn()
+
+    def test_its_child_burns_cpu():
+        subprocess.run([sys.executable, "-c", SPIN % BURN], check=True)
+
+    def test_its_running_server_burns_cpu():
+        server[0].stdin.write("go\\n")
+        server[0].stdin.flush()
+        assert server[0].stdout.readline() == "done\\n"
+
+    def test_waits_without_cpu():
+        time.sleep(2 * BURN)  # waiting, as for a busy machine's core: no CPU
+
+    def test_the_server_ends():
+        server[0].stdin.close()
+        server[0].wait()
+
+    def test_fails_and_burns_cpu():
+        burn()
+        assert False, "its own failure"
+'''
+
+
+def _run(tmp_path: Path, profile: str) -> tuple[int, dict[str, str]]:
+    """Run the tests above under the guard: the exit status, and each test's outcome."""
+    (tmp_path / "test_guarded.py").write_text(textwrap.dedent(_TESTS))
+    (tmp_path / "pytest.ini").write_text(
+        f"[pytest]\nmarkers =\n    slow: slow\nquick_test_cpu_seconds = {BUDGET}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HYPOTHESIS_PROFILE": profile}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.cpuguard", "-p", "no:cacheprovider", "-rA"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    outcomes: dict[str, str] = {}
+    listed = re.findall(r"^(PASSED|FAILED|ERROR) test_guarded.py::(\w+)", done.stdout, re.M)
+    for outcome, name in listed:
+        # A test that passes and then fails the guard in its teardown is listed twice.
+        outcomes[name] = "over" if outcome == "ERROR" else outcomes.get(name, outcome.lower())
+    assert outcomes, done.stdout + done.stderr
+    return done.returncode, outcomes | {"": done.stdout}
+
+
+@pytest.mark.slow
+def test_a_test_over_the_cpu_budget_fails_the_run(tmp_path: Path) -> None:
+    status, outcomes = _run(tmp_path, "default")
+    out = outcomes.pop("")
+    assert outcomes == {
+        "test_quick": "passed",
+        "test_burns_cpu": "over",
+        "test_slow_burns_cpu": "passed",
+        "test_its_child_burns_cpu": "over",
+        "test_its_running_server_burns_cpu": "over",
+        "test_waits_without_cpu": "passed",
+        "test_the_server_ends": "passed",
+        "test_fails_and_burns_cpu": "failed",
+    }, out
+    assert status == 1
+    assert re.search(
+        r"test_burns_cpu took 0\.\d\d s of CPU \(its processes included\), over the 0\.2 s a "
+        r"test not marked slow may take: mark it @pytest.mark.slow",
+        out,
+    ), out
+
+
+@pytest.mark.slow
+def test_the_thorough_profile_has_no_budget(tmp_path: Path) -> None:
+    status, outcomes = _run(tmp_path, "thorough")
+    out = outcomes.pop("")
+    assert set(outcomes.values()) == {"passed", "failed"}, out
+    assert outcomes["test_fails_and_burns_cpu"] == "failed"
+    assert status == 1  # that test's own failure
