@@ -31,6 +31,7 @@ from tests.cpuguard import (  # noqa: F401
     pytest_fixture_setup,
     pytest_runtest_makereport,
     pytest_runtest_setup,
+    pytest_terminal_summary,
 )
 from tests.leaks import Running
 from tests.pg import PgServer, find_bin_dir

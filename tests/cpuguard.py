@@ -17,8 +17,10 @@ off under any Hypothesis profile but ``default`` (``thorough`` runs many more ex
 design), and a test that failed already is left as it is.
 
 A test over the budget fails in its teardown, with what it took; the remedy is to mark it
-``@pytest.mark.slow`` or to make it cheaper. The hooks are imported by ``tests/conftest.py``;
-``-p tests.cpuguard`` loads them into another run (as the guard's own test does).
+``@pytest.mark.slow`` or to make it cheaper. ``--cpu-durations=N`` lists the N tests that took
+the most CPU (0: every test), as ``--durations`` lists wall time. The hooks are imported by
+``tests/conftest.py``; ``-p tests.cpuguard`` loads them into another run (as the guard's own
+test does).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ _STARTED = pytest.StashKey[float]()
 _PASSED = pytest.StashKey[bool]()
 #: The CPU seconds shared fixtures took to set up during the current test (of the run).
 _SHARED = pytest.StashKey[list[float]]()
+#: Every test's CPU seconds, marked slow or not, for ``--cpu-durations`` (of the run).
+_SPENT = pytest.StashKey[list[tuple[float, str, bool]]]()
 
 
 def _children(pid: int | str) -> list[str]:
@@ -83,6 +87,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "CPU seconds a test not marked slow may take (its processes included); 0: no limit",
         default="0",
     )
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        metavar="N",
+        help="list the N tests that took the most CPU, their processes included (0: all)",
+    )
 
 
 def _budget(config: pytest.Config) -> float:
@@ -119,17 +129,13 @@ def pytest_runtest_makereport(
     if call.when != "teardown":
         item.stash[_PASSED] = item.stash.get(_PASSED, True) and not report.failed
         return report
-    budget = _budget(item.config)
-    if (
-        not budget
-        or _STARTED not in item.stash
-        or not item.stash.get(_PASSED, True)
-        or not report.passed
-        or item.get_closest_marker("slow") is not None
-    ):
+    if _STARTED not in item.stash:
         return report
     spent = cpu_seconds() - item.stash[_STARTED] - item.config.stash[_SHARED][0]
-    if spent > budget:
+    slow = item.get_closest_marker("slow") is not None
+    item.config.stash.setdefault(_SPENT, []).append((spent, item.nodeid, slow))
+    budget = _budget(item.config)
+    if budget and spent > budget and not slow and item.stash[_PASSED] and report.passed:
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid} took {spent:.2f} s of CPU (its processes included), over the "
@@ -137,3 +143,19 @@ def pytest_runtest_makereport(
             "it cheaper"
         )
     return report
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    count = config.getoption("--cpu-durations")
+    if count is None:
+        return
+    spent = sorted(config.stash.get(_SPENT, []), reverse=True)
+    terminalreporter.write_sep("=", "CPU seconds per test, their processes included")
+    for seconds, nodeid, slow in spent[:count] if count else spent:
+        terminalreporter.write_line(f"{seconds:8.2f}  {'slow' if slow else '    '}  {nodeid}")
+    unmarked = sum(s for s, _, slow in spent if not slow)
+    terminalreporter.write_line(
+        f"{sum(s for s, _, _ in spent):8.2f}  in all, {unmarked:.2f} of it in tests not marked slow"
+    )

@@ -78,6 +78,10 @@ _TESTS = f'''
 '''
 
 
+#: Every outcome listed, and every test's CPU.
+_ARGS = ("-rA", "--cpu-durations=0")
+
+
 def _run(tmp_path: Path, profile: str) -> tuple[int, dict[str, str]]:
     """Run the tests above under the guard: the exit status, and each test's outcome."""
     (tmp_path / "test_guarded.py").write_text(textwrap.dedent(_TESTS))
@@ -86,7 +90,7 @@ def _run(tmp_path: Path, profile: str) -> tuple[int, dict[str, str]]:
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HYPOTHESIS_PROFILE": profile}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.cpuguard", "-p", "no:cacheprovider", "-rA"],
+        [sys.executable, "-m", "pytest", "-p", "tests.cpuguard", "-p", "no:cacheprovider", *_ARGS],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -123,6 +127,12 @@ def test_a_test_over_the_cpu_budget_fails_the_run(tmp_path: Path) -> None:
         r"test not marked slow may take: mark it @pytest.mark.slow",
         out,
     ), out
+    # Every test, with what it took, slow or not.
+    listed = re.findall(r"^ +(\d+\.\d\d)  (slow|    )  test_guarded.py::(\w+)$", out, re.M)
+    assert {name: mark.strip() for _, mark, name in listed} == {
+        name: "slow" if name == "test_slow_burns_cpu" else "" for name in outcomes
+    }
+    assert all(float(seconds) >= BUDGET for seconds, _, name in listed if "burns" in name)
 
 
 @pytest.mark.slow

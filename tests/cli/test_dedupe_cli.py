@@ -136,6 +136,7 @@ def test_keep_in_and_min_size(
     assert "removed 1 files in 1 of 1 groups, freeing 195.3 KiB" in out
 
 
+@pytest.mark.slow
 def test_near_duplicates_are_moved_with_their_path(
     library: Path, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

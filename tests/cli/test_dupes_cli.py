@@ -52,6 +52,7 @@ def names(group: dict[str, Any]) -> set[str]:
     return {Path(p).name for m in group["members"] for p in (m["path"], *m["links"])}
 
 
+@pytest.mark.slow
 def test_totals_count_groups_files_once_and_reclaimable_bytes(
     scanned: tuple[Path, Path],
 ) -> None:

@@ -85,6 +85,7 @@ def test_a_config_file_changes_what_dupes_reads_from_a_store(
     assert [m["path"] for m in found["matches"]] == [str(library / "big_copy.bin")]
 
 
+@pytest.mark.slow
 def test_the_environment_and_the_default_file_are_read_too(
     library: Path,
     tmp_path: Path,

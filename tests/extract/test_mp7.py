@@ -59,6 +59,7 @@ def test_truncated_signature_is_refused(signature: Path) -> None:
             read_signature(data[:cut])
 
 
+@pytest.mark.slow
 def test_corrupt_signature_is_refused(signature: Path) -> None:
     data = bytearray(signature.read_bytes())
     data[-5] = 0xFF  # not a valid group of five ternary digits (>= 243)

@@ -130,6 +130,7 @@ def test_broken_pdf_is_a_clean_error(tmp_path: Path, cut: float) -> None:
         extract_text(src, "application/pdf")
 
 
+@pytest.mark.slow
 @needs_extractors
 def test_corrupt_document_is_a_clean_error(tmp_path: Path) -> None:
     docx = make_documents(tmp_path)["letter.docx"]

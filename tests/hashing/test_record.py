@@ -134,6 +134,7 @@ def test_data_and_instance_equal_the_reference_read_whole_or_streamed(
     assert record.iscc == iscc_core.gen_iscc_code_v0(codes)["iscc"]
 
 
+@pytest.mark.slow
 def test_profiles_name_versions_and_subsets_recompute_only_what_is_asked(
     corpus: dict[str, Path],
 ) -> None:

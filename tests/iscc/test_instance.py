@@ -33,6 +33,7 @@ def test_matches_reference(data: bytes, bits: int) -> None:
     assert gen_instance_code_v0(data, bits) == reference(data, bits)
 
 
+@pytest.mark.slow
 @given(byte_inputs(), st.lists(PUSH_SIZES, min_size=1, max_size=8))
 def test_any_split_gives_the_same_code(data: bytes, sizes: list[int]) -> None:
     hasher = InstanceHasherV0()

@@ -291,6 +291,7 @@ def test_a_batch_under_the_stores_policy_names_no_file_before_it_is_added(tmp_pa
     assert sorted(len(o) for o in near) == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_a_batch_undone_in_a_fleet_catches_up_again_before_the_next_decision(pg_url: str) -> None:
     # A batch takes the writers' lock and brings the index up to the other hosts' changes
     # before it stores anything; when it fails (here a value the database refuses), its

@@ -31,7 +31,11 @@ from isccd.report.thumbs import file_stat
 from tests.report.browser import CHROMIUM, Browser, Page
 from tests.report.conftest import HOSTILE, Library, dupes, page_data
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+# Slow: Chromium works for a good part of a second of CPU in every test.
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed"),
+    pytest.mark.slow,
+]
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "schema" / "plan.schema.json"
 
@@ -77,7 +81,6 @@ def choose(page: Page, control: str, value: str) -> int:
     return int(dataset(page, "matched"))
 
 
-@pytest.mark.slow
 def test_previews_render(page: Page) -> None:
     loaded = page.evaluate(
         "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length"
@@ -90,7 +93,6 @@ def test_previews_render(page: Page) -> None:
     assert page.evaluate("document.querySelectorAll('.thumb svg use').length") >= 2  # data.bin
 
 
-@pytest.mark.slow
 def test_totals_are_those_of_dupes(page: Page, library: Library) -> None:
     groups: list[dict[str, Any]] = dupes(library)["groups"]  # type: ignore[assignment]
     assert int(dataset(page, "groups")) == len(groups) == int(dataset(page, "matched"))
@@ -292,7 +294,6 @@ def test_a_script_the_policy_does_not_name_does_not_run(
     tab.close()
 
 
-@pytest.mark.slow
 def test_a_screenshot(page: Page, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     page.screenshot(shot)
