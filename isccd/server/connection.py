@@ -108,7 +108,7 @@ class Connection(asyncio.Protocol):
         self._lost: asyncio.Future[None] | None = None
         self._abort_handle: asyncio.TimerHandle | None = None
         self._idle_handle: asyncio.TimerHandle | None = None
-        self._active = 0.0  # loop time of the last request received or answered
+        self._active = 0.0  # loop time of the last bytes received or reply sent
         self._busy = False  # a request is being handled
         self._subscription: Subscription | None = None
         self._stream: asyncio.Task[None] | None = None
@@ -145,8 +145,10 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         """Split received bytes into request lines; pause reading when enough are waiting."""
         lines = self._splitter.feed(data)
-        if lines:  # a part of a line is no request: it does not keep the connection open
-            self._touch()
+        # Any byte counts, a part of a line too: a client writing a long request slowly (a
+        # busy machine, small writes) is sending, not idle, and closing it mid-line would
+        # break its pipe. A client trickling bytes could as well send a request now and then.
+        self._touch()
         self._inbox.extend(lines)
         if len(self._inbox) >= self._context.options.max_pending_requests:
             self._pause_reading()
@@ -317,7 +319,7 @@ class Connection(asyncio.Protocol):
             self._idle_handle = loop.call_later(delay, self._check_idle)
 
     def _check_idle(self) -> None:
-        """Close a connection that has been silent for the idle time, unless it holds a
+        """Close a connection that has sent nothing for the idle time, unless it holds a
         subscription or a request is in progress or waiting; otherwise look again later."""
         timeout = self._context.options.idle_timeout
         if self._stopping or self._is_lost():

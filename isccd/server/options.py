@@ -19,9 +19,9 @@ class ServerOptions:
         socket_group: Group owning the socket file; ``None`` keeps the daemon's group.
         subscriber_queue: Events buffered per subscriber before it is told it lagged.
         max_clients: Connections served at once; more are refused with ``too_many_clients``.
-        idle_timeout: Seconds a connection may go without sending a request while it holds
-            no subscription and no request is in progress, before it is closed with
-            ``idle_timeout``; 0 for never.
+        idle_timeout: Seconds a connection may go without sending anything (a part of a
+            request line counts) while it holds no subscription and no request is in
+            progress, before it is closed with ``idle_timeout``; 0 for never.
         max_line_bytes: Longest request line accepted.
         max_pending_requests: Request lines buffered per connection before reading pauses.
         write_buffer_bytes: Bytes buffered per connection before its writer waits for the

@@ -100,3 +100,30 @@ def test_a_silent_connection_is_closed_after_the_idle_time(root_dir: Path, short
             partial.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.slow
+def test_a_long_line_written_slowly_is_not_idle(root_dir: Path, short_dir: Path) -> None:
+    """A client still writing its request (a long line in small writes, as on a busy machine)
+    is served, not closed after the idle time: any byte received counts, so its pipe is never
+    broken under its writes."""
+    idle, pieces = 1.0, 50
+
+    async def main() -> None:
+        backend = FakeBackend([str(root_dir)])
+        async with serving(backend, short_dir, idle_timeout=idle) as (server, _):
+            reader, writer = await asyncio.open_unix_connection(server.path)
+            line = b'{"id": 7, "cmd": "hello",' + b" " * pieces * 10 + b'"client": "slow"}\n'
+            step = len(line) // pieces + 1
+            started = time.monotonic()
+            for at in range(0, len(line), step):
+                writer.write(line[at : at + step])
+                await writer.drain()
+                await asyncio.sleep(idle / 20)  # the pace of a slow writer: well within idle
+            assert time.monotonic() - started > 2 * idle  # longer than the idle time in all
+            async with asyncio.timeout(10):
+                reply = json.loads(await reader.readline())
+            assert reply["id"] == 7 and reply["ok"], reply
+            writer.close()
+
+    asyncio.run(main())
