@@ -49,6 +49,11 @@ def plan_of(
     return build_plan(observed.groups, rules, keep_in)
 
 
+#: The action-log key of the tests that call the engine directly (the commands make theirs in
+#: the state directory).
+KEY = bytes(range(32))
+
+
 def run_plan(
     plan: Plan,
     action: Action,
@@ -57,13 +62,21 @@ def run_plan(
     move_to: Path | None = None,
     near: bool = False,
     keep_in: Sequence[str] = (),
+    key: bytes = KEY,
 ) -> list[Outcome]:
     """Apply ``plan`` as ``isccd dedupe --apply`` does."""
     target = str(move_to) if move_to is not None else None
     steps, _ = steps_of(plan, action, near=near, move_to=target, protected=tuple(keep_in))
-    with ActionLog(log) as action_log:
+    with ActionLog(log, key) as action_log:
         action_log.run(action, apply=True)
         return apply_steps(steps, action_log, move_to=target)
+
+
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default state directory of the commands these tests run (where they keep the
+    action-log key): the test's own, never the user's or the system's."""
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "default-state"))
 
 
 def needs_root() -> None:
