@@ -123,6 +123,14 @@ def _write_copy(intent: Intent, kept: int, fd: int) -> None:
         raise DedupeError(intent.path, f"the kept file {intent.kept} no longer holds its content")
 
 
+def restored_mode(logged: int, *, owner_restored: bool, root: bool) -> int:
+    """The permissions a restored copy gets: the logged ones, without set-user-ID and
+    set-group-ID unless root gave the copy its logged owner (a set-ID copy owned by whoever
+    runs undo would be a program running as them)."""
+    mode = stat.S_IMODE(logged)
+    return mode if owner_restored and root else mode & ~_SET_ID
+
+
 def _set_attributes(intent: Intent, fd: int) -> str:
     """Give the copy the victim's logged owner (as root), permissions and times; a note on
     what could not be given (for the outcome)."""
@@ -132,11 +140,8 @@ def _set_attributes(intent: Intent, fd: int) -> str:
         with contextlib.suppress(PermissionError):  # said in the outcome
             os.fchown(fd, intent.uid, intent.gid)
             owned = True
-    mode = stat.S_IMODE(intent.mode)
-    if mode & _SET_ID and not (owned and os.geteuid() == 0):
-        # A set-ID copy owned by whoever runs undo is a program running as them: only root,
-        # giving the copy its logged owner, puts the bits back.
-        mode &= ~_SET_ID
+    mode = restored_mode(intent.mode, owner_restored=owned, root=os.geteuid() == 0)
+    if mode != stat.S_IMODE(intent.mode):
         note = " (without its set-user-ID/set-group-ID bits: only root restores those)"
     os.fchmod(fd, mode)
     os.utime(fd, ns=(intent.atime_ns, intent.mtime_ns))

@@ -85,12 +85,14 @@ def needs_root() -> None:
 
 
 @contextlib.contextmanager
-def mounted(kind: str, where: Path, work: Path) -> Iterator[Path]:
-    """A file system of ``kind`` (``tmpfs``, ``btrfs``, ``ext4``) mounted at ``where``."""
+def mounted(kind: str, where: Path, work: Path, size: str = "64m") -> Iterator[Path]:
+    """A file system of ``kind`` (``tmpfs``, ``btrfs``, ``ext4``) mounted at ``where``
+    (``size``: of a tmpfs)."""
     needs_root()
     where.mkdir(parents=True, exist_ok=True)
     if kind == "tmpfs":
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(where)], check=True)
+        options = f"size={size}"
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], check=True)
     else:
         mkfs = shutil.which(f"mkfs.{kind}")
         if mkfs is None:
@@ -108,3 +110,16 @@ def mounted(kind: str, where: Path, work: Path) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(mnt: Path, leave: int = 0) -> Path:
+    """Fill the file system at ``mnt`` up to ``leave`` free bytes with one file (its path)."""
+    filler = mnt / "filler"
+    with filler.open("ab") as f:
+        while (free := os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize) > leave:
+            try:
+                f.write(bytes(min(free - leave, 1 << 20)))
+                f.flush()
+            except OSError:
+                break
+    return filler
