@@ -518,7 +518,9 @@ def _run_undo(args: argparse.Namespace) -> int:
         undone = sum(o.status is UndoStatus.UNDONE for o in outcomes)
         print(f"{undone:,} undone, {len(cannot):,} cannot be undone")
     if stopped is not None:
-        return fail(f"{stopped}; undo stopped: run it again to finish")
+        if not outcomes:
+            return fail(f"{stopped}; nothing was touched")
+        return fail(f"{stopped}; undo stopped after {len(outcomes):,}: run it again to finish")
     return EXIT_FAILURE if cannot else EXIT_OK
 
 
