@@ -70,17 +70,25 @@ the action log and undo:
   --apply records every action in an action log (--log FILE, default: a new file under the
   state directory's dedupe/ folder, named on stderr), before and after doing it, so that an
   interrupt (Ctrl-C, a crash, SIGKILL) leaves each file untouched or fully done, and the log
-  says which. `isccd dedupe --undo LOG` moves moved files back; restores linked and removed
-  files as copies of the kept file's content, with their own permissions and times, when that
-  content is still theirs (BLAKE3 checked; their owner only as root); finishes or reverts
-  actions an interrupt cut short; and says what it cannot undo (a file changed since, a kept
-  file whose content changed). A reflink needs no undo.
+  says which. Runs may share one log; a log that cannot be written (a full disk) stops the run
+  before its next file. `isccd dedupe --undo LOG` moves moved files back; restores linked and
+  removed files as copies of the kept file's content, with their own permissions and times
+  (their owner, and set-user-ID/set-group-ID bits, only as root), each written beside the link
+  with its holes kept and taking the name only once read back with the logged length and
+  BLAKE3 digest; finishes or reverts actions an interrupt cut short; and says what it cannot
+  undo (a file changed since, a kept file whose content changed, no room for the copy). A
+  reflink needs no undo.
+  Every line of a log carries an HMAC-SHA256 under the key STATE/dedupe/log.key (made, mode
+  0600, by the first --apply): undo refuses, touching nothing, a log edited or written by
+  hand, by an older isccd or with another state directory's key. Undo with the --state or
+  --config the run had.
 
   isccd runs as you: the daemon stays read-only and notices the changes like any other.
 
 exit status: 0 when everything planned was done (or would be, in a dry run) or undone; 1 when
-a file was skipped, an action failed or could not be undone, or the groups cannot be read; 2
-for invalid arguments or a plan file that is not valid (nothing is touched); 78 for an invalid
+a file was skipped, an action failed or could not be undone, the groups cannot be read, or the
+action log or its key cannot be written or read; 2 for invalid arguments, or a plan file or
+action log that is not valid or not authentic (nothing is touched); 78 for an invalid
 configuration.
 """
 

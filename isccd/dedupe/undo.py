@@ -95,9 +95,16 @@ def _is_logged(st: os.stat_result | None, intent: Intent) -> bool:
     return now == (intent.device, intent.inode, intent.size, intent.mtime_ns)
 
 
+def _cannot_write(intent: Intent, why: str) -> DedupeError:
+    return DedupeError(
+        intent.path, f"its copy cannot be written ({why}); the copy was removed and the link "
+        "left as it is"
+    )  # fmt: skip
+
+
 def _write_copy(intent: Intent, kept: int, fd: int) -> None:
-    """Fill the new file ``fd`` with the kept file's content, on disk, and check it is the
-    victim's: its length and its BLAKE3 digest, read back from the copy itself.
+    """Fill the new file ``fd`` with the kept file's content and check it is the victim's:
+    its length and its BLAKE3 digest, read back from the copy itself.
 
     Raises:
         DedupeError: It cannot be written whole (the disk is full), or it is not the victim's
@@ -105,19 +112,12 @@ def _write_copy(intent: Intent, kept: int, fd: int) -> None:
     """
     try:
         copy_sparse(kept, fd, intent.size)
-        os.fsync(fd)
         size = os.fstat(fd).st_size
         digest = digest_of(fd) if size == intent.size else b""
     except OSError as exc:
-        raise DedupeError(
-            intent.path, f"its copy cannot be written ({exc.strerror}); the copy was removed "
-            "and the link left as it is"
-        ) from None  # fmt: skip
+        raise _cannot_write(intent, exc.strerror or str(exc)) from None
     if size != intent.size:
-        raise DedupeError(
-            intent.path, f"its copy came out {size:,} bytes long, not {intent.size:,}; the "
-            "copy was removed and the link left as it is"
-        )  # fmt: skip
+        raise _cannot_write(intent, f"it came out {size:,} bytes long, not {intent.size:,}")
     assert intent.blake3 is not None
     if digest.hex() != intent.blake3:
         raise DedupeError(intent.path, f"the kept file {intent.kept} no longer holds its content")
@@ -172,8 +172,11 @@ def _copy_into(intent: Intent, dir_fd: int, temp: str) -> str:
             ) from None
         try:
             _write_copy(intent, kept.fd, fd)
-            note = _set_attributes(intent, fd)
-            os.fsync(fd)
+            note = _set_attributes(intent, fd)  # its times last: reading it back set them
+            try:
+                os.fsync(fd)  # where blocks are allocated late, a full disk shows here
+            except OSError as exc:
+                raise _cannot_write(intent, exc.strerror or str(exc)) from None
         except BaseException:
             os.unlink(temp, dir_fd=dir_fd)
             raise
@@ -265,6 +268,20 @@ def _is_result(intent: Intent, here: os.stat_result | None) -> bool:
         )
 
 
+def _holds_its_content(intent: Intent) -> bool:
+    """True when the victim's name holds a file of its own with the victim's logged length
+    and digest."""
+    if intent.blake3 is None:
+        return False
+    try:
+        with opened(intent.root, intent.path) as here:
+            if here.stat.st_size != intent.size:
+                return False
+            return digest_of(here.fd).hex() == intent.blake3
+    except (DedupeError, OSError):
+        return False
+
+
 def _verdict(
     intent: Intent, here: os.stat_result | None, *, interrupted: bool
 ) -> UndoOutcome | None:
@@ -280,6 +297,15 @@ def _verdict(
         return None
     if interrupted:  # it never got as far as changing the file
         return UndoOutcome(intent, UndoStatus.NOTHING, _NOT_STARTED)
+    return _not_restored(intent, here)
+
+
+def _not_restored(intent: Intent, here: os.stat_result | None) -> UndoOutcome:
+    """Why a done action's name, holding neither the victim nor the action's result, is left
+    as it is."""
+    if here is not None and _holds_its_content(intent):
+        # Restored by an undo that could not log it (a full disk), or copied back by hand.
+        return UndoOutcome(intent, UndoStatus.NOTHING, "already a file of its own again")
     if intent.action is Action.REMOVE:
         return UndoOutcome(intent, UndoStatus.CANNOT, "a file took its name again")
     why = "gone" if here is None else "no longer the link made"

@@ -113,3 +113,16 @@ def test_as_root_a_set_id_file_of_another_user_comes_back_as_it_was(tmp_path: Pa
     assert outcome.status is UndoStatus.UNDONE, outcome.reason
     st = victim.stat()
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4321, 0o4750)
+
+
+def test_an_undo_whose_records_were_lost_is_not_undone_twice(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    log = tmp_path / "log"
+    kept, victim = _linked_pair(root, os.urandom(30_000), log)
+    applied = log.stat().st_size
+    [outcome] = undo_log(log, KEY)
+    assert outcome.status is UndoStatus.UNDONE
+    os.truncate(log, applied)  # as when the disk filled up before undo could log it
+    [again] = undo_log(log, KEY)
+    assert again.status is UndoStatus.NOTHING and "already a file of its own" in again.reason
+    assert victim.stat().st_ino != kept.stat().st_ino
