@@ -123,6 +123,9 @@ def test_an_undo_whose_records_were_lost_is_not_undone_twice(tmp_path: Path) -> 
     [outcome] = undo_log(log, KEY)
     assert outcome.status is UndoStatus.UNDONE
     os.truncate(log, applied)  # as when the disk filled up before undo could log it
+    # Touched since, so that it cannot pass for the victim itself should the copy have been
+    # given the victim's freed inode number.
+    os.utime(victim, (2_000_000, 2_000_000))
     [again] = undo_log(log, KEY)
     assert again.status is UndoStatus.NOTHING and "already a file of its own" in again.reason
     assert victim.stat().st_ino != kept.stat().st_ino
