@@ -64,7 +64,7 @@ class Intent:
     """An action about to be done, as logged before doing it.
 
     Attributes:
-        id: Its number in the log.
+        id: Its number in its run (from 1; a run and this number name it in a log).
         action: What is done.
         path: The name acted on.
         root: Its root.

@@ -65,7 +65,7 @@ def _path(value: object, name: str) -> str:
         encoded = os.fsencode(path)
     except UnicodeError:
         raise _Bad(f"{name} is not a file name") from None
-    if b"\0" in encoded or not path.startswith("/") or os.path.normpath(path) != path:
+    if b"\0" in encoded or path[:1] != "/" or path[:2] == "//" or os.path.normpath(path) != path:
         raise _Bad(f"{name} is not a normalized absolute path")
     return path
 
