@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,22 @@ def test_an_undo_whose_records_were_lost_is_not_undone_twice(tmp_path: Path) -> 
     [again] = undo_log(log, KEY)
     assert again.status is UndoStatus.NOTHING and "already a file of its own" in again.reason
     assert victim.stat().st_ino != kept.stat().st_ino
+
+
+def _used(mnt: Path) -> int:
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    st = os.statvfs(mnt)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+@pytest.mark.slow
+def test_on_btrfs_a_restored_copy_shares_the_kept_file_s_blocks(tmp_path: Path) -> None:
+    data = os.urandom(24 * MIB)
+    with mounted("btrfs", tmp_path / "btrfs", tmp_path) as mnt:
+        log = tmp_path / "log"
+        kept, victim = _linked_pair(mnt / "root", data, log)
+        before = _used(mnt)
+        [outcome] = undo_log(log, KEY)
+        assert outcome.status is UndoStatus.UNDONE, outcome.reason
+        assert victim.stat().st_ino != kept.stat().st_ino and victim.read_bytes() == data
+        assert _used(mnt) - before < 4 * MIB  # a copy of its own would take 24 MiB more
