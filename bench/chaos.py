@@ -34,6 +34,11 @@ recovery). Sections, in order:
     outside the root while four clients send every path-taking request: requests, swaps, and
     replies or events computed from the outside file (must be 0).
 
+11. **crafted_logs**: every crafted action log of ``tests/chaos/crafted_logs.py`` (hand-made
+    or edited lines, lines signed with the real key but with fields undo must refuse) given to
+    ``isccd dedupe --undo``, each in its own process: logs tried, refused with their reason and
+    exit 2, tracebacks (must be 0), files touched (must be 0), and the genuine log undone.
+
 A section is a :class:`Section` in :data:`SECTIONS`.
 
     python bench/chaos.py [--quick] [--only kill,disk_full,...] [--rounds N] [--kills N]
@@ -53,6 +58,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,10 +68,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from isccd.client import AsyncClient
 from isccd.daemon.supervisor import Backoff
+from isccd.dedupe.logkey import load_key
+from isccd.dedupe.plan import Action
 from isccd.errors import StoreFullError
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
 from tests.chaos import fuzz, race
+from tests.chaos.crafted_logs import crafted_logs
 from tests.chaos.harness import (
     Snapshot,
     descendants,
@@ -75,7 +84,7 @@ from tests.chaos.harness import (
     snapshot,
     wait_gone,
 )
-from tests.chaos.loops_daemon import running, short_dir
+from tests.dedupe.conftest import plan_of, run_plan, write
 from tests.e2e.conftest import Daemon, daemons
 
 #: name -> value (a number, or a sentence when the figure could not be measured).
@@ -367,6 +376,10 @@ def bench_missing_root(options: Options) -> Figures:
 
 
 def bench_store_failures(options: Options) -> Figures:
+    # Imported here: these helpers are missing from tests/chaos/loops_daemon.py, and the
+    # other sections run without them.
+    from tests.chaos.loops_daemon import running, short_dir  # type: ignore[attr-defined]
+
     # This daemon runs in this process: its log goes to stderr, and only its problems.
     configure_logging("warning", "console", stream=sys.stderr)
     recovered, indexed = [], []
@@ -501,6 +514,42 @@ def bench_race(options: Options) -> Figures:
         }
 
 
+def _files(top: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(top.rglob("*")) if p.is_file()}
+
+
+def bench_crafted_logs(options: Options) -> Figures:
+    with tempfile.TemporaryDirectory(prefix="isccd-crafted-") as tmp:
+        base = Path(tmp)
+        state = base / "state"
+        key = load_key(state, create=True)
+        data = random.Random(options.seed).randbytes(50_000)
+        pair = [write(base / "root" / f"{i}.bin", data, mtime=1_000_000 + i) for i in (0, 1)]
+        outside = write(base / "outside" / "secret", b"not for undo to touch")
+        genuine = base / "genuine.jsonl"
+        run_plan(plan_of(base / "root", [pair]), Action.LINK, genuine, key=key)
+        before = _files(base / "root") | _files(base / "outside")
+        cases = crafted_logs(genuine.read_bytes(), key, str(outside))
+        undo = [sys.executable, "-m", "isccd", "dedupe", "--state", str(state), "--undo"]
+        refused = tracebacks = 0
+        for case in cases:
+            log = base / "crafted.jsonl"
+            log.write_bytes(case.data)
+            done = subprocess.run([*undo, str(log)], capture_output=True, text=True, check=False)
+            refused += done.returncode == 2 and case.says in done.stderr
+            tracebacks += "Traceback" in done.stderr
+        after = _files(base / "root") | _files(base / "outside")
+        touched = len({k for k in before | after if before.get(k) != after.get(k)})
+        status = subprocess.run([*undo, str(genuine)], capture_output=True, check=False)
+        return {
+            "crafted logs": len(cases),
+            "refused with their reason, exit 2": refused,
+            "tracebacks (must be 0)": tracebacks,
+            "files touched (must be 0)": touched,
+            "genuine log undone (exit status)": status.returncode,
+        }
+
+
 SECTIONS: list[Section] = [
     Section("kill", bench_kill),
     Section("disk_full", bench_disk_full),
@@ -512,6 +561,7 @@ SECTIONS: list[Section] = [
     Section("store_failures", bench_store_failures),
     Section("fuzz", bench_fuzz),
     Section("race", bench_race),
+    Section("crafted_logs", bench_crafted_logs),
 ]
 
 

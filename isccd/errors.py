@@ -35,10 +35,13 @@
     |-- SocketSetupError          the socket cannot be set up safely (insecure directory, another
     |                             daemon answering): fatal at start-up, clear message
     |-- DaemonUnavailableError    client side: no daemon answers on the socket
-    `-- DedupeError               ``isccd dedupe``: a step cannot be done; reported, the run
-        |                         carries on with the next
-        |-- StaleFileError        a file is no longer what the plan recorded: skipped untouched
-        `-- PlanFileError         a plan file or action log cannot be read: nothing is touched
+    |-- DedupeError               ``isccd dedupe``: a step cannot be done; reported, the run
+    |   |                         carries on with the next
+    |   |-- StaleFileError        a file is no longer what the plan recorded: skipped untouched
+    |   `-- PlanFileError         a plan file or action log cannot be read, or a log is not
+    |                             authentic: nothing is touched
+    `-- ActionLogError            the action log (or its key) cannot be written: the run stops
+                                  before its next action; what was done is logged
 
 The pure algorithms in :mod:`isccd.iscc` raise their own :class:`isccd.iscc.IsccError` (a
 ``ValueError``) and ``TypeError`` for wrong argument types; they know nothing of this tree.
@@ -223,3 +226,9 @@ class StaleFileError(DedupeError):
 
 class PlanFileError(DedupeError):
     """A plan file or an action log is unreadable or invalid; the message says where."""
+
+
+class ActionLogError(IsccdError):
+    """The action log of ``isccd dedupe`` cannot be written (a full disk, an I/O error), or
+    its key cannot be made or read: the run stops before its next action, since an action
+    that cannot be logged must not be done."""

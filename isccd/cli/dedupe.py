@@ -22,7 +22,7 @@ from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.escape import shown as show
 from isccd.cli.index import add_group_filters
 from isccd.cli.output import Progress, format_size, print_json
-from isccd.errors import ConfigError, PlanFileError
+from isccd.errors import ActionLogError, ConfigError, PlanFileError
 from isccd.fspath import is_under
 from isccd.results import DUPES_LIMIT_MAX, DupesQuery
 
@@ -70,17 +70,25 @@ the action log and undo:
   --apply records every action in an action log (--log FILE, default: a new file under the
   state directory's dedupe/ folder, named on stderr), before and after doing it, so that an
   interrupt (Ctrl-C, a crash, SIGKILL) leaves each file untouched or fully done, and the log
-  says which. `isccd dedupe --undo LOG` moves moved files back; restores linked and removed
-  files as copies of the kept file's content, with their own permissions and times, when that
-  content is still theirs (BLAKE3 checked; their owner only as root); finishes or reverts
-  actions an interrupt cut short; and says what it cannot undo (a file changed since, a kept
-  file whose content changed). A reflink needs no undo.
+  says which. Runs may share one log; a log that cannot be written (a full disk) stops the run
+  before its next file. `isccd dedupe --undo LOG` moves moved files back; restores linked and
+  removed files as copies of the kept file's content, with their own permissions and times
+  (their owner, and set-user-ID/set-group-ID bits, only as root), each written beside the link
+  with its holes kept and taking the name only once read back with the logged length and
+  BLAKE3 digest; finishes or reverts actions an interrupt cut short; and says what it cannot
+  undo (a file changed since, a kept file whose content changed, no room for the copy). A
+  reflink needs no undo.
+  Every line of a log carries an HMAC-SHA256 under the key STATE/dedupe/log.key (made, mode
+  0600, by the first --apply): undo refuses, touching nothing, a log edited or written by
+  hand, by an older isccd or with another state directory's key. Undo with the --state or
+  --config the run had.
 
   isccd runs as you: the daemon stays read-only and notices the changes like any other.
 
 exit status: 0 when everything planned was done (or would be, in a dry run) or undone; 1 when
-a file was skipped, an action failed or could not be undone, or the groups cannot be read; 2
-for invalid arguments or a plan file that is not valid (nothing is touched); 78 for an invalid
+a file was skipped, an action failed or could not be undone, the groups cannot be read, or the
+action log or its key cannot be written or read; 2 for invalid arguments, or a plan file or
+action log that is not valid or not authentic (nothing is touched); 78 for an invalid
 configuration.
 """
 
@@ -383,6 +391,22 @@ def _default_log(args: argparse.Namespace) -> Path:
     return config.state_dir / "dedupe" / f"{stamp}-{os.getpid()}.jsonl"
 
 
+def _log_key(args: argparse.Namespace, *, create: bool) -> bytes:
+    """The action-log key of the state directory (``--state``, or the configured one).
+
+    Raises:
+        Failed: The configuration is invalid.
+        ActionLogError: The key cannot be made or read, or is not the user's own.
+    """
+    from isccd.dedupe.logkey import load_key  # noqa: PLC0415
+
+    try:
+        config = configure(args)
+    except ConfigError as exc:
+        raise Failed(str(exc), EXIT_CONFIG) from None
+    return load_key(config.state_dir, create=create)
+
+
 def _apply(
     args: argparse.Namespace,
     *,
@@ -398,25 +422,30 @@ def _apply(
 
     try:
         log_path = args.log if args.log is not None else _default_log(args)
+        log = ActionLog(log_path, _log_key(args, create=True))
+        log.run(action, apply=True)
     except Failed as exc:
         return fail(str(exc), exc.status)
-    try:
-        log = ActionLog(log_path)
-    except (OSError, PlanFileError) as exc:
-        return fail(f"the action log {log_path} cannot be written: {exc}; nothing was touched")
+    except ActionLogError as exc:
+        return fail(f"{exc}; nothing was touched")
     print(f"isccd: action log: {log_path}", file=sys.stderr)
-    with log, Progress(_DONE[action.value], len(steps)) as progress:
-        log.run(action, apply=True)
-        for e in excluded:
-            log.skip(e.path, e.reason)
+    try:
+        with log, Progress(_DONE[action.value], len(steps)) as progress:
+            for e in excluded:
+                log.skip(e.path, e.reason)
 
-        def shown(outcome: Outcome) -> None:
-            progress.advance()
-            if not args.json:
-                progress.close()
-                print(_outcome_line(outcome), flush=True)
+            def shown(outcome: Outcome) -> None:
+                progress.advance()
+                if not args.json:
+                    progress.close()
+                    print(_outcome_line(outcome), flush=True)
 
-        outcomes = apply_steps(steps, log, move_to=move_to, on_outcome=shown)
+            outcomes = apply_steps(steps, log, move_to=move_to, on_outcome=shown)
+    except ActionLogError as exc:
+        return fail(
+            f"{exc}; stopped before the next file (each file is untouched or done, as logged "
+            f"so far: isccd dedupe --undo {log_path})"
+        )
     bad = [o for o in outcomes if o.status in (Status.SKIPPED, Status.FAILED)]
     done = [o.step for o in outcomes if o.status is Status.DONE]
     if args.json:
@@ -471,19 +500,35 @@ def _run_undo(args: argparse.Namespace) -> int:
     if not args.undo.is_file():
         return fail(f"{args.undo}: no such action log")
     try:
-        outcomes = undo_log(args.undo)
+        key = _log_key(args, create=False)
+    except Failed as exc:
+        return fail(str(exc), exc.status)
+    except ActionLogError as exc:
+        return fail(f"{exc}; nothing was touched")
+    outcomes: list[UndoOutcome] = []
+
+    def shown(outcome: UndoOutcome) -> None:
+        outcomes.append(outcome)
+        if not args.json:
+            print(f"{outcome.status.value:<8} {show(outcome.intent.path)}: {outcome.reason}")
+
+    stopped = None
+    try:
+        undo_log(args.undo, key, on_outcome=shown)
     except PlanFileError as exc:
         return fail(f"{exc}; nothing was touched", EXIT_USAGE)
-    except OSError as exc:
-        return fail(f"{args.undo} cannot be appended to: {exc.strerror}; nothing was touched")
+    except ActionLogError as exc:
+        stopped = str(exc)
     cannot = [o for o in outcomes if o.status is UndoStatus.CANNOT]
     if args.json:
         print_json({"log": str(args.undo), "outcomes": [_undo_json(o) for o in outcomes]}, indent=1)
-    else:
-        for o in outcomes:
-            print(f"{o.status.value:<8} {show(o.intent.path)}: {o.reason}")
+    elif stopped is None:
         undone = sum(o.status is UndoStatus.UNDONE for o in outcomes)
         print(f"{undone:,} undone, {len(cannot):,} cannot be undone")
+    if stopped is not None:
+        if not outcomes:
+            return fail(f"{stopped}; nothing was touched")
+        return fail(f"{stopped}; undo stopped after {len(outcomes):,}: run it again to finish")
     return EXIT_FAILURE if cannot else EXIT_OK
 
 

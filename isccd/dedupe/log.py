@@ -8,30 +8,55 @@ to look at: :mod:`isccd.dedupe.undo` looks and settles it. Skipped files get a `
 record; undo adds ``undone`` (or ``not_undone``, with the reason) records to the same log, so
 running it twice is harmless.
 
-Records (one JSON object per line, ``op`` says which)::
+Several runs may share one log (``--log FILE`` given to each, an undo appending to the log it
+undoes): each run has a random id, its records are numbered from 0 (``seq``), and its actions
+from 1 (``id``), so an action is named by its run and id, whatever else writes the log. Each
+line is appended whole under an exclusive ``flock`` of the log; a line a killed writer left
+cut short at the end is cut off by the next writer (under the lock), and a write that fails (a
+full disk) is taken back and raises :class:`~isccd.errors.ActionLogError`: the caller stops
+before its next action.
 
-    {"op": "run", "version": 1, "time": ..., "pid": ..., "action": "link", "apply": true}
-    {"op": "intent", "id": 7, "action": "link", "path": ..., "root": ..., "kept": ...,
-     "kept_root": ..., "device": ..., "inode": ..., "size": ..., "mtime_ns": ...,
-     "atime_ns": ..., "mode": ..., "uid": ..., "gid": ..., "blake3": ..., "temp": ...,
-     "target": ..., "target_root": ...}
-    {"op": "done", "id": 7}
-    {"op": "failed", "id": 7, "reason": ...}
-    {"op": "skip", "path": ..., "reason": ...}
-    {"op": "undone", "id": 7}   {"op": "not_undone", "id": 7, "reason": ...}
+Every line ends with its MAC (:mod:`isccd.dedupe.logkey`), over the bytes before it::
+
+    {"op":"run","run":R,"seq":0,"version":2,"time":...,"pid":...,"action":"link","apply":true,
+     "mac":...}
+    {"op":"intent","run":R,"seq":1,"id":1,"action":"link","path":...,"root":...,"kept":...,
+     "kept_root":...,"device":...,"inode":...,"size":...,"mtime_ns":...,"atime_ns":...,
+     "mode":...,"uid":...,"gid":...,"blake3":...,"temp":...,"target":...,"target_root":...,
+     "mac":...}
+    {"op":"done","run":R,"seq":2,"id":1,"mac":...}
+    {"op":"failed","run":R,"seq":3,"id":2,"reason":...,"mac":...}
+    {"op":"skip","run":R,"seq":4,"path":...,"reason":...,"mac":...}
+    {"op":"undone","run":U,"seq":1,"of":R,"id":1,"reason":...,"mac":...}   (or "not_undone")
+
+:mod:`isccd.dedupe.logread` reads a log back, trusting nothing it has not verified.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
+import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from isccd.dedupe.plan import PLAN_VERSION, Action
-from isccd.errors import PlanFileError
+from isccd.dedupe.logkey import mac, verifies
+from isccd.dedupe.plan import Action
+from isccd.errors import ActionLogError
+
+#: The version of the log format (1: before lines were authenticated and runs numbered).
+LOG_VERSION = 2
+#: What precedes the MAC at the end of every line.
+MAC_FIELD = b',"mac":"'
+_OPEN = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+#: Bytes read to find the first line of a log being continued (a ``run`` record is short).
+_HEAD = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +64,7 @@ class Intent:
     """An action about to be done, as logged before doing it.
 
     Attributes:
-        id: Its number in the log.
+        id: Its number in its run (from 1; a run and this number name it in a log).
         action: What is done.
         path: The name acted on.
         root: Its root.
@@ -85,130 +110,228 @@ class LoggedAction:
 
     Attributes:
         intent: The intent.
+        run: The run that logged it (its id).
         outcome: ``"done"``, ``"failed"`` or ``None`` when the run was interrupted before it
             said (the file is untouched or fully done: look).
         undone: ``"undone"``, ``"not_undone"`` or ``None`` (no undo tried yet).
     """
 
     intent: Intent
+    run: str
     outcome: str | None
     undone: str | None
 
 
-class ActionLog:
-    """The writer of one log file (appends; an existing log is continued)."""
+def signed_line(key: bytes, record: dict[str, Any]) -> bytes:
+    """One log line: ``record`` as compact JSON, its MAC appended as the last field."""
+    body = json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    raw = body.encode("ascii")
+    return raw[:-1] + MAC_FIELD + mac(key, raw).encode("ascii") + b'"}\n'
 
-    def __init__(self, path: Path) -> None:
-        """Open (or create, mode 0600) ``path`` for appending.
+
+def split_line(line: bytes) -> tuple[bytes, bytes] | None:
+    """A line's body (the JSON it authenticates) and its MAC, or ``None`` if it has none."""
+    at = line.rfind(MAC_FIELD)
+    if at < 0 or not line.endswith(b'"}'):
+        return None
+    return line[:at] + b"}", line[at + len(MAC_FIELD) : -2]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Append ``data``; a short write (the disk filled up) is an ``ENOSPC`` error."""
+    if os.write(fd, data) != len(data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+class ActionLog:
+    """The writer of one run's records in a log file (appends; an existing log is continued,
+    also by other runs at the same time)."""
+
+    def __init__(self, path: Path, key: bytes) -> None:
+        """Open (or create, mode 0600) ``path`` for appending, as a new run.
+
+        Args:
+            path: The log.
+            key: The action-log key (:func:`isccd.dedupe.logkey.load_key`).
 
         Raises:
-            OSError: It cannot be opened.
+            ActionLogError: It cannot be opened, or it holds lines not authenticated with
+                ``key`` (an older isccd's log, another state directory's): a run continuing it
+                would make it a log no undo accepts.
         """
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-        self._fd = os.open(path, flags, 0o600)
-        self._next = max((a.intent.id for a in read_log(path)), default=0) + 1
+        self.run_id = secrets.token_hex(8)
+        self._key = key
+        self._seq = 0
+        self._ids = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, _OPEN, 0o600)
+        except OSError as exc:
+            raise ActionLogError(
+                f"the action log {path} cannot be opened: {exc.strerror}"
+            ) from None
+        try:
+            with self._locked():
+                self._check_continued()
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[int]:
+        """Hold the log's lock; yields its length, a cut-short last line cut off."""
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise ActionLogError(
+                f"the action log {self.path} cannot be locked: {exc.strerror}"
+            ) from None
+        try:
+            yield self._cut_torn_tail()
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _cut_torn_tail(self) -> int:
+        """Cut off a last line without its newline (a writer killed while writing it: its
+        action had not started); the log's length."""
+        end = os.fstat(self._fd).st_size
+        if end == 0 or os.pread(self._fd, 1, end - 1) == b"\n":
+            return end
+        start = max(0, end - _HEAD)
+        while True:
+            chunk = os.pread(self._fd, end - start, start)
+            at = chunk.rfind(b"\n")
+            if at >= 0 or start == 0:
+                keep = start + at + 1
+                break
+            start = max(0, start - _HEAD)
+        try:
+            os.ftruncate(self._fd, keep)
+        except OSError as exc:
+            raise ActionLogError(
+                f"the action log {self.path} cannot be repaired: {exc.strerror}"
+            ) from None
+        return keep
+
+    def _check_continued(self) -> None:
+        head = os.pread(self._fd, _HEAD, 0)
+        if not head:
+            return
+        parts = split_line(head.split(b"\n", 1)[0])
+        if parts is None or not verifies(self._key, *parts):
+            raise ActionLogError(
+                f"the action log {self.path} was not written with this state directory's key "
+                "(or by an older isccd): choose another --log"
+            )
 
     def _write(self, record: dict[str, Any], *, sync: bool) -> None:
-        line = json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n"
-        os.write(self._fd, line.encode("ascii"))
-        if sync:
-            os.fsync(self._fd)
+        line = signed_line(
+            self._key, {"op": record["op"], "run": self.run_id, "seq": self._seq} | record
+        )
+        with self._locked() as end:
+            try:
+                _write_all(self._fd, line)
+                if sync:
+                    os.fsync(self._fd)
+            except OSError as exc:
+                # Take the line back (under the lock: nobody wrote after it), so that the log
+                # stays a sequence of whole lines.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, end)
+                raise ActionLogError(
+                    f"the action log {self.path} cannot be written: {exc.strerror}"
+                ) from None
+        self._seq += 1
 
     def run(self, action: Action | None, *, apply: bool) -> None:
-        """Mark the start of a run (or of an undo, ``action`` ``None``)."""
-        record = {"op": "run", "version": PLAN_VERSION, "time": time.time(), "pid": os.getpid()}
+        """Mark the start of a run (or of an undo, ``action`` ``None``).
+
+        Raises:
+            ActionLogError: It cannot be written (nothing was done yet).
+        """
+        record = {"op": "run", "version": LOG_VERSION, "time": time.time(), "pid": os.getpid()}
         self._write({**record, "action": action, "apply": apply}, sync=True)
 
     def next_id(self) -> int:
-        """A fresh action number."""
-        self._next += 1
-        return self._next - 1
+        """A fresh action number (unique in this run)."""
+        self._ids += 1
+        return self._ids
 
     def intent(self, intent: Intent) -> None:
-        """Record an action before doing it; :meth:`sync` before doing it."""
+        """Record an action before doing it; :meth:`sync` before doing it.
+
+        Raises:
+            ActionLogError: It cannot be written: do not do it.
+        """
         record = {"op": "intent"} | {f.name: getattr(intent, f.name) for f in fields(Intent)}
         self._write(record, sync=False)
 
     def sync(self) -> None:
-        """Put everything written so far on disk (``fsync``)."""
-        os.fsync(self._fd)
+        """Put everything written so far on disk (``fsync``).
 
-    def outcome(self, action_id: int, op: str, reason: str | None = None) -> None:
+        Raises:
+            ActionLogError: It cannot be.
+        """
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise ActionLogError(
+                f"the action log {self.path} cannot be synced: {exc.strerror}"
+            ) from None
+
+    def outcome(
+        self, action_id: int, op: str, reason: str | None = None, *, of: str | None = None
+    ) -> None:
         """Record how an action ended (``done``, ``failed``, ``undone``, ``not_undone``).
 
         Not synced: after a power loss a missing outcome is settled by looking at the file.
+
+        Args:
+            action_id: The action's id in its run.
+            op: How it ended.
+            reason: Why (optional).
+            of: The run that did the action, for ``undone`` and ``not_undone``.
+
+        Raises:
+            ActionLogError: It cannot be written.
         """
-        record: dict[str, Any] = {"op": op, "id": action_id}
+        record: dict[str, Any] = {"op": op}
+        if of is not None:
+            record["of"] = of
+        record["id"] = action_id
         if reason is not None:
             record["reason"] = reason
         self._write(record, sync=False)
 
     def skip(self, path: str, reason: str) -> None:
-        """Record a file skipped untouched."""
+        """Record a file skipped untouched.
+
+        Raises:
+            ActionLogError: It cannot be written.
+        """
         self._write({"op": "skip", "path": path, "reason": reason}, sync=False)
 
     def close(self) -> None:
-        """Flush to disk and close (idempotent)."""
-        if self._fd >= 0:
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+        """Flush to disk and close (idempotent).
+
+        Raises:
+            ActionLogError: It cannot be flushed (it is closed all the same).
+        """
+        if self._fd < 0:
+            return
+        fd, self._fd = self._fd, -1
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise ActionLogError(
+                f"the action log {self.path} cannot be synced: {exc.strerror}"
+            ) from None
+        finally:
+            os.close(fd)
 
     def __enter__(self) -> ActionLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _record(line: bytes) -> tuple[str, Intent | int | None]:
-    """One line: its ``op`` and its intent, or the id it is about (``None`` for others).
-
-    Raises:
-        ValueError, KeyError, TypeError: It is not a record.
-    """
-    record = json.loads(line)
-    op = record["op"]
-    if op == "intent":
-        fields = {k: v for k, v in record.items() if k != "op"}
-        fields["action"] = Action(fields["action"])
-        return op, Intent(**fields)
-    if op in ("done", "failed", "undone", "not_undone"):
-        return op, int(record["id"])
-    if op in ("run", "skip"):
-        return op, None
-    raise ValueError(f"unknown op {op!r}")
-
-
-def read_log(path: Path) -> list[LoggedAction]:
-    """Every action of a log, in order, with how it ended.
-
-    A last line cut short by an interrupt is ignored (it was being written when the run was
-    killed: its action had not started).
-
-    Raises:
-        PlanFileError: The file cannot be read, or a complete line is not a log record.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise PlanFileError(str(path), f"cannot be read: {exc.strerror}") from None
-    lines = data.split(b"\n")
-    intents: dict[int, Intent] = {}
-    outcome: dict[int, str] = {}
-    undone: dict[int, str] = {}
-    for number, line in enumerate(lines[:-1], 1):
-        try:
-            op, value = _record(line)
-        except (ValueError, KeyError, TypeError) as exc:
-            message = f"line {number} is not an action record: {exc}"
-            raise PlanFileError(str(path), message) from None
-        if isinstance(value, Intent):
-            intents[value.id] = value
-        elif isinstance(value, int):
-            (outcome if op in ("done", "failed") else undone)[value] = op
-    return [LoggedAction(i, outcome.get(n), undone.get(n)) for n, i in intents.items()]

@@ -22,6 +22,12 @@ SCHEMA = json.loads(
 )
 
 
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default state directory (where the action-log key is kept): the test's own."""
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "default-state"))
+
+
 @pytest.fixture
 def state(library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     """The library scanned into a store; the copies made older than their originals' copies."""

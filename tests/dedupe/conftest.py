@@ -49,6 +49,11 @@ def plan_of(
     return build_plan(observed.groups, rules, keep_in)
 
 
+#: The action-log key of the tests that call the engine directly (the commands make theirs in
+#: the state directory).
+KEY = bytes(range(32))
+
+
 def run_plan(
     plan: Plan,
     action: Action,
@@ -57,13 +62,21 @@ def run_plan(
     move_to: Path | None = None,
     near: bool = False,
     keep_in: Sequence[str] = (),
+    key: bytes = KEY,
 ) -> list[Outcome]:
     """Apply ``plan`` as ``isccd dedupe --apply`` does."""
     target = str(move_to) if move_to is not None else None
     steps, _ = steps_of(plan, action, near=near, move_to=target, protected=tuple(keep_in))
-    with ActionLog(log) as action_log:
+    with ActionLog(log, key) as action_log:
         action_log.run(action, apply=True)
         return apply_steps(steps, action_log, move_to=target)
+
+
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default state directory of the commands these tests run (where they keep the
+    action-log key): the test's own, never the user's or the system's."""
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "default-state"))
 
 
 def needs_root() -> None:
@@ -72,12 +85,14 @@ def needs_root() -> None:
 
 
 @contextlib.contextmanager
-def mounted(kind: str, where: Path, work: Path) -> Iterator[Path]:
-    """A file system of ``kind`` (``tmpfs``, ``btrfs``, ``ext4``) mounted at ``where``."""
+def mounted(kind: str, where: Path, work: Path, size: str = "64m") -> Iterator[Path]:
+    """A file system of ``kind`` (``tmpfs``, ``btrfs``, ``ext4``) mounted at ``where``
+    (``size``: of a tmpfs)."""
     needs_root()
     where.mkdir(parents=True, exist_ok=True)
     if kind == "tmpfs":
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(where)], check=True)
+        options = f"size={size}"
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], check=True)
     else:
         mkfs = shutil.which(f"mkfs.{kind}")
         if mkfs is None:
@@ -95,3 +110,16 @@ def mounted(kind: str, where: Path, work: Path) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(mnt: Path, leave: int = 0) -> Path:
+    """Fill the file system at ``mnt`` up to ``leave`` free bytes with one file (its path)."""
+    filler = mnt / "filler"
+    with filler.open("ab") as f:
+        while (free := os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize) > leave:
+            try:
+                f.write(bytes(min(free - leave, 1 << 20)))
+                f.flush()
+            except OSError:
+                break
+    return filler

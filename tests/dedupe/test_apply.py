@@ -17,7 +17,7 @@ import pytest
 from isccd.dedupe.apply import Applier, Status
 from isccd.dedupe.log import ActionLog
 from isccd.dedupe.plan import Action, GroupKind, steps_of
-from tests.dedupe.conftest import mounted, plan_of, run_plan, write
+from tests.dedupe.conftest import KEY, mounted, plan_of, run_plan, write
 
 DATA = random.Random(1).randbytes(300_000)
 
@@ -276,7 +276,7 @@ class _ChangingLog(ActionLog):
     batch's steps and before their swaps."""
 
     def __init__(self, path: Path, change: Callable[[], None]) -> None:
-        super().__init__(path)
+        super().__init__(path, KEY)
         self._change = change
 
     def sync(self) -> None:

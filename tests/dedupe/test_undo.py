@@ -11,7 +11,7 @@ from pathlib import Path
 from isccd.dedupe.apply import Status
 from isccd.dedupe.plan import Action
 from isccd.dedupe.undo import UndoStatus, undo_log
-from tests.dedupe.conftest import mounted, plan_of, run_plan, write
+from tests.dedupe.conftest import KEY, mounted, plan_of, run_plan, write
 
 DATA = os.urandom(100_000)
 
@@ -38,13 +38,13 @@ def test_undo_of_links_restores_independent_copies(tmp_path: Path) -> None:
     log = tmp_path / "log"
     assert {o.status for o in run_plan(plan, Action.LINK, log)} == {Status.DONE}
     assert files[1].stat().st_ino == files[0].stat().st_ino
-    outcomes = undo_log(log)
+    outcomes = undo_log(log, KEY)
     assert [o.status for o in outcomes] == [UndoStatus.UNDONE] * 3
     assert {f: _attributes(f) for f in before} == before
     inodes = {f.stat().st_ino for f in files}
     assert len(inodes) == 3  # independent again
     assert extra.stat().st_ino == files[2].stat().st_ino  # its two names one file again
-    assert undo_log(log) == []  # nothing left to undo
+    assert undo_log(log, KEY) == []  # nothing left to undo
 
 
 def test_undo_of_a_move_moves_it_back(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_undo_of_a_move_moves_it_back(tmp_path: Path) -> None:
     log = tmp_path / "log"
     run_plan(plan_of(root, [files]), Action.MOVE, log, move_to=tmp_path / "attic")
     assert not files[1].exists()
-    outcomes = undo_log(log)
+    outcomes = undo_log(log, KEY)
     assert [o.status for o in outcomes] == [UndoStatus.UNDONE] * 2
     assert files[1].stat().st_ino == inode and _attributes(files[1])[0] == 0o640
 
@@ -64,7 +64,7 @@ def test_undo_of_a_remove_restores_it_from_the_kept_copy(tmp_path: Path) -> None
     log = tmp_path / "log"
     run_plan(plan_of(root, [files]), Action.REMOVE, log)
     assert not files[1].exists()
-    undo_log(log)
+    undo_log(log, KEY)
     assert _attributes(files[1]) == before
 
 
@@ -73,7 +73,7 @@ def test_what_cannot_be_undone_is_said_and_left_alone(tmp_path: Path) -> None:
     log = tmp_path / "log"
     run_plan(plan_of(root, [files]), Action.REMOVE, log)
     files[0].write_bytes(b"the kept file was edited since")
-    outcomes = undo_log(log)
+    outcomes = undo_log(log, KEY)
     assert {o.status for o in outcomes} == {UndoStatus.CANNOT}
     assert all("no longer holds its content" in o.reason for o in outcomes)
     assert not files[1].exists() and not files[2].exists()
@@ -88,7 +88,7 @@ def test_a_moved_file_changed_since_is_not_moved_back(tmp_path: Path) -> None:
     run_plan(plan_of(root, [files[:2]]), Action.MOVE, log, move_to=attic)
     moved = attic / str(files[1]).lstrip("/")
     moved.write_bytes(b"edited in the attic")
-    [outcome] = undo_log(log)
+    [outcome] = undo_log(log, KEY)
     assert outcome.status is UndoStatus.CANNOT and not files[1].exists()
     assert moved.read_bytes() == b"edited in the attic"
 
@@ -99,5 +99,5 @@ def test_a_reflink_needs_no_undo(tmp_path: Path) -> None:
         files = [write(root / f"{i}.bin", DATA, mtime=1_000_000 + i) for i in range(2)]
         log = tmp_path / "log"
         run_plan(plan_of(root, [files]), Action.REFLINK, log)
-        [outcome] = undo_log(log)
+        [outcome] = undo_log(log, KEY)
         assert outcome.status is UndoStatus.NOTHING and "nothing to undo" in outcome.reason
