@@ -2,8 +2,9 @@
 
 The same results (:mod:`isccd.results`) come from the daemon or from a store read directly;
 these functions print either, and ``--json`` prints their wire form (docs/schema/). An answer
-naming files of more than one host (a fleet's shared database) shows each path as
-``host:path``. A file's hardlinks are one entry, its other names listed under it.
+naming a file of another host than ``here`` (this machine's, in a fleet's shared database), or
+of more than one host, shows each path as ``host:path``. A file's hardlinks are one entry, its
+other names listed under it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from isccd.model import RelationKind
 from isccd.results import DupesResult, DupGroup, DupKind, FileInfo, Match, SimilarResult, Totals
 
 
-def format_file(info: FileInfo) -> str:
+def format_file(info: FileInfo, here: str = "") -> str:
     """``get``: the record, its units and issues, its other names and its duplicates."""
-    where = _hosts([info.host, *(m.host for m in info.duplicates)])
+    where = _hosts([info.host, *(m.host for m in info.duplicates)], here)
     state = "removed" if info.removed is not None else "indexed"
     lines = [f"{where(info.host, info.path)} ({state})"]
     fields = {
@@ -40,15 +41,15 @@ def format_file(info: FileInfo) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_similar(result: SimilarResult) -> str:
+def format_similar(result: SimilarResult, here: str = "") -> str:
     """``similar``: one line per related file (its other names under it), how it relates."""
     if not result.matches:
         return "nothing similar\n"
-    where = _hosts([m.host for m in result.matches])
+    where = _hosts([m.host for m in result.matches], here)
     lines = []
     for match in result.matches:
         lines.append(f"{_relation(match):>24}  {where(match.host, match.path)}")
-        lines += [f"{'':>24}  = {link} (hardlink)" for link in match.links]
+        lines += [f"{'':>24}  = {shown(link)} (hardlink)" for link in match.links]
     if result.truncated:
         lines.append("(more not shown: raise --limit)")
     return "\n".join(lines) + "\n"
@@ -63,7 +64,7 @@ def format_totals(totals: Totals) -> str:
     return f"{totals.groups:,} {groups}, {totals.files:,} {files}, {reclaimable} reclaimable"
 
 
-def format_dupes(result: DupesResult) -> str:
+def format_dupes(result: DupesResult, here: str = "") -> str:
     """``dupes``: each group with its reclaimable bytes and its members, then the totals.
 
     A near group's member shows its distance to the nearest other member, by which unit type,
@@ -71,7 +72,7 @@ def format_dupes(result: DupesResult) -> str:
     """
     if not result.groups:
         return "no duplicates\n"
-    where = _hosts([m.host for g in result.groups for m in g.members])
+    where = _hosts([m.host for g in result.groups for m in g.members], here)
     lines = []
     for group in result.groups:
         lines += _group_lines(group, where)
@@ -124,10 +125,10 @@ def _group_lines(group: DupGroup, where: Callable[[str, str], str]) -> list[str]
     return lines
 
 
-def _hosts(hosts: list[str]) -> Callable[[str, str], str]:
-    """How to show a path (escaped, :func:`shown`): with its host when the answer names more
-    than one."""
-    if len(set(hosts)) > 1:
+def _hosts(hosts: list[str], here: str) -> Callable[[str, str], str]:
+    """How to show a path (escaped, :func:`shown`): with its host when the answer names
+    another host than ``here`` (``""``: not known), or more than one."""
+    if len(set(hosts) | ({here} if here else set())) > 1:
         return lambda host, path: f"{host}:{shown(path)}"
     return lambda host, path: shown(path)
 

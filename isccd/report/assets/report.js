@@ -12,15 +12,12 @@
 
   // -- text ------------------------------------------------------------------------------------
 
-  const hex = (n) => n.toString(16).padStart(2, "0");
-  // A name as it can be read and not mistaken: control characters, bytes that are not UTF-8
-  // (carried as lone surrogates U+DC80..U+DCFF) and bidirectional overrides become escapes.
-  const shown = (name) =>
-    name
-      .replace(/[\u0000-\u001f\u007f]/g, (c) => "\\x" + hex(c.charCodeAt(0)))
-      .replace(/(?<![\ud800-\udbff])[\udc80-\udcff]/g, (c) => "\\x" + hex(c.charCodeAt(0) - 0xdc00))
-      .replace(/[\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-        (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  // A name as it can be read and not mistaken, as the command line shows it: isccd escapes
+  // control characters, bytes that are not UTF-8 and bidirectional overrides, and the page
+  // data carries the shown form of each name that has one (a name is shown character by
+  // character, so a root's shown form is a prefix of its files').
+  const escaped = new Map(Object.entries(data.shown ?? {}));
+  const shown = (name) => escaped.get(name) ?? name;
 
   const size = (n) => {
     if (n === null || n === undefined) return "?";
@@ -184,7 +181,9 @@
     card.classList.toggle("kept", box.checked);
     // Inside its root, a path is shown from there; the whole of it is the tooltip.
     const inRoot = m.path.startsWith(m.root.endsWith("/") ? m.root : m.root + "/");
-    const name = shown(inRoot ? m.path.slice(m.root.length).replace(/^\//, "") : m.path);
+    const name = inRoot
+      ? shown(m.path).slice(shown(m.root).length).replace(/^\//, "")
+      : shown(m.path);
     const cut = name.lastIndexOf("/") + 1;
     const path = el("div", "path");
     path.title = shown(m.path);
