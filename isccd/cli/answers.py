@@ -56,12 +56,16 @@ def format_similar(result: SimilarResult, here: str = "") -> str:
 
 
 def format_totals(totals: Totals) -> str:
-    """The line that sums up ``dupes``: groups, files and the bytes keeping one of each group
-    would free."""
+    """The line that sums up ``dupes``: groups, distinct files (a file in an exact and a near
+    group counts once) and the bytes on disk that keeping one file of each set of groups
+    sharing files would free; with their apparent size when sparse files make it differ."""
     groups = "group" if totals.groups == 1 else "groups"
     files = "file" if totals.files == 1 else "files"
-    reclaimable = format_size(totals.reclaimable)
-    return f"{totals.groups:,} {groups}, {totals.files:,} {files}, {reclaimable} reclaimable"
+    line = f"{totals.groups:,} {groups}, {totals.files:,} {files}, "
+    line += f"{format_size(totals.reclaimable)} reclaimable"
+    if totals.reclaimable_size > totals.reclaimable:
+        line += f" on disk ({format_size(totals.reclaimable_size)} by size: sparse files)"
+    return line
 
 
 def format_dupes(result: DupesResult, here: str = "") -> str:
@@ -87,6 +91,7 @@ def format_dupes(result: DupesResult, here: str = "") -> str:
 CSV_COLUMNS = (
     "group", "kind", "group_unit", "reclaimable", "member", "link", "path", "root", "host",
     "size", "mediatype", "unit", "distance", "threshold", "nearest", "iscc", "code",
+    "allocated",
 )  # fmt: skip
 
 
@@ -105,6 +110,7 @@ def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
                     "" if member.size is None else member.size, member.mediatype or "",
                     member.unit.value, member.distance, member.threshold, nearest,
                     member.iscc or "", member.code or "",
+                    "" if member.allocated is None else member.allocated,
                 ))  # fmt: skip
     stream.flush()
 
@@ -120,7 +126,11 @@ def _group_lines(group: DupGroup, where: Callable[[str, str], str]) -> list[str]
                 f"  ~{member.distance}/{member.threshold} by {member.unit.value} "
                 f"to #{member.nearest + 1}"
             )
-        lines.append(f"  #{i:<3}{_size(member.size):>10}  {where(member.host, member.path)}{apart}")
+        sparse = ""
+        if member.allocated is not None and member.allocated < (member.size or 0):
+            sparse = f"  ({format_size(member.allocated)} on disk)"
+        name = where(member.host, member.path)
+        lines.append(f"  #{i:<3}{_size(member.size):>10}  {name}{apart}{sparse}")
         lines += [f"{'':>16}= {shown(link)} (hardlink)" for link in member.links]
     return lines
 

@@ -229,7 +229,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list duplicate files, the most reclaimable space first",
         description="List groups of exact duplicates (same bytes; hardlinks are one file), "
         "and with --near also groups of near duplicates, the most reclaimable bytes first, "
-        "then a totals line (groups, files, reclaimable bytes). A near group lists its "
+        "then a totals line (groups, files, reclaimable bytes). Reclaimable bytes are space on "
+        "disk (the blocks the files take, as du counts them: a sparse file frees less than "
+        "its size). The totals count each file once: a file in two groups (exact copies are "
+        "near duplicates of each other too) is one file, and groups that share a file are "
+        "taken together, keeping the largest file of each such set. A near group lists its "
         "members, each with its distance to the nearest other member and by which unit. The "
         "filters narrow the configured [match] policy, never widen it." + _READ_SOURCE,
         epilog=_READ_EPILOG,

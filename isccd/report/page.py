@@ -100,6 +100,7 @@ def page_data(
             "groups": totals.groups,
             "files": totals.files,
             "reclaimable": totals.reclaimable,
+            "reclaimable_size": totals.reclaimable_size,
         },
         # Each distinct picture once (exact copies have the same one).
         "thumbs": [
@@ -152,6 +153,7 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
         "links": [where + link for link in member.links],
         "root": where + member.root,
         "size": member.size,
+        "allocated": member.allocated,
         "unit": member.unit,
         "distance": member.distance,
         "instance": member.instance,
@@ -163,6 +165,7 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
             "inode": str(stat.inode),
             "size": str(stat.size),
             "mtime_ns": str(stat.mtime_ns),
+            "allocated": None if stat.allocated is None else str(stat.allocated),
         },
         "mediatype": preview.mediatype,
         "type": file_type(preview.mediatype),

@@ -99,7 +99,9 @@ def test_the_data_carries_what_a_plan_needs_exactly() -> None:
     data = page_data(_page(paths, picture))
     a, b = data["groups"][0]["members"]
     # Integers past 2**53 as strings, digit for digit.
-    assert a["stat"] == {"device": "1", "inode": "0", "size": "10", "mtime_ns": str(2**62)}
+    assert a["stat"] == {
+        "device": "1", "inode": "0", "size": "10", "mtime_ns": str(2**62), "allocated": None
+    }  # fmt: skip
     assert b["stat"]["mtime_ns"] == str(2**62 + 1)
     assert a["instance"] == "ISCC:IAAZV3ZSNCAD3X7B"
     # The same picture is embedded once.
@@ -107,7 +109,7 @@ def test_the_data_carries_what_a_plan_needs_exactly() -> None:
     assert data["thumbs"] == [f"data:image/webp;base64,{embedded}"]
     assert a["preview"] == b["preview"] == {"kind": "image", "thumb": 0}
     assert data["groups"][0]["type"] == "image"
-    assert data["totals"] == {"groups": 1, "files": 2, "reclaimable": 10}
+    assert data["totals"] == {"groups": 1, "files": 2, "reclaimable": 10, "reclaimable_size": 10}
 
 
 def test_a_file_that_is_gone_has_no_identity_on_the_page() -> None:

@@ -69,11 +69,51 @@
   let rendered = 0;
   let cursor = { pos: -1, member: 0 };
 
-  const totalsOf = (list) => ({
-    groups: list.length,
-    files: list.reduce((n, x) => n + x.g.members.length, 0),
-    bytes: list.reduce((n, x) => n + x.g.reclaimable, 0),
-  });
+  // Sets of names that were joined (union-find).
+  const joined = () => {
+    const parent = new Map();
+    const find = (name) => {
+      if (!parent.has(name)) parent.set(name, name);
+      while (parent.get(name) !== name) {
+        parent.set(name, parent.get(parent.get(name)));
+        name = parent.get(name);
+      }
+      return name;
+    };
+    return { find, join: (a, b) => parent.set(find(b), find(a)) };
+  };
+  // The bytes removing a file frees: the blocks it takes on disk, else its size.
+  const space = (m) => m.allocated ?? m.size ?? 0;
+  // What groups add up to, as isccd counts it (isccd.results.Totals): each file once (a file
+  // may be in an exact and a near group); groups that share a file are taken together, and
+  // keeping the largest file of each such set frees the space of the others.
+  const totalsOf = (list) => {
+    const file = joined();
+    for (const x of list) {
+      for (const m of x.g.members) m.links.forEach((link) => file.join(m.path, link));
+    }
+    const files = new Map();
+    const sharing = joined();
+    for (const x of list) {
+      const ids = x.g.members.map((m) => file.find(m.path));
+      ids.forEach((id, i) => {
+        if (!files.has(id)) files.set(id, x.g.members[i]);
+        sharing.join(ids[0], id);
+      });
+    }
+    const sets = new Map();
+    for (const [id, m] of files) {
+      const top = sharing.find(id);
+      if (!sets.has(top)) sets.set(top, []);
+      sets.get(top).push(m);
+    }
+    let bytes = 0;
+    for (const members of sets.values()) {
+      const kept = members.reduce((k, m) => ((m.size ?? 0) > (k.size ?? 0) ? m : k));
+      bytes += members.reduce((n, m) => n + space(m), 0) - space(kept);
+    }
+    return { groups: list.length, files: files.size, bytes };
+  };
 
   // -- controls --------------------------------------------------------------------------------
 
@@ -189,6 +229,10 @@
     path.title = shown(m.path);
     path.append(el("span", "dir", name.slice(0, cut)), el("span", "name", name.slice(cut)));
     const facts = [size(m.stat ? Number(m.stat.size) : m.size)];
+    // A sparse file holds fewer bytes on disk than its size: what removing it frees.
+    if (m.allocated !== null && m.allocated !== undefined && m.allocated < (m.size ?? 0)) {
+      facts.push(`${size(m.allocated)} on disk`);
+    }
     if (m.stat) facts.push(date(m.stat.mtime_ns));
     if (m.mediatype) facts.push(m.mediatype);
     card.append(label, path, el("div", "facts", facts.join(" \u00b7 ")),
@@ -333,6 +377,7 @@
           size: exactInt(m.stat.size),
           mtime_ns: exactInt(m.stat.mtime_ns),
         });
+        if (m.stat.allocated !== null) member.allocated = exactInt(m.stat.allocated);
         if (g.kind === "exact" && m.instance) member.instance = m.instance;
         member.keep = m === g.members[ki];
         return member;
