@@ -192,7 +192,14 @@ class FileIssue:
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
-    """A file's identity and the validators that tell whether it changed."""
+    """A file's identity and the validators that tell whether it changed, and the space it
+    takes.
+
+    ``size`` is the apparent size (the bytes the file holds); ``blocks`` the 512-byte blocks
+    allocated to it (``st_blocks``), which a sparse file's holes do not take and which is what
+    removing its last name frees. ``blocks`` is not a validator, and ``None`` when not known
+    (a record stored before isccd kept it).
+    """
 
     dev: int
     ino: int
@@ -200,11 +207,21 @@ class FileStat:
     mtime_ns: int
     ctime_ns: int
     nlink: int = 1
+    blocks: int | None = None
 
     @classmethod
     def from_os(cls, st: os.stat_result) -> FileStat:
         """Build from the result of :func:`os.stat`, :func:`os.fstat` or ``DirEntry.stat``."""
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink)
+        return cls(
+            st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink,
+            st.st_blocks,
+        )  # fmt: skip
+
+    @property
+    def allocated(self) -> int | None:
+        """Bytes allocated on disk (``st_blocks`` times 512, as ``du`` counts), or ``None``
+        when not known."""
+        return None if self.blocks is None else self.blocks * 512
 
     @property
     def identity(self) -> tuple[int, int]:

@@ -138,9 +138,9 @@ class DirScan:
     issues: list[ScanIssue] = field(default_factory=list)
 
 
-#: A file's ``(dev, ino, size, mtime_ns, ctime_ns, nlink)``: the fields of a :class:`FileStat`,
-#: in order, its :attr:`~FileStat.version` first.
-Validators = tuple[int, int, int, int, int, int]
+#: A file's ``(dev, ino, size, mtime_ns, ctime_ns, nlink, blocks)``: the fields of a
+#: :class:`FileStat`, in order, its :attr:`~FileStat.version` first.
+Validators = tuple[int, int, int, int, int, int, int]
 
 
 @dataclass(slots=True)
@@ -500,6 +500,7 @@ class Walker:
                     st.st_mtime_ns,
                     st.st_ctime_ns,
                     st.st_nlink,
+                    st.st_blocks,
                 )
         listing.listed = True
 

@@ -2,8 +2,9 @@
 
 The same results (:mod:`isccd.results`) come from the daemon or from a store read directly;
 these functions print either, and ``--json`` prints their wire form (docs/schema/). An answer
-naming files of more than one host (a fleet's shared database) shows each path as
-``host:path``. A file's hardlinks are one entry, its other names listed under it.
+naming a file of another host than ``here`` (this machine's, in a fleet's shared database), or
+of more than one host, shows each path as ``host:path``. A file's hardlinks are one entry, its
+other names listed under it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from isccd.model import RelationKind
 from isccd.results import DupesResult, DupGroup, DupKind, FileInfo, Match, SimilarResult, Totals
 
 
-def format_file(info: FileInfo) -> str:
+def format_file(info: FileInfo, here: str = "") -> str:
     """``get``: the record, its units and issues, its other names and its duplicates."""
-    where = _hosts([info.host, *(m.host for m in info.duplicates)])
+    where = _hosts([info.host, *(m.host for m in info.duplicates)], here)
     state = "removed" if info.removed is not None else "indexed"
     lines = [f"{where(info.host, info.path)} ({state})"]
     fields = {
@@ -40,30 +41,34 @@ def format_file(info: FileInfo) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_similar(result: SimilarResult) -> str:
+def format_similar(result: SimilarResult, here: str = "") -> str:
     """``similar``: one line per related file (its other names under it), how it relates."""
     if not result.matches:
         return "nothing similar\n"
-    where = _hosts([m.host for m in result.matches])
+    where = _hosts([m.host for m in result.matches], here)
     lines = []
     for match in result.matches:
         lines.append(f"{_relation(match):>24}  {where(match.host, match.path)}")
-        lines += [f"{'':>24}  = {link} (hardlink)" for link in match.links]
+        lines += [f"{'':>24}  = {shown(link)} (hardlink)" for link in match.links]
     if result.truncated:
         lines.append("(more not shown: raise --limit)")
     return "\n".join(lines) + "\n"
 
 
 def format_totals(totals: Totals) -> str:
-    """The line that sums up ``dupes``: groups, files and the bytes keeping one of each group
-    would free."""
+    """The line that sums up ``dupes``: groups, distinct files (a file in an exact and a near
+    group counts once) and the bytes on disk that keeping one file of each set of groups
+    sharing files would free; with their apparent size when sparse files make it differ."""
     groups = "group" if totals.groups == 1 else "groups"
     files = "file" if totals.files == 1 else "files"
-    reclaimable = format_size(totals.reclaimable)
-    return f"{totals.groups:,} {groups}, {totals.files:,} {files}, {reclaimable} reclaimable"
+    line = f"{totals.groups:,} {groups}, {totals.files:,} {files}, "
+    line += f"{format_size(totals.reclaimable)} reclaimable"
+    if totals.reclaimable_size > totals.reclaimable:
+        line += f" on disk ({format_size(totals.reclaimable_size)} by size: sparse files)"
+    return line
 
 
-def format_dupes(result: DupesResult) -> str:
+def format_dupes(result: DupesResult, here: str = "") -> str:
     """``dupes``: each group with its reclaimable bytes and its members, then the totals.
 
     A near group's member shows its distance to the nearest other member, by which unit type,
@@ -71,7 +76,7 @@ def format_dupes(result: DupesResult) -> str:
     """
     if not result.groups:
         return "no duplicates\n"
-    where = _hosts([m.host for g in result.groups for m in g.members])
+    where = _hosts([m.host for g in result.groups for m in g.members], here)
     lines = []
     for group in result.groups:
         lines += _group_lines(group, where)
@@ -86,6 +91,7 @@ def format_dupes(result: DupesResult) -> str:
 CSV_COLUMNS = (
     "group", "kind", "group_unit", "reclaimable", "member", "link", "path", "root", "host",
     "size", "mediatype", "unit", "distance", "threshold", "nearest", "iscc", "code",
+    "allocated",
 )  # fmt: skip
 
 
@@ -104,6 +110,7 @@ def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
                     "" if member.size is None else member.size, member.mediatype or "",
                     member.unit.value, member.distance, member.threshold, nearest,
                     member.iscc or "", member.code or "",
+                    "" if member.allocated is None else member.allocated,
                 ))  # fmt: skip
     stream.flush()
 
@@ -119,15 +126,19 @@ def _group_lines(group: DupGroup, where: Callable[[str, str], str]) -> list[str]
                 f"  ~{member.distance}/{member.threshold} by {member.unit.value} "
                 f"to #{member.nearest + 1}"
             )
-        lines.append(f"  #{i:<3}{_size(member.size):>10}  {where(member.host, member.path)}{apart}")
+        sparse = ""
+        if member.allocated is not None and member.allocated < (member.size or 0):
+            sparse = f"  ({format_size(member.allocated)} on disk)"
+        name = where(member.host, member.path)
+        lines.append(f"  #{i:<3}{_size(member.size):>10}  {name}{apart}{sparse}")
         lines += [f"{'':>16}= {shown(link)} (hardlink)" for link in member.links]
     return lines
 
 
-def _hosts(hosts: list[str]) -> Callable[[str, str], str]:
-    """How to show a path (escaped, :func:`shown`): with its host when the answer names more
-    than one."""
-    if len(set(hosts)) > 1:
+def _hosts(hosts: list[str], here: str) -> Callable[[str, str], str]:
+    """How to show a path (escaped, :func:`shown`): with its host when the answer names
+    another host than ``here`` (``""``: not known), or more than one."""
+    if len(set(hosts) | ({here} if here else set())) > 1:
         return lambda host, path: f"{host}:{shown(path)}"
     return lambda host, path: shown(path)
 

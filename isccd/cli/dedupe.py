@@ -320,9 +320,10 @@ _DONE = {"link": "linked", "reflink": "reflinked", "remove": "removed", "move": 
 
 
 def _freed(steps: Sequence[Step]) -> int:
-    """Bytes the steps free (each victim file once); a move frees nothing where it was."""
-    victims = {(s.member.identity, s.member.size) for s in steps if s.action.value != "move"}
-    return sum(size for _, size in victims)
+    """Bytes on disk the steps free (each victim file once, its blocks: a sparse file frees
+    less than its size); a move frees nothing where it was."""
+    victims = {s.member.identity: s.member.space for s in steps if s.action.value != "move"}
+    return sum(victims.values())
 
 
 def _summary(action: Action, steps: Sequence[Step], plan: Plan, *, dry: bool) -> str:

@@ -1,47 +1,8 @@
-"""Names shown on one line: how text output prints a path that holds control characters.
-
-A file name on Linux may hold any byte but ``/`` and NUL: a newline, an escape sequence that
-recolours the terminal, bytes that are not UTF-8. Printed as they are, they split one result
-into two lines or rewrite the screen. Text output therefore shows every name through
-:func:`shown`, which escapes like ``ls -b`` (GNU coreutils' ``escape`` quoting style): a
-backslash as ``\\\\``; newline, tab, carriage return and the other C escapes as ``\\n``, ``\\t``,
-``\\r``, ``\\a``, ``\\b``, ``\\f``, ``\\v``; any other control byte, and each byte that is not
-UTF-8 (held by Python as a lone surrogate, :func:`os.fsdecode`), as ``\\xHH``; other characters
-that do not print (line and paragraph separators, bidirectional overrides) as ``\\uHHHH``.
-Printable characters, accented letters and other scripts included, are shown as they are, so
-a name without such characters is unchanged. JSON output carries names as they are (with
-``\\udcXX`` for bytes that are not UTF-8).
-"""
+"""Names shown on one line: :func:`isccd.fspath.shown`, the one escape rule of every output
+(text answers, messages, the report), under the name the commands import it by."""
 
 from __future__ import annotations
 
-_C_ESCAPES = {
-    "\\": "\\\\",
-    "\a": "\\a",
-    "\b": "\\b",
-    "\t": "\\t",
-    "\n": "\\n",
-    "\v": "\\v",
-    "\f": "\\f",
-    "\r": "\\r",
-}
+from isccd.fspath import shown
 
-
-def shown(name: str) -> str:
-    """``name`` on one line, as text output prints it (see the module docstring)."""
-    if name.isprintable() and "\\" not in name:
-        return name
-    return "".join(_escape(char) for char in name)
-
-
-def _escape(char: str) -> str:
-    if char in _C_ESCAPES:
-        return _C_ESCAPES[char]
-    if char.isprintable():
-        return char
-    code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as os.fsdecode keeps it
-        return f"\\x{code - 0xDC00:02x}"
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+__all__ = ["shown"]

@@ -35,6 +35,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from socket import gethostname
 from typing import TYPE_CHECKING, TypeVar
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -51,6 +52,7 @@ from isccd.cli.connect import (
     ANSWER_TIMEOUT,
     add_config_option,
     add_socket_option,
+    config_tables,
 )
 from isccd.cli.errors import file_json, issues_text
 from isccd.cli.escape import shown
@@ -93,6 +95,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: The variable naming the host this machine's files are stored under (``[store] host``).
+_HOST_VARIABLE = "ISCCD_STORE__HOST"
+
 #: The unit types ``--unit`` takes.
 _UNIT_NAMES = tuple(t.value for t in UnitType)
 
@@ -110,6 +115,10 @@ here win over it, and --ignore adds to its patterns.
 When [match] is not the policy the index's duplicates were decided under, the stored files it
 affects are re-evaluated first, as the daemon does at a reload (dup.near, dup.exact and
 dup.resolved events in the index's log).
+
+The duplicate findings are the files this scan found to have the same bytes as another file,
+or to be near one (dup.exact and dup.near events); the summary ends with the command that lists
+them as groups (`isccd dupes --near --state DIR`).
 
 The files that could not be indexed are listed after the counts, each with its reason and fix
 (`isccd errors` lists those of earlier scans too); a missing tool is named once, on stderr.
@@ -220,7 +229,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list duplicate files, the most reclaimable space first",
         description="List groups of exact duplicates (same bytes; hardlinks are one file), "
         "and with --near also groups of near duplicates, the most reclaimable bytes first, "
-        "then a totals line (groups, files, reclaimable bytes). A near group lists its "
+        "then a totals line (groups, files, reclaimable bytes). Reclaimable bytes are space on "
+        "disk (the blocks the files take, as du counts them: a sparse file frees less than "
+        "its size). The totals count each file once: a file in two groups (exact copies are "
+        "near duplicates of each other too) is one file, and groups that share a file are "
+        "taken together, keeping the largest file of each such set. A near group lists its "
         "members, each with its distance to the nearest other member and by which unit. The "
         "filters narrow the configured [match] policy, never widen it." + _READ_SOURCE,
         epilog=_READ_EPILOG,
@@ -386,6 +399,9 @@ def _report_scan(
         _print_adopted(adopted)
         for stats in results:
             _print_scan(stats)
+        found = sum(s.duplicates for s in results)
+        if found:
+            print(_dupes_hint(args, config, found))
         if failed:
             print(f"{len(failed)} files could not be indexed:")
             sys.stdout.write(issues_text(failed))
@@ -453,6 +469,20 @@ def _print_adopted(adopted: Adopted) -> None:
             f"duplicate policy changed since the index was written: {adopted.files} files "
             f"re-evaluated, {len(adopted.events)} events"
         )
+
+
+def _dupes_hint(args: argparse.Namespace, config: IndexConfig, found: int) -> str:
+    """What the duplicate findings of a scan are, and the command that lists them from the
+    store the scan wrote (whichever daemon runs, or none)."""
+    command = "isccd dupes --near"
+    if config.store_url.startswith("sqlite:"):
+        command += f" --state {shlex.quote(str(config.state_dir))}"
+    elif args.config is not None:
+        command += f" --config {shlex.quote(str(args.config))}"
+    return (
+        f"{found:,} duplicate findings: files found to have the same bytes as another file, "
+        f"or to be near one; list them as groups: {shown(command)}"
+    )
 
 
 def _print_scan(stats: ScanStats) -> None:
@@ -572,10 +602,25 @@ def run_get(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print(args: argparse.Namespace, result: T, text: Callable[[T], str]) -> None:
+def _print(args: argparse.Namespace, result: T, text: Callable[[T, str], str]) -> None:
     # The answers' text forms (isccd.cli.answers, and the results they render) are imported by
     # the command that prints one: every other command, and the parser, do without them.
     if output_format(args) != "text":
         print_json(to_wire(result), indent=2)
     else:
-        sys.stdout.write(text(result))
+        sys.stdout.write(text(result, _this_host(args)))
+
+
+def _this_host(args: argparse.Namespace) -> str:
+    """The host name this machine's files are stored under (``[store] host``, else the
+    machine's name), so that an answer naming only another host's files still shows their
+    host. Read without the settings model, as the socket is (:func:`find_socket`)."""
+    named = {k.upper(): v for k, v in os.environ.items()}.get(_HOST_VARIABLE)
+    if named:
+        return named
+    try:
+        store = config_tables(args.config).get("store")
+    except ConfigError:  # the command already read it, or said why it cannot
+        store = None
+    host = store.get("host") if isinstance(store, dict) else None
+    return host if isinstance(host, str) and host else gethostname()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import difflib
 import importlib
 import io
 import os
@@ -60,7 +61,30 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for command in subparsers.choices.values():
+        # The parser of the command given, so that an argument it does not know is reported
+        # with that command's usage, not with the list of commands.
+        command.set_defaults(command_parser=command)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Namespace:
+    """``words`` parsed; an argument the command does not take is a usage error of that
+    command (its usage line, then the error), as argparse reports every other one.
+
+    Raises:
+        SystemExit: ``--help``, ``--version`` or a usage error (argparse printed it).
+    """
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+        message = f"unrecognized arguments: {' '.join(extra)}"
+        options = [o for action in command._actions for o in action.option_strings]
+        guesses = [g for word in extra for g in difflib.get_close_matches(word, options, 1)]
+        if guesses:
+            message += f" (did you mean {', '.join(guesses)}?)"
+        command.error(message)
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     asks_help = "-h" in words or "--help" in words  # nothing to hash: no fork server to wait on
     early = bool(words) and words[0] in HASHING_COMMANDS and not asks_help and _start_fork_server()
     try:
-        args = build_parser().parse_args(words)
+        args = parse(build_parser(), words)
     except BaseException:  # --help, a usage error: nothing will be hashed
         if early:
             _end_fork_server()

@@ -80,6 +80,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "- for standard output)",
     )  # fmt: skip
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
+    parser.add_argument(
+        "--near", action=argparse.BooleanOptionalAction, default=True,
+        help="include near-duplicate groups, as `isccd dupes --near` does (the default; "
+        "--no-near: exact duplicates only)",
+    )  # fmt: skip
     parser.add_argument("--root", metavar="PATH", help="only groups with a file under PATH")
     parser.add_argument(
         "--host",
@@ -118,7 +123,7 @@ def run_report(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return fail(str(exc), EXIT_CONFIG)
     root = os.path.realpath(args.root) if args.root else None
-    query = DupesQuery(near=True, root=root, limit=args.limit, host=args.host)
+    query = DupesQuery(near=args.near, root=root, limit=args.limit, host=args.host)
     daemon: list[Path] = []
 
     def ask(client: Client) -> DupesResult:

@@ -118,6 +118,7 @@ def observe(groups: Iterable[FoundGroup]) -> Observed:
                     st.st_size,
                     st.st_mtime_ns,
                     found.blake3,
+                    st.st_blocks * 512,
                 )
             )
         if len(members) > 1:

@@ -59,6 +59,9 @@ class Member:
         mtime_ns: Modification time (ns) when the plan was made.
         blake3: Hex BLAKE3 digest of the content, or a prefix of it (at least 64 bits), for
             exact groups; ``None`` when unknown (near groups).
+        allocated: Bytes its blocks took on disk when the plan was made (``st_blocks`` times
+            512, less than ``size`` for a sparse file): what replacing or removing it frees;
+            ``None`` when not known (a plan written without it), and then its size counts.
     """
 
     paths: tuple[str, ...]
@@ -68,6 +71,7 @@ class Member:
     size: int
     mtime_ns: int
     blake3: str | None = None
+    allocated: int | None = None
 
     @property
     def path(self) -> str:
@@ -78,6 +82,11 @@ class Member:
     def identity(self) -> tuple[int, int]:
         """``(device, inode)``: the same file under any of its names."""
         return (self.device, self.inode)
+
+    @property
+    def space(self) -> int:
+        """The bytes on disk acting on it frees: its blocks, else its size."""
+        return self.allocated if self.allocated is not None else self.size
 
 
 @dataclass(frozen=True, slots=True)

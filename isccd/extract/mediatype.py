@@ -181,7 +181,26 @@ def _normalized_from_name(name: str) -> str | None:
     """``mediatype_normalize(mediatype_from_name(name))``, by extension where only the
     extension can matter: a name without a URL scheme (no ``:``) whose extension neither
     stands for others (``.tgz``) nor names a compression (``.gz``) has the type of any other
-    name with that extension."""
+    name with that extension.
+
+    A backup's name (``.bak``, ``.old``, ``~``: the system table's ``application/x-trash``)
+    says what the file was kept for, not what it holds: it has the type of the name it is a
+    backup of (``notes.txt.bak`` is text), and none when that name has no type, so that the
+    content decides.
+    """
+    mediatype = _normalized_of_name(name)
+    if mediatype not in _BACKUP_TYPES:
+        return mediatype
+    original = name[:-1] if name.endswith("~") else posixpath.splitext(name)[0]
+    found = _normalized_of_name(original) if posixpath.splitext(original)[1] else None
+    return None if found in _BACKUP_TYPES else found
+
+
+#: What the system table calls a backup copy (``.bak``, ``.old``, ``.sik``, ``~``, ``%``).
+_BACKUP_TYPES = frozenset({"application/x-trash"})
+
+
+def _normalized_of_name(name: str) -> str | None:
     if ":" not in name:
         extension = posixpath.splitext(name)[1]
         table = _name_table()

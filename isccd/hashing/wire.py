@@ -31,7 +31,7 @@ def pack(record: FileRecord) -> Packed:
         record.path,
         None
         if stat is None
-        else (stat.dev, stat.ino, stat.size, stat.mtime_ns, stat.ctime_ns, stat.nlink),
+        else (stat.dev, stat.ino, stat.size, stat.mtime_ns, stat.ctime_ns, stat.nlink, stat.blocks),
         record.mediatype,
         None if record.mode is None else record.mode._value_,
         record.iscc,

@@ -110,6 +110,7 @@ def _member(names: _Names, unit: UnitType, distance: int = 0, threshold: int = 0
         mode=record.mode,
         links=tuple(s.path for s in names[1:]),
         host=first.host,
+        allocated=record.stat.allocated if record.stat is not None else None,
     )
 
 
@@ -120,16 +121,8 @@ def _exact_groups(ix: Index, keep: Callable[[StoredFile], bool]) -> list[DupGrou
     for files in copies.values():
         members = _names([s for s in files if keep(s)])
         if len(members) > 1:
-            size = size_of(members[0][0].record) or 0
-            groups.append(
-                DupGroup(
-                    kind=DupKind.EXACT,
-                    unit=UnitType.INSTANCE,
-                    threshold=0,
-                    reclaimable=size * (len(members) - 1),
-                    members=tuple(_member(m, UnitType.INSTANCE) for m in members),
-                )
-            )
+            shown = tuple(_member(m, UnitType.INSTANCE) for m in members)
+            groups.append(DupGroup.of(DupKind.EXACT, UnitType.INSTANCE, 0, shown))
     return groups
 
 
@@ -197,11 +190,5 @@ def _near_group(members: list[_Names], links: list[_Link], policy: Thresholds) -
     # The unit most relations are near by; ties go to the earlier type in reporting order.
     unit = max(NEAR_UNITS, key=lambda t: (counts[t], -order[t]))
     first = members[0][0].record.unit(unit)
-    sizes = [size_of(m[0].record) or 0 for m in members]
-    return DupGroup(
-        kind=DupKind.NEAR,
-        unit=unit,
-        threshold=policy.scaled(unit, first.bits if first else 64) or 0,
-        reclaimable=sum(sizes) - max(sizes),
-        members=tuple(shown),
-    )
+    threshold = policy.scaled(unit, first.bits if first else 64) or 0
+    return DupGroup.of(DupKind.NEAR, unit, threshold, tuple(shown))

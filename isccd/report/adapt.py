@@ -30,6 +30,7 @@ def view_of_dupes(result: DupesResult, host: str = "") -> ReportView:
                 distance=m.distance,
                 instance=m.code if exact else None,
                 host=m.host if m.host not in ("", host) else "",
+                allocated=m.allocated,
             )
             for m in group.members
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from isccd.results import Totals
+from isccd.results import Footprint, Totals
 
 
 class PreviewKind(enum.StrEnum):
@@ -34,7 +34,7 @@ class MemberView:
         path: The file (the first of its names).
         links: Its other names (hardlinks).
         root: The watched root it is in.
-        size: Bytes, as indexed.
+        size: Bytes, as indexed (its apparent size).
         unit: The unit type by which it is nearest to another member (``instance`` in exact
             groups).
         distance: Hamming distance of that unit to the nearest other member (0 in exact
@@ -43,6 +43,7 @@ class MemberView:
             carries); ``None`` otherwise.
         host: The host it is on, when that is another host of a fleet sharing the index
             (it is never looked at here, and no plan names it); ``""`` for this host's.
+        allocated: Bytes it takes on disk, as indexed (``None``: not known).
     """
 
     path: str
@@ -53,6 +54,14 @@ class MemberView:
     distance: int | None
     instance: str | None = None
     host: str = ""
+    allocated: int | None = None
+
+    @property
+    def footprint(self) -> Footprint:
+        """The file as the totals count it (:class:`~isccd.results.Totals`)."""
+        where = f"{self.host}:"
+        names = tuple(where + p for p in (self.path, *self.links))
+        return Footprint(names, self.size, self.allocated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +72,8 @@ class GroupView:
         kind: ``"exact"`` (the same bytes) or ``"near"`` (similar content).
         unit: The unit type the group is compared by (``instance`` for exact groups).
         threshold: The largest distance that unit type accepts (0 for exact groups).
-        reclaimable: Bytes that keeping only one member would free.
+        reclaimable: Bytes on disk that keeping only the first member would free (allocated
+            bytes, less than the sizes for sparse files).
         members: The files, largest first.
     """
 
@@ -87,12 +97,9 @@ class ReportView:
     truncated: bool = False
 
     def totals(self) -> Totals:
-        """Groups, files and reclaimable bytes of the whole report, as ``dupes`` counts them."""
-        return Totals(
-            len(self.groups),
-            sum(len(g.members) for g in self.groups),
-            sum(g.reclaimable for g in self.groups),
-        )
+        """Groups, files and reclaimable bytes of the whole report, as ``dupes`` counts them
+        (each file once, however many groups it is in)."""
+        return Totals.over([[m.footprint for m in g.members] for g in self.groups])
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +129,14 @@ class FileStat:
         inode: ``st_ino``.
         size: Bytes.
         mtime_ns: Modification time in nanoseconds.
+        allocated: Bytes its blocks take on disk (``None``: not known).
     """
 
     device: int
     inode: int
     size: int
     mtime_ns: int
+    allocated: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ name that somehow escaped its quoting could not run or load anything.
 
 Names reach the page only inside the JSON, which is made safe to embed in a ``<script>``
 element (``<``, ``>`` and ``&`` escaped as ``\\u`` escapes, so ``</script>`` in a name stays
-text); the script puts them in the page as text, never as markup.
+text); the script puts them in the page as text, never as markup. A name that does not print
+as it is (a tab, a byte that is not UTF-8) comes with the form it is shown in, made by
+:func:`isccd.fspath.shown` as the command line shows it: one escape rule everywhere.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from importlib import resources
 from typing import Any
 
 from isccd.extract.mediatype import mediatype_to_mode
+from isccd.fspath import shown
 from isccd.report.model import FileFacts, GroupView, MemberView, Preview, PreviewKind, ReportView
 
 #: The version of the page's data (the JSON in ``#report-data``).
@@ -87,6 +90,7 @@ def page_data(
         members = [_member(m, _facts_of(m, facts), thumbs) for m in group.members]
         groups.append(_group(group, members))
     totals = view.totals()
+    names = {n for g in groups for m in g["members"] for n in (m["path"], m["root"], *m["links"])}
     return {
         "version": DATA_VERSION,
         "source": source,
@@ -96,12 +100,16 @@ def page_data(
             "groups": totals.groups,
             "files": totals.files,
             "reclaimable": totals.reclaimable,
+            "reclaimable_size": totals.reclaimable_size,
         },
         # Each distinct picture once (exact copies have the same one).
         "thumbs": [
             "data:image/webp;base64," + base64.b64encode(picture).decode() for picture in thumbs
         ],
         "groups": groups,
+        # How each name that does not print as it is is shown (the script shows the others
+        # as they are).
+        "shown": {name: shown(name) for name in sorted(names) if shown(name) != name},
     }
 
 
@@ -145,6 +153,7 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
         "links": [where + link for link in member.links],
         "root": where + member.root,
         "size": member.size,
+        "allocated": member.allocated,
         "unit": member.unit,
         "distance": member.distance,
         "instance": member.instance,
@@ -156,6 +165,7 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
             "inode": str(stat.inode),
             "size": str(stat.size),
             "mtime_ns": str(stat.mtime_ns),
+            "allocated": None if stat.allocated is None else str(stat.allocated),
         },
         "mediatype": preview.mediatype,
         "type": file_type(preview.mediatype),

@@ -44,8 +44,8 @@ def _look(path: str) -> FileStat | str:
 
 
 def file_stat(st: os.stat_result) -> FileStat:
-    """The identity and version a plan records of a file."""
-    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    """The identity and version a plan records of a file, and the space it takes."""
+    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_blocks * 512)
 
 
 def look_at(

@@ -8,14 +8,17 @@ everywhere, events included:
 
 - ``iscc`` is always a file's whole ISCC-CODE; ``unit`` names the unit type compared and
   ``code`` is the file's unit of that type; ``units`` maps each unit type to the file's unit;
-- ``size`` is a file's size in bytes (iscc-sdk calls it ``filesize``);
+- ``size`` is a file's size in bytes (iscc-sdk calls it ``filesize``), ``allocated`` the bytes
+  it takes on disk (less for a sparse file) and ``reclaimable`` what removing files frees, in
+  allocated bytes;
 - ``path`` is a file's first name and ``links`` its other names (hardlinks are one file);
 - ``host`` is the host a file is on.
 
 Imports only :mod:`isccd.model`, so every layer above may use it.
 
 - :mod:`.files`: :class:`Match`, :class:`FileInfo`, :class:`SimilarResult`;
-- :mod:`.groups`: :class:`DupMember`, :class:`DupGroup`, :class:`Totals`, :class:`DupesResult`;
+- :mod:`.groups`: :class:`DupMember`, :class:`DupGroup`, :class:`Totals` (and the
+  :class:`Footprint` of a file it counts), :class:`DupesResult`;
 - :mod:`.status`: :class:`DaemonStatus` and its parts;
 - :mod:`.queries`: :class:`SimilarQuery`, :class:`DupesQuery` and their limits.
 
@@ -31,7 +34,7 @@ from isccd.submodules import on_first_use
 
 if TYPE_CHECKING:
     from isccd.results.files import FileInfo, Match, SimilarResult, file_type, units_of
-    from isccd.results.groups import DupesResult, DupGroup, DupKind, DupMember, Totals
+    from isccd.results.groups import DupesResult, DupGroup, DupKind, DupMember, Footprint, Totals
     from isccd.results.queries import (
         DUPES_LIMIT,
         DUPES_LIMIT_MAX,
@@ -56,7 +59,7 @@ if TYPE_CHECKING:
 #: (PEP 562). A test keeps this map, the imports above and ``__all__`` equal.
 _SUBMODULES: dict[str, tuple[str, ...]] = {
     "files": ("FileInfo", "Match", "SimilarResult", "file_type", "units_of"),
-    "groups": ("DupesResult", "DupGroup", "DupKind", "DupMember", "Totals"),
+    "groups": ("DupesResult", "DupGroup", "DupKind", "DupMember", "Footprint", "Totals"),
     "queries": (
         "DUPES_LIMIT",
         "DUPES_LIMIT_MAX",
@@ -95,6 +98,7 @@ __all__ = [
     "DupesResult",
     "FileInfo",
     "FleetHost",
+    "Footprint",
     "HashingStatus",
     "Match",
     "RootStatus",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from isccd.model import Mode, UnitType
@@ -24,7 +25,7 @@ class DupMember:
     Attributes:
         path: The file (the first of its names).
         root: Its root.
-        size: Bytes.
+        size: Bytes it holds (its apparent size, as ``ls -l`` shows it).
         iscc: Its ISCC-CODE.
         unit: The unit type by which it is nearest to another member (``instance`` in exact
             groups).
@@ -40,6 +41,9 @@ class DupMember:
         mode: Its content mode (``None``: no Content-Code for its type).
         links: The file's other names (hardlinks).
         host: The host the file is on.
+        allocated: Bytes it takes on disk (its 512-byte blocks, as ``du`` counts them): less
+            than ``size`` for a sparse file, what removing it frees; ``None`` when not known
+            (a file indexed before isccd kept it, until it is indexed again).
     """
 
     path: str
@@ -55,6 +59,35 @@ class DupMember:
     mode: Mode | None = None
     links: tuple[str, ...] = ()
     host: str = ""
+    allocated: int | None = None
+
+    @property
+    def footprint(self) -> Footprint:
+        """The file as the totals count it."""
+        return Footprint(
+            tuple(f"{self.host}:{p}" for p in (self.path, *self.links)), self.size, self.allocated
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """A file as the totals count it: its names, and the space it takes.
+
+    Attributes:
+        names: Its names, each unique to it (qualified by the host in a fleet): two groups'
+            members sharing a name are one file.
+        size: Bytes it holds (``None``: not known, counted as 0).
+        allocated: Bytes it takes on disk (``None``: not known, counted as its ``size``).
+    """
+
+    names: tuple[str, ...]
+    size: int | None
+    allocated: int | None = None
+
+    @property
+    def space(self) -> int:
+        """The bytes removing it frees: allocated, else its size."""
+        return self.allocated if self.allocated is not None else self.size or 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +100,12 @@ class DupGroup:
             groups the type most of its relations are near by).
         threshold: The Hamming-distance threshold of that unit type, scaled to the first
             member's unit length (0 for exact groups).
-        reclaimable: Bytes that keeping only one member would free (exact: the size times the
-            extra copies; near: all members but the largest).
+        reclaimable: Bytes on disk that keeping only the first member (the largest) would
+            free: the allocated bytes of the others (their size where that is not known), so a
+            sparse file frees only the blocks it holds.
         members: The files, largest first.
+        reclaimable_size: The apparent size of those other members (what ``reclaimable`` was
+            before isccd counted blocks): more than ``reclaimable`` when some are sparse.
     """
 
     kind: DupKind
@@ -77,28 +113,94 @@ class DupGroup:
     threshold: int
     reclaimable: int
     members: tuple[DupMember, ...]
+    reclaimable_size: int = 0
+
+    @classmethod
+    def of(
+        cls, kind: DupKind, unit: UnitType, threshold: int, members: tuple[DupMember, ...]
+    ) -> DupGroup:
+        """A group of ``members`` (largest first), with what keeping the first frees."""
+        others = [m.footprint for m in members[1:]]
+        return cls(
+            kind, unit, threshold, sum(f.space for f in others), members,
+            sum(f.size or 0 for f in others),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class Totals:
-    """What a list of groups adds up to.
+    """What a list of groups adds up to, each file counted once.
+
+    A file may be in more than one group (exact copies are near duplicates of each other
+    too, so with near groups they are in their exact group and in a near group): groups that
+    share a file are taken together, and keeping the largest file of each such set frees the
+    space of the others. For groups that share no file (exact groups alone), that is the sum
+    of the groups' ``reclaimable``.
 
     Attributes:
         groups: Groups.
-        files: Members (a file with hardlinks counts once).
-        reclaimable: Bytes freed by keeping one member of each group.
+        files: Distinct files in them (a file with hardlinks, or in two groups, counts once).
+        reclaimable: Bytes on disk freed by keeping one file of each set of groups that share
+            files: the allocated bytes of the others (their size where that is not known).
+        reclaimable_size: The apparent size of those files.
     """
 
     groups: int = 0
     files: int = 0
     reclaimable: int = 0
+    reclaimable_size: int = 0
 
     @classmethod
-    def of(cls, groups: tuple[DupGroup, ...] | list[DupGroup]) -> Totals:
+    def of(cls, groups: Sequence[DupGroup]) -> Totals:
         """The totals of ``groups``."""
-        return cls(
-            len(groups), sum(len(g.members) for g in groups), sum(g.reclaimable for g in groups)
-        )
+        return cls.over([[m.footprint for m in g.members] for g in groups])
+
+    @classmethod
+    def over(cls, groups: Sequence[Sequence[Footprint]]) -> Totals:
+        """The totals of groups of files (see the class docstring): the one count of the
+        command line, the protocol and the report."""
+        same_file = _Joined()  # names of one file
+        for group in groups:
+            for member in group:
+                for name in member.names[1:]:
+                    same_file.join(member.names[0], name)
+        files: dict[str, Footprint] = {}  # each file once, by its joined name, in group order
+        sharing = _Joined()  # files in groups that share a file
+        for group in groups:
+            ids = [same_file.find(member.names[0]) for member in group]
+            for file_id, member in zip(ids, group, strict=True):
+                files.setdefault(file_id, member)
+                sharing.join(ids[0], file_id)
+        sets: dict[str, list[Footprint]] = {}
+        for file_id, footprint in files.items():
+            sets.setdefault(sharing.find(file_id), []).append(footprint)
+        reclaimable = reclaimable_size = 0
+        for members in sets.values():
+            # Kept: the largest, the first in the groups' order on a tie (a group's first).
+            kept = min(enumerate(members), key=lambda m: (-(m[1].size or 0), m[0]))[1]
+            reclaimable += sum(f.space for f in members) - kept.space
+            reclaimable_size += sum(f.size or 0 for f in members) - (kept.size or 0)
+        return cls(len(groups), len(files), reclaimable, reclaimable_size)
+
+
+class _Joined:
+    """Sets of names that were joined (union-find)."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+
+    def find(self, name: str) -> str:
+        """The name that stands for the set of ``name``."""
+        parent = self._parent
+        parent.setdefault(name, name)
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    def join(self, a: str, b: str) -> None:
+        """Make the sets of ``a`` and ``b`` one."""
+        self._parent[self.find(b)] = self.find(a)
 
 
 @dataclass(frozen=True, slots=True)

@@ -213,6 +213,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE hosts ADD COLUMN purged_seq bigint NOT NULL DEFAULT 0",
         ),
     ),
+    Migration(
+        4,
+        "the 512-byte blocks a file takes on disk (st_blocks), which is what removing it "
+        "frees (NULL for the files stored before: not known until they are stored again)",
+        ("ALTER TABLE files ADD COLUMN blocks bigint",),
+    ),
 )
 
 #: The schema version this isccd writes.

@@ -423,8 +423,9 @@ class PostgresStore(PgDatabase):
             "WITH f AS (INSERT INTO files (host, root_id, dir_id, name, dev, ino, size, "  # noqa: S608 -- fixed fragments; values are bound
             "mtime_ns, ctime_ns, nlink, datahash, iscc, mediatype, mode, meta_name, description, "
             "metahash, filesize, characters, width, height, duration, extractor, issues, "
-            "named_by_file, indexed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-            f"%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id), {_CHILDREN} "
+            "named_by_file, blocks, indexed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            f"%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id), "
+            f"{_CHILDREN} "
             "SELECT id FROM f",
             (self._host, *values, now, *self._children(record)),
         ).fetchone()
@@ -444,7 +445,8 @@ class PostgresStore(PgDatabase):
             "UPDATE files SET root_id=%s, dir_id=%s, name=%s, dev=%s, ino=%s, size=%s, "
             "mtime_ns=%s, ctime_ns=%s, nlink=%s, datahash=%s, iscc=%s, mediatype=%s, mode=%s, "
             "meta_name=%s, description=%s, metahash=%s, filesize=%s, characters=%s, width=%s, "
-            "height=%s, duration=%s, extractor=%s, issues=%s, named_by_file=%s, indexed_at=%s "
+            "height=%s, duration=%s, extractor=%s, issues=%s, named_by_file=%s, blocks=%s, "
+            "indexed_at=%s "
             "WHERE id = %s AND host = %s AND removed_at IS NULL RETURNING id",
             (file_id, self._host, *self._record_values(root, record), now, file_id, self._host),
         ).fetchone()
@@ -460,8 +462,8 @@ class PostgresStore(PgDatabase):
         directory, name = split_path(path)
         self._exec(
             "UPDATE files SET root_id=%s, dir_id=%s, name=%s, dev=%s, ino=%s, size=%s, "
-            "mtime_ns=%s, ctime_ns=%s, nlink=%s WHERE id = %s AND host = %s "
-            "AND removed_at IS NULL",
+            "mtime_ns=%s, ctime_ns=%s, nlink=%s, blocks=coalesce(%s, blocks) "
+            "WHERE id = %s AND host = %s AND removed_at IS NULL",
             (
                 self._root_id(root),
                 self._dir_id(directory),
@@ -472,6 +474,7 @@ class PostgresStore(PgDatabase):
                 stat.mtime_ns,
                 stat.ctime_ns,
                 stat.nlink,
+                stat.blocks,
                 file_id,
                 self._host,
             ),

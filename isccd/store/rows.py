@@ -22,7 +22,7 @@ FILE_COLUMNS = (
     "f.id, r.path, d.path, f.name, f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, f.nlink, "
     "f.datahash, f.iscc, f.mediatype, f.mode, f.meta_name, f.description, f.metahash, "
     "f.filesize, f.characters, f.width, f.height, f.duration, f.extractor, f.issues, "
-    "f.named_by_file, f.indexed_at, f.removed_at"
+    "f.named_by_file, f.blocks, f.indexed_at, f.removed_at"
 )
 FILE_FROM = "files f JOIN roots r ON r.id = f.root_id JOIN dirs d ON d.id = f.dir_id"
 
@@ -65,7 +65,8 @@ _NO_STAT = (None,) * 6
 
 
 def record_columns(record: FileRecord) -> tuple[Any, ...]:
-    """The values of the ``files`` columns from ``dev`` to ``named_by_file``."""
+    """The values of the ``files`` columns from ``dev`` to ``named_by_file``, then
+    ``blocks``."""
     # Written out for speed (the store thread builds one per new file): enum values read as
     # ``_value_``, not through the ``value`` property; no unpacking into a fresh tuple.
     st = record.stat
@@ -87,6 +88,7 @@ def record_columns(record: FileRecord) -> tuple[Any, ...]:
         record.extractor,
         issues_to_json(record.issues),
         record.named_by_file,
+        st.blocks if st else None,
     )
 
 
@@ -96,11 +98,12 @@ def file_from_row(row: Sequence[Any], units: tuple[Unit, ...], host: str) -> Sto
         file_id, root, directory, name, dev, ino, size, mtime_ns, ctime_ns, nlink,
         datahash, iscc, mediatype, mode, meta_name, description, metahash,
         filesize, characters, width, height, duration, extractor, issues,
-        named_by_file, indexed_at, removed_at,
+        named_by_file, blocks, indexed_at, removed_at,
     ) = row  # fmt: skip
     stat = None
     if dev is not None:
-        stat = FileStat(dev, ino, size, mtime_ns, ctime_ns, nlink if nlink is not None else 1)
+        nlink = nlink if nlink is not None else 1
+        stat = FileStat(dev, ino, size, mtime_ns, ctime_ns, nlink, blocks)
     record = FileRecord(
         path=join_path(from_fs(directory), from_fs(name)),
         stat=stat,

@@ -6,7 +6,7 @@ bump, so a crash leaves the database at a whole version. A migration, once relea
 changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
 database created at every older version).
 
-Layout (version 7):
+Layout (version 8):
 
 - ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
   ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
@@ -14,7 +14,9 @@ Layout (version 7):
 - ``files``: one row per file a path held: live rows (``removed_at`` NULL) and tombstones. The
   identity ``(dev, ino)`` and the validators ``size, mtime_ns, ctime_ns`` decide whether a file
   changed; ``datahash`` (raw multihash bytes) finds exact duplicates; the rest is the record
-  (``named_by_file``: whether the Meta-Code's name is the file name, NULL when not known).
+  (``named_by_file``: whether the Meta-Code's name is the file name, NULL when not known;
+  ``blocks``: the 512-byte blocks allocated to the file, which a sparse file's holes do not
+  take, NULL when not known).
   ``AUTOINCREMENT`` so that ids, which the in-memory index and relations refer to, are never
   reused.
 - ``roots.dev``: the ``st_dev`` of the root directory when it was last reconciled, so that a
@@ -217,6 +219,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "whether a file's Meta-Code was made from its file name, so that a rename makes it "
         "again (NULL for the files stored before: not known)",
         ("ALTER TABLE files ADD COLUMN named_by_file INTEGER",),
+    ),
+    Migration(
+        8,
+        "the 512-byte blocks a file takes on disk (st_blocks), which is what removing it "
+        "frees (NULL for the files stored before: not known until they are stored again)",
+        ("ALTER TABLE files ADD COLUMN blocks INTEGER",),
     ),
 )
 

@@ -58,7 +58,7 @@ _IN_CHUNK = 500
 _ADD_COLUMNS = (
     "root_id, dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, datahash, iscc, "
     "mediatype, mode, meta_name, description, metahash, filesize, characters, width, height, "
-    "duration, extractor, issues, named_by_file, indexed_at"
+    "duration, extractor, issues, named_by_file, blocks, indexed_at"
 )
 _ADD_ROW = "(" + ",".join("?" * len(_ADD_COLUMNS.split(","))) + ")"
 #: New files per ``INSERT`` (25 parameters each): a scan's job gathers up to 512. Each
@@ -475,7 +475,7 @@ class SqliteStore(Database):
             "UPDATE files SET root_id=?, dir_id=?, name=?, dev=?, ino=?, size=?, mtime_ns=?, "
             "ctime_ns=?, nlink=?, datahash=?, iscc=?, mediatype=?, mode=?, meta_name=?, "
             "description=?, metahash=?, filesize=?, characters=?, width=?, height=?, duration=?, "
-            "extractor=?, issues=?, named_by_file=?, indexed_at=? "
+            "extractor=?, issues=?, named_by_file=?, blocks=?, indexed_at=? "
             "WHERE id = ? AND removed_at IS NULL",
             (*values, now, file_id),
         )
@@ -487,7 +487,7 @@ class SqliteStore(Database):
         directory, name = split_path(path)
         self._exec(
             "UPDATE files SET root_id=?, dir_id=?, name=?, dev=?, ino=?, size=?, mtime_ns=?, "
-            "ctime_ns=?, nlink=? WHERE id = ? AND removed_at IS NULL",
+            "ctime_ns=?, nlink=?, blocks=coalesce(?, blocks) WHERE id = ? AND removed_at IS NULL",
             (
                 self._root_id(root),
                 self._dir_id(directory),
@@ -498,6 +498,7 @@ class SqliteStore(Database):
                 stat.mtime_ns,
                 stat.ctime_ns,
                 stat.nlink,
+                stat.blocks,
                 file_id,
             ),
         )

@@ -340,3 +340,22 @@ def test_a_type_decided_by_the_name_alone_is_the_one_the_full_decision_makes(
     shortcut = [mediatype_detect(head, name) for head in _HEADS]
     monkeypatch.setattr(mediatype_module, "_named_alone", lambda by_name: None)
     assert [mediatype_detect(head, name) for head in _HEADS] == shortcut
+
+
+@pytest.mark.parametrize(
+    ("name", "head", "expected"),
+    [
+        # The system table calls these application/x-trash: a backup holds what it backs up.
+        ("notes.bak", PROSE.encode(), "application/octet-stream"),
+        ("settings.old", bytes(random.Random(3).randrange(256) for _ in range(4096)),
+         "application/octet-stream"),
+        ("notes.txt.bak", PROSE.encode(), "text/plain"),
+        ("photo.bak", jpeg_bytes(scene(seed=1)), "image/jpeg"),
+        ("photo.jpg.bak", jpeg_bytes(scene(seed=1)), "image/jpeg"),
+        ("twice.bak.bak", PROSE.encode(), "application/octet-stream"),
+    ],
+)  # fmt: skip
+def test_a_backup_is_typed_by_what_it_backs_up_or_by_its_content(
+    name: str, head: bytes, expected: str
+) -> None:
+    assert mediatype_guess(head, name) == expected

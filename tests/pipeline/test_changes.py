@@ -49,7 +49,8 @@ def test_a_scan_announces_files_and_exact_duplicates(h: Harness) -> None:
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert all(e.time > 1_000_000 for e in events)  # the injected clock
     [group] = h.dupes()
-    assert group.kind == "exact" and group.reclaimable == 3
+    assert group.kind == "exact" and group.reclaimable_size == 3
+    assert group.reclaimable == Path(group.members[1].path).stat().st_blocks * 512
     assert sorted(m.path for m in group.members) == [h.p("a"), h.p("sub/copy")]
 
 

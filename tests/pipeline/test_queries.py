@@ -92,10 +92,14 @@ def test_groups_have_one_member_per_file_with_its_distance_to_the_nearest(
     h: Harness,
 ) -> None:
     result = h.run(h.pipeline.dupes(DupesQuery(near=True)))
-    near, exact = result.groups  # 6 bytes reclaimable, then 3
+    near, exact = result.groups  # 6 bytes reclaimable by size, then 3
     assert not result.truncated
-    assert (result.totals.groups, result.totals.files, result.totals.reclaimable) == (2, 5, 9)
-    assert (exact.kind, exact.unit, exact.threshold, exact.reclaimable) == (
+    totals = result.totals
+    assert (totals.groups, totals.files, totals.reclaimable_size) == (2, 5, 9)
+    # Reclaimable is the blocks on disk of every member but the first.
+    blocks = [Path(m.path).stat().st_blocks * 512 for g in (near, exact) for m in g.members[1:]]
+    assert totals.reclaimable == sum(blocks) == near.reclaimable + exact.reclaimable
+    assert (exact.kind, exact.unit, exact.threshold, exact.reclaimable_size) == (
         DupKind.EXACT,
         UnitType.INSTANCE,
         0,
@@ -112,7 +116,7 @@ def test_groups_have_one_member_per_file_with_its_distance_to_the_nearest(
         (h.p("x-copy"), str(h.root), 3, iscc_of(h, "x-copy"), UnitType.INSTANCE,
          instance_of(h, "x-copy"), 0, None, (), host),
     ]  # fmt: skip
-    assert (near.kind, near.unit, near.threshold, near.reclaimable) == (
+    assert (near.kind, near.unit, near.threshold, near.reclaimable_size) == (
         DupKind.NEAR,
         UnitType.DATA,
         8,

@@ -88,7 +88,7 @@ def test_totals_count_groups_members_and_reclaimable_bytes() -> None:
             DupMember("/r/u", "/r", 5, None, UnitType.TEXT, None, 3, 15, 0),
         ),
     )
-    assert view_of_dupes(DupesResult((exact, near))).totals() == Totals(2, 6, 35)
+    assert view_of_dupes(DupesResult((exact, near))).totals() == Totals(2, 6, 35, 35)
 
 
 def test_another_hosts_file_is_shown_and_never_looked_at_here() -> None:

@@ -198,7 +198,7 @@ def test_the_marks_save_a_plan_that_validates(
     _mark(page, index["photos/backup/beach.jpg:exact"], backup)
     _mark(page, index["texts/report-copy.txt:near"], library.path("texts/draft.txt"))
     hostile = next(k for k in index if k.startswith("hostile/"))
-    _mark(page, index[hostile], library.path("hostile/new\\x0aline.txt"))
+    _mark(page, index[hostile], library.path("hostile/new\\nline.txt"))
     assert dataset(page, "kept") == "5"
 
     plan, status = _save(page, browser, tmp_path)
@@ -275,7 +275,7 @@ def test_hostile_names_are_shown_as_text(page: Page, library: Library) -> None:
     assert {
         library.path("hostile/evil</script><script>window.pwned=1</script>.txt"),
         library.path("hostile/\"quoted\" 'single' & <b>bold.txt"),
-        library.path("hostile/new\\x0aline.txt"),
+        library.path("hostile/new\\nline.txt"),
         library.path("hostile/caf\\xe9.txt"),
         library.path("hostile/\\u202etxt.exe"),
     } <= titles

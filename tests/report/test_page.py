@@ -9,6 +9,7 @@ import json
 import os
 import re
 
+from isccd.fspath import shown
 from isccd.report.model import (
     FileFacts,
     FileStat,
@@ -98,7 +99,9 @@ def test_the_data_carries_what_a_plan_needs_exactly() -> None:
     data = page_data(_page(paths, picture))
     a, b = data["groups"][0]["members"]
     # Integers past 2**53 as strings, digit for digit.
-    assert a["stat"] == {"device": "1", "inode": "0", "size": "10", "mtime_ns": str(2**62)}
+    assert a["stat"] == {
+        "device": "1", "inode": "0", "size": "10", "mtime_ns": str(2**62), "allocated": None
+    }  # fmt: skip
     assert b["stat"]["mtime_ns"] == str(2**62 + 1)
     assert a["instance"] == "ISCC:IAAZV3ZSNCAD3X7B"
     # The same picture is embedded once.
@@ -106,7 +109,7 @@ def test_the_data_carries_what_a_plan_needs_exactly() -> None:
     assert data["thumbs"] == [f"data:image/webp;base64,{embedded}"]
     assert a["preview"] == b["preview"] == {"kind": "image", "thumb": 0}
     assert data["groups"][0]["type"] == "image"
-    assert data["totals"] == {"groups": 1, "files": 2, "reclaimable": 10}
+    assert data["totals"] == {"groups": 1, "files": 2, "reclaimable": 10, "reclaimable_size": 10}
 
 
 def test_a_file_that_is_gone_has_no_identity_on_the_page() -> None:
@@ -117,3 +120,17 @@ def test_a_file_that_is_gone_has_no_identity_on_the_page() -> None:
     b = data["groups"][0]["members"][1]
     assert (b["stat"], b["note"], b["type"]) == (None, "gone since it was indexed", "")
     assert data["groups"][0]["type"] == "text"
+
+
+def test_the_page_shows_a_name_as_the_command_line_does() -> None:
+    # One escape rule: each name that does not print as it is comes with the form the
+    # command line shows it in (a tab as \t, not \x09), and the script shows that form.
+    names = ["/r/tab\there.txt", "/r/" + os.fsdecode(b"caf\xe9.txt"), "/r/plain.txt"]
+    data = page_data(_page(names))
+    assert data["shown"] == {
+        "/r/tab\there.txt": "/r/tab\\there.txt",
+        "/r/" + os.fsdecode(b"caf\xe9.txt"): "/r/caf\\xe9.txt",
+    }
+    assert data["shown"] == {n: shown(n) for n in names if shown(n) != n}
+    # The script escapes nothing itself: it shows the forms it is given.
+    assert '"\\\\x" + hex' not in _page(names)

@@ -52,6 +52,35 @@ def test_whether_the_name_came_from_the_file_name_reads_back(
     assert stored is not None and stored.record.named_by_file is named_by_file
 
 
+def test_the_blocks_a_file_takes_read_back_and_a_move_without_them_keeps_them(
+    store: Store,
+) -> None:
+    # A sparse file: 600 MiB of size in 8 blocks.
+    stat = FileStat(1, 100, 600 << 20, 1_000, 2_000, 1, 8)
+    record = replace(make_record("/data/a.img"), stat=stat)
+    store.begin()
+    file_id = store.add_file(ROOT, record, now=5.0)
+    store.commit()
+    stored = store.file_at("/data/a.img")
+    assert stored is not None and stored.record.stat == stat
+    assert stored.record.stat.allocated == 4096
+    store.begin()
+    # A rename seen by a walk that did not take the blocks keeps the stored ones; one that
+    # took them stores them.
+    store.move_file(file_id, ROOT, "/data/b.img", replace(stat, blocks=None))
+    store.commit()
+    moved = store.file_at("/data/b.img")
+    assert moved is not None and moved.record.stat is not None
+    assert moved.record.stat.blocks == 8
+    store.begin()
+    store.move_file(file_id, ROOT, "/data/c.img", replace(stat, blocks=16))
+    store.update_file(file_id, ROOT, replace(record, path="/data/c.img"), now=6.0)
+    store.commit()
+    again = store.file_at("/data/c.img")
+    assert again is not None and again.record.stat is not None
+    assert again.record.stat.blocks == 8  # the record stored last
+
+
 def test_adding_a_second_live_file_at_one_path_is_refused(store: Store) -> None:
     store.begin()
     store.add_file(ROOT, make_record("/data/a"), 1.0)

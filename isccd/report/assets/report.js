@@ -12,15 +12,12 @@
 
   // -- text ------------------------------------------------------------------------------------
 
-  const hex = (n) => n.toString(16).padStart(2, "0");
-  // A name as it can be read and not mistaken: control characters, bytes that are not UTF-8
-  // (carried as lone surrogates U+DC80..U+DCFF) and bidirectional overrides become escapes.
-  const shown = (name) =>
-    name
-      .replace(/[\u0000-\u001f\u007f]/g, (c) => "\\x" + hex(c.charCodeAt(0)))
-      .replace(/(?<![\ud800-\udbff])[\udc80-\udcff]/g, (c) => "\\x" + hex(c.charCodeAt(0) - 0xdc00))
-      .replace(/[\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-        (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  // A name as it can be read and not mistaken, as the command line shows it: isccd escapes
+  // control characters, bytes that are not UTF-8 and bidirectional overrides, and the page
+  // data carries the shown form of each name that has one (a name is shown character by
+  // character, so a root's shown form is a prefix of its files').
+  const escaped = new Map(Object.entries(data.shown ?? {}));
+  const shown = (name) => escaped.get(name) ?? name;
 
   const size = (n) => {
     if (n === null || n === undefined) return "?";
@@ -72,11 +69,51 @@
   let rendered = 0;
   let cursor = { pos: -1, member: 0 };
 
-  const totalsOf = (list) => ({
-    groups: list.length,
-    files: list.reduce((n, x) => n + x.g.members.length, 0),
-    bytes: list.reduce((n, x) => n + x.g.reclaimable, 0),
-  });
+  // Sets of names that were joined (union-find).
+  const joined = () => {
+    const parent = new Map();
+    const find = (name) => {
+      if (!parent.has(name)) parent.set(name, name);
+      while (parent.get(name) !== name) {
+        parent.set(name, parent.get(parent.get(name)));
+        name = parent.get(name);
+      }
+      return name;
+    };
+    return { find, join: (a, b) => parent.set(find(b), find(a)) };
+  };
+  // The bytes removing a file frees: the blocks it takes on disk, else its size.
+  const space = (m) => m.allocated ?? m.size ?? 0;
+  // What groups add up to, as isccd counts it (isccd.results.Totals): each file once (a file
+  // may be in an exact and a near group); groups that share a file are taken together, and
+  // keeping the largest file of each such set frees the space of the others.
+  const totalsOf = (list) => {
+    const file = joined();
+    for (const x of list) {
+      for (const m of x.g.members) m.links.forEach((link) => file.join(m.path, link));
+    }
+    const files = new Map();
+    const sharing = joined();
+    for (const x of list) {
+      const ids = x.g.members.map((m) => file.find(m.path));
+      ids.forEach((id, i) => {
+        if (!files.has(id)) files.set(id, x.g.members[i]);
+        sharing.join(ids[0], id);
+      });
+    }
+    const sets = new Map();
+    for (const [id, m] of files) {
+      const top = sharing.find(id);
+      if (!sets.has(top)) sets.set(top, []);
+      sets.get(top).push(m);
+    }
+    let bytes = 0;
+    for (const members of sets.values()) {
+      const kept = members.reduce((k, m) => ((m.size ?? 0) > (k.size ?? 0) ? m : k));
+      bytes += members.reduce((n, m) => n + space(m), 0) - space(kept);
+    }
+    return { groups: list.length, files: files.size, bytes };
+  };
 
   // -- controls --------------------------------------------------------------------------------
 
@@ -184,12 +221,18 @@
     card.classList.toggle("kept", box.checked);
     // Inside its root, a path is shown from there; the whole of it is the tooltip.
     const inRoot = m.path.startsWith(m.root.endsWith("/") ? m.root : m.root + "/");
-    const name = shown(inRoot ? m.path.slice(m.root.length).replace(/^\//, "") : m.path);
+    const name = inRoot
+      ? shown(m.path).slice(shown(m.root).length).replace(/^\//, "")
+      : shown(m.path);
     const cut = name.lastIndexOf("/") + 1;
     const path = el("div", "path");
     path.title = shown(m.path);
     path.append(el("span", "dir", name.slice(0, cut)), el("span", "name", name.slice(cut)));
     const facts = [size(m.stat ? Number(m.stat.size) : m.size)];
+    // A sparse file holds fewer bytes on disk than its size: what removing it frees.
+    if (m.allocated !== null && m.allocated !== undefined && m.allocated < (m.size ?? 0)) {
+      facts.push(`${size(m.allocated)} on disk`);
+    }
     if (m.stat) facts.push(date(m.stat.mtime_ns));
     if (m.mediatype) facts.push(m.mediatype);
     card.append(label, path, el("div", "facts", facts.join(" \u00b7 ")),
@@ -334,6 +377,7 @@
           size: exactInt(m.stat.size),
           mtime_ns: exactInt(m.stat.mtime_ns),
         });
+        if (m.stat.allocated !== null) member.allocated = exactInt(m.stat.allocated);
         if (g.kind === "exact" && m.instance) member.instance = m.instance;
         member.keep = m === g.members[ki];
         return member;

@@ -1,0 +1,88 @@
+"""What duplicate groups add up to (:class:`isccd.results.Totals`): each file once, whatever
+groups it is in, and the space keeping the largest file of each set of groups that share
+files frees, on disk and by size."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from isccd.model import UnitType
+from isccd.results import DupGroup, DupKind, DupMember, Footprint, Totals
+
+
+def member(path: str, size: int, allocated: int | None = None, *links: str) -> DupMember:
+    return DupMember(path, "/r", size, None, UnitType.INSTANCE, None, 0, 0, None,
+                     links=links, host="h", allocated=allocated)  # fmt: skip
+
+
+def group(kind: DupKind, *members: DupMember) -> DupGroup:
+    return DupGroup.of(kind, UnitType.INSTANCE, 0, members)
+
+
+def test_exact_copies_in_their_near_group_count_once() -> None:
+    # a and b are copies (exact) and near c; the near group holds all three.
+    a, b, c = member("/r/a", 100, 104), member("/r/b", 100, 104), member("/r/c", 80, 84)
+    exact, near = group(DupKind.EXACT, a, b), group(DupKind.NEAR, a, b, c)
+    assert (exact.reclaimable, near.reclaimable) == (104, 188)
+    # 3 files, not 5; keeping a frees b and c: 188 bytes on disk, not 104 + 188.
+    assert Totals.of([exact, near]) == Totals(2, 3, 188, 180)
+
+
+def test_groups_that_share_no_file_add_up() -> None:
+    one = group(DupKind.EXACT, member("/r/a", 10, 4096), member("/r/b", 10, 4096))
+    two = group(DupKind.EXACT, member("/r/c", 5, 0), member("/r/d", 5, 4096))
+    assert Totals.of([one, two]) == Totals(
+        2, 4, one.reclaimable + two.reclaimable, one.reclaimable_size + two.reclaimable_size
+    )
+
+
+def test_a_sparse_file_frees_its_blocks_and_a_file_without_them_its_size() -> None:
+    dense, sparse, old = (
+        member("/r/a", 1 << 20, 1 << 20),
+        member("/r/b", 1 << 20, 4096),
+        member("/r/c", 1 << 20),
+    )
+    g = group(DupKind.EXACT, dense, sparse, old)
+    assert (g.reclaimable, g.reclaimable_size) == (4096 + (1 << 20), 2 << 20)
+    assert Totals.of([g]) == Totals(1, 3, g.reclaimable, g.reclaimable_size)
+
+
+def test_a_file_named_differently_in_two_groups_is_one_file() -> None:
+    # Its hardlink was its first name in one group, its other name in the other.
+    exact = group(DupKind.EXACT, member("/r/a", 10, 10, "/r/z"), member("/r/b", 10, 10))
+    near = group(DupKind.NEAR, member("/r/z", 10, 10), member("/r/c", 4, 4))
+    assert Totals.of([exact, near]) == Totals(2, 3, 14, 14)
+
+
+def test_the_same_path_on_two_hosts_is_two_files() -> None:
+    here = member("/r/a", 10, 10)
+    there = DupMember("/r/a", "/r", 10, None, UnitType.INSTANCE, None, 0, 0, host="other",
+                      allocated=10)  # fmt: skip
+    assert Totals.of([group(DupKind.EXACT, here, there)]).files == 2
+
+
+@st.composite
+def grouped_files(draw: st.DrawFn) -> list[list[Footprint]]:
+    """Groups of files, each file with one size and allocation wherever it appears."""
+    files = [
+        Footprint((f"/r/{c}",), draw(st.integers(0, 1000)), draw(st.none() | st.integers(0, 999)))
+        for c in "abcdefg"
+    ]
+    one_group = st.lists(st.sampled_from(files), min_size=2, max_size=4, unique=True)
+    return draw(st.lists(one_group, max_size=5))
+
+
+@given(grouped_files())
+def test_totals_never_count_a_file_twice_nor_free_more_than_there_is(
+    groups: list[list[Footprint]],
+) -> None:
+    totals = Totals.over(groups)
+    distinct = {f.names: f for g in groups for f in g}
+    assert (totals.groups, totals.files) == (len(groups), len(distinct))
+    # At least one file stays (the largest of a set of groups sharing files, its copies
+    # aside), and none is freed twice.
+    spaces = [f.space for f in distinct.values()]
+    sizes = [f.size or 0 for f in distinct.values()]
+    assert 0 <= totals.reclaimable <= sum(spaces) - (min(spaces) if spaces else 0)
+    assert 0 <= totals.reclaimable_size <= sum(sizes) - (max(sizes) if sizes else 0)
