@@ -54,6 +54,7 @@ def vectors(draw: st.DrawFn, n: int | None = None) -> list[float]:
     return draw(st.lists(element, min_size=n, max_size=n))
 
 
+@pytest.mark.slow
 @given(vectors())
 def test_bit_identical_to_reference(v: list[float]) -> None:
     ours = bits_of(alg_dct(v))

@@ -38,6 +38,7 @@ def test_minhash_matches_reference(features: list[int]) -> None:
     assert alg_minhash(features) == ic.alg_minhash(features)
 
 
+@pytest.mark.slow
 @given(uint32_features)
 def test_digests_match_reference(features: list[int]) -> None:
     assert alg_minhash_64(features) == ic.alg_minhash_64(features)

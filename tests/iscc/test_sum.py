@@ -39,6 +39,7 @@ def test_matches_iscc_core_composition(data: bytes, bits: int, wide: bool) -> No
     )
 
 
+@pytest.mark.slow
 @given(byte_inputs(), st.lists(PUSH_SIZES, min_size=1, max_size=6))
 def test_hasher_with_any_split(data: bytes, sizes: list[int]) -> None:
     hasher = SumHasher()

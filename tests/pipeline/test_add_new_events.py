@@ -75,6 +75,7 @@ def test_batch_events_on_sqlite(purge: bool) -> None:
     _same([e for events in alone[1] for e in events], flat)
 
 
+@pytest.mark.slow
 def test_batch_events_on_postgres(pg_server: PgServer) -> None:
     names = [pg_server.new_database() for _ in range(2)]
     try:
