@@ -9,6 +9,7 @@ The engine is :mod:`isccd.dedupe`; this module parses, chooses, prints.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -424,10 +425,15 @@ def _apply(
     try:
         log_path = args.log if args.log is not None else _default_log(args)
         log = ActionLog(log_path, _log_key(args, create=True))
-        log.run(action, apply=True)
     except Failed as exc:
         return fail(str(exc), exc.status)
     except ActionLogError as exc:
+        return fail(f"{exc}; nothing was touched")
+    try:
+        log.run(action, apply=True)
+    except ActionLogError as exc:
+        with contextlib.suppress(ActionLogError):
+            log.close()
         return fail(f"{exc}; nothing was touched")
     print(f"isccd: action log: {log_path}", file=sys.stderr)
     try:
@@ -496,7 +502,7 @@ def _outcome_json(outcome: Outcome) -> dict[str, Any]:
 
 
 def _run_undo(args: argparse.Namespace) -> int:
-    from isccd.dedupe.undo import UndoStatus, undo_log  # noqa: PLC0415
+    from isccd.dedupe.undo import undo_log  # noqa: PLC0415
 
     if not args.undo.is_file():
         return fail(f"{args.undo}: no such action log")
@@ -520,17 +526,25 @@ def _run_undo(args: argparse.Namespace) -> int:
         return fail(f"{exc}; nothing was touched", EXIT_USAGE)
     except ActionLogError as exc:
         stopped = str(exc)
+    return _undo_report(args, outcomes, stopped)
+
+
+def _undo_report(args: argparse.Namespace, outcomes: list[UndoOutcome], stopped: str | None) -> int:
+    """Print the end of an undo (the outcomes were printed as they came, but in JSON); its
+    exit status."""
+    from isccd.dedupe.undo import UndoStatus  # noqa: PLC0415
+
     cannot = [o for o in outcomes if o.status is UndoStatus.CANNOT]
     if args.json:
         print_json({"log": str(args.undo), "outcomes": [_undo_json(o) for o in outcomes]}, indent=1)
     elif stopped is None:
         undone = sum(o.status is UndoStatus.UNDONE for o in outcomes)
         print(f"{undone:,} undone, {len(cannot):,} cannot be undone")
-    if stopped is not None:
-        if not outcomes:
-            return fail(f"{stopped}; nothing was touched")
-        return fail(f"{stopped}; undo stopped after {len(outcomes):,}: run it again to finish")
-    return EXIT_FAILURE if cannot else EXIT_OK
+    if stopped is None:
+        return EXIT_FAILURE if cannot else EXIT_OK
+    if not outcomes:
+        return fail(f"{stopped}; nothing was touched")
+    return fail(f"{stopped}; undo stopped after {len(outcomes):,}: run it again to finish")
 
 
 def _undo_json(outcome: UndoOutcome) -> dict[str, Any]:

@@ -8,9 +8,10 @@ Actions are reverted newest first. Each is looked at on disk, never assumed:
   the victim's logged permissions, owner (when allowed) and times; the victim's inode itself
   is gone (its bytes were the kept file's, so nothing of the content is lost). The copy is
   written beside the link under the action's temporary name, holes kept
-  (:mod:`isccd.dedupe.sparse`), synced, and read back: only if its length and its BLAKE3
-  digest are the victim's logged ones does it take the victim's name. A copy that cannot be
-  written whole (a full disk) is removed and the link left as it is, said as "cannot";
+  (:mod:`isccd.dedupe.sparse`), read back and synced: only if its length and its BLAKE3
+  digest are the victim's logged ones, and the sync succeeds, does it take the victim's
+  name. A copy that cannot be written whole (a full disk) is removed and the link left as it
+  is, said as "cannot";
 - a **reflink** needs nothing: the file has its own attributes, and blocks shared with the kept
   file are copied by the file system when either is written;
 - an action an interrupt cut short is put back as it was: the temporary name holding the

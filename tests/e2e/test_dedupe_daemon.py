@@ -41,7 +41,8 @@ def test_dedupe_links_the_daemon_s_groups_and_the_daemon_notices(
         [sys.executable, "-m", "isccd", "dedupe", "--link", "--apply", "--socket",
          str(daemon.socket), "--log", str(log)],
         capture_output=True, text=True, env={**os.environ, "CONFIGURATION_DIRECTORY":
-        str(daemon.base / "etc")}, check=False,
+        str(daemon.base / "etc"), "STATE_DIRECTORY": str(daemon.base / "cli-state")},
+        check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "linked 2 files in 1 of 1 groups" in done.stdout
