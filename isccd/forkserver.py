@@ -16,7 +16,9 @@ import contextlib
 import multiprocessing
 import os
 import signal
-from multiprocessing import forkserver, resource_tracker
+import sys
+from multiprocessing import forkserver, resource_tracker, spawn
+from pathlib import Path
 from typing import Any
 
 #: What the fork server imports before it forks: the workers' code (:mod:`isccd.hashing.worker`,
@@ -28,15 +30,83 @@ from typing import Any
 #: before its first file.
 PRELOAD = ("isccd.hashing.worker", "isccd.hashing.warm")
 
+#: The directory holding the package this process runs (``isccd/`` is in it).
+_PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+
 
 def context() -> Any:
-    """multiprocessing's fork server context, its server set to import :data:`PRELOAD`.
+    """multiprocessing's fork server context, its server set to import :data:`PRELOAD` from
+    where this process imports isccd (see :func:`import_from_here`).
 
     Typed loosely: each multiprocessing context has its own ``Process`` class.
     """
+    import_from_here()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))
     return ctx
+
+
+def import_from_here() -> None:
+    """Make the fork server (and the resource tracker) import isccd from where this process
+    does, whatever their working directory holds. Idempotent.
+
+    multiprocessing starts both with ``python -c``, which puts the working directory first on
+    ``sys.path``: a folder named ``isccd`` there (a clone, seen from the directory above it) is
+    imported in place of the package, and every worker dies before it can start. Setting
+    ``PYTHONSAFEPATH`` (Python 3.11) leaves the working directory out. When this process found
+    the package in its own first ``sys.path`` entry (``python -m isccd`` run in a clone), that
+    directory is named in ``PYTHONPATH`` instead, by its absolute path, so that a later change
+    of directory does not lose it either.
+
+    Both are set in this process's environment, which the processes it starts inherit: the
+    fork server, and through it the workers and the tools they run, none of which is a Python
+    interpreter but the fork server's.
+    """
+    if not os.environ.get("PYTHONSAFEPATH"):
+        os.environ["PYTHONSAFEPATH"] = "1"
+    if not sys.path or sys.flags.safe_path or Path(sys.path[0]).resolve() != _PACKAGE_PARENT:
+        return
+    first = str(_PACKAGE_PARENT)
+    path = os.environ.get("PYTHONPATH", "")
+    if first not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (first, path) if p)
+
+
+def import_problem(timeout: float = 60.0) -> str | None:
+    """Why the fork server cannot import what it preloads, if it cannot (blocking).
+
+    The fork server ignores a preload that fails to import (multiprocessing's choice), and each
+    worker forked from it then dies on its first import, its traceback on the standard error
+    only: this is what the error saying that the workers cannot start adds. It is the last line
+    of what an interpreter started as the fork server is (the same executable, flags,
+    environment and working directory) prints when it imports :data:`PRELOAD`.
+
+    Returns:
+        The error (``ModuleNotFoundError: No module named 'numba'``), or ``None`` when the
+        preload imports (the workers died of something else) or the probe could not run.
+    """
+    import subprocess  # noqa: PLC0415 - only when the workers could not start
+
+    # The flags multiprocessing passes to the fork server's interpreter (a private helper of
+    # subprocess's, which multiprocessing.util uses too).
+    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    code = "; ".join(f"import {module}" for module in PRELOAD)
+    try:
+        done = subprocess.run(  # noqa: S603 - this interpreter, our own code
+            [spawn.get_executable(), *flags, "-c", code],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode == 0:
+        return None
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit status {done.returncode}"
 
 
 def start_early() -> bool:

@@ -274,6 +274,11 @@ class WorkerPool:
             ready.cancel()
             await self.close(grace=0)
             reason = self._start_failed.result()
+            if self._options.start_method == "forkserver":
+                # A worker that cannot import its code dies before it can say so.
+                problem = await asyncio.to_thread(forkserver.import_problem)
+                if problem is not None:
+                    reason = f"{reason}; they cannot import their code: {problem}"
             raise WorkersUnavailableError(f"the hashing workers cannot start: {reason}")
 
     async def compute(
