@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.ask import Failed, answer, bounded, configure, fail
+from isccd.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from isccd.cli.ask import Failed, answer, bounded, configure, fail, index_config
 from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.escape import shown as show
 from isccd.cli.index import add_group_filters
 from isccd.cli.output import Progress, format_size, print_json
-from isccd.errors import ConfigError, PlanFileError
+from isccd.errors import PlanFileError
 from isccd.fspath import is_under
 from isccd.results import DUPES_LIMIT_MAX, DupesQuery
 
@@ -375,10 +375,7 @@ def _print_dry_run(
 
 
 def _default_log(args: argparse.Namespace) -> Path:
-    try:
-        config = configure(args)
-    except ConfigError as exc:
-        raise Failed(str(exc), EXIT_CONFIG) from None
+    config = index_config(args)  # beside the index the groups came from
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     return config.state_dir / "dedupe" / f"{stamp}-{os.getpid()}.jsonl"
 
