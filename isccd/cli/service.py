@@ -347,8 +347,11 @@ def _details(data: Mapping[str, Any], host: str) -> str:
     issues = data.get("issues")
     if isinstance(issues, list):
         parts += [shown(str(i.get("reason"))) for i in issues if isinstance(i, dict)][:3]
+    # A unit is shown with each other file's distance; an event without one (``dup.resolved``:
+    # which unit's relation ended, the files may still be near by another) names it inline.
+    inline = _NOT_INLINE - {"unit"} if "threshold" not in data else _NOT_INLINE
     for key, value in data.items():
-        if key not in _NOT_INLINE and isinstance(value, str | int | float | bool):
+        if key not in inline and isinstance(value, str | int | float | bool):
             parts.append(f"{key}={shown(value) if isinstance(value, str) else value}")
     return "  ".join(parts)
 
