@@ -17,6 +17,8 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator, Mapping
 from multiprocessing import forkserver, resource_tracker, spawn
 from pathlib import Path
 from typing import Any
@@ -35,41 +37,77 @@ _PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 
 
 def context() -> Any:
-    """multiprocessing's fork server context, its server set to import :data:`PRELOAD` from
-    where this process imports isccd (see :func:`import_from_here`).
+    """multiprocessing's fork server context, its server set to import :data:`PRELOAD`.
 
+    Start its processes inside :func:`import_from_here`: the fork server starts with the first.
     Typed loosely: each multiprocessing context has its own ``Process`` class.
     """
-    import_from_here()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))
     return ctx
 
 
-def import_from_here() -> None:
-    """Make the fork server (and the resource tracker) import isccd from where this process
-    does, whatever their working directory holds. Idempotent.
+class _Environment:
+    """The variables :func:`import_from_here` sets, and what they were before, while any
+    thread is inside it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.saved: dict[str, str | None] = {}
+
+
+_ENVIRONMENT = _Environment()
+
+
+@contextlib.contextmanager
+def import_from_here() -> Iterator[None]:
+    """While inside, the fork server (and the resource tracker) multiprocessing starts import
+    isccd from where this process does, whatever their working directory holds. Reentrant, and
+    safe from several threads at once (starting workers side by side).
 
     multiprocessing starts both with ``python -c``, which puts the working directory first on
     ``sys.path``: a folder named ``isccd`` there (a clone, seen from the directory above it) is
-    imported in place of the package, and every worker dies before it can start. Setting
-    ``PYTHONSAFEPATH`` (Python 3.11) leaves the working directory out. When this process found
+    imported in place of the package, and every worker dies before it can start. Inside,
+    ``PYTHONSAFEPATH`` (Python 3.11) leaves the working directory out; when this process found
     the package in its own first ``sys.path`` entry (``python -m isccd`` run in a clone), that
-    directory is named in ``PYTHONPATH`` instead, by its absolute path, so that a later change
-    of directory does not lose it either.
+    directory is named in ``PYTHONPATH`` too, by its absolute path.
 
-    Both are set in this process's environment, which the processes it starts inherit: the
-    fork server, and through it the workers and the tools they run, none of which is a Python
-    interpreter but the fork server's.
+    They are set in this process's environment until the last thread leaves: what it starts
+    meanwhile inherits them (the fork server, then its workers and the tools they run, none of
+    which is a Python interpreter). Afterwards the environment is as it was, for whatever else
+    the process starts (an application using the hashing workers).
     """
-    if not os.environ.get("PYTHONSAFEPATH"):
-        os.environ["PYTHONSAFEPATH"] = "1"
+    env = _ENVIRONMENT
+    with env.lock:
+        if not env.inside:
+            changes = _import_variables(os.environ)
+            env.saved = {name: os.environ.get(name) for name in changes}
+            os.environ.update(changes)
+        env.inside += 1
+    try:
+        yield
+    finally:
+        with env.lock:
+            env.inside -= 1
+            if not env.inside:
+                for name, value in env.saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
+
+
+def _import_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that make an interpreter import isccd as this process does."""
+    changes = {} if environ.get("PYTHONSAFEPATH") else {"PYTHONSAFEPATH": "1"}
     if not sys.path or sys.flags.safe_path or Path(sys.path[0]).resolve() != _PACKAGE_PARENT:
-        return
+        return changes
     first = str(_PACKAGE_PARENT)
-    path = os.environ.get("PYTHONPATH", "")
+    path = environ.get("PYTHONPATH", "")
     if first not in path.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (first, path) if p)
+        changes["PYTHONPATH"] = os.pathsep.join(p for p in (first, path) if p)
+    return changes
 
 
 def import_problem(timeout: float = 60.0) -> str | None:
@@ -92,15 +130,16 @@ def import_problem(timeout: float = 60.0) -> str | None:
     flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
     code = "; ".join(f"import {module}" for module in PRELOAD)
     try:
-        done = subprocess.run(  # noqa: S603 - this interpreter, our own code
-            [spawn.get_executable(), *flags, "-c", code],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
+        with import_from_here():
+            done = subprocess.run(  # noqa: S603 - this interpreter, our own code
+                [spawn.get_executable(), *flags, "-c", code],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                check=False,
+            )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode == 0:
@@ -125,7 +164,8 @@ def start_early() -> bool:
         return False
     context()
     try:
-        forkserver.ensure_running()
+        with import_from_here():
+            forkserver.ensure_running()
     except OSError:
         return False
     return True

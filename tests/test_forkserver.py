@@ -166,18 +166,22 @@ def test_the_fork_server_preloads_no_image_library() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("cpus", ["all", "one"])
 def test_a_folder_named_isccd_in_the_working_directory_does_not_stop_the_workers(
-    tmp_path: Path,
+    tmp_path: Path, cpus: str
 ) -> None:
     # The README's install, run from the directory above a clone: the fork server's
-    # ``python -c`` would import the clone's folder (here an empty one) as the package.
+    # ``python -c`` would import the clone's folder (here an empty one) as the package. On one
+    # CPU the fork server is started by the first worker, not early.
     (tmp_path / "isccd").mkdir()
     library = tmp_path / "library"
     library.mkdir()
     (library / "a.txt").write_text("a few words of text to code")
-    command = Path(sys.executable).with_name("isccd")
+    command = [str(Path(sys.executable).with_name("isccd"))]
+    if cpus == "one":
+        command = ["taskset", "-c", str(min(os.sched_getaffinity(0))), *command]
     done = subprocess.run(
-        [str(command), "scan", "--state", str(tmp_path / "state"), str(library)],
+        [*command, "scan", "--state", str(tmp_path / "state"), str(library)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -225,7 +229,8 @@ def test_workers_that_cannot_import_their_code_say_why(tmp_path: Path) -> None:
 
 def test_the_fork_server_finds_the_package_this_process_found_in_its_working_directory() -> None:
     # ``python -m isccd`` in a clone: the package is the working directory's; the fork server,
-    # whose working directory is not on its path, is told where it is.
+    # whose working directory is not on its path, is told where it is. Afterwards the
+    # environment is as it was, for whatever else the process starts.
     import isccd
 
     parent = Path(isccd.__file__).resolve().parent.parent
@@ -234,9 +239,10 @@ def test_the_fork_server_finds_the_package_this_process_found_in_its_working_dir
         [
             sys.executable,
             "-c",
-            "import os; from isccd import forkserver; forkserver.import_from_here();"
-            "forkserver.import_from_here();"
-            "print(os.environ['PYTHONSAFEPATH'], os.environ['PYTHONPATH'])",
+            "import os; from isccd import forkserver\n"
+            "with forkserver.import_from_here(), forkserver.import_from_here():\n"
+            "    print(os.environ['PYTHONSAFEPATH'], os.environ['PYTHONPATH'])\n"
+            "print(os.environ.get('PYTHONSAFEPATH'), os.environ.get('PYTHONPATH'))",
         ],
         cwd=parent,
         env=env,
@@ -245,4 +251,4 @@ def test_the_fork_server_finds_the_package_this_process_found_in_its_working_dir
         timeout=60,
         check=True,
     )
-    assert done.stdout.split() == ["1", str(parent)]
+    assert done.stdout.splitlines() == [f"1 {parent}", "None None"]

@@ -528,7 +528,10 @@ class WorkerPool:
             name=f"isccd-worker-{number}",
             daemon=True,
         )
-        process.start()
+        # The fork server, started by the first worker (and again after an idle stop), must
+        # not import a folder named isccd in the working directory in place of the package.
+        with forkserver.import_from_here():
+            process.start()
         child.close()
         self._loop.call_soon_threadsafe(self._attach, _Worker(number, process, parent))
 
