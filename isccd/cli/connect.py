@@ -193,7 +193,7 @@ def _system_socket(system: Mapping[str, str]) -> Path:
     """
     try:
         configured = _configured_socket(None, system)
-    except ConfigError:
+    except (ConfigError, OSError):  # OSError: its directory cannot even be searched
         configured = None
     return configured if configured is not None else default_socket_path(system)
 
