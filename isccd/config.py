@@ -146,7 +146,9 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
         watcher=WatcherOptions(
             force_polling=watch.force_polling, follow_symlinks=watch.follow_symlinks
         ),
-        debounce=DebounceOptions(watch.settle, watch.max_delay, watch.max_pending),
+        debounce=DebounceOptions(
+            watch.settle, watch.max_delay, watch.max_pending, watch.max_open_delay
+        ),
         schedule=ScheduleOptions(watch.reconcile_interval, watch.poll_interval),
         log_level=settings.log.level,
         log_format=settings.log.format,

@@ -2,7 +2,8 @@
 
 The daemon and every command agree on these, so `isccd dupes` finds the store `isccd run` writes
 and `isccd status` finds its socket without options. As root (a system service) the paths follow
-the systemd directories; otherwise the XDG base directories of the user.
+the systemd directories; otherwise the XDG base directories of the user. :func:`system_env` is
+the environment the system service finds its places in, for a user's command that asks it.
 
 Reads only the environment given to it (the process environment by default); imports nothing of
 isccd.
@@ -15,6 +16,23 @@ from collections.abc import Mapping
 from pathlib import Path
 
 APP = "isccd"
+
+
+#: The directories systemd gives the system service (``systemd/isccd.service``: its
+#: ``StateDirectory=``, ``RuntimeDirectory=``, ``ConfigurationDirectory=`` and ``CacheDirectory=``).
+SYSTEM_DIRECTORIES = {
+    "STATE_DIRECTORY": "/var/lib/isccd",
+    "RUNTIME_DIRECTORY": "/run/isccd",
+    "CONFIGURATION_DIRECTORY": "/etc/isccd",
+    "CACHE_DIRECTORY": "/var/cache/isccd",
+}
+
+
+def system_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (the process environment by default) as the system service sees its places:
+    every function here given it answers with the system daemon's, whoever asks."""
+    env = os.environ if env is None else env
+    return {**env, **SYSTEM_DIRECTORIES}
 
 
 def _is_system(env: Mapping[str, str], euid: int | None) -> bool:

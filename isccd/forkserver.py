@@ -16,7 +16,11 @@ import contextlib
 import multiprocessing
 import os
 import signal
-from multiprocessing import forkserver, resource_tracker
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from multiprocessing import forkserver, resource_tracker, spawn
+from pathlib import Path
 from typing import Any
 
 #: What the fork server imports before it forks: the workers' code (:mod:`isccd.hashing.worker`,
@@ -28,15 +32,120 @@ from typing import Any
 #: before its first file.
 PRELOAD = ("isccd.hashing.worker", "isccd.hashing.warm")
 
+#: The directory holding the package this process runs (``isccd/`` is in it).
+_PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+
 
 def context() -> Any:
     """multiprocessing's fork server context, its server set to import :data:`PRELOAD`.
 
+    Start its processes inside :func:`import_from_here`: the fork server starts with the first.
     Typed loosely: each multiprocessing context has its own ``Process`` class.
     """
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))
     return ctx
+
+
+class _Environment:
+    """The variables :func:`import_from_here` sets, and what they were before, while any
+    thread is inside it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.saved: dict[str, str | None] = {}
+
+
+_ENVIRONMENT = _Environment()
+
+
+@contextlib.contextmanager
+def import_from_here() -> Iterator[None]:
+    """While inside, the fork server (and the resource tracker) multiprocessing starts import
+    isccd from where this process does, whatever their working directory holds. Reentrant, and
+    safe from several threads at once (starting workers side by side).
+
+    multiprocessing starts both with ``python -c``, which puts the working directory first on
+    ``sys.path``: a folder named ``isccd`` there (a clone, seen from the directory above it) is
+    imported in place of the package, and every worker dies before it can start. Inside,
+    ``PYTHONSAFEPATH`` (Python 3.11) leaves the working directory out; when this process found
+    the package in its own first ``sys.path`` entry (``python -m isccd`` run in a clone), that
+    directory is named in ``PYTHONPATH`` too, by its absolute path.
+
+    They are set in this process's environment until the last thread leaves: what it starts
+    meanwhile inherits them (the fork server, then its workers and the tools they run, none of
+    which is a Python interpreter). Afterwards the environment is as it was, for whatever else
+    the process starts (an application using the hashing workers).
+    """
+    env = _ENVIRONMENT
+    with env.lock:
+        if not env.inside:
+            changes = _import_variables(os.environ)
+            env.saved = {name: os.environ.get(name) for name in changes}
+            os.environ.update(changes)
+        env.inside += 1
+    try:
+        yield
+    finally:
+        with env.lock:
+            env.inside -= 1
+            if not env.inside:
+                for name, value in env.saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
+
+
+def _import_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that make an interpreter import isccd as this process does."""
+    changes = {} if environ.get("PYTHONSAFEPATH") else {"PYTHONSAFEPATH": "1"}
+    if not sys.path or sys.flags.safe_path or Path(sys.path[0]).resolve() != _PACKAGE_PARENT:
+        return changes
+    first = str(_PACKAGE_PARENT)
+    path = environ.get("PYTHONPATH", "")
+    if first not in path.split(os.pathsep):
+        changes["PYTHONPATH"] = os.pathsep.join(p for p in (first, path) if p)
+    return changes
+
+
+def import_problem(timeout: float = 60.0) -> str | None:
+    """Why the fork server cannot import what it preloads, if it cannot (blocking).
+
+    The fork server ignores a preload that fails to import (multiprocessing's choice), and each
+    worker forked from it then dies on its first import, its traceback on the standard error
+    only: this is what the error saying that the workers cannot start adds. It is the last line
+    of what an interpreter started as the fork server is (the same executable, flags,
+    environment and working directory) prints when it imports :data:`PRELOAD`.
+
+    Returns:
+        The error (``ModuleNotFoundError: No module named 'numba'``), or ``None`` when the
+        preload imports (the workers died of something else) or the probe could not run.
+    """
+    import subprocess  # noqa: PLC0415 - only when the workers could not start
+
+    # The flags multiprocessing passes to the fork server's interpreter (a private helper of
+    # subprocess's, which multiprocessing.util uses too).
+    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    code = "; ".join(f"import {module}" for module in PRELOAD)
+    try:
+        with import_from_here():
+            done = subprocess.run(  # noqa: S603 - this interpreter, our own code
+                [spawn.get_executable(), *flags, "-c", code],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                check=False,
+            )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode == 0:
+        return None
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit status {done.returncode}"
 
 
 def start_early() -> bool:
@@ -55,7 +164,8 @@ def start_early() -> bool:
         return False
     context()
     try:
-        forkserver.ensure_running()
+        with import_from_here():
+            forkserver.ensure_running()
     except OSError:
         return False
     return True

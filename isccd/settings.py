@@ -100,6 +100,9 @@ class WatchSettings(_Section):
     """Seconds a path must stay quiet before it is processed."""
     max_delay: float = Field(default=_DEBOUNCE.max_delay, gt=0, le=3600)
     """Seconds after a path's first change by which it is processed even if it never settles."""
+    max_open_delay: float = Field(default=_DEBOUNCE.max_open_delay, gt=0, le=86400)
+    """Seconds after its first write by which a file still open for writing is processed; until
+    then a file written to waits for its close."""
     poll_interval: float = Field(default=10.0, gt=0, le=86400)
     """Seconds between polls of roots and subtrees that cannot be watched by inotify, and between
     checks that each root is still there and whether unreadable directories can be read."""

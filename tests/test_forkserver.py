@@ -165,3 +165,92 @@ def test_the_fork_server_preloads_no_image_library() -> None:
         """
     )
     assert out == ["[]"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpus", ["all", "one"])
+def test_a_folder_named_isccd_in_the_working_directory_does_not_stop_the_workers(
+    tmp_path: Path, cpus: str
+) -> None:
+    # The README's install, run from the directory above a clone: the fork server's
+    # ``python -c`` would import the clone's folder (here an empty one) as the package. On one
+    # CPU the fork server is started by the first worker, not early.
+    (tmp_path / "isccd").mkdir()
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "a.txt").write_text("a few words of text to code")
+    command = [str(Path(sys.executable).with_name("isccd"))]
+    if cpus == "one":
+        command = ["taskset", "-c", str(min(os.sched_getaffinity(0))), *command]
+    done = subprocess.run(
+        [*command, "scan", "--state", str(tmp_path / "state"), str(library)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 added" in done.stdout
+
+
+_BROKEN_WORKERS = """
+    import asyncio, os, sys
+    from isccd.hashing.pool import WorkerOptions, WorkerPool, WorkersUnavailableError
+
+    # Imported here already: only the fork server's interpreter, started after, imports the
+    # module that shadows blake3 (and keeps it for the workers it forks).
+    os.environ["PYTHONPATH"] = {shadow!r}
+
+    async def main():
+        pool = WorkerPool(WorkerOptions(workers=1))
+        try:
+            await pool.start()
+        except WorkersUnavailableError as exc:
+            print(exc)
+        else:
+            print("started")
+        await pool.close(grace=0)
+
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_workers_that_cannot_import_their_code_say_why(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "blake3.py").write_text("")
+    error = _python(_BROKEN_WORKERS.format(shadow=str(shadow)))[-1]  # after the log lines
+    assert error.startswith(
+        "the hashing workers cannot start: exit status 1; they cannot import their code:"
+        " ImportError: cannot import name"
+    )
+    assert f"from 'blake3' ({shadow / 'blake3.py'})" in error
+
+
+def test_the_fork_server_finds_the_package_this_process_found_in_its_working_directory() -> None:
+    # ``python -m isccd`` in a clone: the package is the working directory's; the fork server,
+    # whose working directory is not on its path, is told where it is. Afterwards the
+    # environment is as it was, for whatever else the process starts.
+    import isccd
+
+    parent = Path(isccd.__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os; from isccd import forkserver\n"
+            "with forkserver.import_from_here(), forkserver.import_from_here():\n"
+            "    print(os.environ['PYTHONSAFEPATH'], os.environ['PYTHONPATH'])\n"
+            "print(os.environ.get('PYTHONSAFEPATH'), os.environ.get('PYTHONPATH'))",
+        ],
+        cwd=parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.splitlines() == [f"1 {parent}", "None None"]

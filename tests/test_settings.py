@@ -23,6 +23,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("watch", "roots"): ("/srv/a:/srv/b", (Path("/srv/a"), Path("/srv/b"))),
     ("watch", "settle"): ("0.5", 0.5),
     ("watch", "max_delay"): ("9", 9.0),
+    ("watch", "max_open_delay"): ("90", 90.0),
     ("watch", "poll_interval"): ("2.5", 2.5),
     ("watch", "force_polling"): ("true", True),
     ("watch", "reconcile_interval"): ("0", 0.0),

@@ -1,6 +1,13 @@
 """How the commands that read the index get their answer: from the daemon on its socket when one
 answers, else from the store (see :mod:`isccd.cli.index`), and the small helpers they share
-(their configuration, their failures, their bounded numbers)."""
+(their configuration, their failures, their bounded numbers).
+
+The daemon is found by :func:`isccd.cli.connect.find_daemon`, and the store read in its stead is
+the one that daemon uses: its configuration's (the system daemon's, when it stands in for the
+user's own). When the socket was named (``--socket``, ``ISCCD_SERVER__SOCKET``, ``[server]
+socket``) and nothing answers there, the command fails rather than answer from an index that
+may not be that daemon's; ``--state DIR`` names the index to read without a daemon.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_USAGE, log_to_stderr
-from isccd.cli.connect import connect, find_socket
+from isccd.cli.connect import Daemon, connect, find_daemon
 from isccd.cli.escape import shown
 from isccd.errors import ConfigError, DaemonUnavailableError, ProtocolError, StoreError
 from isccd.protocol import ErrorCode
@@ -47,9 +54,19 @@ def bounded(maximum: int, minimum: int = 1) -> Callable[[str], int]:
 
 
 def configure(
-    args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]] | None = None
+    args: argparse.Namespace,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    asked: bool = True,
 ) -> IndexConfig:
     """The command's configuration, loaded once (see :mod:`isccd.config`).
+
+    Args:
+        args: The command's arguments (``state``, ``config``, and ``socket`` when it has one).
+        overrides: Values of other flags, by section.
+        asked: The configuration of the daemon the command asks (:func:`find_daemon`: the
+            system daemon's when it stands in for the user's own), whose index it reads;
+            ``False``: the user's own, for a command that writes its own index (``scan``).
 
     Raises:
         ConfigError: The file cannot be read, or a setting is invalid.
@@ -58,9 +75,64 @@ def configure(
     # commands without configuration (`isccd code` run file by file) do not pay at every start.
     from isccd.config import load_index_config  # noqa: PLC0415
 
+    daemon = find_daemon(args)
+    config, env = (daemon.config, daemon.env) if asked else (args.config, None)
     return load_index_config(
-        args.config, state=args.state, socket=find_socket(args), overrides=overrides
+        config, state=args.state, socket=daemon.socket, overrides=overrides, env=env
     )
+
+
+def index_config(args: argparse.Namespace) -> IndexConfig:
+    """The configuration of the index a command reads by itself (``errors``) or writes beside
+    (``dedupe``'s action log): ``--state DIR``'s, else that of the daemon the command would
+    ask, checked to be the one it uses.
+
+    Raises:
+        Failed: The configuration is invalid; or, without ``--state``, the daemon's socket was
+            named and nothing answers there, or the daemon that answers keeps another index
+            than the configured one.
+    """
+    try:
+        config = configure(args)
+        daemon = None if args.state is not None else find_daemon(args)
+    except ConfigError as exc:
+        raise Failed(str(exc), EXIT_CONFIG) from None
+    if daemon is None:
+        return config
+    try:
+        client = connect(daemon.socket)
+    except DaemonUnavailableError as exc:
+        if daemon.named is not None:
+            raise Failed(_without_daemon(daemon, exc)) from None
+        return config  # no daemon runs: its index is read as it left it
+    except ProtocolError as exc:
+        raise refused(exc) from None
+    with client:
+        served = client.hello().store
+    if served is not None and served != _identity(config):
+        raise Failed(
+            f"the daemon on {shown(str(daemon.socket))} keeps another index than "
+            f"{shown(config.store_name)}: give --state DIR (its state directory) or --config "
+            "FILE (its configuration)"
+        )
+    return config
+
+
+def _identity(config: IndexConfig) -> str | None:
+    """The identity of the configured store; ``None`` when it cannot be read."""
+    log_to_stderr()
+    from isccd.pipeline import IndexReader  # noqa: PLC0415
+
+    try:
+        with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
+            return reader.store_id()
+    except StoreError:
+        return None
+
+
+def _without_daemon(daemon: Daemon, exc: DaemonUnavailableError) -> str:
+    """The failure of a command whose named socket does not answer."""
+    return f"{daemon.unavailable(exc)}; give --state DIR to read an index without the daemon"
 
 
 def fail(message: str, status: int = EXIT_FAILURE) -> int:
@@ -108,20 +180,20 @@ def answer(
             ``--socket``, or the store cannot be read.
     """
     unavailable: DaemonUnavailableError | None = None
-    socket: Path | None = None
+    daemon: Daemon | None = None
     if args.state is None:
         # The daemon is asked before the settings are loaded (pydantic, the option mapping):
         # it answers by itself, and its socket is read on its own.
         try:
-            socket = find_socket(args)
+            daemon = find_daemon(args)
         except ConfigError as exc:
             raise Failed(str(exc), EXIT_CONFIG) from None
         try:
-            client = connect(socket)
+            client = connect(daemon.socket)
         except DaemonUnavailableError as exc:
-            if args.socket is not None:
-                raise Failed(str(exc)) from None
-            unavailable = exc
+            if daemon.named is not None:
+                raise Failed(_without_daemon(daemon, exc)) from None
+            unavailable = daemon.unavailable(exc)
         except ProtocolError as exc:
             raise refused(exc) from None
         else:
@@ -153,7 +225,8 @@ def answer(
     if unavailable is not None:
         # Which index answered in the daemon's stead (on stderr: the output keeps its form).
         print(
-            f"isccd: no daemon answers on {shown(str(socket))}: read {shown(config.store_name)}",
+            f"isccd: no daemon answers on {shown(str(config.socket))}: read "
+            f"{shown(config.store_name)}",
             file=sys.stderr,
         )
     return answer

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.ask import Failed, answer, bounded, configure, fail
+from isccd.cli.ask import Failed, answer, bounded, configure, fail, index_config
 from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.escape import shown as show
 from isccd.cli.index import add_group_filters
@@ -384,29 +384,32 @@ def _print_dry_run(
     return EXIT_OK
 
 
-def _default_log(args: argparse.Namespace) -> Path:
-    try:
-        config = configure(args)
-    except ConfigError as exc:
-        raise Failed(str(exc), EXIT_CONFIG) from None
+def _default_log(state_dir: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    return config.state_dir / "dedupe" / f"{stamp}-{os.getpid()}.jsonl"
+    return state_dir / "dedupe" / f"{stamp}-{os.getpid()}.jsonl"
 
 
-def _log_key(args: argparse.Namespace, *, create: bool) -> bytes:
-    """The action-log key of the state directory (``--state``, or the configured one).
+def _log_key(state_dir: Path, *, create: bool) -> bytes:
+    """The action-log key of a state directory (``--state``, or the configured one).
 
     Raises:
-        Failed: The configuration is invalid.
         ActionLogError: The key cannot be made or read, or is not the user's own.
     """
     from isccd.dedupe.logkey import load_key  # noqa: PLC0415
 
+    return load_key(state_dir, create=create)
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    """The configured state directory (``--state``, or the configuration's).
+
+    Raises:
+        Failed: The configuration is invalid.
+    """
     try:
-        config = configure(args)
+        return configure(args).state_dir
     except ConfigError as exc:
         raise Failed(str(exc), EXIT_CONFIG) from None
-    return load_key(config.state_dir, create=create)
 
 
 def _apply(
@@ -423,8 +426,9 @@ def _apply(
     from isccd.dedupe.log import ActionLog  # noqa: PLC0415
 
     try:
-        log_path = args.log if args.log is not None else _default_log(args)
-        log = ActionLog(log_path, _log_key(args, create=True))
+        state_dir = index_config(args).state_dir  # beside the index the groups came from
+        log_path = args.log if args.log is not None else _default_log(state_dir)
+        log = ActionLog(log_path, _log_key(state_dir, create=True))
     except Failed as exc:
         return fail(str(exc), exc.status)
     except ActionLogError as exc:
@@ -507,7 +511,7 @@ def _run_undo(args: argparse.Namespace) -> int:
     if not args.undo.is_file():
         return fail(f"{args.undo}: no such action log")
     try:
-        key = _log_key(args, create=False)
+        key = _log_key(_state_dir(args), create=False)
     except Failed as exc:
         return fail(str(exc), exc.status)
     except ActionLogError as exc:

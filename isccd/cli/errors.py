@@ -3,7 +3,9 @@ one.
 
 The files come from the index the daemon writes (the configuration's store, ``--state DIR`` for
 another), read directly and read-only, so the command answers the same with or without a
-running daemon, and names the store it read on stderr. By default it lists the files that could
+running daemon, and names the store it read on stderr. A daemon that answers on the socket must
+serve that index, and one named by ``--socket``, ``ISCCD_SERVER__SOCKET`` or ``[server] socket``
+must answer (see :func:`isccd.cli.ask.index_config`). By default it lists the files that could
 not be fully indexed: errors, and units skipped for want of a tool; ``--all`` adds the other
 skips (a media type without a Content-Code, an empty file) and warnings.
 """
@@ -16,8 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
-from isccd.cli.connect import add_config_option
+from isccd.cli import EXIT_FAILURE, EXIT_OK
+from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.escape import shown
 from isccd.cli.formats import add_format_options, output_format
 from isccd.cli.output import print_json
@@ -77,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         jsonl="print one JSON object per file",
     )
     add_config_option(parser)
+    add_socket_option(parser)
     parser.set_defaults(handler=run_errors)
 
 
@@ -95,15 +98,16 @@ def listed(issue: FileIssue, every: bool) -> bool:
 
 def run_errors(args: argparse.Namespace) -> int:
     """``isccd errors``."""
-    from isccd.cli.ask import configure, file_path  # noqa: PLC0415 -- keeps --help fast
-    from isccd.errors import ConfigError, StoreError  # noqa: PLC0415
+    from isccd.cli.ask import Failed, file_path, index_config  # noqa: PLC0415 -- keeps --help fast
+    from isccd.errors import StoreError  # noqa: PLC0415
     from isccd.pipeline import IndexReader  # noqa: PLC0415
 
     try:
-        config = configure(args)
-    except ConfigError as exc:
+        # The index of the daemon the other commands ask (checked to be the one it serves).
+        config = index_config(args)
+    except Failed as exc:
         print(f"isccd: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return exc.status
     try:
         with IndexReader(config.store_url, config.reading(), host=config.store_host) as reader:
             troubled = reader.problems([file_path(p) for p in args.paths], actionable=not args.all)

@@ -348,7 +348,7 @@ def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
     if args.follow_symlinks is not None:
         overrides["watch"] = {"follow_symlinks": args.follow_symlinks}
     try:
-        config = configure(args, overrides)
+        config = configure(args, overrides, asked=False)  # its own index, never a daemon's
         scan_options = config.scan_options(roots, args.ignore)
     except ConfigError as exc:
         return fail(str(exc), EXIT_CONFIG)

@@ -112,6 +112,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_report(args: argparse.Namespace) -> int:
     """``isccd report``."""
+    from isccd.forkserver import import_from_here  # noqa: PLC0415
     from isccd.report.adapt import view_of_dupes  # noqa: PLC0415
     from isccd.report.cache import PreviewCache  # noqa: PLC0415
     from isccd.report.page import render_page  # noqa: PLC0415
@@ -156,7 +157,9 @@ def run_report(args: argparse.Namespace) -> int:
             progress.total = total
             progress.advance(done - progress.done)
 
-        facts = look_at(paths, options, cache, jobs=jobs, progress=show)
+        # The preview workers start from a fork server too: never from the working directory.
+        with import_from_here():
+            facts = look_at(paths, options, cache, jobs=jobs, progress=show)
     page = render_page(
         view, facts, source=source, generated=time.time(), generator=f"isccd {__version__}"
     )

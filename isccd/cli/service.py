@@ -22,7 +22,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from isccd.cli import EXIT_FAILURE, EXIT_OK
-from isccd.cli.connect import add_config_option, add_socket_option, fail, find_socket
+from isccd.cli.connect import (
+    add_config_option,
+    add_socket_option,
+    fail,
+    find_daemon,
+    open_client,
+)
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
 from isccd.cli.output import print_json
@@ -38,7 +44,9 @@ if TYPE_CHECKING:
 
 _NO_DAEMON = (
     "The daemon is asked on --socket PATH, else $ISCCD_SERVER__SOCKET, else [server] socket of "
-    "the configuration (--config FILE, else the daemon's default file), else the default socket. "
+    "the configuration (--config FILE, else the daemon's default file), else the default socket, "
+    "or the system daemon's (/run/isccd/isccd.sock) when yours does not exist and you have no "
+    "configuration file. "
     "exit status: 0 success; 1 when no daemon answers on the socket or it refuses; 78 when the "
     "configuration cannot be read."
 )
@@ -141,10 +149,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_status(args: argparse.Namespace) -> int:
     """``isccd status``."""
-    from isccd.client import Client  # noqa: PLC0415
-
     try:
-        with Client(find_socket(args)) as client:
+        with open_client(args) as client:
             status = client.status()
     except (DaemonUnavailableError, ProtocolError, ConfigError) as exc:
         return fail(exc)
@@ -251,7 +257,6 @@ def _sigterm_stops() -> Iterator[None]:
 
 def run_subscribe(args: argparse.Namespace) -> int:
     """``isccd subscribe``."""
-    from isccd.client import Client  # noqa: PLC0415
 
     as_json = output_format(args) != "text"
     roots = [os.path.realpath(r) for r in args.roots] if args.roots else None
@@ -259,7 +264,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
     status = EXIT_FAILURE
     try:
         with _sigterm_stops():
-            client = Client(find_socket(args))
+            client = open_client(args)
             result = client.subscribe(
                 args.since, types=args.types, roots=roots, store=args.store, fleet=args.fleet
             )
@@ -342,8 +347,11 @@ def _details(data: Mapping[str, Any], host: str) -> str:
     issues = data.get("issues")
     if isinstance(issues, list):
         parts += [shown(str(i.get("reason"))) for i in issues if isinstance(i, dict)][:3]
+    # A unit is shown with each other file's distance; an event without one (``dup.resolved``:
+    # which unit's relation ended, the files may still be near by another) names it inline.
+    inline = _NOT_INLINE - {"unit"} if "threshold" not in data else _NOT_INLINE
     for key, value in data.items():
-        if key not in _NOT_INLINE and isinstance(value, str | int | float | bool):
+        if key not in inline and isinstance(value, str | int | float | bool):
             parts.append(f"{key}={shown(value) if isinstance(value, str) else value}")
     return "  ".join(parts)
 
@@ -358,8 +366,8 @@ def run_rescan(args: argparse.Namespace) -> int:
 
     path = os.path.realpath(args.path) if args.path else None
     try:
-        socket = find_socket(args)
-        with Client(socket) as client:
+        socket = find_daemon(args).socket
+        with open_client(args) as client:
             since = client.status().last_seq
             result = client.rescan(path)
         changes = wait(lambda: Client(socket), path, since) if args.wait else None

@@ -277,6 +277,11 @@ class WorkerPool:
             ready.cancel()
             await self.close(grace=0)
             reason = self._start_failed.result()
+            if self._options.start_method == "forkserver":
+                # A worker that cannot import its code dies before it can say so.
+                problem = await asyncio.to_thread(forkserver.import_problem)
+                if problem is not None:
+                    reason = f"{reason}; they cannot import their code: {problem}"
             raise WorkersUnavailableError(f"the hashing workers cannot start: {reason}")
 
     async def compute(
@@ -527,7 +532,10 @@ class WorkerPool:
             name=f"isccd-worker-{number}",
             daemon=True,
         )
-        process.start()
+        # The fork server, started by the first worker (and again after an idle stop), must
+        # not import a folder named isccd in the working directory in place of the package.
+        with forkserver.import_from_here():
+            process.start()
         child.close()
         self._loop.call_soon_threadsafe(self._attach, _Worker(number, process, parent))
 

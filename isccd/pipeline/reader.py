@@ -45,6 +45,10 @@ class IndexReader:
         """Close the store."""
         self._ix.close()
 
+    def store_id(self) -> str:
+        """The store's identity (what a daemon serving it says in ``hello``)."""
+        return self._ix.store.identity
+
     def __enter__(self) -> IndexReader:
         return self
 

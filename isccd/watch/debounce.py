@@ -1,9 +1,17 @@
 """Settling and coalescing of file-system changes: pure logic, with the clock passed in.
 
 A file being written produces a burst of events; it is processed once, after it has been quiet
-for ``settle`` seconds, or ``max_delay`` seconds after its first change if it never goes quiet
-(a log file that is appended to forever). Everything that happens to one path while it waits is
-coalesced into one entry, so the work queue behind the debouncer holds each path at most once.
+for ``settle`` seconds, or ``max_delay`` seconds after its first change if it never goes quiet.
+Everything that happens to one path while it waits is coalesced into one entry, so the work
+queue behind the debouncer holds each path at most once.
+
+A file written to (:attr:`ChangeKind.WRITTEN`) is open for writing until the kernel says it was
+closed (:attr:`ChangeKind.CLOSED`, inotify's ``IN_CLOSE_WRITE``): until then it is not released,
+however long it stays quiet (a slow upload pauses between its writes), but only once it is closed,
+and settled; or ``max_open_delay`` seconds after its first write if it is never closed (a log
+file kept open and appended to forever), coded then as it is. The wait for ``max_delay`` starts
+again at the close. A file created and closed in one go (a copy, a save) is released as soon as it
+has settled after its close, as any other change.
 
 What comes out are *actions*:
 
@@ -37,7 +45,11 @@ class ChangeKind(enum.Enum):
     """What an observer saw happen to a path."""
 
     TOUCHED = "touched"
-    """Created, written, closed after writing, or its attributes changed."""
+    """Created, or its attributes changed (its content may have changed: it is looked at)."""
+    WRITTEN = "written"
+    """Written to (``IN_MODIFY``): open for writing until :attr:`CLOSED` comes."""
+    CLOSED = "closed"
+    """Closed after writing (``IN_CLOSE_WRITE``)."""
     REMOVED = "removed"
     """Deleted, or moved out of the root."""
     MOVED = "moved"
@@ -124,29 +136,35 @@ class DebounceStatistics:
 
 
 class _Entry:
-    __slots__ = ("first", "is_dir", "last", "root")
+    __slots__ = ("first", "is_dir", "last", "open", "root")
 
-    def __init__(self, root: str, first: float, *, is_dir: bool) -> None:
+    def __init__(self, root: str, first: float, *, is_dir: bool, open: bool = False) -> None:
         self.root = root
         self.first = first
         self.last = first
         self.is_dir = is_dir
+        self.open = open  # written to, and not closed since
 
 
 @dataclass(frozen=True, slots=True)
 class DebounceOptions:
-    """How changes are settled (``[watch] settle``, ``max_delay``, ``max_pending``).
+    """How changes are settled (``[watch] settle``, ``max_delay``, ``max_pending``,
+    ``max_open_delay``).
 
     Attributes:
         settle: Seconds a path must stay quiet before it is released.
-        max_delay: Seconds after a path's first change by which it is released regardless.
+        max_delay: Seconds after a path's first change (or its close, for a file that was
+            open for writing) by which it is released regardless.
         max_pending: Paths allowed to wait at once. A change that would exceed it drops the
             pending paths of its root and yields a :class:`Recrawl` of that root instead.
+        max_open_delay: Seconds after its first write by which a file still open for writing
+            is released regardless.
     """
 
     settle: float = 0.25
     max_delay: float = 5.0
     max_pending: int = 100_000
+    max_open_delay: float = 600.0
 
     def __post_init__(self) -> None:
         """Check the values.
@@ -154,7 +172,7 @@ class DebounceOptions:
         Raises:
             OptionError: A value that is not positive.
         """
-        for name in ("settle", "max_delay", "max_pending"):
+        for name in ("settle", "max_delay", "max_pending", "max_open_delay"):
             if not getattr(self, name) > 0:
                 raise OptionError(name, f"must be greater than 0 (got {getattr(self, name)})")
 
@@ -171,10 +189,12 @@ class Debouncer:
         self._settle = options.settle
         self._max_delay = options.max_delay
         self._max_pending = options.max_pending
+        self._max_open_delay = options.max_open_delay
         self._entries: dict[str, _Entry] = {}
-        # Quiet order: least recently touched first (a touch moves a path to the end).
+        # Quiet order of the paths not open for writing: least recently touched first (a touch
+        # moves a path to the end).
         self._by_last: OrderedDict[str, None] = OrderedDict()
-        # Max-delay order: (first + max_delay, path), stale items skipped when popped.
+        # Max-delay order: (deadline, path), stale items skipped when popped (see _deadline).
         self._by_first: list[tuple[float, str]] = []
         self._settled = 0
         self._coalesced = 0
@@ -195,13 +215,28 @@ class Debouncer:
         entry = self._entries.get(change.path)
         if entry is not None:
             self._coalesced += 1
-            entry.last = now
             entry.is_dir = change.is_dir
-            self._by_last.move_to_end(change.path)
+            if change.kind is ChangeKind.WRITTEN and not entry.open:
+                # Out of the quiet order until it is closed; its deadline is the open file's.
+                self._drop(change.path)
+                entry.open = True
+                entry.last = now
+                self._insert(change.path, entry)
+            elif change.kind is ChangeKind.CLOSED and entry.open:
+                # Settles from its close, and may keep changing for max_delay after it.
+                self._drop(change.path)
+                entry.open = False
+                entry.first = entry.last = now
+                self._insert(change.path, entry)
+            else:
+                entry.last = now
+                if not entry.open:
+                    self._by_last.move_to_end(change.path)
             return []
         if len(self._entries) >= self._max_pending:
             return [self._overflow(change.root)]
-        self._insert(change.path, _Entry(change.root, now, is_dir=change.is_dir))
+        written = change.kind is ChangeKind.WRITTEN
+        self._insert(change.path, _Entry(change.root, now, is_dir=change.is_dir, open=written))
         return []
 
     def pop_due(self, now: float) -> list[Dirty]:
@@ -215,7 +250,7 @@ class Debouncer:
         while self._by_first and self._by_first[0][0] <= now:
             _, path = heapq.heappop(self._by_first)
             entry = self._entries.get(path)
-            if entry is not None and entry.first + self._max_delay <= now:
+            if entry is not None and self._deadline(entry) <= now:
                 due.append(self._release(path))
         return due
 
@@ -227,7 +262,7 @@ class Debouncer:
         while self._by_first:
             limit, path = self._by_first[0]
             entry = self._entries.get(path)
-            if entry is None or entry.first + self._max_delay != limit:
+            if entry is None or self._deadline(entry) != limit:
                 heapq.heappop(self._by_first)  # stale: released, or moved to another path
                 continue
             deadline = limit if deadline is None else min(deadline, limit)
@@ -255,15 +290,20 @@ class Debouncer:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def _deadline(self, entry: _Entry) -> float:
+        """When ``entry`` is released however busy it is."""
+        return entry.first + (self._max_open_delay if entry.open else self._max_delay)
+
     def _insert(self, path: str, entry: _Entry) -> None:
         self._entries[path] = entry
-        self._by_last[path] = None
-        heapq.heappush(self._by_first, (entry.first + self._max_delay, path))
+        if not entry.open:  # an open file never settles: only its close or deadline frees it
+            self._by_last[path] = None
+        heapq.heappush(self._by_first, (self._deadline(entry), path))
 
     def _drop(self, path: str) -> _Entry | None:
         entry = self._entries.pop(path, None)
         if entry is not None:
-            del self._by_last[path]
+            self._by_last.pop(path, None)
         return entry
 
     def _release(self, path: str) -> Dirty:

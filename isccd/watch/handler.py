@@ -29,7 +29,9 @@ from isccd.watch.debounce import Change, ChangeKind
 
 #: The events asked of the kernel. Opening and reading files (isccd's own hashing included) is
 #: left out, so hashing a file can never trigger another look at it. Attribute changes count
-#: (``touch`` sets the modification time).
+#: (``touch`` sets the modification time). A write (``IN_MODIFY``) and the close after writing
+#: (``IN_CLOSE_WRITE``) are told apart: a file written to is coded once it is closed (see
+#: :mod:`isccd.watch.debounce`).
 EVENT_FILTER: list[type[FileSystemEvent]] = [
     FileCreatedEvent,
     FileModifiedEvent,
@@ -68,11 +70,16 @@ def to_change(event: FileSystemEvent, root: str) -> Change | None:
     elif is_dir:
         kind = ChangeKind.DIR_ADDED if event.event_type == "created" else None
     else:
-        kind = ChangeKind.TOUCHED if event.event_type in _CONTENT_EVENTS else None
+        kind = _CONTENT_EVENTS.get(event.event_type)
     return None if kind is None else Change(kind, root, src, is_dir=is_dir)
 
 
-_CONTENT_EVENTS = frozenset({"created", "modified", "closed", "attrib"})
+_CONTENT_EVENTS = {
+    "created": ChangeKind.TOUCHED,
+    "attrib": ChangeKind.TOUCHED,
+    "modified": ChangeKind.WRITTEN,
+    "closed": ChangeKind.CLOSED,
+}
 
 
 def _text(path: bytes | str) -> str:

@@ -94,11 +94,10 @@ def test_the_environment_and_the_default_file_are_read_too(
     no_daemon_and_no_default_config: Path,
 ) -> None:
     # The state directory comes from the default configuration file; no daemon answers on the
-    # configured socket, so the store there is read.
+    # default socket, so the store there is read.
     state = tmp_path / "configured-state"
     (no_daemon_and_no_default_config / "isccd.toml").write_text(
-        f'[store]\nstate_dir = "{state}"\n[server]\nsocket = "{tmp_path / "none.sock"}"\n',
-        encoding="utf-8",
+        f'[store]\nstate_dir = "{state}"\n', encoding="utf-8"
     )
     status, _, err = run(["scan", str(library)], capsys)
     assert status == 0, err

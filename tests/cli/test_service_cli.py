@@ -279,6 +279,20 @@ def test_readable_event_lines_name_the_duplicates() -> None:
     assert "and 3 more" in line
 
 
+def test_a_readable_resolved_line_names_the_unit_whose_relation_ended() -> None:
+    # The Data-Codes drifted apart; the texts are still near, as another event of theirs says.
+    event = Event(
+        9,
+        EventType.DUP_RESOLVED,
+        0.0,
+        "/r",
+        "/r/b.txt",
+        {"kind": "near", "unit": "data", "reason": "threshold", "others": [{"path": "/r/a.txt"}]},
+    )
+    line = format_event(event)
+    assert line.endswith("/r/b.txt  ~ /r/a.txt  kind=near  unit=data  reason=threshold"), line
+
+
 def test_readable_status_shows_the_shared_database_and_the_other_hosts() -> None:
     database = DatabaseStatus(
         url="postgresql://isccd:***@db.example/isccd",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +182,31 @@ def test_the_daemon_and_the_store_give_the_same_report(
     assert b["source"] == f"the index in {daemon.state}"
     assert a["groups"] == b["groups"]
     assert len(a["groups"]) == 2
+
+
+@pytest.mark.slow
+def test_a_folder_named_isccd_in_the_working_directory_leaves_the_previews_made(
+    library: Library, tmp_path: Path
+) -> None:
+    # The README's install, run from the directory above a clone: the preview workers' fork
+    # server would import the clone's folder (here an empty one) as the package, and every
+    # preview would be an icon.
+    (tmp_path / "isccd").mkdir()
+    out = tmp_path / "report.html"
+    command = Path(sys.executable).with_name("isccd")
+    done = subprocess.run(
+        [str(command), "report", "--state", str(library.state), "--out", str(out)],
+        cwd=tmp_path,
+        env={**os.environ, "CACHE_DIRECTORY": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    kinds = {
+        os.path.relpath(m["path"], library.root): m["preview"]["kind"]
+        for g in page_data(out.read_text())["groups"]
+        for m in g["members"]
+    }
+    assert kinds["photos/beach.jpg"] == "image", done.stderr

@@ -20,11 +20,20 @@ from isccd.watch.debounce import (
 
 SETTLE = 0.25
 MAX_DELAY = 2.0
+MAX_OPEN = 30.0
 ROOT = "/r"
 
 
 def touched(path: str, root: str = ROOT) -> Change:
     return Change(ChangeKind.TOUCHED, root, path)
+
+
+def written(path: str) -> Change:
+    return Change(ChangeKind.WRITTEN, ROOT, path)
+
+
+def closed(path: str) -> Change:
+    return Change(ChangeKind.CLOSED, ROOT, path)
 
 
 def test_a_burst_of_writes_is_released_once_after_the_quiet_period() -> None:
@@ -51,6 +60,57 @@ def test_a_file_that_never_goes_quiet_is_released_after_the_maximum_delay() -> N
     first_time, first = released[0]
     assert first == Dirty(ROOT, "/r/log")
     assert MAX_DELAY <= first_time <= MAX_DELAY + 0.1 + 1e-9
+
+
+def test_a_file_written_slowly_is_released_once_after_its_close() -> None:
+    # An upload: 1 MiB every 0.5 s for 8 s, quiet between writes for longer than settle, and
+    # longer in all than max_delay: nothing is released before its close.
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY, max_open_delay=MAX_OPEN))
+    d.add(touched("/r/up"), 0.0)  # created
+    released = []
+    for step in range(16):
+        now = step * 0.5
+        d.add(written("/r/up"), now)
+        released += d.pop_due(now + 0.49)
+    assert released == []
+    assert d.next_deadline() == pytest.approx(MAX_OPEN)
+    d.add(closed("/r/up"), 8.0)
+    assert d.pop_due(8.0 + SETTLE - 0.01) == []
+    assert d.pop_due(8.0 + SETTLE) == [Dirty(ROOT, "/r/up")]
+    assert len(d) == 0
+
+
+def test_a_file_written_and_closed_at_once_settles_as_any_change() -> None:
+    # A copy: created, written, closed in one go. Released after settle, as before the wait
+    # for closes existed.
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY, max_open_delay=MAX_OPEN))
+    d.add(touched("/r/copy"), 0.0)
+    d.add(written("/r/copy"), 0.001)
+    d.add(closed("/r/copy"), 0.002)
+    assert d.next_deadline() == pytest.approx(0.002 + SETTLE)
+    assert d.pop_due(0.002 + SETTLE) == [Dirty(ROOT, "/r/copy")]
+
+
+def test_a_file_kept_open_is_released_after_the_longest_wait_and_again_after_its_close() -> None:
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY, max_open_delay=MAX_OPEN))
+    d.add(written("/r/log"), 0.0)
+    d.add(touched("/r/log"), 1.0)  # a chmod while it is open does not release it
+    assert d.pop_due(MAX_OPEN - 0.01) == []
+    assert d.pop_due(MAX_OPEN) == [Dirty(ROOT, "/r/log")]
+    d.add(written("/r/log"), MAX_OPEN + 1)
+    d.add(closed("/r/log"), MAX_OPEN + 2)
+    assert d.pop_due(MAX_OPEN + 2 + SETTLE) == [Dirty(ROOT, "/r/log")]
+
+
+def test_an_open_file_renamed_still_waits_for_its_close() -> None:
+    d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY, max_open_delay=MAX_OPEN))
+    d.add(written("/r/a.part"), 0.0)
+    assert d.add(Change(ChangeKind.MOVED, ROOT, "/r/a.part", "/r/a"), 1.0) == [
+        Moved(ROOT, "/r/a.part", "/r/a")
+    ]
+    assert d.pop_due(MAX_DELAY + 1) == []
+    d.add(closed("/r/a"), 3.0)
+    assert d.pop_due(3.0 + SETTLE) == [Dirty(ROOT, "/r/a")]
 
 
 def test_create_then_delete_is_one_look_at_the_path() -> None:
@@ -132,30 +192,41 @@ class DebouncerMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.d = Debouncer(DebounceOptions(SETTLE, MAX_DELAY, max_pending=4))
+        self.d = Debouncer(
+            DebounceOptions(SETTLE, MAX_DELAY, max_pending=4, max_open_delay=MAX_OPEN)
+        )
         self.now = 0.0
-        # path -> (first, last)
-        self.model: dict[str, tuple[float, float]] = {}
+        # path -> (first, last, open for writing)
+        self.model: dict[str, tuple[float, float, bool]] = {}
 
     def _deadline(self, path: str) -> float:
-        first, last = self.model[path]
-        return min(last + SETTLE, first + MAX_DELAY)
+        first, last, open_ = self.model[path]
+        return first + MAX_OPEN if open_ else min(last + SETTLE, first + MAX_DELAY)
 
     @rule(dt=st.floats(min_value=0, max_value=1.0))
     def advance(self, dt: float) -> None:
         self.now += dt
 
-    @rule(path=PATHS)
-    def touch(self, path: str) -> None:
-        out = self.d.add(touched(path), self.now)
+    @rule(
+        path=PATHS,
+        kind=st.sampled_from([ChangeKind.TOUCHED, ChangeKind.WRITTEN, ChangeKind.CLOSED]),
+    )
+    def touch(self, path: str, kind: ChangeKind) -> None:
+        out = self.d.add(Change(kind, ROOT, path), self.now)
         if path in self.model:
-            self.model[path] = (self.model[path][0], self.now)
+            first, _, open_ = self.model[path]
+            if kind is ChangeKind.WRITTEN:
+                self.model[path] = (first, self.now, True)
+            elif kind is ChangeKind.CLOSED and open_:
+                self.model[path] = (self.now, self.now, False)
+            else:
+                self.model[path] = (first, self.now, open_)
             assert out == []
         elif len(self.model) >= 4:
             assert out == [Recrawl(ROOT, RecrawlReason.PENDING)]
             self.model.clear()
         else:
-            self.model[path] = (self.now, self.now)
+            self.model[path] = (self.now, self.now, kind is ChangeKind.WRITTEN)
             assert out == []
 
     @rule(src=PATHS, dest=PATHS)
@@ -166,10 +237,10 @@ class DebouncerMachine(RuleBasedStateMachine):
             Moved(ROOT, src, dest)
         ]
         if src in self.model:
-            first = self.model.pop(src)[0]
+            first, _, open_ = self.model.pop(src)
             if dest in self.model:
                 first = min(first, self.model[dest][0])
-            self.model[dest] = (first, self.now)
+            self.model[dest] = (first, self.now, open_)
 
     @rule()
     def pop(self) -> None:
