@@ -291,7 +291,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.script:
         from isccd.dedupe.script import shell_script  # noqa: PLC0415
 
-        sys.stdout.write(shell_script(steps, _summary(action, steps, plan, dry=True)))
+        script = shell_script(steps, _summary(action, steps, plan, dry=True))
+        # As bytes: a name that is not UTF-8 must reach the script as the bytes it is.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(os.fsencode(script))
+        sys.stdout.buffer.flush()
         return EXIT_OK
     if not args.apply:
         return _print_dry_run(
