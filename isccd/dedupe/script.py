@@ -46,8 +46,9 @@ reflink() { cp --reflink=always -- "$1" "$3" && chown --reference="$2" -- "$3" &
     chmod --reference="$2" -- "$3" && touch -r "$2" -- "$3" && mv -f -- "$3" "$2" ||
     { rm -f -- "$3"; skip "$2" 'not reflinked'; }; }
 remove() { rm -f -- "$2" || skip "$2" 'not removed'; }
-move() { d=$(dirname -- "$3"; echo /); d=${d%?/}; mkdir -p -- "$d" && [ "$(stat -c %d -- "$d")" = "$4" ] &&
-    [ ! -e "$3" ] && [ ! -L "$3" ] && mv -n -- "$2" "$3" && [ ! -e "$2" ] ||
+move() { d=$(dirname -- "$3"; echo /); d=${d%?/};
+    mkdir -p -- "$d" && [ "$(stat -c %d -- "$d")" = "$4" ] && [ ! -e "$3" ] && [ ! -L "$3" ] &&
+    mv -n -- "$2" "$3" && [ ! -e "$2" ] ||
     skip "$2" "not moved to $3"; }
 """
 
