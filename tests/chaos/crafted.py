@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from isccd.dedupe.planfile import plan_document
+from tests.dedupe.conftest import plan_of, write
+
 Document = dict[str, Any]
 
 
@@ -264,3 +267,66 @@ def special_plans(where: Path) -> list[Crafted]:
         Crafted("a directory", None, where),
         Crafted("a missing file", None, where / "missing.json"),
     ]
+
+
+class Host:
+    """Two watched roots, a private folder, a configuration naming the roots (no daemon, no
+    index of its own), and the crafted plans against them (:attr:`plans`, by name)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.root = base / "root"
+        self.other = base / "other"
+        self.private = base / "private"
+        kept = write(self.root / "a.bin", b"the same bytes\n", mtime=1_000_000)
+        write(self.root / "b.bin", b"the same bytes\n", mtime=2_000_000)
+        write(self.private / "a.bin", b"private bytes\n", mtime=1_000_000)
+        write(self.private / "b.bin", b"private bytes\n", mtime=2_000_000)
+        self.other.mkdir()
+        (base / "root-link").symlink_to(self.root)
+        self.config = base / "isccd.toml"
+        self.config.write_text(
+            f"[watch]\nroots = {json.dumps([str(self.root), str(self.other)])}\n"
+            f"[store]\nstate_dir = {json.dumps(str(base / 'state'))}\n"
+            f"[server]\nsocket = {json.dumps(str(base / 'isccd.sock'))}\n"
+        )
+        self.valid = plan_document(plan_of(self.root, [[kept, self.root / "b.bin"]]))
+        self.plans = {
+            c.name: c
+            for c in crafted_plans(self.valid, self.root, self.other, self.private)
+            + special_plans(base / "special")
+        }
+
+    def files(self) -> dict[str, tuple[int, bytes]]:
+        """Every file under the base folder (but the plans and logs): inode and bytes."""
+        out = {}
+        for where in (self.root, self.other, self.private):
+            for p in where.rglob("*"):
+                if p.is_file():
+                    out[str(p)] = (p.stat().st_ino, p.read_bytes())
+        return out
+
+    def plan_file(self, crafted: Crafted) -> Path:
+        if crafted.content is None:
+            assert crafted.path is not None
+            return crafted.path
+        path = self.base / "plan.json"
+        path.write_bytes(crafted.content)
+        return path
+
+    def fault(self, status: int, err: str, before: dict[str, tuple[int, bytes]]) -> str | None:
+        """Why a run of a crafted plan (its exit status and stderr) was not refused as it
+        must be (exit 2, one short line, nothing touched), or ``None``."""
+        faults = [
+            (status != 2, f"exit status {status}"),
+            ("Traceback" in err or "\x1b" in err or "\0" in err, "a traceback or a raw control"),
+            (not err.startswith("isccd: ") or err.count("\n") != 1, "not one line"),
+            (len(err) >= 600, "a line too long"),
+            (self.files() != before, "files were touched"),
+            ((self.other / "attic").exists() or (self.root / "attic").exists(), "a folder made"),
+        ]
+        return next((why for failed, why in faults if failed), None)
+
+    def argv(self, crafted: Crafted) -> list[str]:
+        return ["dedupe", *crafted.args, "--plan", str(self.plan_file(crafted)), "--apply",
+                "--log", str(self.base / "log.jsonl"), "--config", str(self.config)]  # fmt: skip
