@@ -97,7 +97,7 @@ def _shows_a_secret(shown: str) -> bool:
 
 def _libpq(text: str) -> dict[str, str] | None:
     try:
-        return dict(conninfo_to_dict(text))
+        return {k: str(v) for k, v in conninfo_to_dict(text).items() if v is not None}
     except psycopg.ProgrammingError:
         return None
 
