@@ -39,6 +39,7 @@ def _check(host: Host, status: int, err: str, before: dict[str, tuple[int, bytes
     assert fault is None, f"{fault}: {err!r}"
 
 
+@pytest.mark.slow
 def test_the_valid_plan_applies(host: Host, capsys: pytest.CaptureFixture[str]) -> None:
     # The control: the same plan, unchanged, acts (on a copy of the host, to keep it whole).
     other = Host(host.base.parent / (host.base.name + "-valid"))
@@ -48,6 +49,7 @@ def test_the_valid_plan_applies(host: Host, capsys: pytest.CaptureFixture[str]) 
     assert not (other.root / "b.bin").exists() and (other.root / "a.bin").exists()
 
 
+@pytest.mark.slow
 def test_there_are_at_least_fifty_crafted_plans(host: Host) -> None:
     assert len(host.plans) >= 50
 

@@ -170,6 +170,7 @@ def _encode_some(text: str, data: st.DataObject) -> str:
     return "".join(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(data=st.data())
 def test_any_uri_is_read_as_libpq_reads_it_and_hides_its_secrets(data: st.DataObject) -> None:
@@ -199,6 +200,7 @@ def test_any_uri_is_read_as_libpq_reads_it_and_hides_its_secrets(data: st.DataOb
     assert not _shows_a_secret(shown), (text, shown)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(value=_secret, quoted=st.booleans(), space=st.sampled_from(["", " ", "\t"]))
 def test_any_key_value_text_is_read_as_libpq_reads_it(value: str, quoted: bool, space: str) -> None:
@@ -220,6 +222,7 @@ def test_a_url_libpq_refuses_is_refused_before_libpq_quotes_it(tmp_path: Path) -
     assert MARK not in str(caught.value) and "not one libpq accepts" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_the_configured_store_is_shown_without_its_password(tmp_path: Path) -> None:
     from isccd.config import load_index_config
 
