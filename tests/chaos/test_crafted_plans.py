@@ -9,13 +9,19 @@ command as a subprocess.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from isccd.cli.main import main
+from isccd.dedupe.planfile import check_roots, plan_from_document
+from isccd.errors import PlanFileError
 from tests.chaos.crafted import Crafted, Host
 
 #: The crafted plans the command also runs as a real process.
@@ -80,3 +86,47 @@ def test_the_real_command_refuses_them_too(host: Host, name: str) -> None:
     )  # fmt: skip
     _check(host, done.returncode, done.stderr, before)
     assert done.stdout == ""
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_value_anywhere_is_a_plan_or_a_one_line_refusal(
+    host: Host, data: st.DataObject
+) -> None:
+    document = copy.deepcopy(host.valid)
+    # A place in the document: the top, a group or a member; a key there, known or not.
+    places: list[dict[str, Any]] = [
+        document,
+        document["groups"][0],
+        *document["groups"][0]["members"],
+    ]
+    place = data.draw(st.sampled_from(places))
+    key = data.draw(st.sampled_from([*place, "links", "extra"]))
+    place[key] = data.draw(_json)
+    try:
+        plan = plan_from_document(json.loads(json.dumps(document)))
+        check_roots(plan, [str(host.root), str(host.other)])
+    except PlanFileError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 600
+        return
+    # Accepted: every file it names is inside one of the host's roots.
+    for group in plan.groups:
+        for member in group.members:
+            assert member.root in (str(host.root), str(host.other))
+            assert all(p.startswith(member.root + "/") for p in member.paths)
