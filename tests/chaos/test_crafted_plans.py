@@ -103,7 +103,7 @@ _json = st.recursive(
 
 @pytest.mark.slow
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
 def test_any_value_anywhere_is_a_plan_or_a_one_line_refusal(
