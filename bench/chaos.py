@@ -38,6 +38,10 @@ recovery). Sections, in order:
     or edited lines, lines signed with the real key but with fields undo must refuse) given to
     ``isccd dedupe --undo``, each in its own process: logs tried, refused with their reason and
     exit 2, tracebacks (must be 0), files touched (must be 0), and the genuine log undone.
+12. **crafted_plans**: every crafted plan file of :mod:`tests.chaos.crafted` (paths outside
+    the roots, move targets inside them, NUL bytes, deep nesting, huge numbers, wrong types,
+    FIFOs) given to the real ``isccd dedupe --plan ... --apply``: plans tried, plans refused
+    (exit 2, one line, nothing touched), the others (must be 0), and the slowest refusal.
 
 A section is a :class:`Section` in :data:`SECTIONS`.
 
@@ -550,6 +554,39 @@ def bench_crafted_logs(options: Options) -> Figures:
         }
 
 
+# -- crafted plans --------------------------------------------------------------------------------
+
+
+def bench_crafted_plans(options: Options) -> Figures:
+    """Every crafted plan of :mod:`tests.chaos.crafted` run by the real command."""
+    import tempfile
+
+    from tests.chaos.crafted import Host
+
+    with tempfile.TemporaryDirectory(prefix="crafted") as tmp:
+        host = Host(Path(tmp))
+        faults: dict[str, str] = {}
+        slowest = 0.0
+        for name, crafted in host.plans.items():
+            before = host.files()
+            started = time.monotonic()
+            done = subprocess.run(
+                [sys.executable, "-m", "isccd", *host.argv(crafted)],
+                capture_output=True, text=True, check=False, timeout=120,
+            )  # fmt: skip
+            slowest = max(slowest, time.monotonic() - started)
+            fault = host.fault(done.returncode, done.stderr, before)
+            if fault is not None:
+                faults[name] = fault
+        return {
+            "crafted plans tried": len(host.plans),
+            "crafted plans refused": len(host.plans) - len(faults),
+            "not refused (must be 0)": len(faults),
+            "which": str(faults) if faults else "none",
+            "slowest refusal ms": round(slowest * 1000),
+        }
+
+
 SECTIONS: list[Section] = [
     Section("kill", bench_kill),
     Section("disk_full", bench_disk_full),
@@ -562,6 +599,7 @@ SECTIONS: list[Section] = [
     Section("fuzz", bench_fuzz),
     Section("race", bench_race),
     Section("crafted_logs", bench_crafted_logs),
+    Section("crafted_plans", bench_crafted_plans),
 ]
 
 

@@ -55,11 +55,13 @@ ALLOWED: dict[str, set[str]] = {
     "watch": {"model", "errors", "fspath", "beneath"},
     "server": {"protocol", "results", "model", "errors", "fspath", "submodules"},
     "client": {"protocol", "results", "model", "errors"},
-    # iscc: the Instance-Code's BLAKE3, to verify content right before acting on it.
-    "dedupe": {"model", "errors", "fspath", "iscc"},
+    # iscc: the Instance-Code's BLAKE3, to verify content right before acting on it;
+    # beneath: the files an index names, looked at beneath their roots.
+    "dedupe": {"model", "errors", "fspath", "iscc", "beneath"},
     # results: the dupes answer it adapts (report.adapt); extract: safe opening, media types,
-    # image decoding, text extraction and ffmpeg for the previews.
-    "report": {"model", "errors", "fspath", "extract", "results"},
+    # image decoding, text extraction and ffmpeg for the previews; beneath: each file looked
+    # at beneath its root.
+    "report": {"model", "errors", "fspath", "extract", "results", "beneath"},
     "sdnotify": set(),
     # The hashing workers' fork server, light enough to start before the rest is imported.
     "forkserver": set(),

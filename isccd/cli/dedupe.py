@@ -15,10 +15,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from isccd.cli.ask import Failed, answer, bounded, configure, fail, index_config
+from isccd.cli.ask import Failed, bounded, configure, fail, index_config
 from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.escape import shown as show
 from isccd.cli.index import add_group_filters
@@ -53,7 +53,11 @@ what happens to each file:
   (read side by side, and the kept file's BLAKE3 equal to the one indexed). A file that
   changed, moved or vanished is skipped and reported, never acted on. Hard links already
   sharing the kept file's inode are nothing to do. Files under a --keep-in folder are never
-  touched. Nothing outside the files' watched roots (and the --move folder) is touched.
+  touched. Nothing outside the files' watched roots (and the --move folder) is touched, and
+  only this host's roots count: the daemon's (with --state DIR, that index's, when you own
+  it) and the configured [watch] roots. A file an index or a plan file names under any other
+  root (a fleet's shared database can be written by any host) is left out, and a plan file
+  naming one is refused.
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.
@@ -125,7 +129,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--keep-in", action="append", default=[], type=Path, metavar="DIR",
         help="a reference folder: its files are kept first and never touched (repeatable)",
     )  # fmt: skip
-    parser.add_argument("--plan", type=Path, metavar="FILE", help="act on a plan file")
+    parser.add_argument(
+        "--plan", type=Path, metavar="FILE",
+        help="act on a plan file (its roots must be this host's: see below)",
+    )  # fmt: skip
     parser.add_argument("--log", type=Path, metavar="FILE", help="the action log to append to")
     add_group_filters(parser)
     parser.add_argument(
@@ -136,7 +143,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--state", metavar="DIR", type=Path, default=None,
-        help="read the groups from the index in DIR instead of asking the daemon",
+        help="read the groups (and, for --plan, this host's roots) from the index in DIR "
+        "instead of asking the daemon",
     )  # fmt: skip
     add_socket_option(where)
     add_config_option(parser)
@@ -173,12 +181,8 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise _Usage("--script writes a script to run instead of --apply; choose one")
     if args.plan is not None and args.keep:
         raise _Usage("a plan file says which file each group keeps; --keep does not apply")
-    if args.plan is not None and (
-        args.root or args.min_size or args.types or args.state or args.socket
-    ):
-        raise _Usage(
-            "--root, --min-size, --type, --state and --socket choose groups; a plan has them"
-        )
+    if args.plan is not None and (args.root or args.min_size or args.types):
+        raise _Usage("--root, --min-size and --type choose groups; a plan has them")
 
 
 def run_dedupe(args: argparse.Namespace) -> int:
@@ -238,43 +242,80 @@ def _folder(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def _read_groups(args: argparse.Namespace) -> tuple[Plan, tuple[Excluded, ...], str]:
-    """The plan: from the plan file, or made from the index's groups now.
+class _Groups(NamedTuple):
+    """The plan, the files left out of it, where it came from, and this host's roots."""
+
+    plan: Plan
+    excluded: tuple[Excluded, ...]
+    source: str
+    roots: tuple[str, ...]
+
+
+def _plan_roots(args: argparse.Namespace) -> tuple[str, ...]:
+    """This host's roots, for a plan file: the daemon's, or the index's (see
+    :mod:`isccd.cli.roots`); only the configured ones when no index can be read and none was
+    named.
 
     Raises:
-        Failed: The groups cannot be read.
-        PlanFileError: The plan file is not valid.
+        Failed: The named daemon or index cannot be read, or the configuration is invalid.
     """
+    from isccd.cli.roots import answer_with_roots, configured_roots  # noqa: PLC0415
+
+    try:
+        return answer_with_roots(args, lambda _: None, lambda _, __: None)[1]
+    except Failed:
+        if args.state is not None or args.socket is not None:
+            raise
+    try:
+        return configured_roots(configure(args))
+    except ConfigError as exc:
+        raise Failed(str(exc), EXIT_CONFIG) from None
+
+
+def _read_groups(args: argparse.Namespace) -> _Groups:
+    """The plan: from the plan file, or made from the index's groups now; every file in it
+    is under one of this host's roots.
+
+    Raises:
+        Failed: The groups (or this host's roots) cannot be read.
+        PlanFileError: The plan file is not valid, or names a root that is not this host's.
+    """
+    from isccd.cli.roots import answer_with_roots  # noqa: PLC0415
     from isccd.dedupe.build import build_plan, observe  # noqa: PLC0415
-    from isccd.dedupe.planfile import load_plan  # noqa: PLC0415
+    from isccd.dedupe.planfile import check_roots, load_plan  # noqa: PLC0415
 
     if args.plan is not None:
-        return load_plan(args.plan), (), str(args.plan)
+        plan = load_plan(args.plan)
+        roots = _plan_roots(args)
+        check_roots(plan, roots, str(args.plan))
+        return _Groups(plan, (), str(args.plan), roots)
     rules = _rules(args)
     root = _folder(Path(args.root)) if args.root else None
     query = DupesQuery(
         near=args.near, root=root, limit=args.limit, min_size=args.min_size,
         types=tuple(args.types) if args.types else None,
     )  # fmt: skip
-    result = answer(args, lambda c: c.dupes(query), lambda index, _: index.dupes(query))
+    result, roots = answer_with_roots(
+        args, lambda c: c.dupes(query), lambda index, _: index.dupes(query)
+    )
     if result.truncated:
         print(
             f"isccd: more than {args.limit:,} groups: these first; run again for the rest",
             file=sys.stderr,
         )
-    found = observe(found_groups(result, configure(args).store_host))
+    found = observe(found_groups(result, configure(args).store_host), roots)
     keep_in = tuple(_folder(d) for d in args.keep_in)
     source = f"index in {args.state}" if args.state else "the index"
-    return build_plan(found.groups, rules, keep_in), found.excluded, source
+    return _Groups(build_plan(found.groups, rules, keep_in), found.excluded, source, roots)
 
 
-def _move_dir(args: argparse.Namespace, plan: Plan) -> str | None:
+def _move_dir(args: argparse.Namespace, plan: Plan, watched: Sequence[str]) -> str | None:
     if args.move is None:
         return None
     directory = _folder(args.move)
     from isccd.dedupe.plan import move_target  # noqa: PLC0415
 
-    roots = {m.root for g in plan.groups for m in g.members}
+    roots = {m.root for g in plan.groups for m in g.members} | set(watched)
     for root in sorted(roots):
         if is_under(directory, root) or is_under(move_target(directory, root), root):
             raise _Usage(
@@ -288,19 +329,23 @@ def _run(args: argparse.Namespace) -> int:
     from isccd.dedupe.plan import steps_of  # noqa: PLC0415
 
     try:
-        plan, excluded, source = _read_groups(args)
+        plan, excluded, source, roots = _read_groups(args)
     except Failed as exc:
         return fail(str(exc), exc.status)
     except PlanFileError as exc:
         return fail(f"{exc}; nothing was touched", EXIT_USAGE)
     action = _action(args)
-    move_to = _move_dir(args, plan)
+    move_to = _move_dir(args, plan, roots)
     keep_in = tuple(_folder(d) for d in args.keep_in)
     steps, untouched = steps_of(plan, action, near=args.near, move_to=move_to, protected=keep_in)
     if args.script:
         from isccd.dedupe.script import shell_script  # noqa: PLC0415
 
-        sys.stdout.write(shell_script(steps, _summary(action, steps, plan, dry=True)))
+        script = shell_script(steps, _summary(action, steps, plan, dry=True))
+        # As bytes: a name that is not UTF-8 must reach the script as the bytes it is.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(os.fsencode(script))
+        sys.stdout.buffer.flush()
         return EXIT_OK
     if not args.apply:
         return _print_dry_run(
@@ -426,9 +471,10 @@ def _apply(
     from isccd.dedupe.log import ActionLog  # noqa: PLC0415
 
     try:
-        state_dir = index_config(args).state_dir  # beside the index the groups came from
-        log_path = args.log if args.log is not None else _default_log(state_dir)
-        log = ActionLog(log_path, _log_key(state_dir, create=True))
+        # A log of its own goes beside the index the groups came from; the key is that of the
+        # configured state directory, which the index's is when the log is its own.
+        log_path = args.log if args.log is not None else _default_log(index_config(args).state_dir)
+        log = ActionLog(log_path, _log_key(_state_dir(args), create=True))
     except Failed as exc:
         return fail(str(exc), exc.status)
     except ActionLogError as exc:

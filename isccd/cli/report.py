@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from isccd import __version__
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
-from isccd.cli.ask import Failed, answer, bounded, configure, fail
+from isccd.cli.ask import Failed, bounded, configure, fail
 from isccd.cli.connect import add_config_option, add_socket_option
 from isccd.cli.output import Progress, format_size
 from isccd.dirs import default_cache_dir
@@ -58,7 +58,11 @@ previews:
   ($CACHE_DIRECTORY, /var/cache/isccd as root, ~/.cache/isccd otherwise; at most 256 MiB, the
   least recently used dropped) by path, device, inode, size and modification time, so a second
   report decodes only what changed. A file that cannot be previewed gets an icon and the
-  reason; symbolic links are never followed.
+  reason. Each file is read beneath its watched root, and only under this host's roots (the
+  daemon's, or with --state DIR that index's when you own it, and the configured [watch]
+  roots): no symbolic link on the way is followed (with [watch] follow_symlinks, only those
+  staying beneath the root), and a row of a shared database naming any other root is shown,
+  never read.
 
 exit status: 0 when the page was written; 1 when the groups cannot be read or the page cannot
 be written; 2 for invalid arguments; 78 for an invalid configuration.
@@ -112,6 +116,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_report(args: argparse.Namespace) -> int:
     """``isccd report``."""
+    from isccd.cli.roots import answer_with_roots  # noqa: PLC0415
     from isccd.forkserver import import_from_here  # noqa: PLC0415
     from isccd.report.adapt import view_of_dupes  # noqa: PLC0415
     from isccd.report.cache import PreviewCache  # noqa: PLC0415
@@ -132,7 +137,7 @@ def run_report(args: argparse.Namespace) -> int:
         return client.dupes(query)
 
     try:
-        result = answer(args, ask, lambda index, _: index.dupes(query))
+        result, roots = answer_with_roots(args, ask, lambda index, _: index.dupes(query))
     except Failed as exc:
         return fail(str(exc), exc.status)
     source = f"the daemon on {daemon[0]}" if daemon else f"the index in {config.state_dir}"
@@ -147,10 +152,12 @@ def run_report(args: argparse.Namespace) -> int:
         tools=ToolOptions(
             ffmpeg=code.tools.ffmpeg, timeout=FRAME_TIMEOUT, temp_dir=code.tools.temp_dir
         ),
+        follow_symlinks=config.settings.watch.follow_symlinks,
     )
     cache = PreviewCache(default_cache_dir() / "previews", recipe=f"size={options.size}")
     jobs = args.jobs or min(4, os.cpu_count() or 1)
-    paths = [m.path for g in view.groups for m in g.members if not m.host]
+    # This host's files, each to be read beneath its root (other hosts' are never read).
+    files = {m.path: m.root for g in view.groups for m in g.members if not m.host}
     with Progress("previews") as progress:
 
         def show(done: int, total: int) -> None:
@@ -159,7 +166,7 @@ def run_report(args: argparse.Namespace) -> int:
 
         # The preview workers start from a fork server too: never from the working directory.
         with import_from_here():
-            facts = look_at(paths, options, cache, jobs=jobs, progress=show)
+            facts = look_at(files, options, cache, roots=roots, jobs=jobs, progress=show)
     page = render_page(
         view, facts, source=source, generated=time.time(), generator=f"isccd {__version__}"
     )

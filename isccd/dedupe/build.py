@@ -2,7 +2,10 @@
 
 The index says which files are duplicates; the plan must also say what each file is right
 now, so that the actions can check nothing changed in between. :func:`observe` looks at every
-name once (``lstat``, never following links) and regroups the names by the file they are
+name once, reached beneath its root (:class:`isccd.beneath.RootDir`: no symbolic link on the
+way followed, the last component not either), and only when its root is one of this host's
+and the name is inside it: what the index says of a file's root is only what a row says, and a
+fleet's shared database can be written by any host. It regroups the names by the file they are
 (device and inode): names that became hardlinks of each other since they were indexed are one
 member, and files that are gone, are no longer regular files, or no longer have the size the
 index knows are left out, with the reason. :func:`build_plan` then chooses the member each
@@ -11,13 +14,17 @@ group keeps (pure).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from isccd.beneath import RootDir
 from isccd.dedupe.keep import KeepRule, choose_keep
 from isccd.dedupe.plan import Group, GroupKind, Member, Plan
+from isccd.fspath import is_below
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +83,27 @@ class Observed:
     excluded: tuple[Excluded, ...]
 
 
-def _look(path: str, found: Found) -> os.stat_result | str:
-    """``lstat`` of ``path``, or why it cannot be in a plan."""
+#: Why a file whose root is not this host's is left out.
+NOT_UNDER_A_ROOT = "not under a watched root of this host"
+
+#: Why a file is left out, by the errno of looking it up beneath its root.
+_REFUSED = {
+    errno.ENOENT: "gone since it was indexed",
+    errno.ELOOP: "reached through a symbolic link (never followed)",
+    errno.EXDEV: NOT_UNDER_A_ROOT,
+}
+
+
+def _look(path: str, found: Found, beneath: RootDir | str) -> os.stat_result | str:
+    """``lstat`` of ``path`` reached beneath its root, or why it cannot be in a plan."""
+    if isinstance(beneath, str):
+        return beneath
+    if not is_below(path, found.root):
+        return NOT_UNDER_A_ROOT
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return "gone since it was indexed"
+        st = beneath.stat(path)
     except OSError as exc:
-        return f"cannot be looked at: {exc.strerror}"
+        return _REFUSED.get(exc.errno or 0, f"cannot be looked at: {exc.strerror}")
     if not stat.S_ISREG(st.st_mode):
         return "no longer a regular file"
     if found.size is not None and st.st_size != found.size:
@@ -91,15 +111,45 @@ def _look(path: str, found: Found) -> os.stat_result | str:
     return st
 
 
-def observe(groups: Iterable[FoundGroup]) -> Observed:
-    """Look at every file of ``groups`` now (see the module docstring)."""
+def _root_dir(root: str, roots: Collection[str]) -> RootDir | str:
+    """The root's directory, open, or why its files cannot be in a plan."""
+    if root not in roots:
+        return NOT_UNDER_A_ROOT
+    try:
+        return RootDir(root)
+    except OSError as exc:
+        return f"its root cannot be opened: {exc.strerror}"
+
+
+def observe(groups: Iterable[FoundGroup], roots: Collection[str]) -> Observed:
+    """Look at every file of ``groups`` now (see the module docstring).
+
+    Args:
+        groups: The groups the index reports.
+        roots: This host's watched roots (absolute, links resolved): a file whose root is not
+            one of them is left out.
+    """
+    with contextlib.ExitStack() as stack:
+        dirs: dict[str, RootDir | str] = {}
+
+        def beneath(root: str) -> RootDir | str:
+            if root not in dirs:
+                opened = dirs[root] = _root_dir(root, roots)
+                if isinstance(opened, RootDir):
+                    stack.callback(opened.close)
+            return dirs[root]
+
+        return _observe(groups, beneath)
+
+
+def _observe(groups: Iterable[FoundGroup], beneath: Callable[[str], RootDir | str]) -> Observed:
     out: list[tuple[GroupKind, tuple[Member, ...]]] = []
     excluded: list[Excluded] = []
     for group in groups:
         by_file: dict[tuple[int, int], list[tuple[str, Found, os.stat_result]]] = {}
         for found in group.members:
             for path in found.paths:
-                seen = _look(path, found)
+                seen = _look(path, found, beneath(found.root))
                 if isinstance(seen, str):
                     excluded.append(Excluded(path, seen))
                 else:

@@ -2,14 +2,18 @@
 
 A plan file is validated against its JSON Schema when it is loaded, then checked for what a
 schema cannot say (paths normalized and inside their roots, no file in two groups); any fault
-is a :class:`~isccd.errors.PlanFileError` naming the place, and nothing is touched.
+is a :class:`~isccd.errors.PlanFileError` naming the place in one line, and nothing is touched.
+A plan is whatever its author wrote: it is read as strict JSON (no ``NaN``), from a regular file
+of at most :data:`MAX_PLAN_BYTES`, nested no deeper than the format, and its roots must be the
+acting host's own (:func:`check_roots`), since a member's ``root`` is only what the file says.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -23,6 +27,12 @@ from isccd.iscc.constants import MT
 
 #: The ``format`` member of every plan file.
 PLAN_FORMAT = "isccd-dedupe-plan"
+
+#: The largest plan file read (a million files take about 400 MB).
+MAX_PLAN_BYTES = 1 << 30
+
+#: Characters of a value quoted in a message about a plan.
+_QUOTED = 120
 
 
 @cache
@@ -58,8 +68,16 @@ def _validate(document: object, name: str) -> None:
         return
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
-        where = _where(error.absolute_path).lstrip(".")
-        raise PlanFileError(name, f"not a valid plan: {where or 'top level'}: {error.message}")
+        where = _short(_where(error.absolute_path).lstrip("."))
+        raise PlanFileError(
+            name, f"not a valid plan: {where or 'top level'}: {_short(error.message)}"
+        )
+
+
+def _short(text: str) -> str:
+    """``text`` on one line, cut short: a message quotes values the plan's author chose."""
+    text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    return text if len(text) <= _QUOTED else text[: _QUOTED - 3] + "..."
 
 
 def _digest(member: Mapping[str, Any], name: str, where: str) -> str | None:
@@ -72,7 +90,7 @@ def _digest(member: Mapping[str, Any], name: str, where: str) -> str | None:
         try:
             return blake3_of_instance(member["instance"])
         except ValueError as exc:
-            raise PlanFileError(name, f"{where}.instance: {exc}") from None
+            raise PlanFileError(name, f"{where}.instance: {_short(str(exc))}") from None
     return None
 
 
@@ -95,11 +113,19 @@ def _member(data: Mapping[str, Any], name: str, where: str) -> Member:
     paths = (data["path"], *data.get("links", ()))
     root = data["root"]
     for path in (root, *paths):
+        shown = _short(repr(path))
+        if "\0" in path:
+            raise PlanFileError(name, f"{where}: {shown} holds a NUL, which no path can")
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            raise PlanFileError(name, f"{where}: {shown} is not a file name here") from None
         if os.path.normpath(path) != path:
-            raise PlanFileError(name, f"{where}: {path!r} is not a normalized absolute path")
+            raise PlanFileError(name, f"{where}: {shown} is not a normalized absolute path")
     for path in paths:
         if not is_below(path, root):
-            raise PlanFileError(name, f"{where}: {path!r} is not inside its root {root!r}")
+            shown = _short(repr(path))
+            raise PlanFileError(name, f"{where}: {shown} is not inside its root {_short(root)!r}")
     return Member(
         paths, root, data["device"], data["inode"], data["size"], data["mtime_ns"],
         _digest(data, name, where), data.get("allocated"),
@@ -112,7 +138,10 @@ def plan_from_document(document: object, name: str = "the plan") -> Plan:
     Raises:
         PlanFileError: The document is not a valid plan; the message says where.
     """
-    _validate(document, name)
+    try:
+        _validate(document, name)
+    except RecursionError:
+        raise PlanFileError(name, "not a valid plan: nested deeper than a plan is") from None
     assert isinstance(document, dict)
     groups = []
     # A file acted on must be in no other group; a kept file may be kept in several.
@@ -126,7 +155,9 @@ def plan_from_document(document: object, name: str = "the plan") -> Plan:
                 earlier = seen.get(path)
                 if earlier is not None and not (earlier[1] and data["keep"]):
                     raise PlanFileError(
-                        name, f"{where}: {path!r} is also in {earlier[0]}, and not kept in both"
+                        name,
+                        f"{where}: {_short(repr(path))} is also in {earlier[0]}, "
+                        "and not kept in both",
                     )
                 seen[path] = (where, data["keep"])
             members.append(member)
@@ -135,18 +166,66 @@ def plan_from_document(document: object, name: str = "the plan") -> Plan:
     return Plan(tuple(groups), document["version"])
 
 
+def check_roots(plan: Plan, roots: Collection[str], name: str = "the plan") -> None:
+    """Check that every member's root is one of ``roots`` (the acting host's own): its paths
+    are then inside it (checked on loading), and acted on beneath it.
+
+    Raises:
+        PlanFileError: A member's root is not one of ``roots``; the message says which.
+    """
+    allowed = set(roots)
+    for g, group in enumerate(plan.groups):
+        for m, member in enumerate(group.members):
+            if member.root not in allowed:
+                shown = _short(repr(member.root))
+                raise PlanFileError(
+                    name,
+                    f"groups[{g}].members[{m}]: its root {shown} is not a watched root of "
+                    f"this host ({', '.join(sorted(allowed)) or 'none is known'})",
+                )
+
+
+def _constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a plan file: a regular file (not a FIFO or a device that never ends), of
+    at most :data:`MAX_PLAN_BYTES`.
+
+    Raises:
+        PlanFileError: It cannot be read, or is not such a file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PlanFileError(str(path), f"cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PlanFileError(str(path), "is not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(MAX_PLAN_BYTES + 1)
+        except OSError as exc:
+            raise PlanFileError(str(path), f"cannot be read: {exc.strerror}") from None
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanFileError(str(path), f"is larger than {MAX_PLAN_BYTES >> 20} MiB")
+    return data
+
+
 def load_plan(path: Path) -> Plan:
     """Read and validate a plan file.
 
     Raises:
         PlanFileError: It cannot be read, is not JSON, or is not a valid plan.
     """
+    data = _read(path)
     try:
-        document = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise PlanFileError(str(path), f"cannot be read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise PlanFileError(str(path), f"is not JSON: {exc}") from None
+        document = json.loads(data, parse_constant=_constant)
+    except RecursionError:
+        raise PlanFileError(str(path), "is not a plan: nested deeper than a plan is") from None
+    except ValueError as exc:  # UnicodeDecodeError too
+        raise PlanFileError(str(path), f"is not JSON: {_short(str(exc))}") from None
     return plan_from_document(document, str(path))
 
 

@@ -8,6 +8,11 @@ the script ends with status 1. It writes no action log and cannot be undone by `
 --undo``; linking replaces the name with ``ln`` then ``mv -f`` (atomic, but without the
 engine's last-moment check), and moves never replace a file (``mv -n``) nor cross file systems.
 
+No file name reaches the script but as one argument quoted for the shell (``shlex.quote``):
+not in a comment either, where a newline in a name would end the comment and run the rest.
+A name that is not UTF-8 is written as its bytes (the script is text in the file system's
+encoding, ``surrogateescape``), so the script names the very file the plan does.
+
 Pure: returns the text.
 """
 
@@ -31,15 +36,19 @@ _PRELUDE = """\
 set -u
 status=0
 skip() { printf 'skipped %s: %s\\n' "$1" "$2" >&2; status=1; }
-same() { [ -f "$1" ] && [ ! -L "$1" ] && [ "$(readlink -f -- "$1")" = "$1" ] &&
+# $(...) drops the newlines a name may end with: each output is ended with a / kept.
+nl='
+'
+same() { [ -f "$1" ] && [ ! -L "$1" ] && [ "$(readlink -f -- "$1"; echo /)" = "$1$nl/" ] &&
     [ "$(stat -c '%d %i %s %.9Y' -- "$1")" = "$2" ]; }
 link() { ln -- "$1" "$3" && mv -f -- "$3" "$2" || { rm -f -- "$3"; skip "$2" 'not linked'; }; }
 reflink() { cp --reflink=always -- "$1" "$3" && chown --reference="$2" -- "$3" &&
     chmod --reference="$2" -- "$3" && touch -r "$2" -- "$3" && mv -f -- "$3" "$2" ||
     { rm -f -- "$3"; skip "$2" 'not reflinked'; }; }
 remove() { rm -f -- "$2" || skip "$2" 'not removed'; }
-move() { d=$(dirname -- "$3"); mkdir -p -- "$d" && [ "$(stat -c %d -- "$d")" = "$4" ] &&
-    [ ! -e "$3" ] && [ ! -L "$3" ] && mv -n -- "$2" "$3" && [ ! -e "$2" ] ||
+move() { d=$(dirname -- "$3"; echo /); d=${d%?/};
+    mkdir -p -- "$d" && [ "$(stat -c %d -- "$d")" = "$4" ] && [ ! -e "$3" ] && [ ! -L "$3" ] &&
+    mv -n -- "$2" "$3" && [ ! -e "$2" ] ||
     skip "$2" "not moved to $3"; }
 """
 
@@ -83,7 +92,9 @@ def shell_script(steps: Sequence[Step], summary: str, name: str = "THIS_FILE") -
     for number, step in enumerate(steps, 1):
         if step.group != group:
             group = step.group
-            lines.append(f"# group {group + 1}: keep {shlex.quote(step.kept.path)}")
+            # The kept file is the first argument of every line of the group; its name in the
+            # comment too would be a name outside quotes.
+            lines.append(f"# group {group + 1}: keep the first file named below")
         lines.append(_line(step, number))
     lines.append('exit "$status"')
     return "\n".join(lines) + "\n"

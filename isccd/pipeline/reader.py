@@ -87,6 +87,11 @@ class IndexReader:
         """Duplicate groups, the most reclaimable bytes first."""
         return groups.dupes(self._ix, query)
 
+    def roots(self) -> tuple[str, ...]:
+        """The roots this host's live files are under, as the store records them (a shared
+        database's rows may have been written by any host: see :mod:`isccd.cli.roots`)."""
+        return tuple(self._ix.store.live_by_root())
+
     def problems(
         self, under: Sequence[str] = (), *, actionable: bool = False
     ) -> list[tuple[str, tuple[FileIssue, ...]]]:

@@ -1,8 +1,10 @@
 """What stands for a file on the report's page: a small picture, its first lines, or an icon.
 
 :func:`make_preview` opens the file as every reader in isccd does
-(:func:`~isccd.extract.source.open_source`: no symbolic link followed, nothing but a regular
-file opened, every later reader on that descriptor), sniffs its media type, and makes
+(:func:`~isccd.extract.source.open_source`: reached beneath its watched root, no symbolic link
+on the way followed (with ``follow_symlinks``, only those staying beneath the root), nothing
+but a regular file opened, every later reader on that descriptor), sniffs its media type, and
+makes
 
 - for an image, a WebP picture of at most :attr:`PreviewOptions.size` pixels a side, decoded
   at a reduced scale where the format allows it (JPEG's draft mode) and never past the pixel
@@ -59,11 +61,14 @@ class PreviewOptions:
         size: Longest side of a picture, in pixels.
         max_pixels: Larger images are not decoded (isccd's decompression-bomb limit).
         tools: ffmpeg, its time limit and temporary directory, for video frames.
+        follow_symlinks: Follow symbolic links that stay beneath a file's root, as the daemon
+            does with ``[watch] follow_symlinks`` (else none).
     """
 
     size: int = 160
     max_pixels: int = DEFAULT_MAX_PIXELS
     tools: ToolOptions = field(default_factory=lambda: ToolOptions(timeout=30.0))
+    follow_symlinks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +87,19 @@ class Made:
     lasting: bool
 
 
-def make_preview(path: str, options: PreviewOptions) -> Made:
+def make_preview(path: str, options: PreviewOptions, root: str | None = None) -> Made:
     """The preview of the file at ``path``.
+
+    Args:
+        path: The file.
+        options: How the preview is made.
+        root: The watched root ``path`` is read beneath (the report's files all are); ``None``
+            opens a file a user names by name, its last component not followed.
 
     Never raises for a bad file: what fails gives an icon whose note says why.
     """
     try:
-        with open_source(path) as src:
+        with open_source(path, root=root, follow_symlinks=options.follow_symlinks) as src:
             preview, lasting = _preview(src, options)
             src.check_unchanged()
             return Made(preview, src.stat, lasting)

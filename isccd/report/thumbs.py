@@ -1,6 +1,13 @@
 """The files of a report as they are now: each one's identity, and its preview from the cache or
 made in a small pool of worker processes.
 
+Every file is read beneath its watched root (:class:`isccd.beneath.RootDir` for the identity,
+:func:`~isccd.extract.source.open_source` with the root for the preview), and only when that
+root is one of this host's: a row of the index names a path and a root, and in a database a
+fleet shares any host can write one. A folder swapped for a symbolic link to a private folder
+after indexing, or a forged row naming a file outside the roots, gives an icon, never the
+file's first lines or picture.
+
 The previews are made by the report command's own processes, never by the daemon: the workers
 run at a lower priority (``nice`` 10) so that they do not slow the daemon's indexing, at most
 ``jobs`` at once, each file bounded as :mod:`isccd.report.preview` says. A worker that dies (a
@@ -11,14 +18,18 @@ alone gets an icon.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import multiprocessing
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from isccd.beneath import RootDir
 from isccd.extract.source import file_kind
+from isccd.fspath import is_below
 from isccd.report.cache import PreviewCache
 from isccd.report.model import FileFacts, FileStat, Preview, PreviewKind
 from isccd.report.preview import Made, PreviewOptions, make_preview
@@ -30,17 +41,40 @@ WORKER_NICENESS = 10
 _POOLS = 8
 
 
-def _look(path: str) -> FileStat | str:
-    """``lstat`` of ``path`` (never following a link), or why it cannot be shown."""
+#: Why a file whose root is not this host's is not looked at.
+NOT_UNDER_A_ROOT = "not under a watched root of this host: not looked at"
+
+#: Why a file cannot be shown, by the errno of looking it up beneath its root.
+_REFUSED = {
+    errno.ENOENT: "gone since it was indexed",
+    errno.ELOOP: "reached through a symbolic link: not looked at",
+    errno.EXDEV: NOT_UNDER_A_ROOT,
+}
+
+
+def _look(path: str, root: str, beneath: RootDir | str) -> FileStat | str:
+    """``lstat`` of ``path`` reached beneath its root (never following a link out of it, nor
+    the last component), or why it cannot be shown."""
+    if isinstance(beneath, str):
+        return beneath
+    if not is_below(path, root):
+        return NOT_UNDER_A_ROOT
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return "gone since it was indexed"
+        st = beneath.stat(path)
     except OSError as exc:
-        return f"cannot be looked at: {exc.strerror}"
+        return _REFUSED.get(exc.errno or 0, f"cannot be looked at: {exc.strerror}")
     if not stat.S_ISREG(st.st_mode):
         return f"now {file_kind(st.st_mode)}"
     return file_stat(st)
+
+
+def _root_dir(root: str, roots: Collection[str], options: PreviewOptions) -> RootDir | str:
+    if root not in roots:
+        return NOT_UNDER_A_ROOT
+    try:
+        return RootDir(root, follow_symlinks=options.follow_symlinks)
+    except OSError as exc:
+        return f"its root cannot be opened: {exc.strerror}"
 
 
 def file_stat(st: os.stat_result) -> FileStat:
@@ -49,31 +83,41 @@ def file_stat(st: os.stat_result) -> FileStat:
 
 
 def look_at(
-    paths: Iterable[str],
+    files: Mapping[str, str],
     options: PreviewOptions,
     cache: PreviewCache | None,
     *,
+    roots: Collection[str],
     jobs: int = 2,
     progress: Callable[[int, int], None] | None = None,
-    make: Callable[[str, PreviewOptions], Made] = make_preview,
+    make: Callable[[str, PreviewOptions, str], Made] = make_preview,
 ) -> dict[str, FileFacts]:
     """Each file as it is now, with its preview.
 
     Args:
-        paths: The files (each looked at once).
+        files: The files, each with the watched root the index says it is in.
         options: How previews are made.
         cache: Where previews are kept between reports (``None``: made every time).
+        roots: This host's watched roots: a file whose root is not one of them, or that is
+            not inside its root, is not looked at (an icon says so).
         jobs: Worker processes making previews at once.
         progress: Called with the previews made so far and the number to make.
-        make: What makes one preview in a worker (a module-level function).
+        make: What makes one preview in a worker (a module-level function of the path, the
+            options and the root to read it beneath).
 
     Returns:
         The facts of every path.
     """
+    with contextlib.ExitStack() as stack:
+        dirs: dict[str, RootDir | str] = {}
+        for root in set(files.values()):
+            opened = dirs[root] = _root_dir(root, roots, options)
+            if isinstance(opened, RootDir):
+                stack.callback(opened.close)
+        looks = {path: _look(path, root, dirs[root]) for path, root in files.items()}
     facts: dict[str, FileFacts] = {}
     missing: dict[str, FileStat] = {}
-    for path in dict.fromkeys(paths):
-        seen = _look(path)
+    for path, seen in looks.items():
         if isinstance(seen, str):
             facts[path] = FileFacts(None, Preview(PreviewKind.ICON, note=seen))
             continue
@@ -83,7 +127,8 @@ def look_at(
         else:
             missing[path] = seen
     total = len(missing)
-    for done, (path, made) in enumerate(_make_all(list(missing), options, jobs, make), 1):
+    todo = {path: files[path] for path in missing}
+    for done, (path, made) in enumerate(_make_all(todo, options, jobs, make), 1):
         seen = missing[path]
         if made.stat is not None:
             seen = file_stat(made.stat)
@@ -98,19 +143,20 @@ def look_at(
 
 
 def _make_all(
-    paths: list[str],
+    files: Mapping[str, str],
     options: PreviewOptions,
     jobs: int,
-    make: Callable[[str, PreviewOptions], Made],
+    make: Callable[[str, PreviewOptions, str], Made],
 ) -> Iterable[tuple[str, Made]]:
-    """Make the previews of ``paths`` in worker processes, yielding each as it is done.
+    """Make the previews of ``files`` (each read beneath its root) in worker processes,
+    yielding each as it is done.
 
     When a worker dies, the files that were in flight become suspects and are made again one
     at a time: a file whose worker dies while it is made alone gets an icon.
     """
-    if not paths:
+    if not files:
         return
-    queue = list(reversed(paths))
+    queue = list(reversed(list(files)))
     suspects: list[str] = []
     context = multiprocessing.get_context("forkserver")
     # Workers fork from a server that has imported the decoders once: a pool (and a pool
@@ -124,11 +170,11 @@ def _make_all(
                 while queue or suspects or running:
                     if alone is None and suspects and not running:
                         alone = suspects.pop()
-                        running[pool.submit(make, alone, options)] = alone
+                        running[pool.submit(make, alone, options, files[alone])] = alone
                     # A few files queued per worker keep them busy; no more, to bound memory.
                     while alone is None and not suspects and queue and len(running) < 4 * jobs:
                         path = queue.pop()
-                        running[pool.submit(make, path, options)] = path
+                        running[pool.submit(make, path, options, files[path])] = path
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
                         made = future.result()  # first: a broken pool leaves it running

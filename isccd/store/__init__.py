@@ -22,7 +22,7 @@ from pathlib import Path
 from isccd.errors import StoreError
 from isccd.store.base import FileKey, NearPair, NewEvent, StaleUnits, Store, StoredFile
 from isccd.store.database import SqliteOptions
-from isccd.store.pgurl import is_postgres_url, redact_url
+from isccd.store.pgurl import is_postgres_url, libpq_url, redact_url, url_fault
 from isccd.store.sqlite import SqliteStore
 
 __all__ = [
@@ -64,6 +64,11 @@ def _open_sqlite(location: str, host: str, readonly: bool, sqlite: SqliteOptions
 
 
 def _open_postgres(url: str, host: str, readonly: bool) -> Store:
+    # Checked here, not by libpq: its messages about a URL it refuses quote the URL whole.
+    fault = url_fault(url)
+    if fault is not None:
+        raise StoreError(f"the store URL {redact_url(url)} is not one libpq accepts: {fault}")
+    url = libpq_url(url)
     try:
         from isccd.store.postgres import PostgresStore  # noqa: PLC0415 -- the driver is optional
     except ImportError as exc:

@@ -22,7 +22,7 @@ import psycopg
 
 from isccd.errors import StoreUnavailableError
 from isccd.store.pgschema import EVENTS_CHANNEL
-from isccd.store.pgurl import redact_url
+from isccd.store.pgurl import libpq_url, redact_url
 
 
 class Listener:
@@ -35,7 +35,7 @@ class Listener:
     """
 
     def __init__(self, url: str, *, host: str, connect_timeout: float = 10.0) -> None:
-        self._url = url
+        self._url = libpq_url(url)
         self._redacted = redact_url(url)
         self._host = host
         self._timeout = connect_timeout

@@ -75,8 +75,9 @@ def test_a_saved_plan_is_valid_and_applies(
     plan = tmp_path / "plan.json"
     plan.write_text(out)
     log = tmp_path / "log.jsonl"
+    # The index says which roots are this host's; a plan acts on nothing else.
     status, out, err = run(capsys, "dedupe", "--link", "--plan", str(plan), "--apply",
-                           "--log", str(log))  # fmt: skip
+                           "--log", str(log), "--state", str(state))  # fmt: skip
     assert status == 0, err
     assert f"action log: {log}" in err
     assert "linked 2 files in 2 of 2 groups" in out

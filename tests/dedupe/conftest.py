@@ -45,7 +45,7 @@ def plan_of(
             digest = blake3(p.read_bytes()).hexdigest()[:16] if kind is GroupKind.EXACT else None
             members.append(Found((str(p),), str(root), p.stat().st_size, digest))
         found.append(FoundGroup(kind, tuple(members)))
-    observed = observe(found)
+    observed = observe(found, [str(root)])
     return build_plan(observed.groups, rules, keep_in)
 
 

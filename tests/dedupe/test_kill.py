@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import signal
 import subprocess
@@ -57,7 +58,9 @@ def _apply_and_kill(plan: Path, log: Path, action: list[str], at: int) -> int:
     """Run the plan; SIGKILL it once it has logged ``at`` intents (or let it finish)."""
     command = [sys.executable, "-m", "isccd", "dedupe", *action, "--plan", str(plan)]
     command += ["--apply", "--json", "--log", str(log)]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The plan's root is a watched root of this host (a plan may act on nothing else).
+    env = {**os.environ, "ISCCD_WATCH__ROOTS": str(plan.parent / "root")}
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 120
     while proc.poll() is None and _intents(log) < at:
         assert time.monotonic() < deadline, "the run neither progressed nor ended"

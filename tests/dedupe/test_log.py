@@ -75,7 +75,11 @@ def test_two_commands_sharing_one_log_are_both_undone(tmp_path: Path) -> None:
         plan.write_text(json.dumps(plan_document(plan_of(root, _pairs(root, name, 40)))))
         command = [sys.executable, "-m", "isccd", "dedupe", "--link", "--plan", str(plan)]
         command += ["--apply", "--log", str(log)]
-        procs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        # The plan's root is a watched root of this host (a plan may act on nothing else).
+        env = {**os.environ, "ISCCD_WATCH__ROOTS": str(root)}
+        procs.append(
+            subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        )
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err

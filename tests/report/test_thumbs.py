@@ -76,17 +76,18 @@ def test_a_second_look_decodes_nothing_that_did_not_change(tmp_path: Path) -> No
     photo = tmp_path / "photo.jpg"
     _write_photo(photo, 1)
     cache = PreviewCache(tmp_path / "cache")
-    first = look_at([str(photo)], OPTIONS, cache, jobs=1)[str(photo)]
+    files, roots = {str(photo): str(tmp_path)}, [str(tmp_path)]
+    first = look_at(files, OPTIONS, cache, roots=roots, jobs=1)[str(photo)]
     assert first.preview.kind is PreviewKind.IMAGE
     # Other bytes behind the same name, size and time: only a decode would notice.
     st = photo.stat()
     photo.write_bytes(bytes(st.st_size))
     os.utime(photo, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert photo.stat().st_ino == st.st_ino
-    again = look_at([str(photo)], OPTIONS, cache, jobs=1)[str(photo)]
+    again = look_at(files, OPTIONS, cache, roots=roots, jobs=1)[str(photo)]
     assert again == first
     # Without the cache, the same file is decoded (and is no image any more).
-    assert look_at([str(photo)], OPTIONS, None, jobs=1)[str(photo)].preview.kind is (
+    assert look_at(files, OPTIONS, None, roots=roots, jobs=1)[str(photo)].preview.kind is (
         PreviewKind.ICON
     )
 
@@ -95,11 +96,16 @@ def test_facts_say_what_each_file_is_now(tmp_path: Path) -> None:
     photo = tmp_path / "photo.jpg"
     _write_photo(photo, 2)
     (tmp_path / "link.jpg").symlink_to(photo)
-    paths = [str(photo), str(tmp_path / "gone.jpg"), str(tmp_path / "link.jpg"), str(photo)]
+    paths = [str(photo), str(tmp_path / "gone.jpg"), str(tmp_path / "link.jpg")]
     seen: list[tuple[int, int]] = []
-    facts = look_at(paths, OPTIONS, None, jobs=2, progress=lambda d, t: seen.append((d, t)))
+    facts = look_at(
+        dict.fromkeys(paths, str(tmp_path)), OPTIONS, None, roots=[str(tmp_path)], jobs=2,
+        progress=lambda d, t: seen.append((d, t)),
+    )  # fmt: skip
     st = photo.stat()
-    assert facts[str(photo)].stat == FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    assert facts[str(photo)].stat == FileStat(
+        st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_blocks * 512
+    )
     assert facts[str(photo)].preview.kind is PreviewKind.IMAGE
     assert (facts[str(tmp_path / "gone.jpg")].stat, facts[str(tmp_path / "gone.jpg")].preview) == (
         None,
@@ -117,7 +123,8 @@ def test_a_worker_that_dies_costs_only_a_preview(tmp_path: Path) -> None:
         _write_photo(tmp_path / name, i)
         paths.append(str(tmp_path / name))
     cache = PreviewCache(tmp_path / "cache")
-    facts = look_at(paths, OPTIONS, cache, jobs=2, make=crash_on)
+    files = dict.fromkeys(paths, str(tmp_path))
+    facts = look_at(files, OPTIONS, cache, roots=[str(tmp_path)], jobs=2, make=crash_on)
     kinds = {Path(p).name: f.preview.kind for p, f in facts.items()}
     assert kinds == {Path(p).name: PreviewKind.IMAGE for p in paths} | {
         "crash.jpg": PreviewKind.ICON

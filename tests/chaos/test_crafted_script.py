@@ -1,0 +1,147 @@
+"""``dedupe --script sh`` against hostile file names: the script is run with ``sh`` and must do
+what the plan says, and nothing a name says.
+
+Every name carries a payload that creates a file in the directory the script runs in (an
+empty one): a newline ending a comment, quotes closing a quoted argument, ``$(...)``,
+backticks, ``;``, ``&&``, globs, backslashes, bytes that are not UTF-8. The directory must
+stay empty, and the copies must be linked to the kept file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from isccd.cli.main import main
+from isccd.dedupe.plan import Action, steps_of
+from isccd.dedupe.script import shell_script
+from tests.dedupe.conftest import plan_of, write
+
+#: What each payload creates when it runs, in the script's working directory.
+CANARY = "PWNED"
+
+PAYLOADS = (
+    f"\ntouch {CANARY} #",
+    f"\ntouch {CANARY}\n",
+    f"'; touch {CANARY}; '",
+    f"'\ntouch {CANARY}\n'",
+    f'"; touch {CANARY}; "',
+    f"$(touch {CANARY})",
+    f"`touch {CANARY}`",
+    f"'$(touch {CANARY})'",
+    f"\\'; touch {CANARY} #",
+    f" && touch {CANARY} && ",
+    f"| touch {CANARY} |",
+    f"\r\ntouch {CANARY} #",
+    f"${{x:-$(touch {CANARY})}}",
+    f"\n# group 9\ntouch {CANARY}\n#",
+)
+
+_HOSTILE = "\n\r\t '\"$`\\;&|(){}[]<>*?~#!=%^-"
+_name_text = st.text(
+    alphabet=st.sampled_from(_HOSTILE) | st.characters(codec="utf-8", exclude_characters="/\0"),
+    max_size=12,
+)
+
+
+def _name(text: str, payload: str, raw: bytes) -> str:
+    """A file name of ``text``, ``payload`` and ``raw`` bytes (any but ``/`` and NUL), at
+    most 255 bytes."""
+    name = text + payload + os.fsdecode(raw)
+    while len(os.fsencode(name)) > 255:
+        name = name[1:]
+    return name if name not in ("", ".", "..") else name + "x"
+
+
+_raw = st.binary(max_size=4).map(lambda b: b.replace(b"/", b"").replace(b"\0", b""))
+
+
+def _run_script(
+    tmp: Path, names: tuple[str, str], folder: str, action: Action = Action.LINK
+) -> None:
+    """Two copies named ``names`` in ``folder`` (the first one older: it is kept), linked (or
+    moved) by the script; the script runs in an empty directory that must stay empty."""
+    shutil.rmtree(tmp, ignore_errors=True)
+    root = tmp / "root"
+    where = root / folder
+    kept = write(where / names[0], b"the same bytes\n", mtime=1_000_000)
+    copy = write(where / names[1], b"the same bytes\n", mtime=2_000_000)
+    plan = plan_of(root, [[kept, copy]])
+    attic = tmp / "attic"
+    steps, _ = steps_of(plan, action, move_to=str(attic) if action is Action.MOVE else None)
+    assert [s.path for s in steps] == [str(copy)]
+    script = tmp / "dedupe.sh"
+    script.write_bytes(os.fsencode(shell_script(steps, "link 1 file")))
+    cwd = tmp / "cwd"
+    cwd.mkdir()
+    done = subprocess.run(
+        ["sh", str(script)], cwd=cwd, capture_output=True, check=False, timeout=60
+    )
+    assert list(cwd.iterdir()) == [], done.stderr
+    assert done.returncode == 0, done.stderr
+    if action is Action.MOVE:
+        assert (attic / str(copy).lstrip("/")).is_file() and not copy.exists()
+        return
+    assert kept.stat().st_ino == copy.stat().st_ino  # the plan was carried out
+    assert sorted(p.name for p in where.iterdir()) == sorted(names)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("action", [Action.LINK, Action.MOVE])
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_each_payload_in_a_kept_name_a_copy_and_a_folder_runs_nothing(
+    tmp_path: Path, payload: str, action: Action
+) -> None:
+    _run_script(tmp_path / "t", ("a" + payload, "b" + payload), "dir" + payload, action)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    texts=st.tuples(_name_text, _name_text, _name_text),
+    payloads=st.tuples(*[st.sampled_from(PAYLOADS)] * 3),
+    raw=st.tuples(_raw, _raw, _raw),
+)
+@example(texts=("a", "b", "d"), payloads=(PAYLOADS[0],) * 3, raw=(b"", b"", b""))
+@example(texts=("a", "b", "d"), payloads=(PAYLOADS[5],) * 3, raw=(b"\xff", b"\x80", b"\xc3"))
+def test_no_name_runs_as_a_command(
+    tmp_path: Path,
+    texts: tuple[str, str, str],
+    payloads: tuple[str, str, str],
+    raw: tuple[bytes, bytes, bytes],
+) -> None:
+    kept, copy, folder = (_name(t, p, r) for t, p, r in zip(texts, payloads, raw, strict=True))
+    if kept == copy:
+        copy += "2"
+    _run_script(tmp_path / "t", (kept, copy), folder)
+
+
+@pytest.mark.slow
+def test_the_command_writes_a_name_that_is_not_utf8_as_its_bytes(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    root = tmp_path / "lib"
+    kept = write(root / os.fsdecode(b"k\xff\ntouch PWNED #"), b"same\n", mtime=1_000_000)
+    copy = write(root / os.fsdecode(b"c\xfe$(touch PWNED)"), b"same\n", mtime=2_000_000)
+    state = tmp_path / "state"
+    assert main(["scan", "--state", str(state), "-j", "1", str(root)]) == 0
+    capsysbinary.readouterr()
+    status = main(["dedupe", "--link", "--state", str(state), "--script", "sh"])
+    script = capsysbinary.readouterr().out
+    assert status == 0 and b"k\xff" in script
+    (tmp_path / "dedupe.sh").write_bytes(script)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = subprocess.run(["sh", str(tmp_path / "dedupe.sh")], cwd=cwd, capture_output=True,
+                          check=False, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(cwd.iterdir()) == []
+    assert kept.stat().st_ino == copy.stat().st_ino
