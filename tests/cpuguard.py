@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,8 +40,19 @@ _TICK = os.sysconf("SC_CLK_TCK")
 _STARTED = pytest.StashKey[float]()
 #: Whether its setup and call passed.
 _PASSED = pytest.StashKey[bool]()
-#: The CPU seconds shared fixtures took to set up during the current test (of the run).
-_SHARED = pytest.StashKey[list[float]]()
+
+
+@dataclass(slots=True)
+class _Shared:
+    """What shared fixtures took to set up during the current test: CPU seconds, and how many
+    are being set up now (one that asks for another while it is set up counts it already)."""
+
+    seconds: float = 0.0
+    depth: int = 0
+
+
+#: What shared fixtures took during the current test.
+_SHARED = pytest.StashKey[_Shared]()
 #: Every test's CPU seconds, marked slow or not, for ``--cpu-durations`` (of the run).
 _SPENT = pytest.StashKey[list[tuple[float, str, bool]]]()
 
@@ -103,7 +115,7 @@ def _budget(config: pytest.Config) -> float:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    item.config.stash[_SHARED] = [0.0]
+    item.config.stash[_SHARED] = _Shared()
     item.stash[_STARTED] = cpu_seconds()
     return (yield)
 
@@ -112,13 +124,16 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_fixture_setup(
     fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest
 ) -> Generator[None, object, object]:
-    if fixturedef.scope == "function":
+    shared = request.config.stash.setdefault(_SHARED, _Shared())
+    if fixturedef.scope == "function" or shared.depth:
         return (yield)
     started = cpu_seconds()
+    shared.depth += 1
     try:
         return (yield)
     finally:
-        request.config.stash.setdefault(_SHARED, [0.0])[0] += cpu_seconds() - started
+        shared.depth -= 1
+        shared.seconds += cpu_seconds() - started
 
 
 @pytest.hookimpl(wrapper=True)
@@ -131,7 +146,7 @@ def pytest_runtest_makereport(
         return report
     if _STARTED not in item.stash:
         return report
-    spent = cpu_seconds() - item.stash[_STARTED] - item.config.stash[_SHARED][0]
+    spent = cpu_seconds() - item.stash[_STARTED] - item.config.stash[_SHARED].seconds
     slow = item.get_closest_marker("slow") is not None
     item.config.stash.setdefault(_SPENT, []).append((spent, item.nodeid, slow))
     budget = _budget(item.config)
@@ -151,7 +166,8 @@ def pytest_terminal_summary(
     count = config.getoption("--cpu-durations")
     if count is None:
         return
-    spent = sorted(config.stash.get(_SPENT, []), reverse=True)
+    recorded = config.stash.get(_SPENT, [])
+    spent = sorted(recorded, reverse=True)
     terminalreporter.write_sep("=", "CPU seconds per test, their processes included")
     for seconds, nodeid, slow in spent[:count] if count else spent:
         terminalreporter.write_line(f"{seconds:8.2f}  {'slow' if slow else '    '}  {nodeid}")

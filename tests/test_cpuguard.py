@@ -1,7 +1,8 @@
 """The quick lane's guard (:mod:`tests.cpuguard`) in a run of its own: a test not marked slow
 that takes more CPU than the budget fails, whether the CPU is its own, a child's that ended or a
-process's still running; wall time spent waiting is not charged, a slow test is not held to the
-budget, and under the thorough Hypothesis profile nothing is."""
+process's still running; wall time spent waiting is not charged, nor is a fixture shared by
+many tests, a slow test is not held to the budget, and under the thorough Hypothesis profile
+nothing is."""
 
 from __future__ import annotations
 
@@ -65,6 +66,13 @@ _TESTS = f'''
         server[0].stdin.flush()
         assert server[0].stdout.readline() == "done\\n"
 
+    @pytest.fixture(scope="module")
+    def shared():
+        burn()  # set up once, for many tests: not charged to the first
+
+    def test_uses_a_costly_shared_fixture(shared):
+        pass
+
     def test_waits_without_cpu():
         time.sleep(2 * BURN)  # waiting, as for a busy machine's core: no CPU
 
@@ -117,6 +125,7 @@ def test_a_test_over_the_cpu_budget_fails_the_run(tmp_path: Path) -> None:
         "test_slow_burns_cpu": "passed",
         "test_its_child_burns_cpu": "over",
         "test_its_running_server_burns_cpu": "over",
+        "test_uses_a_costly_shared_fixture": "passed",
         "test_waits_without_cpu": "passed",
         "test_the_server_ends": "passed",
         "test_fails_and_burns_cpu": "failed",

@@ -31,6 +31,7 @@ def mixed_inputs(draw: st.DrawFn, bits: int) -> list[str]:
     return draw(codes | codes.flatmap(lambda cs: st.lists(st.sampled_from(cs), min_size=2)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bits", ALL_BITS)
 @given(data=st.data())
 def test_equals_reference(data: st.DataObject, bits: int) -> None:
