@@ -99,7 +99,9 @@ def test_facts_say_what_each_file_is_now(tmp_path: Path) -> None:
     seen: list[tuple[int, int]] = []
     facts = look_at(paths, OPTIONS, None, jobs=2, progress=lambda d, t: seen.append((d, t)))
     st = photo.stat()
-    assert facts[str(photo)].stat == FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    assert facts[str(photo)].stat == FileStat(
+        st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_blocks * 512
+    )
     assert facts[str(photo)].preview.kind is PreviewKind.IMAGE
     assert (facts[str(tmp_path / "gone.jpg")].stat, facts[str(tmp_path / "gone.jpg")].preview) == (
         None,
