@@ -47,7 +47,9 @@ keeps and save the choice as a plan for `isccd dedupe --plan FILE`.
 
 The page is self-contained: it loads nothing (no network, no external script or font) and
 works from file://. The groups come from the daemon (or with --state DIR from that index, read
-directly), as `isccd dupes --near` lists them.
+directly), as `isccd dupes --near` lists them, with the same totals: each file counted once
+(exact copies are in their exact and in a near group) and reclaimable space counted on disk
+(the blocks the files take: a sparse file frees less than its size).
 """
 
 _EPILOG = """\
