@@ -67,7 +67,7 @@ what happens to each file:
     rename, never a copy) and outside the watched roots.
   The space a run frees ("freeing ...") is what the files it links, reflinks or removes take
   on disk (their blocks, as du counts them: a sparse file frees less than its size), each file
-  once; a move frees nothing where the file was.
+  once; a file with hard links outside its group, and a move, free nothing.
 
 the action log and undo:
   --apply records every action in an action log (--log FILE, default: a new file under the

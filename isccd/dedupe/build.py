@@ -119,6 +119,7 @@ def observe(groups: Iterable[FoundGroup]) -> Observed:
                     st.st_mtime_ns,
                     found.blake3,
                     st.st_blocks * 512,
+                    st.st_nlink,
                 )
             )
         if len(members) > 1:

@@ -102,7 +102,7 @@ def _member(data: Mapping[str, Any], name: str, where: str) -> Member:
             raise PlanFileError(name, f"{where}: {path!r} is not inside its root {root!r}")
     return Member(
         paths, root, data["device"], data["inode"], data["size"], data["mtime_ns"],
-        _digest(data, name, where), data.get("allocated"),
+        _digest(data, name, where), data.get("allocated"), data.get("nlink", 1),
     )  # fmt: skip
 
 
@@ -179,6 +179,8 @@ def plan_document(
             }
             if member.allocated is not None:
                 data["allocated"] = member.allocated
+            if member.nlink != 1:
+                data["nlink"] = member.nlink
             if member.blake3 is not None:
                 data["blake3"] = member.blake3
             data["keep"] = i == group.keep
