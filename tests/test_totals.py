@@ -4,7 +4,7 @@ files frees, on disk and by size."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from isccd.model import UnitType
@@ -73,6 +73,7 @@ def grouped_files(draw: st.DrawFn) -> list[list[Footprint]]:
     return draw(st.lists(one_group, max_size=5))
 
 
+@settings(max_examples=30)  # each example is small; a few dozen cover the shapes
 @given(grouped_files())
 def test_totals_never_count_a_file_twice_nor_free_more_than_there_is(
     groups: list[list[Footprint]],

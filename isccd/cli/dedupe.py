@@ -70,6 +70,9 @@ what happens to each file:
   --move DIR: the file is moved under DIR with its whole path (/srv/a/b.jpg goes to
     DIR/srv/a/b.jpg), never replacing a file there; DIR must be on the same file system (a
     rename, never a copy) and outside the watched roots.
+  The space a run frees ("freeing ...") is what the files it links, reflinks or removes take
+  on disk (their blocks, as du counts them: a sparse file frees less than its size), each file
+  once; a file with hard links outside its group, and a move, free nothing.
 
 the action log and undo:
   --apply records every action in an action log (--log FILE, default: a new file under the

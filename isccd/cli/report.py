@@ -23,7 +23,7 @@ from isccd import __version__
 from isccd.cli import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
 from isccd.cli.ask import Failed, bounded, configure, fail
 from isccd.cli.connect import add_config_option, add_socket_option
-from isccd.cli.output import Progress, format_size
+from isccd.cli.output import Progress
 from isccd.dirs import default_cache_dir
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
@@ -47,7 +47,9 @@ keeps and save the choice as a plan for `isccd dedupe --plan FILE`.
 
 The page is self-contained: it loads nothing (no network, no external script or font) and
 works from file://. The groups come from the daemon (or with --state DIR from that index, read
-directly), as `isccd dupes --near` lists them.
+directly), as `isccd dupes --near` lists them, with the same totals: each file counted once
+(exact copies are in their exact and in a near group) and reclaimable space counted on disk
+(the blocks the files take: a sparse file frees less than its size).
 """
 
 _EPILOG = """\
@@ -174,12 +176,10 @@ def run_report(args: argparse.Namespace) -> int:
         where_to = _write(args.out, page)
     except OSError as exc:
         return fail(f"cannot write {args.out}: {exc.strerror}")
-    totals = view.totals()
+    from isccd.cli.answers import format_totals  # noqa: PLC0415 - the parser does without it
+
     without = sum(1 for f in facts.values() if f.preview.note)
-    summary = (
-        f"{totals.groups:,} groups, {totals.files:,} files, "
-        f"{format_size(totals.reclaimable)} reclaimable"
-    )
+    summary = format_totals(view.totals())
     if without:
         summary += f"; {without:,} files without a preview (the page says why)"
     if where_to is None:

@@ -169,6 +169,7 @@ def _observe(groups: Iterable[FoundGroup], beneath: Callable[[str], RootDir | st
                     st.st_mtime_ns,
                     found.blake3,
                     st.st_blocks * 512,
+                    st.st_nlink,
                 )
             )
         if len(members) > 1:

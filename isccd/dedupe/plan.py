@@ -62,6 +62,9 @@ class Member:
         allocated: Bytes its blocks took on disk when the plan was made (``st_blocks`` times
             512, less than ``size`` for a sparse file): what replacing or removing it frees;
             ``None`` when not known (a plan written without it), and then its size counts.
+        nlink: Its number of names when the plan was made (``st_nlink``): more than
+            ``paths`` when it has names outside the group, which keep it (and its blocks)
+            whatever is done to these.
     """
 
     paths: tuple[str, ...]
@@ -72,6 +75,7 @@ class Member:
     mtime_ns: int
     blake3: str | None = None
     allocated: int | None = None
+    nlink: int = 1
 
     @property
     def path(self) -> str:
@@ -85,7 +89,10 @@ class Member:
 
     @property
     def space(self) -> int:
-        """The bytes on disk acting on it frees: its blocks, else its size."""
+        """The bytes on disk acting on it frees: its blocks, else its size; nothing when
+        other names keep it."""
+        if self.nlink > len(self.paths):
+            return 0
         return self.allocated if self.allocated is not None else self.size
 
 

@@ -128,7 +128,7 @@ def _member(data: Mapping[str, Any], name: str, where: str) -> Member:
             raise PlanFileError(name, f"{where}: {shown} is not inside its root {_short(root)!r}")
     return Member(
         paths, root, data["device"], data["inode"], data["size"], data["mtime_ns"],
-        _digest(data, name, where), data.get("allocated"),
+        _digest(data, name, where), data.get("allocated"), data.get("nlink", 1),
     )  # fmt: skip
 
 
@@ -229,6 +229,27 @@ def load_plan(path: Path) -> Plan:
     return plan_from_document(document, str(path))
 
 
+def _member_document(member: Member) -> dict[str, Any]:
+    """What a plan file records of a member (``keep`` and the dry run's words aside)."""
+    data: dict[str, Any] = {"path": member.path}
+    if len(member.paths) > 1:
+        data["links"] = list(member.paths[1:])
+    data |= {
+        "root": member.root,
+        "device": member.device,
+        "inode": member.inode,
+        "size": member.size,
+        "mtime_ns": member.mtime_ns,
+    }
+    if member.allocated is not None:
+        data["allocated"] = member.allocated
+    if member.nlink != 1:
+        data["nlink"] = member.nlink
+    if member.blake3 is not None:
+        data["blake3"] = member.blake3
+    return data
+
+
 def plan_document(
     plan: Plan,
     *,
@@ -246,20 +267,7 @@ def plan_document(
     for g, group in enumerate(plan.groups):
         members = []
         for i, member in enumerate(group.members):
-            data: dict[str, Any] = {"path": member.path}
-            if len(member.paths) > 1:
-                data["links"] = list(member.paths[1:])
-            data |= {
-                "root": member.root,
-                "device": member.device,
-                "inode": member.inode,
-                "size": member.size,
-                "mtime_ns": member.mtime_ns,
-            }
-            if member.allocated is not None:
-                data["allocated"] = member.allocated
-            if member.blake3 is not None:
-                data["blake3"] = member.blake3
+            data = _member_document(member)
             data["keep"] = i == group.keep
             if steps or untouched:
                 if i == group.keep:

@@ -1,4 +1,5 @@
-"""The readable answers name each file's host when an answer spans more than one host."""
+"""The readable answers name each file's host when an answer spans more than one host, or
+names a host other than this one."""
 
 from __future__ import annotations
 
@@ -28,3 +29,18 @@ def test_a_fleets_answers_name_the_hosts() -> None:
     match = Match("/srv/x", "/srv", RelationKind.NEAR, UnitType.DATA, 3, 8, None, None, 1, host="b")
     other = Match("/srv/y", "/srv", RelationKind.NEAR, UnitType.DATA, 4, 8, None, None, 1, host="a")
     assert "b:/srv/x" in format_similar(SimilarResult((match, other)))
+
+
+def test_an_answer_naming_only_another_host_names_it() -> None:
+    match = Match("/srv/x\tname", "/srv", RelationKind.EXACT, UnitType.INSTANCE, 0, 0, None,
+                  None, 1, links=("/srv/x\nlink",), host="b")  # fmt: skip
+    result = SimilarResult((match,))
+    # Asked on host a: the only file is host b's.
+    assert format_similar(result, "a").splitlines() == [
+        f"{'exact':>24}  b:/srv/x\\tname",
+        f"{'':>24}  = /srv/x\\nlink (hardlink)",
+    ]
+    # Asked on host b: its own file, shown as before.
+    assert "b:" not in format_similar(result, "b")
+    assert "a:/srv/0.txt" in format_dupes(DupesResult((_group("a", "a"),)), "b")
+    assert "a:" not in format_dupes(DupesResult((_group("a", "a"),)), "a")

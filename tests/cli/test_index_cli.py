@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from isccd.cli.main import main
+from isccd.cli.output import format_size
 from isccd.store import open_store, state_url
 from tests.pipeline.harness import snapshot
 
@@ -93,7 +94,10 @@ def test_dupes_get_and_similar(
     assert status == 0
     groups = report["groups"]
     assert [g["kind"] for g in groups] == ["exact", "exact"]
-    assert groups[0]["reclaimable"] == 200_000  # the most reclaimable first
+    # The most reclaimable first: the second binary's blocks on disk (its size: 200,000).
+    second = Path(groups[0]["members"][1]["path"])
+    assert groups[0]["reclaimable"] == second.stat().st_blocks * 512
+    assert groups[0]["reclaimable_size"] == 200_000
     assert report["totals"]["groups"] == 2
     assert {m["path"] for m in groups[1]["members"]} == {
         str(library / "docs" / "report.txt"),
@@ -180,7 +184,8 @@ def test_readable_text_on_a_terminal(
     assert main(["dupes", "--state", state, "--near"]) == 0
     assert main(["get", "--state", state, str(library / "docs" / "report.txt")]) == 0
     text = screen.getvalue()
-    assert "exact: 2 files, 195.3 KiB reclaimable" in text
+    on_disk = (library / "big_copy.bin").stat().st_blocks * 512
+    assert f"exact: 2 files, {format_size(on_disk)} reclaimable" in text
     assert " by text to #" in text and "hardlink" not in text
     assert f"{library / 'docs' / 'report.txt'} (indexed)" in text
 

@@ -6,7 +6,9 @@ The library (:func:`tests.cli.test_index_cli.make_library`) holds a text, its ex
 draft near both (with ``--near`` the two copies are in their exact group and in the near group),
 two exact 200,000-byte binaries and an unrelated text; added here: a sparse image (8 MiB of
 which 64 KiB are written, made with ``truncate``) and a copy of it whose zeros are written out,
-so that the two have the same bytes and take 64 KiB and 8 MiB on disk.
+so that the two have the same bytes and take 64 KiB and 8 MiB on disk. ``dedupe`` is measured
+with ``du`` before and after, on a sparse copy and on a copy whose blocks a hard link outside
+the library keeps.
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ def on_disk(path: str | Path) -> int:
     return Path(path).stat().st_blocks * 512
 
 
-def du(root: Path) -> int:
-    """The bytes a tree's files take on disk, each file (inode) once, as ``du -s`` counts."""
+def du(*roots: Path) -> int:
+    """The bytes the trees' files take on disk, each file (inode) once, as ``du -s`` counts."""
     seen: dict[tuple[int, int], int] = {}
-    for path in root.rglob("*"):
-        st = path.lstat()
-        if path.is_file() and not path.is_symlink():
-            seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    for root in roots:
+        for path in root.rglob("*"):
+            st = path.lstat()
+            if path.is_file() and not path.is_symlink():
+                seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
     return sum(seen.values())
 
 
@@ -199,3 +202,24 @@ def test_dedupe_says_what_it_frees_on_disk_as_du_measures_it(tmp_path: Path) -> 
     # The sparse file's blocks, as du measures them: not the 8 MiB of its size.
     assert freed == WRITTEN or 0 < freed < SPARSE // 2
     assert f"freeing {format_size(freed)}" in out, (out, freed)
+
+
+def test_a_file_with_names_outside_its_group_frees_nothing(tmp_path: Path) -> None:
+    library, outside = tmp_path / "library", tmp_path / "outside"
+    (library / "keep").mkdir(parents=True)
+    outside.mkdir()
+    content = random.Random(9).randbytes(256 << 10)
+    (library / "keep" / "a.bin").write_bytes(content)
+    (library / "b.bin").write_bytes(content)
+    (outside / "b.bin").hardlink_to(library / "b.bin")  # not watched: it keeps the blocks
+    state = tmp_path / "state"
+    assert main(["scan", "--state", str(state), "-j", "1", str(library)]) == 0
+    before = du(library, outside)
+    status, out = run(
+        "dedupe", "--link", "--state", str(state), "--keep-in", str(library / "keep"),
+        "--apply", "--log", str(tmp_path / "log"),
+    )  # fmt: skip
+    assert status == 0, out
+    assert (library / "b.bin").stat().st_ino == (library / "keep" / "a.bin").stat().st_ino
+    assert du(library, outside) == before  # the outside name still holds the old file's blocks
+    assert "linked 1 files in 1 of 1 groups, freeing 0 B" in out, out

@@ -176,7 +176,7 @@ def test_similar_dupes_rescan_and_sync(root_dir: Path, short_dir: Path) -> None:
         assert (await client.request(DupesRequest(0, DupesQuery(near=True)))).unwrap() == {
             "groups": [],
             "truncated": False,
-            "totals": {"groups": 0, "files": 0, "reclaimable": 0},
+            "totals": {"groups": 0, "files": 0, "reclaimable": 0, "reclaimable_size": 0},
         }
         rescan = await client.request(RescanRequest(0, f"{root_dir}/sub"))
         assert rescan.unwrap() == {"roots": [f"{root_dir}/sub"]}
