@@ -9,6 +9,7 @@ The engine is :mod:`isccd.dedupe`; this module parses, chooses, prints.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from isccd.dedupe.apply import Outcome
     from isccd.dedupe.build import Excluded, FoundGroup
     from isccd.dedupe.keep import KeepRule
+    from isccd.dedupe.lock import Held
+    from isccd.dedupe.log import ActionLog
     from isccd.dedupe.plan import Action, Plan, Step, Untouched
     from isccd.dedupe.undo import UndoOutcome
     from isccd.results import DupesResult
@@ -102,6 +105,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     what.add_argument("--undo", type=Path, metavar="LOG", help="undo what an action log did")
     parser.add_argument("--apply", action="store_true", help="do it (default: a dry run)")
     parser.add_argument(
+        "--link-any-owner", action="store_true",
+        help="with --link: also link files of different owners, groups, permissions or ACLs",
+    )  # fmt: skip
+    parser.add_argument(
         "--script", choices=["sh"], help="print a POSIX shell script doing it, with its checks"
     )
     parser.add_argument(
@@ -153,11 +160,15 @@ def _action(args: argparse.Namespace) -> Action:
 def _check_usage(args: argparse.Namespace) -> None:
     if args.undo is not None:
         others = [
-            f for f in ("apply", "script", "plan", "near", "keep", "keep_in") if getattr(args, f)
+            f
+            for f in ("apply", "script", "plan", "near", "keep", "keep_in", "link_any_owner")
+            if getattr(args, f)
         ]
         if others:
             raise _Usage(f"--undo takes no --{others[0].replace('_', '-')}")
         return
+    if args.link_any_owner and not args.link:
+        raise _Usage("--link-any-owner only goes with --link")
     if args.near and args.move is None:
         raise _Usage("--near only goes with --move: near duplicates are never linked or removed")
     if args.apply and args.script:
@@ -393,30 +404,26 @@ def _apply(
     untouched: Sequence[Untouched],
     excluded: Sequence[Excluded],
 ) -> int:
-    from isccd.dedupe.apply import Status, apply_steps  # noqa: PLC0415
+    from isccd.dedupe.apply import Status  # noqa: PLC0415
+    from isccd.dedupe.lock import TreeLockedError, tree_lock  # noqa: PLC0415
     from isccd.dedupe.log import ActionLog  # noqa: PLC0415
 
     try:
         log_path = args.log if args.log is not None else _default_log(args)
     except Failed as exc:
         return fail(str(exc), exc.status)
-    try:
-        log = ActionLog(log_path)
-    except (OSError, PlanFileError) as exc:
-        return fail(f"the action log {log_path} cannot be written: {exc}; nothing was touched")
-    print(f"isccd: action log: {log_path}", file=sys.stderr)
-    with log, Progress(_DONE[action.value], len(steps)) as progress:
-        log.run(action, apply=True)
-        for e in excluded:
-            log.skip(e.path, e.reason)
-
-        def shown(outcome: Outcome) -> None:
-            progress.advance()
-            if not args.json:
-                progress.close()
-                print(_outcome_line(outcome), flush=True)
-
-        outcomes = apply_steps(steps, log, move_to=move_to, on_outcome=shown)
+    with contextlib.ExitStack() as stack:
+        try:
+            _locked(stack.enter_context(tree_lock(s.member.root for s in steps)))
+        except TreeLockedError as exc:
+            return fail(str(exc))
+        try:
+            log = ActionLog(log_path)
+        except (OSError, PlanFileError) as exc:
+            return fail(f"the action log {log_path} cannot be written: {exc}; nothing was touched")
+        print(f"isccd: action log: {log_path}", file=sys.stderr)
+        outcomes = _apply_logged(args, log, action=action, steps=steps, move_to=move_to,
+                                 excluded=excluded)  # fmt: skip
     bad = [o for o in outcomes if o.status in (Status.SKIPPED, Status.FAILED)]
     done = [o.step for o in outcomes if o.status is Status.DONE]
     if args.json:
@@ -436,6 +443,40 @@ def _apply(
         print(f"{_summary(action, done, plan, dry=False)}; {len(bad):,} skipped or failed")
         print(f"action log: {log_path} (undo: isccd dedupe --undo {log_path})")
     return EXIT_FAILURE if bad else EXIT_OK
+
+
+def _locked(held: Held) -> None:
+    """Say which roots could not be locked (other runs there are not kept off)."""
+    for path, why in held.unlocked:
+        print(f"isccd: the dedupe lock on {show(path)} {why}: other runs there are not kept "
+              "off", file=sys.stderr)  # fmt: skip
+
+
+def _apply_logged(
+    args: argparse.Namespace,
+    log: ActionLog,
+    *,
+    action: Action,
+    steps: Sequence[Step],
+    move_to: str | None,
+    excluded: Sequence[Excluded],
+) -> list[Outcome]:
+    """Carry out the steps, the log open and the roots locked."""
+    from isccd.dedupe.apply import apply_steps  # noqa: PLC0415
+
+    with log, Progress(_DONE[action.value], len(steps)) as progress:
+        log.run(action, apply=True)
+        for e in excluded:
+            log.skip(e.path, e.reason)
+
+        def shown(outcome: Outcome) -> None:
+            progress.advance()
+            if not args.json:
+                progress.close()
+                print(_outcome_line(outcome), flush=True)
+
+        return apply_steps(steps, log, move_to=move_to, any_owner=args.link_any_owner,
+                           on_outcome=shown)  # fmt: skip
 
 
 def _outcome_line(outcome: Outcome) -> str:
@@ -466,12 +507,19 @@ def _outcome_json(outcome: Outcome) -> dict[str, Any]:
 
 
 def _run_undo(args: argparse.Namespace) -> int:
+    from isccd.dedupe.lock import TreeLockedError, tree_lock  # noqa: PLC0415
+    from isccd.dedupe.log import read_log  # noqa: PLC0415
     from isccd.dedupe.undo import UndoStatus, undo_log  # noqa: PLC0415
 
     if not args.undo.is_file():
         return fail(f"{args.undo}: no such action log")
     try:
-        outcomes = undo_log(args.undo)
+        roots = {r for a in read_log(args.undo) for r in (a.intent.root, a.intent.kept_root)}
+        with tree_lock(roots) as held:
+            _locked(held)
+            outcomes = undo_log(args.undo)
+    except TreeLockedError as exc:
+        return fail(str(exc))
     except PlanFileError as exc:
         return fail(f"{exc}; nothing was touched", EXIT_USAGE)
     except OSError as exc:
