@@ -95,7 +95,8 @@ class Phase(enum.StrEnum):
     and the tests that change files at these very moments)."""
 
     CHECKED = "checked"
-    """Its files were checked, its intent is on disk; the action comes next."""
+    """Its files were checked (the last time just now), its intent is on disk; the action
+    comes next."""
     SWAPPED = "swapped"
     """The action took the victim's name (its inode is aside); the last checks come next."""
 
@@ -183,6 +184,10 @@ class Applier:
         )  # fmt: skip
         return _Ready(step, victim, kept, action_id, temp, digest)
 
+    def _phase(self, phase: Phase, step: Step) -> None:
+        if self._on_phase is not None:
+            self._on_phase(phase, step)
+
     def _require_reflink(self, step: Step, victim: Handle) -> None:
         """Fail a reflink at once on a file system already found unable to."""
         if step.action is Action.REFLINK and victim.stat.st_dev in self._no_reflink:
@@ -191,8 +196,6 @@ class Applier:
     def _act(self, ready: _Ready) -> Outcome:
         step, action_id = ready.step, ready.action_id
         try:
-            if self._on_phase is not None:
-                self._on_phase(Phase.CHECKED, step)
             self._do(ready)
         except actions.ReflinkUnsupportedError as exc:
             self._no_reflink[exc.device] = exc.reason
@@ -217,11 +220,13 @@ class Applier:
         step, victim, kept, temp = ready.step, ready.victim, ready.kept, ready.temp
         if step.action is Action.MOVE:
             assert step.target is not None and self.move_to is not None
+            self._phase(Phase.CHECKED, step)
             actions.move(victim, self.move_to, step.target)
             return
         assert temp is not None and ready.digest is not None
         # Cheap first: the kept file as verified, before anything is done to the victim.
         name_unchanged(kept)
+        self._phase(Phase.CHECKED, step)
         if step.action is Action.LINK:
             swapped = actions.link(victim, kept, temp)
         elif step.action is Action.REFLINK:
@@ -229,8 +234,7 @@ class Applier:
         else:
             swapped = actions.remove(victim, kept, temp)
         try:
-            if self._on_phase is not None:
-                self._on_phase(Phase.SWAPPED, step)
+            self._phase(Phase.SWAPPED, step)
             confirm(victim, temp, swapped.holder_fd, kept, ready.digest,
                     kept_named=step.action is not Action.REFLINK)  # fmt: skip
         except BaseException:
