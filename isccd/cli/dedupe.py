@@ -53,12 +53,19 @@ what happens to each file:
   the plan recorded (same device, inode, size and modification time, reached from their root
   without following any symbolic link) and, for exact duplicates, that their bytes are equal
   (read side by side, and the kept file's BLAKE3 equal to the one indexed). A file that
-  changed, moved or vanished is skipped and reported, never acted on. Hard links already
+  changed, moved or vanished is skipped and reported, never acted on. The kept file is held
+  open (a link is made to its open inode), and after each action, before the file's own
+  inode is let go, both are checked again (the kept file unmodified, still under its name,
+  its bytes still the file's): on any change the action is reverted. Hard links already
   sharing the kept file's inode are nothing to do. Files under a --keep-in folder are never
   touched. Nothing outside the files' watched roots (and the --move folder) is touched.
+  The kept file's owner must already be able to write the file it stands for (root, the same
+  owner, or its group or others write bits), with --link and --remove.
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.
+    Files of different owners, groups, permissions or ACLs are not linked unless
+    --link-any-owner is given.
   --reflink: the file becomes a copy sharing the kept file's blocks (FICLONE; btrfs, XFS), with
     its own permissions, owner, times and extended attributes; a write to either copies the
     blocks it touches. File systems without reflinks (ext4, tmpfs, ...) are said so; nothing
@@ -80,6 +87,11 @@ the action log and undo:
   file whose content changed). A reflink needs no undo.
 
   isccd runs as you: the daemon stays read-only and notices the changes like any other.
+
+one run at a time:
+  --apply and --undo hold a lock (flock) on each root folder they act in, and a shared one on
+  the folders above it, until they end. Another run or undo on the same tree stops at once,
+  touching nothing (exit 1): run it again when the first is done.
 
 exit status: 0 when everything planned was done (or would be, in a dry run) or undone; 1 when
 a file was skipped, an action failed or could not be undone, or the groups cannot be read; 2
