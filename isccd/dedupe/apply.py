@@ -7,13 +7,15 @@ bytes and the kept file's BLAKE3 with the recorded digest; log the intent. Once 
 a batch of steps are on disk (one fsync for the batch: the log's cost, not the checks'), each
 step in turn, immediately:
 
-1. checks the kept file's name and the victim's again (cheap: ``lstat``);
+1. checks the kept file's name and the victim's again (cheap: ``lstat``), and takes a read
+   lease on both (no one may open them for writing until the step ends; a file already open
+   for writing elsewhere is skipped);
 2. acts (:mod:`isccd.dedupe.actions`): links to the open kept file's inode itself, clones it
    or takes the victim's name away, the victim's inode kept aside under a temporary name;
 3. checks everything again (:func:`isccd.dedupe.verify.confirm`): both files unmodified, the
    kept one still under its name, and their bytes, read side by side once more, still equal
-   with the digest logged. Only then is the victim's inode let go; on any difference the
-   action is reverted and the step reported skipped.
+   with the digest logged, and the leases unbroken. Only then is the victim's inode let go;
+   on any difference the action is reverted and the step reported skipped.
 
 So a kept file rewritten while a batch is checked, or removed by another run that keeps the
 victim, never costs the victim's bytes. The caller also holds the tree lock
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from isccd.dedupe import actions
 from isccd.dedupe.log import ActionLog, Intent
 from isccd.dedupe.owner import check_owners
 from isccd.dedupe.plan import Action, GroupKind, Step
+from isccd.dedupe.syscalls import drop_lease, lease_intact, read_lease
 from isccd.dedupe.verify import Handle, check_recorded, confirm, name_unchanged, opened, same_bytes
 from isccd.errors import DedupeError, StaleFileError
 
@@ -95,8 +99,8 @@ class Phase(enum.StrEnum):
     and the tests that change files at these very moments)."""
 
     CHECKED = "checked"
-    """Its files were checked (the last time just now), its intent is on disk; the action
-    comes next."""
+    """Its files were checked (the last time just now), its intent is on disk; the leases
+    and the action come next."""
     SWAPPED = "swapped"
     """The action took the victim's name (its inode is aside); the last checks come next."""
 
@@ -227,20 +231,60 @@ class Applier:
         # Cheap first: the kept file as verified, before anything is done to the victim.
         name_unchanged(kept)
         self._phase(Phase.CHECKED, step)
-        if step.action is Action.LINK:
-            swapped = actions.link(victim, kept, temp)
-        elif step.action is Action.REFLINK:
-            swapped = actions.reflink(victim, kept, temp)
-        else:
-            swapped = actions.remove(victim, kept, temp)
-        try:
-            self._phase(Phase.SWAPPED, step)
-            confirm(victim, temp, swapped.holder_fd, kept, ready.digest,
-                    kept_named=step.action is not Action.REFLINK)  # fmt: skip
-        except BaseException:
-            actions.revert(swapped)
-            raise
-        actions.finish(swapped)
+        with _leased(victim, kept) as leased:
+            if step.action is Action.LINK:
+                swapped = actions.link(victim, kept, temp)
+            elif step.action is Action.REFLINK:
+                swapped = actions.reflink(victim, kept, temp)
+            else:
+                swapped = actions.remove(victim, kept, temp)
+            try:
+                self._phase(Phase.SWAPPED, step)
+                confirm(victim, temp, swapped.holder_fd, kept, ready.digest,
+                        kept_named=step.action is not Action.REFLINK)  # fmt: skip
+                _require_leases(leased)
+            except BaseException:
+                actions.revert(swapped)
+                raise
+            actions.finish(swapped)
+
+
+def _require_leases(leased: list[Handle]) -> None:
+    """Raise unless no one asked to open the leased files for writing during the action
+    (whoever did waits for the lease, so what was checked still holds)."""
+    for handle in leased:
+        if not lease_intact(handle.fd):
+            raise StaleFileError(handle.path, "was opened for writing while being acted on")
+
+
+@contextlib.contextmanager
+def _leased(*handles: Handle) -> Iterator[list[Handle]]:
+    """Hold a read lease on each file (:func:`isccd.dedupe.syscalls.read_lease`) for the
+    block: no one can open them for writing meanwhile, so the last checks hold until the
+    action is finished; the handles leased.
+
+    A file that cannot be leased (one this user does not own, without ``CAP_LEASE``; a file
+    system without leases) is acted on with the checks alone.
+
+    Raises:
+        StaleFileError: A file is open for writing by another process (it may change at any
+            moment): not acted on.
+    """
+    leased: list[Handle] = []
+    try:
+        for handle in handles:
+            refused = read_lease(handle.fd)
+            if refused is None:
+                leased.append(handle)
+            elif refused.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                raise StaleFileError(
+                    handle.path, "is open for writing by another process: not acted on while "
+                    "it may change"
+                )  # fmt: skip
+        yield leased
+    finally:
+        for handle in leased:
+            drop_lease(handle.fd)
 
 
 def apply_steps(

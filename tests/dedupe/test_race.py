@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,13 +58,14 @@ def _apply(
 
 
 @pytest.mark.parametrize("action", [Action.LINK, Action.REMOVE])
-@pytest.mark.parametrize("at", [Phase.CHECKED, Phase.SWAPPED])
 def test_a_kept_file_rewritten_at_the_last_moment_reverts_the_action(
-    tmp_path: Path, action: Action, at: Phase
+    tmp_path: Path, action: Action
 ) -> None:
+    """After the last checks before the action (a writer that comes later waits for the
+    lease: see below), found by reading both again after the action."""
     root = tmp_path / "root"
     [outcome], kept, copy = _apply(
-        root, tmp_path / "log", action, at, lambda: _rewrite(root / "a" / "f.bin")
+        root, tmp_path / "log", action, Phase.CHECKED, lambda: _rewrite(root / "a" / "f.bin")
     )
     assert outcome.status is Status.SKIPPED, outcome
     assert "kept" in (outcome.reason or "")
@@ -175,3 +177,60 @@ def test_a_reflink_of_a_kept_file_rewritten_after_the_checks_is_reverted(tmp_pat
         )  # fmt: skip
         assert outcome.status is Status.SKIPPED, outcome
         assert copy.read_bytes() == DATA and not list(copy.parent.glob(".isccd-dedupe-*"))
+
+
+@pytest.mark.parametrize("which", ["kept", "copy"])
+def test_a_file_open_for_writing_elsewhere_is_not_acted_on(tmp_path: Path, which: str) -> None:
+    """As by a program holding it open to write to it at any moment: it may change after
+    any check, so the step never starts."""
+    root = tmp_path / "root"
+    kept, copy = _pair(root)
+    held = (kept if which == "kept" else copy).open("r+b")
+    try:
+        steps, _ = steps_of(plan_of(root, [[kept, copy]]), Action.LINK)
+        with ActionLog(tmp_path / "log") as action_log:
+            [outcome] = apply_steps(steps, action_log)
+    finally:
+        held.close()
+    assert outcome.status is Status.SKIPPED, outcome
+    assert "is open for writing by another process" in (outcome.reason or "")
+    assert copy.read_bytes() == DATA and copy.stat().st_ino != kept.stat().st_ino
+
+
+def _lease_breaking(inode: int) -> bool:
+    """Whether the kernel says a lease on ``inode`` is being broken (a writer waits)."""
+    return any(
+        f":{inode} " in line and "BREAKING" in line
+        for line in Path("/proc/locks").read_text().splitlines()
+    )
+
+
+@pytest.mark.parametrize("action", [Action.LINK, Action.REMOVE])
+def test_a_writer_of_the_kept_file_during_the_action_waits_and_the_action_is_reverted(
+    tmp_path: Path, action: Action
+) -> None:
+    root = tmp_path / "root"
+    writes: list[threading.Thread] = []
+
+    def write_kept() -> None:
+        path = root / "a" / "f.bin"
+
+        def rewrite() -> None:
+            with path.open("r+b") as f:
+                f.write(b"rewritten")
+
+        writes.append(threading.Thread(target=rewrite, daemon=True))
+        writes[0].start()
+        # The writer's open waits for the lease: the kernel shows the lease breaking.
+        deadline = time.monotonic() + WAIT
+        while not _lease_breaking(path.stat().st_ino):
+            assert writes[0].is_alive(), "the writer was not kept waiting by a lease"
+            assert time.monotonic() < deadline
+            time.sleep(0.001)  # polling the kernel's lock table, not synchronising
+
+    [outcome], kept, copy = _apply(root, tmp_path / "log", action, Phase.SWAPPED, write_kept)
+    writes[0].join(WAIT)
+    assert outcome.status is Status.SKIPPED, outcome
+    assert "was opened for writing while being acted on" in (outcome.reason or "")
+    assert copy.read_bytes() == DATA and copy.stat().st_ino != kept.stat().st_ino
+    assert kept.read_bytes().startswith(b"rewritten")  # the writer went on afterwards
