@@ -54,11 +54,13 @@ what happens to each file:
   without following any symbolic link) and, for exact duplicates, that their bytes are equal
   (read side by side, and the kept file's BLAKE3 equal to the one indexed). A file that
   changed, moved or vanished is skipped and reported, never acted on. The kept file is held
-  open (a link is made to its open inode), and after each action, before the file's own
-  inode is let go, both are checked again (the kept file unmodified, still under its name,
-  its bytes still the file's): on any change the action is reverted. Hard links already
-  sharing the kept file's inode are nothing to do. Files under a --keep-in folder are never
-  touched. Nothing outside the files' watched roots (and the --move folder) is touched.
+  open (a link is made to its open inode); both hold a read lease during the action (a writer
+  waits for it to end; a file open for writing elsewhere is skipped); and after each action,
+  before the file's own inode is let go, both are checked again (the kept file unmodified,
+  still under its name, its bytes still the file's): on any change the action is reverted.
+  Hard links already sharing the kept file's inode are nothing to do. Files under a --keep-in
+  folder are never touched. Nothing outside the files' watched roots (and the --move folder)
+  is touched.
   The kept file's owner must already be able to write the file it stands for (root, the same
   owner, or its group or others write bits), with --link and --remove.
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
