@@ -428,7 +428,8 @@ def _apply(
         return fail(str(exc), exc.status)
     with contextlib.ExitStack() as stack:
         try:
-            _locked(stack.enter_context(tree_lock(s.member.root for s in steps)))
+            roots = {r for s in steps for r in (s.member.root, s.kept.root)}
+            _locked(stack.enter_context(tree_lock(roots)))
         except TreeLockedError as exc:
             return fail(str(exc))
         try:

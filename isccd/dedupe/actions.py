@@ -72,9 +72,12 @@ def unlink_if(dir_fd: int, name: str, inode: int) -> None:
 
 def _is_victim(victim: Handle, name: str) -> bool:
     """True when ``name`` (next to the victim) is the victim's inode, unmodified, and nothing
-    wrote to it through another descriptor either."""
-    now = os.stat(name, dir_fd=victim.dir_fd, follow_symlinks=False)
-    by_fd = os.fstat(victim.fd)
+    wrote to it through another descriptor either (False when it cannot be looked at)."""
+    try:
+        now = os.stat(name, dir_fd=victim.dir_fd, follow_symlinks=False)
+        by_fd = os.fstat(victim.fd)
+    except OSError:
+        return False
     was = victim.stat
     same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns)
     return same == (was.st_dev, was.st_ino, was.st_size, was.st_mtime_ns) and (
@@ -118,7 +121,7 @@ def _exchange_in(victim: Handle, temp: str) -> None:
     name_unchanged(victim)
     _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_EXCHANGE, path=victim.path)
     if not _is_victim(victim, temp):
-        renameat2(dir_fd, temp, dir_fd, victim.name, RENAME_EXCHANGE)
+        _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_EXCHANGE, path=victim.path)
         raise StaleFileError(victim.path, "changed at the last moment; left as it was")
 
 

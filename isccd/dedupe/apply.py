@@ -174,6 +174,10 @@ class Applier:
         except DedupeError as exc:  # refused before anything was logged
             self.log.skip(step.path, str(exc))
             return Outcome(step, Status.FAILED, str(exc))
+        except OSError as exc:  # a read failed (EIO, ...): nothing was logged or done
+            why = f"{step.path}: cannot be read: {exc.strerror}"
+            self.log.skip(step.path, why)
+            return Outcome(step, Status.FAILED, why)
         action_id = self.log.next_id()
         temp = temp_name(action_id) if step.action is not Action.MOVE else None
         st = victim.stat
@@ -211,6 +215,10 @@ class Applier:
         except DedupeError as exc:
             self.log.outcome(action_id, "failed", str(exc))
             return Outcome(step, Status.FAILED, str(exc))
+        except OSError as exc:  # a read of the last checks failed: the action was reverted
+            why = f"{step.path}: cannot be checked: {exc.strerror}"
+            self.log.outcome(action_id, "failed", why)
+            return Outcome(step, Status.FAILED, why)
         self.log.outcome(action_id, "done")
         return Outcome(step, Status.DONE)
 
