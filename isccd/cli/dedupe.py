@@ -395,6 +395,11 @@ def _print_dry_run(
     out.append(f"dry run: would {summary}. Add --apply to do it.")
     if action.value == "link":
         out.append("A hard link shares the kept file's permissions, owner and times.")
+        if not args.link_any_owner:
+            out.append(
+                "Files whose owner, group, permissions or ACL differ from the kept file's are "
+                "left as they are (--link-any-owner links them)."
+            )
     sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from isccd.cli.main import main
 from isccd.dedupe.apply import Status
 from isccd.dedupe.plan import Action
 from isccd.dedupe.planfile import plan_document
@@ -181,3 +182,20 @@ def test_a_link_between_different_acls_needs_link_any_owner(tmp_path: Path) -> N
     assert outcome.status is Status.FAILED
     assert "its ACL differs from the kept file" in (outcome.reason or "")
     assert copy.stat().st_nlink == 1
+
+
+def test_the_dry_run_of_link_says_which_files_are_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    files = [write(root / d / "f.bin", DATA, mtime=1_000_000) for d in "ab"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(plan_document(plan_of(root, [files]))))
+    assert main(["dedupe", "--link", "--plan", str(plan)]) == 0
+    assert "differ from the kept file's are left as they are (--link-any-owner" in (
+        capsys.readouterr().out
+    )
+    assert main(["dedupe", "--link", "--link-any-owner", "--plan", str(plan)]) == 0
+    assert "--link-any-owner links them" not in capsys.readouterr().out
+    assert main(["dedupe", "--remove", "--link-any-owner", "--plan", str(plan)]) == 2
+    assert "--link-any-owner only goes with --link" in capsys.readouterr().err
