@@ -33,7 +33,6 @@ recovery). Sections, in order:
 10. **race**: ``ROOT/race`` swapped between a directory and a symbolic link to a directory
     outside the root while four clients send every path-taking request: requests, swaps, and
     replies or events computed from the outside file (must be 0).
-
 11. **crafted_logs**: every crafted action log of ``tests/chaos/crafted_logs.py`` (hand-made
     or edited lines, lines signed with the real key but with fields undo must refuse) given to
     ``isccd dedupe --undo``, each in its own process: logs tried, refused with their reason and
@@ -42,6 +41,11 @@ recovery). Sections, in order:
     the roots, move targets inside them, NUL bytes, deep nesting, huge numbers, wrong types,
     FIFOs) given to the real ``isccd dedupe --plan ... --apply``: plans tried, plans refused
     (exit 2, one line, nothing touched), the others (must be 0), and the slowest refusal.
+13. **dedupe_race**: ``isccd dedupe --apply`` held at a known moment (``tests/chaos/
+    dedupe_race.py``) and raced, ``--rounds`` times 4 each, by a second ``--remove`` run with the
+    opposite plan, and by a writer rewriting the kept file in place (``--link`` and
+    ``--remove``): races tried, second runs kept off by the lock, actions reverted, and bytes
+    that exist nowhere any more (must be 0).
 
 A section is a :class:`Section` in :data:`SECTIONS`.
 
@@ -77,7 +81,7 @@ from isccd.dedupe.plan import Action
 from isccd.errors import StoreFullError
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
-from tests.chaos import fuzz, race
+from tests.chaos import dedupe_race, fuzz, race
 from tests.chaos.crafted_logs import crafted_logs
 from tests.chaos.harness import (
     Snapshot,
@@ -587,6 +591,33 @@ def bench_crafted_plans(options: Options) -> Figures:
         }
 
 
+# -- 13. dedupe_race -------------------------------------------------------------------------------
+
+
+def bench_dedupe_race(options: Options) -> Figures:
+    tried = kept_off = reverted = lost = 0
+    started = time.monotonic()
+    for n in range(4 * options.rounds):
+        seed = options.seed + n
+        for kind in ("remove", "--link", "--remove"):
+            with tempfile.TemporaryDirectory(prefix="isccd-chaos-") as base:
+                if kind == "remove":
+                    result = dedupe_race.remove_race(Path(base), seed)
+                    kept_off += result.second == 1 and "holds the lock" in result.second_said
+                else:
+                    result = dedupe_race.rewrite_race(Path(base), kind, seed)
+                    reverted += result.first == 1 and result.copies == 1
+            tried += 1
+            lost += result.lost
+    return {
+        "races tried": tried,
+        "second runs kept off by the lock": kept_off,
+        "actions reverted (the kept file rewritten)": reverted,
+        "bytes lost (must be 0)": lost,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
 SECTIONS: list[Section] = [
     Section("kill", bench_kill),
     Section("disk_full", bench_disk_full),
@@ -600,6 +631,9 @@ SECTIONS: list[Section] = [
     Section("race", bench_race),
     Section("crafted_logs", bench_crafted_logs),
     Section("crafted_plans", bench_crafted_plans),
+
+
+    Section("dedupe_race", bench_dedupe_race),
 ]
 
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from isccd.dedupe.apply import Outcome
     from isccd.dedupe.build import Excluded, FoundGroup
     from isccd.dedupe.keep import KeepRule
+    from isccd.dedupe.lock import Held
+    from isccd.dedupe.log import ActionLog
     from isccd.dedupe.plan import Action, Plan, Step, Untouched
     from isccd.dedupe.undo import UndoOutcome
     from isccd.results import DupesResult
@@ -51,16 +53,24 @@ what happens to each file:
   the plan recorded (same device, inode, size and modification time, reached from their root
   without following any symbolic link) and, for exact duplicates, that their bytes are equal
   (read side by side, and the kept file's BLAKE3 equal to the one indexed). A file that
-  changed, moved or vanished is skipped and reported, never acted on. Hard links already
-  sharing the kept file's inode are nothing to do. Files under a --keep-in folder are never
-  touched. Nothing outside the files' watched roots (and the --move folder) is touched, and
-  only this host's roots count: the daemon's (with --state DIR, that index's, when you own
-  it) and the configured [watch] roots. A file an index or a plan file names under any other
-  root (a fleet's shared database can be written by any host) is left out, and a plan file
-  naming one is refused.
+  changed, moved or vanished is skipped and reported, never acted on. The kept file is held
+  open (a link is made to its open inode); both hold a read lease during the action (a writer
+  waits for it to end; a file open for writing elsewhere is skipped); and after each action,
+  before the file's own inode is let go, both are checked again (the kept file unmodified,
+  still under its name, its bytes still the file's): on any change the action is reverted.
+  Hard links already sharing the kept file's inode are nothing to do. Files under a --keep-in
+  folder are never touched. Nothing outside the files' watched roots (and the --move folder)
+  is touched, and only this host's roots count: the daemon's (with --state DIR, that index's,
+  when you own it) and the configured [watch] roots. A file an index or a plan file names
+  under any other root (a fleet's shared database can be written by any host) is left out,
+  and a plan file naming one is refused.
+  The kept file's owner must already be able to write the file it stands for (root, the same
+  owner, or its group or others write bits), with --link and --remove.
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.
+    Files of different owners, groups, permissions or ACLs are not linked unless
+    --link-any-owner is given.
   --reflink: the file becomes a copy sharing the kept file's blocks (FICLONE; btrfs, XFS), with
     its own permissions, owner, times and extended attributes; a write to either copies the
     blocks it touches. File systems without reflinks (ext4, tmpfs, ...) are said so; nothing
@@ -93,6 +103,11 @@ the action log and undo:
 
   isccd runs as you: the daemon stays read-only and notices the changes like any other.
 
+one run at a time:
+  --apply and --undo hold a lock (flock) on each root folder they act in, and a shared one on
+  the folders above it, until they end. Another run or undo on the same tree stops at once,
+  touching nothing (exit 1): run it again when the first is done.
+
 exit status: 0 when everything planned was done (or would be, in a dry run) or undone; 1 when
 a file was skipped, an action failed or could not be undone, the groups cannot be read, or the
 action log or its key cannot be written or read; 2 for invalid arguments, or a plan file or
@@ -117,6 +132,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     what.add_argument("--move", type=Path, metavar="DIR", help="move copies under DIR")
     what.add_argument("--undo", type=Path, metavar="LOG", help="undo what an action log did")
     parser.add_argument("--apply", action="store_true", help="do it (default: a dry run)")
+    parser.add_argument(
+        "--link-any-owner", action="store_true",
+        help="with --link: also link files of different owners, groups, permissions or ACLs",
+    )  # fmt: skip
     parser.add_argument(
         "--script", choices=["sh"], help="print a POSIX shell script doing it, with its checks"
     )
@@ -173,11 +192,15 @@ def _action(args: argparse.Namespace) -> Action:
 def _check_usage(args: argparse.Namespace) -> None:
     if args.undo is not None:
         others = [
-            f for f in ("apply", "script", "plan", "near", "keep", "keep_in") if getattr(args, f)
+            f
+            for f in ("apply", "script", "plan", "near", "keep", "keep_in", "link_any_owner")
+            if getattr(args, f)
         ]
         if others:
             raise _Usage(f"--undo takes no --{others[0].replace('_', '-')}")
         return
+    if args.link_any_owner and not args.link:
+        raise _Usage("--link-any-owner only goes with --link")
     if args.near and args.move is None:
         raise _Usage("--near only goes with --move: near duplicates are never linked or removed")
     if args.apply and args.script:
@@ -428,6 +451,11 @@ def _print_dry_run(
     out.append(f"dry run: would {summary}. Add --apply to do it.")
     if action.value == "link":
         out.append("A hard link shares the kept file's permissions, owner and times.")
+        if not args.link_any_owner:
+            out.append(
+                "Files whose owner, group, permissions or ACL differ from the kept file's are "
+                "left as they are (--link-any-owner links them)."
+            )
     sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK
 
@@ -470,42 +498,37 @@ def _apply(
     untouched: Sequence[Untouched],
     excluded: Sequence[Excluded],
 ) -> int:
-    from isccd.dedupe.apply import Status, apply_steps  # noqa: PLC0415
-    from isccd.dedupe.log import ActionLog  # noqa: PLC0415
+    from isccd.dedupe.apply import Status  # noqa: PLC0415
+    from isccd.dedupe.lock import TreeLockedError, tree_lock  # noqa: PLC0415
 
     try:
         # A log of its own goes beside the index the groups came from; the key is that of the
         # configured state directory, which the index's is when the log is its own.
         log_path = args.log if args.log is not None else _default_log(index_config(args).state_dir)
-        log = ActionLog(log_path, _log_key(_state_dir(args), create=True))
+        key = _log_key(_state_dir(args), create=True)
     except Failed as exc:
         return fail(str(exc), exc.status)
     except ActionLogError as exc:
         return fail(f"{exc}; nothing was touched")
-    try:
-        log.run(action, apply=True)
-    except ActionLogError as exc:
-        with contextlib.suppress(ActionLogError):
-            log.close()
-        return fail(f"{exc}; nothing was touched")
-    print(f"isccd: action log: {log_path}", file=sys.stderr)
-    try:
-        with log, Progress(_DONE[action.value], len(steps)) as progress:
-            for e in excluded:
-                log.skip(e.path, e.reason)
-
-            def shown(outcome: Outcome) -> None:
-                progress.advance()
-                if not args.json:
-                    progress.close()
-                    print(_outcome_line(outcome), flush=True)
-
-            outcomes = apply_steps(steps, log, move_to=move_to, on_outcome=shown)
-    except ActionLogError as exc:
-        return fail(
-            f"{exc}; stopped before the next file (each file is untouched or done, as logged "
-            f"so far: isccd dedupe --undo {log_path})"
-        )
+    with contextlib.ExitStack() as stack:
+        try:
+            roots = {r for s in steps for r in (s.member.root, s.kept.root)}
+            _locked(stack.enter_context(tree_lock(roots)))
+        except TreeLockedError as exc:
+            return fail(str(exc))
+        try:
+            log = _open_log(log_path, key, action)
+        except ActionLogError as exc:
+            return fail(f"{exc}; nothing was touched")
+        print(f"isccd: action log: {log_path}", file=sys.stderr)
+        try:
+            outcomes = _apply_logged(args, log, action=action, steps=steps, move_to=move_to,
+                                     excluded=excluded)  # fmt: skip
+        except ActionLogError as exc:
+            return fail(
+                f"{exc}; stopped before the next file (each file is untouched or done, as "
+                f"logged so far: isccd dedupe --undo {log_path})"
+            )
     bad = [o for o in outcomes if o.status in (Status.SKIPPED, Status.FAILED)]
     done = [o.step for o in outcomes if o.status is Status.DONE]
     if args.json:
@@ -525,6 +548,57 @@ def _apply(
         print(f"{_summary(action, done, plan, dry=False)}; {len(bad):,} skipped or failed")
         print(f"action log: {log_path} (undo: isccd dedupe --undo {log_path})")
     return EXIT_FAILURE if bad else EXIT_OK
+
+
+def _open_log(path: Path, key: bytes, action: Action) -> ActionLog:
+    """The action log at ``path``, this run's record written.
+
+    Raises:
+        ActionLogError: It cannot be opened or written (it is closed again).
+    """
+    from isccd.dedupe.log import ActionLog  # noqa: PLC0415
+
+    log = ActionLog(path, key)
+    try:
+        log.run(action, apply=True)
+    except ActionLogError:
+        with contextlib.suppress(ActionLogError):
+            log.close()
+        raise
+    return log
+
+
+def _locked(held: Held) -> None:
+    """Say which roots could not be locked (other runs there are not kept off)."""
+    for path, why in held.unlocked:
+        print(f"isccd: the dedupe lock on {show(path)} {why}: other runs there are not kept "
+              "off", file=sys.stderr)  # fmt: skip
+
+
+def _apply_logged(
+    args: argparse.Namespace,
+    log: ActionLog,
+    *,
+    action: Action,
+    steps: Sequence[Step],
+    move_to: str | None,
+    excluded: Sequence[Excluded],
+) -> list[Outcome]:
+    """Carry out the steps, the log open and the roots locked."""
+    from isccd.dedupe.apply import apply_steps  # noqa: PLC0415
+
+    with log, Progress(_DONE[action.value], len(steps)) as progress:
+        for e in excluded:
+            log.skip(e.path, e.reason)
+
+        def shown(outcome: Outcome) -> None:
+            progress.advance()
+            if not args.json:
+                progress.close()
+                print(_outcome_line(outcome), flush=True)
+
+        return apply_steps(steps, log, move_to=move_to, any_owner=args.link_any_owner,
+                           on_outcome=shown)  # fmt: skip
 
 
 def _outcome_line(outcome: Outcome) -> str:
@@ -555,6 +629,8 @@ def _outcome_json(outcome: Outcome) -> dict[str, Any]:
 
 
 def _run_undo(args: argparse.Namespace) -> int:
+    from isccd.dedupe.lock import TreeLockedError, tree_lock  # noqa: PLC0415
+    from isccd.dedupe.logread import read_log  # noqa: PLC0415
     from isccd.dedupe.undo import undo_log  # noqa: PLC0415
 
     if not args.undo.is_file():
@@ -574,7 +650,12 @@ def _run_undo(args: argparse.Namespace) -> int:
 
     stopped = None
     try:
-        undo_log(args.undo, key, on_outcome=shown)
+        roots = {r for a in read_log(args.undo, key) for r in (a.intent.root, a.intent.kept_root)}
+        with tree_lock(roots) as held:
+            _locked(held)
+            undo_log(args.undo, key, on_outcome=shown)
+    except TreeLockedError as exc:
+        return fail(str(exc))
     except PlanFileError as exc:
         return fail(f"{exc}; nothing was touched", EXIT_USAGE)
     except ActionLogError as exc:

@@ -5,10 +5,15 @@ Each takes the name away from the victim with one ``renameat2`` call (``RENAME_E
 to swap in the link or clone prepared under a temporary name in the same directory, or
 ``RENAME_NOREPLACE`` to move it aside), then checks that what it took is the file it
 verified, unmodified. If someone replaced or wrote to the file in the instant between the
-checks and the swap, the swap is reverted and the file left as it was. Only then is the
-victim's old inode let go. An interrupt between the swap and the letting go leaves the
-victim's bytes under the temporary name, which the action log records
-(:mod:`isccd.dedupe.undo` settles it).
+checks and the swap, the swap is reverted and the file left as it was. A link is made to the
+open kept file's inode (``/proc/self/fd/N``), never to whatever its name shows at that moment.
+
+A link, reflink or remove then returns a :class:`Swapped`: the victim's old inode still under
+the temporary name, so that the caller can check the result once more (the kept file still
+there, both contents still the ones verified: :func:`isccd.dedupe.verify.confirm`) and either
+:func:`finish` (let the old inode go) or :func:`revert` (give the victim its name back). An
+interrupt in between leaves the victim's bytes under the temporary name, which the action log
+records (:mod:`isccd.dedupe.undo` settles it).
 
 The checks of the plan's records and of the content come before (:mod:`isccd.dedupe.verify`);
 the caller logs an intent between the two.
@@ -20,6 +25,7 @@ import contextlib
 import errno
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from isccd.dedupe.beneath import parent_of
@@ -27,8 +33,10 @@ from isccd.dedupe.syscalls import RENAME_EXCHANGE, RENAME_NOREPLACE, ficlone, re
 from isccd.dedupe.verify import Handle, lstat_at, name_unchanged
 from isccd.errors import DedupeError, StaleFileError
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_CREATE = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _NO_REFLINK = (errno.EOPNOTSUPP, errno.ENOTTY, errno.EINVAL, errno.ENOSYS)
+#: Whether ``/proc/self/fd`` links to open files can be followed (procfs mounted).
+_PROC_FD = Path("/proc/self/fd").is_dir()
 
 
 class ReflinkUnsupportedError(DedupeError):
@@ -64,9 +72,12 @@ def unlink_if(dir_fd: int, name: str, inode: int) -> None:
 
 def _is_victim(victim: Handle, name: str) -> bool:
     """True when ``name`` (next to the victim) is the victim's inode, unmodified, and nothing
-    wrote to it through another descriptor either."""
-    now = os.stat(name, dir_fd=victim.dir_fd, follow_symlinks=False)
-    by_fd = os.fstat(victim.fd)
+    wrote to it through another descriptor either (False when it cannot be looked at)."""
+    try:
+        now = os.stat(name, dir_fd=victim.dir_fd, follow_symlinks=False)
+        by_fd = os.fstat(victim.fd)
+    except OSError:
+        return False
     was = victim.stat
     same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns)
     return same == (was.st_dev, was.st_ino, was.st_size, was.st_mtime_ns) and (
@@ -75,9 +86,32 @@ def _is_victim(victim: Handle, name: str) -> bool:
     ) == (was.st_size, was.st_mtime_ns)
 
 
-def _swap_in(victim: Handle, temp: str) -> None:
-    """Exchange the victim's name with ``temp`` (the prepared replacement), make sure the
-    victim was what was exchanged, and drop it; on any doubt, exchange back.
+@dataclass(frozen=True, slots=True)
+class Swapped:
+    """A victim's name taken from it, its old file still kept aside until :func:`finish`.
+
+    Attributes:
+        victim: The victim, as opened (its inode now under ``temp``).
+        temp: The name beside it that holds the victim's inode.
+        exchanged: The victim's name holds a replacement (a link or a clone); otherwise it
+            is free (a remove).
+        replacement: The replacement's inode (``None`` for a remove).
+        holder_fd: The file that holds the victim's content once the action is done: the
+            kept file (link, remove) or the clone (reflink), open for reading.
+        owns_holder: ``holder_fd`` is the clone's, closed by :func:`finish` or :func:`revert`.
+    """
+
+    victim: Handle
+    temp: str
+    exchanged: bool
+    replacement: int | None
+    holder_fd: int
+    owns_holder: bool = False
+
+
+def _exchange_in(victim: Handle, temp: str) -> None:
+    """Exchange the victim's name with ``temp`` (the prepared replacement) and make sure the
+    victim was what was exchanged; on any doubt, exchange back.
 
     Raises:
         StaleFileError: The victim changed at the last moment (it is left as it was).
@@ -87,9 +121,47 @@ def _swap_in(victim: Handle, temp: str) -> None:
     name_unchanged(victim)
     _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_EXCHANGE, path=victim.path)
     if not _is_victim(victim, temp):
-        renameat2(dir_fd, temp, dir_fd, victim.name, RENAME_EXCHANGE)
+        _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_EXCHANGE, path=victim.path)
         raise StaleFileError(victim.path, "changed at the last moment; left as it was")
-    os.unlink(temp, dir_fd=dir_fd)
+
+
+def finish(swapped: Swapped) -> None:
+    """Let the victim's old file go (its name beside it is removed): the action is done."""
+    try:
+        unlink_if(swapped.victim.dir_fd, swapped.temp, swapped.victim.stat.st_ino)
+    finally:
+        if swapped.owns_holder:
+            os.close(swapped.holder_fd)
+
+
+def revert(swapped: Swapped) -> None:
+    """Give the victim its name back and drop the replacement: the action never happened.
+
+    Raises:
+        DedupeError: The name could not be given back (the victim stays under ``temp``, which
+            the action log names; undo puts it back).
+    """
+    victim, dir_fd, temp = swapped.victim, swapped.victim.dir_fd, swapped.temp
+    try:
+        if swapped.exchanged:
+            try:
+                renameat2(dir_fd, temp, dir_fd, victim.name, RENAME_EXCHANGE)
+            except FileNotFoundError:  # someone removed the replacement's name meanwhile
+                _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_NOREPLACE,
+                        path=victim.path)  # fmt: skip
+            else:
+                assert swapped.replacement is not None
+                unlink_if(dir_fd, temp, swapped.replacement)
+        else:
+            _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_NOREPLACE, path=victim.path)
+    except OSError as exc:
+        raise DedupeError(
+            victim.path, f"could not be given its name back ({exc.strerror}): it is {temp} "
+            "beside it; `isccd dedupe --undo` puts it back"
+        ) from None  # fmt: skip
+    finally:
+        if swapped.owns_holder:
+            os.close(swapped.holder_fd)
 
 
 def _require_same(made: os.stat_result, kept: Handle) -> None:
@@ -99,8 +171,24 @@ def _require_same(made: os.stat_result, kept: Handle) -> None:
         raise StaleFileError(kept.path, "was replaced while being linked to")
 
 
-def link(victim: Handle, kept: Handle, temp: str) -> None:
-    """Replace the victim by a hard link to the kept file.
+def _link_to_open(kept: Handle, dir_fd: int, temp: str) -> None:
+    """Make ``temp`` a hard link to the open kept file's inode itself, whatever its name
+    shows now: ``linkat`` of ``/proc/self/fd/N`` (links to the inode behind the descriptor;
+    ``AT_EMPTY_PATH`` would need ``CAP_DAC_READ_SEARCH``). Without ``/proc``, by its name (the
+    inode linked to is compared with the open one next).
+
+    Raises:
+        OSError: The link cannot be made (``ENOENT``: the kept file was deleted meanwhile).
+    """
+    if _PROC_FD:
+        os.link(f"/proc/self/fd/{kept.fd}", temp, dst_dir_fd=dir_fd, follow_symlinks=True)
+    else:
+        os.link(kept.name, temp, src_dir_fd=kept.dir_fd, dst_dir_fd=dir_fd,
+                follow_symlinks=False)  # fmt: skip
+
+
+def link(victim: Handle, kept: Handle, temp: str) -> Swapped:
+    """Put a hard link to the open kept file in the victim's name, the victim aside.
 
     Raises:
         StaleFileError: A file changed at the last moment; nothing was changed.
@@ -113,17 +201,19 @@ def link(victim: Handle, kept: Handle, temp: str) -> None:
             "link cannot cross file systems"
         )  # fmt: skip
     try:
-        os.link(kept.name, temp, src_dir_fd=kept.dir_fd, dst_dir_fd=victim.dir_fd,
-                follow_symlinks=False)  # fmt: skip
+        _link_to_open(kept, victim.dir_fd, temp)
+    except FileNotFoundError:
+        raise StaleFileError(kept.path, "was deleted while being linked to") from None
     except OSError as exc:
         raise DedupeError(victim.path, f"cannot link to {kept.path}: {exc.strerror}") from None
     made = lstat_at(victim.dir_fd, temp, victim.path)
     try:
         _require_same(made, kept)
-        _swap_in(victim, temp)
+        _exchange_in(victim, temp)
     except BaseException:
         unlink_if(victim.dir_fd, temp, made.st_ino)
         raise
+    return Swapped(victim, temp, exchanged=True, replacement=made.st_ino, holder_fd=kept.fd)
 
 
 def _copy_attributes(src: Handle, dst_fd: int) -> None:
@@ -147,9 +237,9 @@ def _copy_attributes(src: Handle, dst_fd: int) -> None:
         ) from None
 
 
-def reflink(victim: Handle, kept: Handle, temp: str) -> None:
-    """Replace the victim by a clone of the kept file sharing its blocks (``FICLONE``), with
-    the victim's own owner, permissions, attributes and times.
+def reflink(victim: Handle, kept: Handle, temp: str) -> Swapped:
+    """Put a clone of the open kept file sharing its blocks (``FICLONE``), with the victim's
+    own owner, permissions, attributes and times, in the victim's name, the victim aside.
 
     Raises:
         ReflinkUnsupportedError: The file system cannot (nothing was changed).
@@ -178,17 +268,19 @@ def reflink(victim: Handle, kept: Handle, temp: str) -> None:
                 ) from None  # fmt: skip
             raise DedupeError(victim.path, f"cannot be reflinked: {exc.strerror}") from None
         _copy_attributes(victim, fd)
-        _swap_in(victim, temp)
+        clone = os.fstat(fd).st_ino
+        _exchange_in(victim, temp)
     except BaseException:
         unlink_if(dir_fd, temp, os.fstat(fd).st_ino)
-        raise
-    finally:
         os.close(fd)
+        raise
+    return Swapped(victim, temp, exchanged=True, replacement=clone, holder_fd=fd,
+                   owns_holder=True)  # fmt: skip
 
 
-def remove(victim: Handle, temp: str) -> None:
-    """Delete the victim: move it aside under ``temp`` atomically, check it is the file
-    verified, then unlink it.
+def remove(victim: Handle, kept: Handle, temp: str) -> Swapped:
+    """Take the victim's name away (moved aside under ``temp`` atomically) once checked to be
+    the file verified; :func:`finish` deletes it.
 
     Raises:
         StaleFileError: It changed at the last moment (it is left as it was).
@@ -200,7 +292,7 @@ def remove(victim: Handle, temp: str) -> None:
     if not _is_victim(victim, temp):
         _rename(dir_fd, temp, dir_fd, victim.name, flags=RENAME_NOREPLACE, path=victim.path)
         raise StaleFileError(victim.path, "changed at the last moment; left as it was")
-    os.unlink(temp, dir_fd=dir_fd)
+    return Swapped(victim, temp, exchanged=False, replacement=None, holder_fd=kept.fd)
 
 
 def move(victim: Handle, target_root: str, target: str) -> None:

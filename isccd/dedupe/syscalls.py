@@ -1,13 +1,16 @@
-"""The two Linux calls dedupe needs that the os module lacks: ``renameat2`` (exchange two
-names atomically, or rename without replacing) and the ``FICLONE`` ioctl (a reflink)."""
+"""The Linux calls dedupe needs that the os module lacks or hides: ``renameat2`` (exchange two
+names atomically, or rename without replacing), the ``FICLONE`` ioctl (a reflink), and read
+leases (``F_SETLEASE``: no one may open a file for writing while one is held)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
 import fcntl
 import os
+import signal
 
 #: linux/fs.h: renameat2 flags.
 RENAME_NOREPLACE = 1
@@ -45,3 +48,39 @@ def ficlone(dst_fd: int, src_fd: int) -> None:
             across file systems, ...
     """
     fcntl.ioctl(dst_fd, FICLONE, src_fd)
+
+
+def read_lease(fd: int) -> OSError | None:
+    """Place a read lease on the read-only ``fd``: from now on, until :func:`drop_lease`, an
+    ``open`` of the file for writing (or a ``truncate``) by anyone waits for it to be dropped
+    (at most ``/proc/sys/fs/lease-break-time`` seconds, when the kernel takes it back).
+
+    The kernel tells the holder of a lease someone is waiting by a signal: ``SIGURG`` here,
+    which is ignored unless handled (the default, ``SIGIO``, would end the process). Whether
+    someone waits is then seen with :func:`lease_intact`.
+
+    Returns:
+        ``None``, or why no lease could be placed: ``EAGAIN`` when the file is open for
+        writing (now, by anyone), ``EACCES`` when the caller neither owns it nor has
+        ``CAP_LEASE``, ``EINVAL`` where the file system has no leases.
+    """
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+    except OSError as exc:
+        return exc
+    return None
+
+
+def lease_intact(fd: int) -> bool:
+    """True while the read lease on ``fd`` holds and no one is waiting to write the file."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_RDLCK
+    except OSError:
+        return False
+
+
+def drop_lease(fd: int) -> None:
+    """Drop the lease on ``fd`` (a writer waiting for it goes on)."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)

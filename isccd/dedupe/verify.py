@@ -7,6 +7,10 @@ the inode the name shows. Then its device, inode, size and modification time mus
 recorded (the change time is not compared: linking to a file changes it). For exact
 duplicates the two files are read side by side and compared byte for byte, and the kept
 file's BLAKE3 digest, computed during the same read, must be the one recorded.
+
+Every check is stale the moment it is made: after the action took the victim's name, and
+before the victim's inode is let go, :func:`confirm` looks again at both files, by their open
+descriptors and their names, and reads them side by side once more.
 """
 
 from __future__ import annotations
@@ -136,6 +140,23 @@ def matches_digest(digest: bytes, recorded: str) -> bool:
     return digest.hex().startswith(recorded.lower())
 
 
+def _compare(a_fd: int, b_fd: int, size: int) -> bytes | int:
+    """Read two open files side by side: the BLAKE3 digest of their first ``size`` bytes when
+    both hold exactly those, else the offset near which they differ."""
+    hasher = InstanceHasherV0()
+    offset = 0
+    while offset < size:
+        a = os.pread(a_fd, CHUNK, offset)
+        b = os.pread(b_fd, CHUNK, offset)
+        if a != b or not a:
+            return offset
+        hasher.push(a)
+        offset += len(a)
+    if os.pread(a_fd, 1, size) or os.pread(b_fd, 1, size):
+        return size  # one grew while being read
+    return hasher.digest()
+
+
 def same_bytes(victim: Handle, kept: Handle, blake3: str | None) -> bytes:
     """Compare two open files byte for byte, and the kept one's BLAKE3 with ``blake3``.
 
@@ -149,22 +170,66 @@ def same_bytes(victim: Handle, kept: Handle, blake3: str | None) -> bytes:
     size = kept.stat.st_size
     if victim.stat.st_size != size:
         raise StaleFileError(victim.path, f"differs in size from the kept file {kept.path}")
-    hasher = InstanceHasherV0()
-    offset = 0
-    while offset < size:
-        a = os.pread(kept.fd, CHUNK, offset)
-        b = os.pread(victim.fd, CHUNK, offset)
-        if a != b or not a:
-            raise StaleFileError(
-                victim.path, f"its content differs from the kept file {kept.path} near byte "
-                f"{offset:,}"
-            )  # fmt: skip
-        hasher.push(a)
-        offset += len(a)
-    digest = hasher.digest()
+    digest = _compare(kept.fd, victim.fd, size)
+    if isinstance(digest, int):
+        raise StaleFileError(
+            victim.path, f"its content differs from the kept file {kept.path} near byte "
+            f"{digest:,}"
+        )  # fmt: skip
     if blake3 is not None and not matches_digest(digest, blake3):
         raise StaleFileError(kept.path, "its content is not the one the plan recorded")
     return digest
+
+
+def _same_file(now: os.stat_result, was: os.stat_result) -> bool:
+    """The same inode, with the same size, modification time, owner and permissions (the
+    change time differs: linking to a file changes it)."""
+    keys = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_uid", "st_gid", "st_mode")
+    return all(getattr(now, k) == getattr(was, k) for k in keys)
+
+
+def confirm(
+    victim: Handle, temp: str, holder_fd: int, kept: Handle, digest: bytes, *, kept_named: bool
+) -> None:
+    """After an action took the victim's name (its inode now under ``temp``, beside it), and
+    before its inode is let go: raise unless everything is still what was verified.
+
+    The victim's inode under ``temp``, unmodified; the kept file unmodified (the same inode,
+    size, modification time, owner and permissions) and, when ``kept_named``, still under its
+    name (a concurrent run may have removed it, keeping the victim); and the file that holds
+    the content from now on (``holder_fd``: the kept file, or the clone) holding, byte for
+    byte, the victim's content, whose digest is still ``digest`` (the one logged).
+
+    Raises:
+        StaleFileError: Something changed: the caller reverts the action.
+    """
+    try:
+        aside = os.stat(temp, dir_fd=victim.dir_fd, follow_symlinks=False)
+    except OSError:
+        raise StaleFileError(victim.path, "was taken from beside it while being acted on") from None
+    if not (_same_file(aside, victim.stat) and _same_file(os.fstat(victim.fd), victim.stat)):
+        raise StaleFileError(victim.path, "changed while being acted on")
+    now = os.fstat(kept.fd)
+    if not _same_file(now, kept.stat) or now.st_nlink == 0:
+        raise StaleFileError(kept.path, "the kept file changed while the copy was acted on")
+    if kept_named:
+        try:
+            named = os.stat(kept.name, dir_fd=kept.dir_fd, follow_symlinks=False)
+        except OSError:
+            named = None
+        if named is None or (named.st_dev, named.st_ino) != (now.st_dev, now.st_ino):
+            raise StaleFileError(
+                kept.path, "the kept file was removed or replaced while the copy was acted on "
+                "(another run keeping the copy?)"
+            )  # fmt: skip
+    if os.fstat(holder_fd).st_size != victim.stat.st_size:
+        raise StaleFileError(kept.path, "the kept content changed while the copy was acted on")
+    seen = _compare(victim.fd, holder_fd, victim.stat.st_size)
+    if seen != digest:
+        raise StaleFileError(
+            kept.path, "the kept content is no longer the copy's (written while the copy was "
+            "acted on)"
+        )  # fmt: skip
 
 
 def digest_of(fd: int) -> bytes:

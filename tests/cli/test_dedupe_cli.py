@@ -82,7 +82,8 @@ def test_a_saved_plan_is_valid_and_applies(
     assert f"action log: {log}" in err
     assert "linked 2 files in 2 of 2 groups" in out
     assert (library / "big.bin").stat().st_ino == (library / "big_copy.bin").stat().st_ino
-    status, out, _ = run(capsys, "dedupe", "--undo", str(log))
+    # The log's key is that of the state directory the run used.
+    status, out, _ = run(capsys, "dedupe", "--undo", str(log), "--state", str(state))
     assert status == 0 and "2 undone, 0 cannot be undone" in out
     assert (library / "big.bin").stat().st_ino != (library / "big_copy.bin").stat().st_ino
 

@@ -63,13 +63,14 @@ def run_plan(
     near: bool = False,
     keep_in: Sequence[str] = (),
     key: bytes = KEY,
+    any_owner: bool = False,
 ) -> list[Outcome]:
-    """Apply ``plan`` as ``isccd dedupe --apply`` does."""
+    """Apply ``plan`` as ``isccd dedupe --apply`` does (``any_owner``: ``--link-any-owner``)."""
     target = str(move_to) if move_to is not None else None
     steps, _ = steps_of(plan, action, near=near, move_to=target, protected=tuple(keep_in))
     with ActionLog(log, key) as action_log:
         action_log.run(action, apply=True)
-        return apply_steps(steps, action_log, move_to=target)
+        return apply_steps(steps, action_log, move_to=target, any_owner=any_owner)
 
 
 @pytest.fixture(autouse=True)

@@ -67,16 +67,16 @@ def _all(root: Path) -> list[list[Path]]:
 
 @pytest.mark.slow
 def test_two_commands_sharing_one_log_are_both_undone(tmp_path: Path) -> None:
-    root = tmp_path / "root"
     log = tmp_path / "shared.jsonl"
+    # Two trees (one tree is locked by one run at a time), both watched roots of this host.
+    roots = [tmp_path / "one", tmp_path / "two"]
+    env = {**os.environ, "ISCCD_WATCH__ROOTS": json.dumps([str(r) for r in roots])}
     procs = []
-    for name in ("one", "two"):
-        plan = tmp_path / f"{name}.json"
-        plan.write_text(json.dumps(plan_document(plan_of(root, _pairs(root, name, 40)))))
+    for root in roots:
+        plan = tmp_path / f"{root.name}.json"
+        plan.write_text(json.dumps(plan_document(plan_of(root, _pairs(root, root.name, 40)))))
         command = [sys.executable, "-m", "isccd", "dedupe", "--link", "--plan", str(plan)]
         command += ["--apply", "--log", str(log)]
-        # The plan's root is a watched root of this host (a plan may act on nothing else).
-        env = {**os.environ, "ISCCD_WATCH__ROOTS": str(root)}
         procs.append(
             subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         )
@@ -90,7 +90,7 @@ def test_two_commands_sharing_one_log_are_both_undone(tmp_path: Path) -> None:
     report = json.loads(undo.stdout)
     assert undo.returncode == 0, undo.stderr
     assert [o["status"] for o in report["outcomes"]] == ["undone"] * 80
-    assert len({p.stat().st_ino for p in root.rglob("*.bin")}) == 160
+    assert len({p.stat().st_ino for r in roots for p in r.rglob("*.bin")}) == 160
 
 
 def test_a_line_cut_short_by_a_killed_writer_is_cut_off_by_the_next(tmp_path: Path) -> None:
@@ -106,9 +106,10 @@ def test_a_line_cut_short_by_a_killed_writer_is_cut_off_by_the_next(tmp_path: Pa
 
 @pytest.mark.slow
 def test_a_log_on_a_full_disk_stops_the_run_with_a_message(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "root"
+    monkeypatch.setenv("ISCCD_WATCH__ROOTS", str(root))  # a plan acts on this host's roots
     groups = _pairs(root, "lib", 40)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(plan_document(plan_of(root, groups))))

@@ -1,0 +1,110 @@
+"""Whose file may stand for whose: the owner rules of ``--link`` and ``--remove``.
+
+A hard link *is* the kept file: after ``--link`` the victim's name has the kept file's owner,
+group, permissions and ACL, and whoever may write the kept file may rewrite what the victim's
+name shows. After ``--remove`` the kept file is the only copy left. So a file of one user must
+never be made to stand for the file of another who could not already have written it: root
+linking its own file to a copy a user made (and backdated, to be "the oldest") would hand the
+user root's file. Two rules, checked on the open files (never on what a plan or an index says):
+
+- **the kept file's owner must be able to write the victim** already (the same owner, root, or
+  a write permission through the victim's group or others bits; a victim with an ACL counts only
+  for its owner and root), for ``--link`` and ``--remove``, always;
+- **a link joins files of the same owner, group, permissions and ACL** unless asked
+  (``--link-any-owner``): otherwise the victim's name silently changes hands or permissions.
+
+``--reflink`` and ``--move`` leave every file with its own attributes and blocks: no rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import stat
+
+from isccd.errors import DedupeError
+
+#: The extended attributes holding POSIX ACLs (access and, for directories, default).
+ACL_KEYS = ("system.posix_acl_access", "system.posix_acl_default")
+
+
+def acl_of(fd: int) -> tuple[tuple[str, bytes], ...]:
+    """The POSIX ACL of an open file, as its raw extended attributes (empty without one)."""
+    out = []
+    for key in ACL_KEYS:
+        with contextlib.suppress(OSError):  # ENODATA: none; ENOTSUP: the file system has none
+            out.append((key, os.getxattr(fd, key)))
+    return tuple(out)
+
+
+def _groups_of(uid: int) -> frozenset[int]:
+    """The groups of user ``uid`` (none known for a user the system does not name)."""
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        return frozenset()
+    try:
+        return frozenset(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    except OSError:
+        return frozenset({entry.pw_gid})
+
+
+def may_write(uid: int, st: os.stat_result, *, has_acl: bool) -> bool:
+    """True when user ``uid`` can already change the content of the file ``st`` describes:
+    root, its owner (who may always ``chmod`` it), or a write bit for its group or others
+    (not counted when the file has an ACL, whose entries are not judged here)."""
+    if uid in (0, st.st_uid):
+        return True
+    if has_acl:
+        return False
+    if st.st_mode & stat.S_IWOTH:
+        return True
+    return bool(st.st_mode & stat.S_IWGRP) and st.st_gid in _groups_of(uid)
+
+
+def check_owners(
+    victim: tuple[str, int, os.stat_result],
+    kept: tuple[str, int, os.stat_result],
+    *,
+    link: bool,
+    any_owner: bool,
+) -> None:
+    """Raise unless the kept file may stand for the victim (see the module docstring).
+
+    Args:
+        victim: The victim's path, open descriptor and ``fstat``.
+        kept: The kept file's path, open descriptor and ``fstat``.
+        link: The action is a hard link (the second rule applies).
+        any_owner: ``--link-any-owner``: links between different owners, groups,
+            permissions or ACLs are allowed (the first rule still applies).
+
+    Raises:
+        DedupeError: A rule is broken; the message names it.
+    """
+    path, victim_fd, v = victim
+    kept_path, kept_fd, k = kept
+    victim_acl = acl_of(victim_fd)
+    if not may_write(k.st_uid, v, has_acl=bool(victim_acl)):
+        raise DedupeError(
+            path, f"the kept file {kept_path} belongs to user {k.st_uid}, who cannot write this "
+            f"file of user {v.st_uid}: keeping it would hand them this file; left as it is"
+        )  # fmt: skip
+    if not link or any_owner:
+        return
+    if (v.st_uid, v.st_gid) != (k.st_uid, k.st_gid):
+        raise DedupeError(
+            path, f"owned by {v.st_uid}:{v.st_gid}, the kept file {kept_path} by "
+            f"{k.st_uid}:{k.st_gid}: a link would change its owner (--link-any-owner to allow)"
+        )  # fmt: skip
+    if stat.S_IMODE(v.st_mode) != stat.S_IMODE(k.st_mode):
+        raise DedupeError(
+            path, f"its permissions {stat.S_IMODE(v.st_mode):04o} differ from the kept file's "
+            f"{stat.S_IMODE(k.st_mode):04o}: a link would change them (--link-any-owner to "
+            "allow)"
+        )  # fmt: skip
+    if victim_acl != acl_of(kept_fd):
+        raise DedupeError(
+            path, f"its ACL differs from the kept file {kept_path}'s: a link would change it "
+            "(--link-any-owner to allow)"
+        )  # fmt: skip
