@@ -380,8 +380,10 @@ class Daemon:
         await step("workers", lambda: self._pool.close(grace=0))
         for other in list(self._other_pools):  # close() is idempotent
             await step("replaced workers", functools.partial(other.close, grace=0))
-        await step("store", lambda: asyncio.to_thread(self._pipeline.close))
+        # The server before the store: the questions it gives up are then skipped by the
+        # store's thread, instead of all being answered (to clients that may never read) first.
         await step("server", self._server.close)
+        await step("store", lambda: asyncio.to_thread(self._pipeline.close))
         self._notifier.close()
         log.info("daemon_stopped", abandoned=abandoned)
         if failed:

@@ -1,0 +1,167 @@
+"""Clients that pipeline large questions and never read the answers, against a real daemon: what
+is queued for them is bounded and let go (``[server] send_timeout``), the daemon serves everyone
+else meanwhile, and SIGTERM stops it well within systemd's ``TimeoutStopSec`` (30 s) whatever
+they do."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import select
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Daemon
+
+#: Each test runs a real daemon process.
+pytestmark = pytest.mark.slow
+
+#: Pairs of copies, each named by a path of about 1,500 bytes: a ``dupes`` reply of 1.4 MB.
+PAIRS = 400
+#: The promise to systemd (``TimeoutStopSec=30`` in the unit), with room for a busy machine.
+STOP_PROMISE = 25.0
+DUPES = b'{"id": %d, "cmd": "dupes", "limit": 100000}\n'
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def _library(daemon: Daemon) -> None:
+    deep = daemon.root
+    for k in range(7):
+        deep = deep / (chr(ord("a") + k) * 200)
+    deep.mkdir(parents=True)
+    for i in range(2 * PAIRS):
+        (deep / f"f{i:05}.txt").write_text(f"the content of pair {i // 2} " * 30)
+
+
+def _start(daemon: Daemon) -> int:
+    """Start, index the library; the size of one ``dupes`` reply."""
+    _library(daemon)
+    daemon.start(timeout=120)
+
+    async def indexed() -> None:
+        client = await daemon.client()
+        await client.sync()
+        await client.close()
+
+    asyncio.run(indexed())
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(daemon.socket))
+        sock.sendall(DUPES % 0)
+        return len(sock.makefile("rb").readline())
+
+
+@contextlib.contextmanager
+def _not_reading(path: Path, clients: int, requests: int) -> Iterator[list[socket.socket]]:
+    """``clients`` connections, each sending ``requests`` pipelined ``dupes`` (as many as the
+    socket takes) and reading nothing."""
+    socks = []
+    try:
+        data = b"".join(DUPES % i for i in range(requests))
+        for _ in range(clients):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.connect(str(path))
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                sock.send(data)
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def _dropped(sock: socket.socket) -> bool:
+    """Whether the daemon closed this connection, asked without reading from it (the kernel
+    says the other end hung up)."""
+    poll = select.poll()
+    poll.register(sock, select.POLLRDHUP)
+    return any(events & (select.POLLRDHUP | select.POLLHUP) for _, events in poll.poll(0))
+
+
+def _first_answered(socks: list[socket.socket], timeout: float = 60) -> None:
+    """Wait until some client has a reply waiting (seen without reading it)."""
+    poll = select.poll()
+    for sock in socks:
+        poll.register(sock, select.POLLIN)
+    assert poll.poll(timeout * 1000), "no reply in time"
+
+
+def _status_ok(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(path))
+        sock.sendall(b'{"id": "monitor", "cmd": "status"}\n')
+        reply = json.loads(sock.makefile("rb").readline())
+    assert reply["ok"], reply
+
+
+@pytest.mark.timeout(300)
+def test_clients_that_do_not_read_are_let_go_and_the_daemon_stays_bounded(
+    make_daemon: Callable[..., Daemon], capsys: pytest.CaptureFixture[str]
+) -> None:
+    clients, send_timeout = 64, 2.0
+    daemon = make_daemon(ISCCD_SERVER__SEND_TIMEOUT=str(send_timeout), ISCCD_LOG__LEVEL="warning")
+    reply = _start(daemon)
+    assert daemon.proc is not None
+    assert reply > 1_000_000
+    before = peak = _rss_kib(daemon.proc.pid)
+    started = time.monotonic()
+    with _not_reading(daemon.socket, clients, 200) as socks:
+        waiting = set(socks)
+        deadline = time.monotonic() + 120
+        while waiting and time.monotonic() < deadline:
+            peak = max(peak, _rss_kib(daemon.proc.pid))
+            waiting = {sock for sock in waiting if not _dropped(sock)}
+            if waiting:
+                time.sleep(0.05)  # polling the daemon, with the deadline above
+        seconds = time.monotonic() - started
+        _status_ok(daemon.socket)  # served all along, and after
+        after = _rss_kib(daemon.proc.pid)
+    lines = [line for line in daemon.log_lines() if line.get("event") == "client_not_reading"]
+    with capsys.disabled():
+        print(
+            f"\nunread: {clients} clients x 200 dupes of {reply / 1e6:.1f} MB, let go in "
+            f"{seconds:.1f} s; daemon RSS {before // 1024} -> peak {peak // 1024}, "
+            f"after {after // 1024} MiB"
+        )
+    assert not waiting, f"{len(waiting)} of {clients} clients still held after 120 s"
+    assert len(lines) == clients
+    # Each connection holds at most one reply (and a write buffer's piece of it): never one per
+    # request. The bound allows for the allocator's slack.
+    assert (peak - before) * 1024 < clients * 3 * reply
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_stops_promptly_whatever_the_clients_do(
+    make_daemon: Callable[..., Daemon], capsys: pytest.CaptureFixture[str]
+) -> None:
+    clients = 250  # under max_clients (256)
+    daemon = make_daemon(ISCCD_LOG__LEVEL="warning")
+    reply = _start(daemon)
+    assert daemon.proc is not None
+    with _not_reading(daemon.socket, clients, 200) as socks:
+        # The first answer is ready: the other clients' questions wait in line behind it (the
+        # store's thread answers one at a time), many seconds of work that nobody will read.
+        _first_answered(socks)
+        started = time.monotonic()
+        daemon.signal(signal.SIGTERM)
+        status = daemon.proc.wait(120)
+        seconds = time.monotonic() - started
+    with capsys.disabled():
+        print(f"\nunread: {clients} clients x 200 dupes of {reply / 1e6:.1f} MB: stopped in "
+              f"{seconds:.1f} s")  # fmt: skip
+    assert status == 0, daemon.log_tail()
+    assert seconds < STOP_PROMISE
