@@ -165,6 +165,7 @@ class Daemon:
             self._queue,
             roots=lambda: self.config.roots,
             status=self.status,
+            degraded=self._degraded_reason,
         )
         self._server = Server(backend, self._broker, config.server)
         self._tasks: list[asyncio.Task[Any]] = []
@@ -742,6 +743,16 @@ class Daemon:
                 idle_timeout=self.config.workers.idle_timeout,
             ),
         )
+
+    def _degraded_reason(self) -> str | None:
+        """What makes the daemon work without its store, a sentence; None while it does not."""
+        store = self._health.problem()
+        if store is not None:
+            return store
+        shared = self._fleet.status() if self._fleet is not None else None
+        if shared is not None and shared.error is not None:
+            return f"the shared event log cannot be read ({shared.error}); retrying"
+        return None
 
     def _degraded(self) -> bool:
         """Whether the daemon works without its store: it cannot be written, or the shared

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from isccd.client import AsyncClient
+from isccd.errors import ProtocolError
 from isccd.model import Event, EventType
-from isccd.protocol import event_to_wire
+from isccd.protocol import ErrorCode, event_to_wire
 from isccd.results import DaemonStatus
 from tests.e2e.conftest import Daemon, daemons, next_event, of_type
 from tests.namespaces import unshare_tool
@@ -314,10 +315,15 @@ def _full_disk(daemon: Daemon) -> None:
         status = await _until(control, lambda s: bool(s.problems), timeout=60)
         assert "cannot be written" in status.problems[0]
         await asyncio.to_thread(_status_line_with, daemon, "cannot be written")
+        # The barrier cannot promise that the changes are indexed: it says why, never ok.
+        with pytest.raises(ProtocolError, match="degraded: the store cannot be written") as info:
+            await control.sync()
+        assert info.value.code == ErrorCode.UNAVAILABLE
         ballast.unlink()  # space returns
         recovered = await next_event(watcher, of_type(EventType.STORE_RECOVERED), timeout=90)
         check("event", event_to_wire(recovered))
         await _until(control, lambda s: s.files_indexed == count and not s.problems, 120)
+        await control.sync()  # ok again
         await control.close()
         await watcher.close()
 
