@@ -44,6 +44,7 @@ from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
 from isccd.store import SqliteOptions, redact_url
+from isccd.store.database import not_writable
 from isccd.store.pgurl import is_postgres_url
 from isccd.watch.debounce import Dirty, Moved
 
@@ -208,7 +209,10 @@ class Daemon:
     async def _open(self) -> None:
         config = self.config
         if config.store_url.startswith("sqlite://"):
-            config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+            try:
+                config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+            except OSError as exc:
+                raise not_writable(config.state_dir, exc) from None
         workers = asyncio.create_task(self._pool.start(), name="workers")
         workers.add_done_callback(self._workers_started)
         try:

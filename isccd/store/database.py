@@ -33,6 +33,7 @@ from isccd.errors import (
     StoreError,
     StoreFullError,
     StoreLockedError,
+    StoreNotWritableError,
     StoreRemovedError,
 )
 from isccd.store.rows import to_fs
@@ -135,9 +136,12 @@ class Database:
         """One writing process per database: a second one (``isccd scan`` next to the daemon)
         would change the store behind the first one's in-memory index. The kernel drops the
         lock when the process ends, however it ends."""
-        Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock_path = self._path + ".lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise not_writable(Path(self._path).parent, exc) from None
         try:
             _make_private(fd)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -394,6 +398,14 @@ class Database:
             row = self._exec("SELECT profile FROM profiles WHERE id = ?", (profile_id,)).fetchone()
             name = self._profile_names[profile_id] = row[0] if row else ""
         return name
+
+
+def not_writable(directory: Path, exc: OSError) -> StoreNotWritableError:
+    """The error for a state directory that cannot be created or written, saying why."""
+    return StoreNotWritableError(
+        f"the state directory {directory} cannot be written ({exc.strerror or exc}): the index "
+        "lives there; give the daemon a writable one (--state, $STATE_DIRECTORY)"
+    )
 
 
 def _make_private(fd: int) -> None:

@@ -332,3 +332,30 @@ def _full_disk(daemon: Daemon) -> None:
     lines = daemon.log_lines()
     assert [line for line in lines if line.get("event") == "store_degraded"]
     assert not [line for line in lines if line.get("event") == "change_failed"]
+
+
+@pytest.mark.parametrize("where", ["state", "parent"])
+def test_a_read_only_state_directory_stops_the_start_with_73_and_says_where(
+    make_daemon: Callable[..., Daemon], where: str
+) -> None:
+    """The state directory on a read-only file system (or under one, so it cannot be made): a
+    clear message naming it, exit 73 (EX_CANTCREAT), no traceback."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a read-only tmpfs needs root")
+    daemon = make_daemon()
+    mounted = daemon.state if where == "state" else daemon.base / "ro"
+    mounted.mkdir()
+    if where == "parent":
+        daemon.state = mounted / "state"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(mounted)], check=True)
+    try:
+        with pytest.raises(AssertionError, match="exited with 73"):
+            daemon.start()
+    finally:
+        daemon.kill()
+        subprocess.run(["umount", "-l", str(mounted)], check=False)
+    log = daemon.log.read_text()
+    assert "Traceback" not in log
+    [line] = [line for line in daemon.log_lines() if line.get("event") == "state_not_writable"]
+    assert line["error"].startswith(f"the state directory {daemon.state} cannot be written")
+    assert "Read-only file system" in line["error"]
