@@ -147,6 +147,10 @@ class DaemonBackend:
             )
         return await self._pipeline.last_seq()
 
+    async def log_end(self, store: str) -> int | None:
+        """The last seq the log had under ``store`` (see :meth:`Pipeline.log_end`)."""
+        return await self._pipeline.log_end(store)
+
     async def log_bounds(self) -> LogBounds:
         """The oldest and newest sequence numbers in the log."""
         return LogBounds(*await self._pipeline.log_bounds())

@@ -405,12 +405,7 @@ class Connection(asyncio.Protocol):
             )
         store = self._context.backend.store_id()
         if request.store is not None and request.store != store:
-            raise ProtocolError(
-                ErrorCode.STORE_MISMATCH,
-                f"the store {request.store} is not this daemon's ({store}): its sequence "
-                "numbers are another event log's; subscribe without since and store, and "
-                "resynchronize",
-            )
+            await self._check_resume(request.store, request.since, store)
         broker = self._context.broker
         host = None if request.fleet else self._context.backend.host()
         sub = broker.subscribe(dataclasses.replace(request.filter, host=host), self._lagged)
@@ -432,6 +427,31 @@ class Connection(asyncio.Protocol):
         self._stream = asyncio.get_running_loop().create_task(
             self._pump(sub, since), name=f"isccd-subscription-{self.id}"
         )
+
+    async def _check_resume(self, earlier: str, since: int | None, store: str) -> None:
+        """Accept a ``since`` from an earlier run of this log (``earlier``, the identity it
+        had then) only if that run went as far: a log restored from an older copy ended its
+        runs where the copy ended, and the numbers after that count other events.
+
+        Raises:
+            ProtocolError: ``store_mismatch``.
+        """
+        end = await self._context.backend.log_end(earlier)
+        if end is None:
+            raise ProtocolError(
+                ErrorCode.STORE_MISMATCH,
+                f"the store {earlier} is not this daemon's ({store}): its sequence "
+                "numbers are another event log's (or this one's, restored from an older copy "
+                "since); subscribe without since and store, and resynchronize",
+            )
+        if since is not None and since > end:
+            raise ProtocolError(
+                ErrorCode.STORE_MISMATCH,
+                f"the event log went backwards: under {earlier} it ended at seq {end}, before "
+                f"since {since} (the store was restored from an older copy; now {store}); "
+                "the events after it are not the ones missed: subscribe without since and "
+                "store, and resynchronize",
+            )
 
     async def _unsubscribe(self) -> dict[str, Any]:
         sub = self._subscription
