@@ -6,48 +6,31 @@ they do."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import select
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import Daemon
 
+from .unread import dropped, first_answered, library, not_reading, reply_size, rss_kib
+
 #: Each test runs a real daemon process.
 pytestmark = pytest.mark.slow
 
-#: Pairs of copies, each named by a path of about 1,500 bytes: a ``dupes`` reply of 1.4 MB.
+#: Pairs of copies: a ``dupes`` reply of 1.4 MB.
 PAIRS = 400
 #: The promise to systemd (``TimeoutStopSec=30`` in the unit), with room for a busy machine.
 STOP_PROMISE = 25.0
-DUPES = b'{"id": %d, "cmd": "dupes", "limit": 100000}\n'
-
-
-def _rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
-def _library(daemon: Daemon) -> None:
-    deep = daemon.root
-    for k in range(7):
-        deep = deep / (chr(ord("a") + k) * 200)
-    deep.mkdir(parents=True)
-    for i in range(2 * PAIRS):
-        (deep / f"f{i:05}.txt").write_text(f"the content of pair {i // 2} " * 30)
 
 
 def _start(daemon: Daemon) -> int:
     """Start, index the library; the size of one ``dupes`` reply."""
-    _library(daemon)
+    library(daemon.root, PAIRS)
     daemon.start(timeout=120)
 
     async def indexed() -> None:
@@ -56,47 +39,7 @@ def _start(daemon: Daemon) -> int:
         await client.close()
 
     asyncio.run(indexed())
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(daemon.socket))
-        sock.sendall(DUPES % 0)
-        return len(sock.makefile("rb").readline())
-
-
-@contextlib.contextmanager
-def _not_reading(path: Path, clients: int, requests: int) -> Iterator[list[socket.socket]]:
-    """``clients`` connections, each sending ``requests`` pipelined ``dupes`` (as many as the
-    socket takes) and reading nothing."""
-    socks = []
-    try:
-        data = b"".join(DUPES % i for i in range(requests))
-        for _ in range(clients):
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            socks.append(sock)
-            sock.connect(str(path))
-            sock.setblocking(False)
-            with contextlib.suppress(BlockingIOError):
-                sock.send(data)
-        yield socks
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-def _dropped(sock: socket.socket) -> bool:
-    """Whether the daemon closed this connection, asked without reading from it (the kernel
-    says the other end hung up)."""
-    poll = select.poll()
-    poll.register(sock, select.POLLRDHUP)
-    return any(events & (select.POLLRDHUP | select.POLLHUP) for _, events in poll.poll(0))
-
-
-def _first_answered(socks: list[socket.socket], timeout: float = 60) -> None:
-    """Wait until some client has a reply waiting (seen without reading it)."""
-    poll = select.poll()
-    for sock in socks:
-        poll.register(sock, select.POLLIN)
-    assert poll.poll(timeout * 1000), "no reply in time"
+    return reply_size(daemon.socket)
 
 
 def _status_ok(path: Path) -> None:
@@ -117,19 +60,19 @@ def test_clients_that_do_not_read_are_let_go_and_the_daemon_stays_bounded(
     reply = _start(daemon)
     assert daemon.proc is not None
     assert reply > 1_000_000
-    before = peak = _rss_kib(daemon.proc.pid)
+    before = peak = rss_kib(daemon.proc.pid)
     started = time.monotonic()
-    with _not_reading(daemon.socket, clients, 200) as socks:
+    with not_reading(daemon.socket, clients, 200) as socks:
         waiting = set(socks)
         deadline = time.monotonic() + 120
         while waiting and time.monotonic() < deadline:
-            peak = max(peak, _rss_kib(daemon.proc.pid))
-            waiting = {sock for sock in waiting if not _dropped(sock)}
+            peak = max(peak, rss_kib(daemon.proc.pid))
+            waiting = {sock for sock in waiting if not dropped(sock)}
             if waiting:
                 time.sleep(0.05)  # polling the daemon, with the deadline above
         seconds = time.monotonic() - started
         _status_ok(daemon.socket)  # served all along, and after
-        after = _rss_kib(daemon.proc.pid)
+        after = rss_kib(daemon.proc.pid)
     lines = [line for line in daemon.log_lines() if line.get("event") == "client_not_reading"]
     with capsys.disabled():
         print(
@@ -152,10 +95,10 @@ def test_sigterm_stops_promptly_whatever_the_clients_do(
     daemon = make_daemon(ISCCD_LOG__LEVEL="warning")
     reply = _start(daemon)
     assert daemon.proc is not None
-    with _not_reading(daemon.socket, clients, 200) as socks:
+    with not_reading(daemon.socket, clients, 200) as socks:
         # The first answer is ready: the other clients' questions wait in line behind it (the
         # store's thread answers one at a time), many seconds of work that nobody will read.
-        _first_answered(socks)
+        first_answered(socks)
         started = time.monotonic()
         daemon.signal(signal.SIGTERM)
         status = daemon.proc.wait(120)
