@@ -313,10 +313,13 @@ class Connection(asyncio.Protocol):
             )
         else:
             if result is not None:
-                await self._send_reply(request.id, result)
+                # Only the encoded line waits for the client: the result's objects take several
+                # times its bytes, and a client that does not read would hold them too.
+                line = encode_result(request.id, result)
+                del result
+                await self._send_reply(request.id, line)
 
-    async def _send_reply(self, request_id: Any, result: dict[str, Any]) -> None:
-        line = encode_result(request_id, result)
+    async def _send_reply(self, request_id: Any, line: bytes) -> None:
         limit = self._context.options.max_reply_bytes
         if len(line) > limit:
             structlog.get_logger().warning(
