@@ -46,6 +46,10 @@ recovery). Sections, in order:
     opposite plan, and by a writer rewriting the kept file in place (``--link`` and
     ``--remove``): races tried, second runs kept off by the lock, actions reverted, and bytes
     that exist nowhere any more (must be 0).
+14. **unread**: 250 clients each pipelining 200 ``dupes`` of a 1.4 MB reply and reading
+    nothing: with ``send_timeout`` 2 s, seconds until all are let go and the daemon's RSS
+    before, at its peak and after; then as many again and SIGTERM: seconds to stop (the unit
+    gives 30).
 
 A section is a :class:`Section` in :data:`SECTIONS`.
 
@@ -81,7 +85,7 @@ from isccd.dedupe.plan import Action
 from isccd.errors import StoreFullError
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
-from tests.chaos import dedupe_race, fuzz, race
+from tests.chaos import dedupe_race, fuzz, race, unread
 from tests.chaos.crafted_logs import crafted_logs
 from tests.chaos.harness import (
     Snapshot,
@@ -92,6 +96,7 @@ from tests.chaos.harness import (
     snapshot,
     wait_gone,
 )
+from tests.chaos.loops_daemon import running
 from tests.dedupe.conftest import plan_of, run_plan, write
 from tests.e2e.conftest import Daemon, daemons
 
@@ -121,6 +126,16 @@ class Section:
 def daemon_of(**env: str) -> Iterator[Daemon]:
     with daemons() as make:
         yield make(ISCCD_LOG__LEVEL="warning", **env)
+
+
+@contextmanager
+def short_dir() -> Iterator[Path]:
+    """A fresh directory under /tmp (a Unix socket's path has at most 107 bytes), removed after."""
+    path = Path(tempfile.mkdtemp(prefix="isccd-", dir="/tmp")).resolve()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def median(values: list[float]) -> float:
@@ -384,10 +399,6 @@ def bench_missing_root(options: Options) -> Figures:
 
 
 def bench_store_failures(options: Options) -> Figures:
-    # Imported here: these helpers are missing from tests/chaos/loops_daemon.py, and the
-    # other sections run without them.
-    from tests.chaos.loops_daemon import running, short_dir  # type: ignore[attr-defined]
-
     # This daemon runs in this process: its log goes to stderr, and only its problems.
     configure_logging("warning", "console", stream=sys.stderr)
     recovered, indexed = [], []
@@ -618,6 +629,47 @@ def bench_dedupe_race(options: Options) -> Figures:
     }
 
 
+# -- 14. clients that do not read -----------------------------------------------------------------
+
+
+def bench_unread(options: Options) -> Figures:
+    clients, requests = 250, 200
+    with daemon_of(ISCCD_SERVER__SEND_TIMEOUT="2") as daemon:
+        unread.library(daemon.root, 400)
+        daemon.start(timeout=120)
+        assert daemon.proc is not None
+        sync(daemon)
+        reply = unread.reply_size(daemon.socket)
+        before = peak = unread.rss_kib(daemon.proc.pid)
+        started = time.monotonic()
+        with unread.not_reading(daemon.socket, clients, requests) as socks:
+            waiting = set(socks)
+            deadline = started + 300
+            while waiting and time.monotonic() < deadline:
+                peak = max(peak, unread.rss_kib(daemon.proc.pid))
+                waiting = {sock for sock in waiting if not unread.dropped(sock)}
+                time.sleep(0.05)
+            let_go = time.monotonic() - started
+        after = unread.rss_kib(daemon.proc.pid)
+        with unread.not_reading(daemon.socket, clients, requests) as socks:
+            unread.first_answered(socks)
+            stopping = time.monotonic()
+            daemon.signal(signal.SIGTERM)
+            status = daemon.proc.wait(300)
+            stop = time.monotonic() - stopping
+    return {
+        "clients x pipelined dupes": f"{clients} x {requests}",
+        "reply, MB": round(reply / 1e6, 2),
+        "still held after 300 s (must be 0)": len(waiting),
+        "seconds until all let go (send_timeout 2 s)": round(let_go, 1),
+        "daemon RSS before, MiB": round(before / 1024, 1),
+        "daemon RSS peak, MiB": round(peak / 1024, 1),
+        "daemon RSS after, MiB": round(after / 1024, 1),
+        "SIGTERM to exit with as many clients waiting, seconds (unit: 30)": round(stop, 1),
+        "exit status": status,
+    }
+
+
 SECTIONS: list[Section] = [
     Section("kill", bench_kill),
     Section("disk_full", bench_disk_full),
@@ -631,9 +683,8 @@ SECTIONS: list[Section] = [
     Section("race", bench_race),
     Section("crafted_logs", bench_crafted_logs),
     Section("crafted_plans", bench_crafted_plans),
-
-
     Section("dedupe_race", bench_dedupe_race),
+    Section("unread", bench_unread),
 ]
 
 

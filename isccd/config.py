@@ -135,6 +135,8 @@ def build_config(settings: Settings, env: Mapping[str, str] | None = None) -> Da
             subscriber_queue=server.subscriber_queue,
             max_clients=server.max_clients,
             idle_timeout=server.idle_timeout,
+            max_reply_bytes=server.max_reply_bytes,
+            send_timeout=server.send_timeout,
         ),
         pipeline=pipeline_options(
             settings,

@@ -26,6 +26,8 @@
     |   |-- StoreLockedError      another process writes the store (the daemon, a scan), or
     |   |                         another daemon holds the host name on a shared database
     |   |-- StoreRemovedError     the database file was deleted or replaced while open: fatal
+    |   |-- StoreNotWritableError the state directory cannot be created or written (read-only
+    |   |                         file system, permissions): fatal at start-up, exit 73
     |   `-- StoreUnavailableError the database server cannot be reached or the connection was
     |                             lost: retryable; the batch failed whole, the next one reconnects
     |-- ProtocolError             a bad client request: an error reply; the connection carries on
@@ -153,6 +155,12 @@ class StoreRemovedError(StoreError):
     """The database file was deleted or replaced while it was open (its state directory
     removed): whatever is written goes to a file no one will read again, and the writer lock
     went with it. Never retried: the daemon stops (exit 74)."""
+
+
+class StoreNotWritableError(StoreError):
+    """The state directory, or the files the store keeps in it, cannot be created or written
+    (a read-only file system, its permissions). Never retried: the daemon exits with 73
+    (EX_CANTCREAT) and says which directory."""
 
 
 class StoreLockedError(StoreError):

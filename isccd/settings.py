@@ -244,6 +244,12 @@ class ServerSettings(_Section):
     idle_timeout: float = Field(default=_default(ServerOptions, "idle_timeout"), ge=0, le=86_400)
     """Seconds a connection that holds no subscription may stay silent before it is closed;
     0 for never."""
+    max_reply_bytes: int = Field(
+        default=_default(ServerOptions, "max_reply_bytes"), ge=1 << 20, le=1 << 34
+    )
+    """Longest reply sent to a client; a longer one is answered ``reply_too_large``."""
+    send_timeout: float = Field(default=_default(ServerOptions, "send_timeout"), ge=0, le=86_400)
+    """Seconds a client may leave a reply unread before it is disconnected; 0 for never."""
 
     @field_validator("socket_mode", mode="before")
     @classmethod

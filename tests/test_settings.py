@@ -68,6 +68,8 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("server", "subscriber_queue"): ("64", 64),
     ("server", "max_clients"): ("8", 8),
     ("server", "idle_timeout"): ("0", 0.0),
+    ("server", "max_reply_bytes"): ("1048576", 1 << 20),
+    ("server", "send_timeout"): ("0", 0.0),
     ("log", "level"): ("DEBUG", "debug"),
     ("log", "format"): ("json", "json"),
 }

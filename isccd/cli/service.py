@@ -397,7 +397,8 @@ def _register_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         "~/.config/isccd/isccd.toml otherwise, when it exists), ISCCD_* environment variables "
         "and these options, which win. SIGHUP reloads the configuration; SIGTERM and SIGINT "
         "stop the daemon in order.",
-        epilog="exit status: 0 after an orderly stop; 1 when the socket cannot be created; 74 "
+        epilog="exit status: 0 after an orderly stop; 1 when the socket cannot be created; 73 "
+        "when the state directory cannot be created or written (a read-only file system); 74 "
         "when the store cannot be opened; 78 for an invalid configuration.",
     )
     run.add_argument(

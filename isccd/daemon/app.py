@@ -44,6 +44,7 @@ from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
 from isccd.store import SqliteOptions, redact_url
+from isccd.store.database import not_writable
 from isccd.store.pgurl import is_postgres_url
 from isccd.watch.debounce import Dirty, Moved
 
@@ -165,6 +166,7 @@ class Daemon:
             self._queue,
             roots=lambda: self.config.roots,
             status=self.status,
+            degraded=self._degraded_reason,
         )
         self._server = Server(backend, self._broker, config.server)
         self._tasks: list[asyncio.Task[Any]] = []
@@ -207,7 +209,10 @@ class Daemon:
     async def _open(self) -> None:
         config = self.config
         if config.store_url.startswith("sqlite://"):
-            config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+            try:
+                config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+            except OSError as exc:
+                raise not_writable(config.state_dir, exc) from None
         workers = asyncio.create_task(self._pool.start(), name="workers")
         workers.add_done_callback(self._workers_started)
         try:
@@ -380,8 +385,10 @@ class Daemon:
         await step("workers", lambda: self._pool.close(grace=0))
         for other in list(self._other_pools):  # close() is idempotent
             await step("replaced workers", functools.partial(other.close, grace=0))
-        await step("store", lambda: asyncio.to_thread(self._pipeline.close))
+        # The server before the store: the questions it gives up are then skipped by the
+        # store's thread, instead of all being answered (to clients that may never read) first.
         await step("server", self._server.close)
+        await step("store", lambda: asyncio.to_thread(self._pipeline.close))
         self._notifier.close()
         log.info("daemon_stopped", abandoned=abandoned)
         if failed:
@@ -740,6 +747,16 @@ class Daemon:
                 idle_timeout=self.config.workers.idle_timeout,
             ),
         )
+
+    def _degraded_reason(self) -> str | None:
+        """What makes the daemon work without its store, a sentence; None while it does not."""
+        store = self._health.problem()
+        if store is not None:
+            return store
+        shared = self._fleet.status() if self._fleet is not None else None
+        if shared is not None and shared.error is not None:
+            return f"the shared event log cannot be read ({shared.error}); retrying"
+        return None
 
     def _degraded(self) -> bool:
         """Whether the daemon works without its store: it cannot be written, or the shared

@@ -7,7 +7,9 @@ server has already refused any path outside the roots. ``rescan`` starts reconci
 the barrier: what waits to settle is released, the roots are reconciled from the disk (which
 catches changes whose events are still on their way), and the work queued before the request is
 awaited; the reply carries the last sequence number, at or after every event those changes
-caused.
+caused. While the store cannot be written (a full disk, a table dropped under a fleet) or a
+shared log cannot be read, that promise cannot hold: ``sync`` answers ``unavailable`` with what
+is wrong, never ok.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class DaemonBackend:
         queue: The work queue.
         roots: The watched roots now.
         status: The daemon's status now.
+        degraded: Why the daemon works without its store now (``None`` while it does not).
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class DaemonBackend:
         *,
         roots: Callable[[], Sequence[str]],
         status: Callable[[], Awaitable[DaemonStatus]],
+        degraded: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._pipeline = pipeline
         self._scans = scans
@@ -63,6 +67,7 @@ class DaemonBackend:
         self._queue = queue
         self._roots = roots
         self._status = status
+        self._degraded = degraded
 
     def roots(self) -> Sequence[str]:
         """The watched roots, symbolic links resolved."""
@@ -119,7 +124,12 @@ class DaemonBackend:
         return RescanResult(tuple(started))
 
     async def sync(self, path: str | None) -> int:
-        """The barrier (see the module docstring)."""
+        """The barrier (see the module docstring).
+
+        Raises:
+            ProtocolError: ``unavailable``: the store is degraded, the changes cannot all be
+                indexed now.
+        """
         roots = self._roots_for(path)
         for root in roots:
             self._feed.flush(root)
@@ -127,7 +137,19 @@ class DaemonBackend:
         ticket = self._queue.barrier()
         await asyncio.gather(*(self._scans.request(root, "sync") for root in roots))
         await self._queue.wait_barrier(ticket)
+        # Checked once the barrier passed: the changes it waited for may have failed to commit.
+        problem = self._degraded()
+        if problem is not None:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE,
+                f"degraded: {problem}; the changes are not all indexed (isccd status shows "
+                "when the store recovers)",
+            )
         return await self._pipeline.last_seq()
+
+    async def log_end(self, store: str) -> int | None:
+        """The last seq the log had under ``store`` (see :meth:`Pipeline.log_end`)."""
+        return await self._pipeline.log_end(store)
 
     async def log_bounds(self) -> LogBounds:
         """The oldest and newest sequence numbers in the log."""

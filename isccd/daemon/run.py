@@ -13,12 +13,18 @@ import structlog
 from isccd.config import build_config
 from isccd.daemon.app import Daemon
 from isccd.daemon.supervisor import LoopFailedError
-from isccd.errors import ConfigError, SocketSetupError, StoreError, StoreUnavailableError
+from isccd.errors import (
+    ConfigError,
+    SocketSetupError,
+    StoreError,
+    StoreNotWritableError,
+    StoreUnavailableError,
+)
 from isccd.hashing.pool import WorkersUnavailableError
 from isccd.logconf import configure_logging
 from isccd.settings import config_file, load_settings
 
-__all__ = ["EXIT_CONFIG", "EXIT_SOFTWARE", "EXIT_STORE", "main"]
+__all__ = ["EXIT_CANTCREAT", "EXIT_CONFIG", "EXIT_SOFTWARE", "EXIT_STORE", "main"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -29,6 +35,9 @@ EXIT_SOFTWARE = 70
 #: while the daemon ran (EX_IOERR): an administrator must act, so the systemd unit does not
 #: restart on it (``RestartPreventExitStatus=``).
 EXIT_STORE = 74
+#: The state directory cannot be created or written (EX_CANTCREAT: a read-only file system,
+#: its permissions): an administrator must act, as for 74.
+EXIT_CANTCREAT = 73
 #: Invalid configuration (EX_CONFIG).
 EXIT_CONFIG = 78
 
@@ -51,7 +60,8 @@ def main(
             :class:`~isccd.daemon.app.Daemon`).
 
     Returns:
-        The exit status: 0 after an orderly stop, 78 for an invalid configuration, 74 when the
+        The exit status: 0 after an orderly stop, 78 for an invalid configuration, 73 when the
+        state directory cannot be created or written, 74 when the
         store cannot be opened or was deleted while running, 70 when a background loop failed
         for good, 1 when its database server cannot be reached, the socket cannot be created or
         no hashing worker can start.
@@ -76,6 +86,8 @@ def main(
     except StoreUnavailableError as exc:
         # The database server is down or out of reach: a restart may well succeed.
         failure = ("store_unavailable", EXIT_FAILURE, exc)
+    except StoreNotWritableError as exc:
+        failure = ("state_not_writable", EXIT_CANTCREAT, exc)
     except StoreError as exc:
         failure = ("store_unavailable", EXIT_STORE, exc)
     except SocketSetupError as exc:

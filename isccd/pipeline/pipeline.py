@@ -655,6 +655,10 @@ class Pipeline:
             subject = stored if stored is not None else queries.coded(path, await code(path))
         return await self._call(lambda ix: queries.similar(ix, subject, query))
 
+    async def log_end(self, identity: str) -> int | None:
+        """The last seq the log had under ``identity`` (:meth:`isccd.store.Store.log_end`)."""
+        return await self._call(lambda ix: ix.store.log_end(identity))
+
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return await self._call(lambda ix: groups.dupes(ix, query))

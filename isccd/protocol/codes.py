@@ -72,7 +72,10 @@ class ErrorCode(enum.StrEnum):
     """The connection sent no request for the server's idle time and holds no subscription;
     it is closed."""
     SHUTTING_DOWN = "shutting_down"
-    """The daemon is stopping."""
+    """The daemon is stopping (a question still being answered is given up)."""
+    REPLY_TOO_LARGE = "reply_too_large"
+    """The reply would be longer than the server sends to one connection; ask for less (a
+    lower ``limit``, a narrower ``root``)."""
     UNAVAILABLE = "unavailable"
     """The index cannot answer now (e.g. the store is failing); retry later."""
     INTERNAL_ERROR = "internal_error"

@@ -62,6 +62,11 @@ class Backend(Protocol):
         for the whole fleet's. Cannot block."""
         ...
 
+    async def log_end(self, store: str) -> int | None:
+        """The last seq the served log had under the identity ``store``, one it had earlier
+        (a daemon started again has another) or has now; ``None`` if it never had it."""
+        ...
+
     async def status(self) -> DaemonStatus:
         """The daemon's status (``server`` is left ``None``; the server fills it in)."""
         ...

@@ -5,9 +5,17 @@ time, in order (a client wanting concurrency opens more connections), and, while
 second task that streams events. Both write whole lines to the transport, so lines never
 interleave; replies to a request and events may. Everything is bounded: request lines by
 :attr:`~ServerOptions.max_line_bytes`, buffered requests by
-:attr:`~ServerOptions.max_pending_requests` (reading pauses beyond), bytes waiting to be sent by
-:attr:`~ServerOptions.write_buffer_bytes` (writers wait for the client beyond), and events by the
-subscription's queue (the subscriber lags beyond).
+:attr:`~ServerOptions.max_pending_requests` and by the length of a line (reading pauses beyond),
+a reply by :attr:`~ServerOptions.max_reply_bytes` (``reply_too_large`` beyond), bytes waiting to
+be sent by :attr:`~ServerOptions.write_buffer_bytes` (a reply is written in pieces of that size,
+each after the client took the one before; a client that takes nothing for
+:attr:`~ServerOptions.send_timeout` is disconnected), and events by the subscription's queue (the
+subscriber lags beyond). A connection never holds more than one reply: the next request is read
+from the buffer only once the reply before it was handed to the client.
+
+At shutdown a question in progress (``status``, ``get``, ``similar``, ``dupes``...) is given up
+at once with ``shutting_down`` (the store's thread skips it if it has not started it), and a
+connection whose client is not reading is closed at once: neither delays the stop.
 
 Replay joins live without gap or duplicate: the subscription is registered with the broker
 *before* the log is read, so every event committed after the last read of the log is also in
@@ -34,8 +42,10 @@ from isccd.protocol import (
     OversizedLine,
     Request,
     RequestError,
+    RescanRequest,
     SubscribeRequest,
     SubscribeResult,
+    SyncRequest,
     UnsubscribeRequest,
     UnsubscribeResult,
     decode_request,
@@ -48,7 +58,7 @@ from isccd.protocol import (
 
 from .backend import LogBounds
 from .broker import Subscription, SubscriptionStatistics
-from .handlers import Context, handle
+from .handlers import Context, Query, handle
 from .listener import PeerCredentials, peer_credentials
 
 
@@ -99,6 +109,7 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._splitter = LineSplitter(context.options.max_line_bytes)
         self._inbox: collections.deque[bytes | OversizedLine] = collections.deque()
+        self._inbox_bytes = 0
         self._wakeup: asyncio.Future[None] | None = None
         self._reading_paused = False
         self._writing_paused = False
@@ -112,6 +123,7 @@ class Connection(asyncio.Protocol):
         self._busy = False  # a request is being handled
         self._subscription: Subscription | None = None
         self._stream: asyncio.Task[None] | None = None
+        self._query: asyncio.Task[dict[str, Any]] | None = None  # a question being answered
         self._connected = context.clock()
         self._started = time.monotonic()
         self._requests = 0
@@ -150,7 +162,8 @@ class Connection(asyncio.Protocol):
         # break its pipe. A client trickling bytes could as well send a request now and then.
         self._touch()
         self._inbox.extend(lines)
-        if len(self._inbox) >= self._context.options.max_pending_requests:
+        self._inbox_bytes += sum(len(line) for line in lines if isinstance(line, bytes))
+        if self._inbox_full():
             self._pause_reading()
         self._wake()
 
@@ -185,10 +198,16 @@ class Connection(asyncio.Protocol):
     # control ---------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Finish the request in progress, then close. Called by the server when it closes."""
+        """Close: at once if the client is not reading or a question is being answered (it
+        gets ``shutting_down``), after it otherwise (a ``sync`` or ``rescan`` in progress has
+        the server's ``shutdown_timeout``). Called by the server when it closes."""
         self._end_reason = "server shutting down"
         self._stopping = True
         self._end_subscription()
+        if self._query is not None:
+            self._query.cancel()
+        if self._writing_paused:
+            self._close_transport()
         self._wake()
 
     def abort(self) -> None:
@@ -219,7 +238,8 @@ class Connection(asyncio.Protocol):
             while (item := await self._next_item()) is not None:
                 await self._handle(item)
         except ConnectionError:
-            self._end_reason = "connection lost"
+            if self._end_reason == "closed by client":
+                self._end_reason = "connection lost"
         finally:
             await self._finish()
 
@@ -229,10 +249,9 @@ class Connection(asyncio.Protocol):
                 return None
             if self._inbox:
                 item = self._inbox.popleft()
-                if (
-                    self._reading_paused
-                    and len(self._inbox) <= self._context.options.max_pending_requests // 2
-                ):
+                if isinstance(item, bytes):
+                    self._inbox_bytes -= len(item)
+                if self._reading_paused and not self._inbox_full(half=True):
                     self._resume_reading()
                 return item
             if self._eof:
@@ -294,7 +313,27 @@ class Connection(asyncio.Protocol):
             )
         else:
             if result is not None:
-                await self._send(encode_result(request.id, result))
+                # Only the encoded line waits for the client: the result's objects take several
+                # times its bytes, and a client that does not read would hold them too.
+                line = encode_result(request.id, result)
+                del result
+                await self._send_reply(request.id, line)
+
+    async def _send_reply(self, request_id: Any, line: bytes) -> None:
+        limit = self._context.options.max_reply_bytes
+        if len(line) > limit:
+            structlog.get_logger().warning(
+                "reply_too_large", conn=self.id, bytes=len(line), limit=limit
+            )
+            del line  # let go of it before answering
+            await self._reply_error(
+                request_id,
+                ErrorCode.REPLY_TOO_LARGE,
+                f"the reply would be longer than {limit} bytes ([server] max_reply_bytes); "
+                "ask for less (a lower limit, a narrower root)",
+            )
+            return
+        await self._send(line, timeout=self._context.options.send_timeout)
 
     async def _execute(self, request: Request) -> dict[str, Any] | None:
         if isinstance(request, SubscribeRequest):
@@ -302,7 +341,23 @@ class Connection(asyncio.Protocol):
             return None  # _subscribe replied itself, before the first event
         if isinstance(request, UnsubscribeRequest):
             return await self._unsubscribe()
-        return await handle(self._context, request)
+        if isinstance(request, SyncRequest | RescanRequest):
+            return await handle(self._context, request)
+        # A question runs as a task of its own, so that a shutdown can give it up at once.
+        question: Query = request
+        query = asyncio.get_running_loop().create_task(handle(self._context, question))
+        self._query = query
+        try:
+            return await query
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if query.cancelled() and current is not None and not current.cancelling():
+                raise ProtocolError(
+                    ErrorCode.SHUTTING_DOWN, "the daemon is stopping; ask again once it is back"
+                ) from None
+            raise
+        finally:
+            self._query = None
 
     async def _reply_error(self, request_id: Any, code: str, message: str) -> None:
         self._errors += 1
@@ -353,12 +408,7 @@ class Connection(asyncio.Protocol):
             )
         store = self._context.backend.store_id()
         if request.store is not None and request.store != store:
-            raise ProtocolError(
-                ErrorCode.STORE_MISMATCH,
-                f"the store {request.store} is not this daemon's ({store}): its sequence "
-                "numbers are another event log's; subscribe without since and store, and "
-                "resynchronize",
-            )
+            await self._check_resume(request.store, request.since, store)
         broker = self._context.broker
         host = None if request.fleet else self._context.backend.host()
         sub = broker.subscribe(dataclasses.replace(request.filter, host=host), self._lagged)
@@ -380,6 +430,31 @@ class Connection(asyncio.Protocol):
         self._stream = asyncio.get_running_loop().create_task(
             self._pump(sub, since), name=f"isccd-subscription-{self.id}"
         )
+
+    async def _check_resume(self, earlier: str, since: int | None, store: str) -> None:
+        """Accept a ``since`` from an earlier run of this log (``earlier``, the identity it
+        had then) only if that run went as far: a log restored from an older copy ended its
+        runs where the copy ended, and the numbers after that count other events.
+
+        Raises:
+            ProtocolError: ``store_mismatch``.
+        """
+        end = await self._context.backend.log_end(earlier)
+        if end is None:
+            raise ProtocolError(
+                ErrorCode.STORE_MISMATCH,
+                f"the store {earlier} is not this daemon's ({store}): its sequence "
+                "numbers are another event log's (or this one's, restored from an older copy "
+                "since); subscribe without since and store, and resynchronize",
+            )
+        if since is not None and since > end:
+            raise ProtocolError(
+                ErrorCode.STORE_MISMATCH,
+                f"the event log went backwards: under {earlier} it ended at seq {end}, before "
+                f"since {since} (the store was restored from an older copy; now {store}); "
+                "the events after it are not the ones missed: subscribe without since and "
+                "store, and resynchronize",
+            )
 
     async def _unsubscribe(self) -> dict[str, Any]:
         sub = self._subscription
@@ -465,19 +540,43 @@ class Connection(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._transport.write(data)
 
-    async def _send(self, data: bytes) -> None:
-        if self._transport is None or self._transport.is_closing():
-            raise ConnectionResetError("connection closing")
-        self._transport.write(data)
-        await self._drain()
+    async def _send(self, data: bytes, *, timeout: float = 0.0) -> None:
+        """Write ``data`` in pieces of the write buffer's size, each once the client took the
+        one before (so that only one piece waits in the transport, and a client is judged by
+        whether it reads, not by how long a large reply takes); a client that takes nothing
+        for ``timeout`` seconds (if positive) is disconnected."""
+        piece = self._context.options.write_buffer_bytes
+        view = memoryview(data)
+        for start in range(0, len(data), piece):
+            if self._transport is None or self._transport.is_closing():
+                raise ConnectionResetError("connection closing")
+            self._transport.write(view[start : start + piece])
+            await self._drain(timeout)
 
-    async def _drain(self) -> None:
+    async def _drain(self, timeout: float = 0.0) -> None:
         while self._writing_paused and not self._is_lost():
             waiter = asyncio.get_running_loop().create_future()
             self._drain_waiters.append(waiter)
-            await waiter
+            if timeout <= 0:
+                await waiter
+                continue
+            done, _ = await asyncio.wait([waiter], timeout=timeout)
+            if not done:
+                self._not_reading(timeout)
         if self._is_lost():
             raise ConnectionResetError("connection lost")
+
+    def _not_reading(self, timeout: float) -> None:
+        """The client took nothing of its reply for ``timeout`` seconds: drop it, and with it
+        what was queued for it (it would not read a last line either)."""
+        transport = self._transport
+        unsent = transport.get_write_buffer_size() if transport is not None else 0
+        structlog.get_logger().warning(
+            "client_not_reading", conn=self.id, seconds=timeout, unsent=unsent
+        )
+        self._end_reason = "not reading"
+        self._stopping = True
+        self.abort()
 
     def _release_writers(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []
@@ -518,6 +617,15 @@ class Connection(asyncio.Protocol):
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
+
+    def _inbox_full(self, *, half: bool = False) -> bool:
+        """Whether the buffered requests reach their bounds (``half``: half of them): a
+        number of lines, and the bytes of one longest line."""
+        options = self._context.options
+        lines, size = options.max_pending_requests, options.max_line_bytes
+        if half:
+            lines, size = lines // 2, size // 2
+        return len(self._inbox) >= lines or self._inbox_bytes >= size
 
     def _pause_reading(self) -> None:
         if not self._reading_paused and self._transport is not None:

@@ -26,8 +26,15 @@ class ServerOptions:
         max_pending_requests: Request lines buffered per connection before reading pauses.
         write_buffer_bytes: Bytes buffered per connection before its writer waits for the
             client to read (the transport's high-water mark).
+        max_reply_bytes: Longest reply sent; a longer one is answered ``reply_too_large``.
+            With the write buffer, the events queue and the buffered requests, it bounds
+            what one connection may hold in the daemon.
+        send_timeout: Seconds a client may leave what it was sent unread (the write buffer
+            full, nothing taken) before it is disconnected and what was queued for it let
+            go; 0 for never.
         replay_page: Events read from the log at once when replaying.
-        shutdown_timeout: Seconds in-flight requests get to finish when the server closes.
+        shutdown_timeout: Seconds a ``sync`` or ``rescan`` in progress gets to finish when the
+            server closes (a question in progress is given up at once: ``shutting_down``).
         close_timeout: Seconds a closing connection gets to flush what it was sent before it
             is aborted (a client that does not read never delays anything longer).
         server_name: Name and version announced by ``hello``.
@@ -42,6 +49,8 @@ class ServerOptions:
     max_line_bytes: int = MAX_LINE_BYTES
     max_pending_requests: int = 64
     write_buffer_bytes: int = 256 * 1024
+    max_reply_bytes: int = 64 * 1024 * 1024
+    send_timeout: float = 30.0
     replay_page: int = 500
     shutdown_timeout: float = 5.0
     close_timeout: float = 2.0

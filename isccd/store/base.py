@@ -213,12 +213,24 @@ class Store(Transactional, Protocol):
 
     @property
     def identity(self) -> str:
-        """A random UUID made when the store was created, and kept for its life: the event
-        log's sequence numbers are only meaningful together with it (a store deleted and made
-        again, or another one put in its place, has another identity).
+        """A random UUID that the event log's sequence numbers are only meaningful together
+        with: a store deleted and made again, or another one put in its place, has another.
+        A SQLite store makes a new one each time a writer opens it (each run of its log), so
+        that a copy restored over it, whose log goes back to the copy, is told from the log a
+        client followed (see :meth:`log_end`); a database a fleet shares keeps one for its life.
 
         Raises:
             StoreCorruptError: The store has no identity recorded.
+        """
+        ...
+
+    def log_end(self, identity: str) -> int | None:
+        """The last sequence number this log had under ``identity``, an identity it had
+        earlier or has now (the current one: its last now); ``None`` when it never had it.
+
+        A client that followed the log under ``identity`` up to a seq beyond this has seen
+        events this log no longer holds: the store was restored from an older copy, and the
+        numbers after it count other events.
         """
         ...
 

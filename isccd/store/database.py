@@ -23,7 +23,8 @@ import fcntl
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -33,6 +34,7 @@ from isccd.errors import (
     StoreError,
     StoreFullError,
     StoreLockedError,
+    StoreNotWritableError,
     StoreRemovedError,
 )
 from isccd.store.rows import to_fs
@@ -61,6 +63,20 @@ class SqliteOptions:
     cache_kib: int = 8192
     max_size: int | None = None
     quick_check: bool = True
+
+
+#: The property naming the event log's current run (the store's identity now); each run is
+#: also recorded as ``run:<identity>`` = ``"<ordinal> <first seq>"``.
+RUN_PROPERTY = "run"
+
+
+def runs_of(rows: Iterable[tuple[str, str]]) -> dict[str, tuple[int, int]]:
+    """Identity -> (ordinal, first seq) of the ``run:`` properties among ``rows``."""
+    found = {}
+    for name, value in rows:
+        ordinal, first = value.split()
+        found[name.removeprefix("run:")] = (int(ordinal), int(first))
+    return found
 
 
 class Database:
@@ -135,9 +151,12 @@ class Database:
         """One writing process per database: a second one (``isccd scan`` next to the daemon)
         would change the store behind the first one's in-memory index. The kernel drops the
         lock when the process ends, however it ends."""
-        Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock_path = self._path + ".lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise not_writable(Path(self._path).parent, exc) from None
         try:
             _make_private(fd)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -210,6 +229,50 @@ class Database:
                     "move it away and isccd will rebuild the index with a full scan"
                 )
         self._migrate()
+        self._begin_run()
+
+    def _begin_run(self) -> None:
+        """Give the log's new run an identity of its own, recording where it starts.
+
+        A copy of the database restored over it goes back to the copy's log: its runs end
+        where the copy ended, and the next run starts from there. A client that followed the
+        log further under an earlier run's identity is then refused, instead of being replayed
+        the reused sequence numbers as if they were the events it missed (see
+        :meth:`~isccd.store.base.Store.log_end`). A disk too full to record it keeps the last
+        run's identity: the store must still open, degraded.
+        """
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = db.execute("SELECT name, value FROM properties WHERE name LIKE 'run:%'")
+            runs = runs_of(rows.fetchall())
+            if not runs:  # the first run under this isccd: the store's identity names the log
+                created = db.execute("SELECT value FROM properties WHERE name = 'store_id'")
+                row = created.fetchone()
+                if row is not None:
+                    runs[str(row[0])] = (0, 1)
+                    db.execute("INSERT INTO properties (name, value) VALUES (?, '0 1')",
+                               (f"run:{row[0]}",))  # fmt: skip
+            seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            first = (int(seq[0]) if seq else 0) + 1
+            run = str(uuid.uuid4())
+            db.execute("INSERT INTO properties (name, value) VALUES (?, ?)",
+                       (f"run:{run}", f"{len(runs)} {first}"))  # fmt: skip
+            db.execute(
+                "INSERT INTO properties (name, value) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                (RUN_PROPERTY, run),
+            )
+            db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            if exc.sqlite_errorcode != sqlite3.SQLITE_FULL:
+                raise
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
 
     def _version(self) -> int:
         version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -394,6 +457,14 @@ class Database:
             row = self._exec("SELECT profile FROM profiles WHERE id = ?", (profile_id,)).fetchone()
             name = self._profile_names[profile_id] = row[0] if row else ""
         return name
+
+
+def not_writable(directory: Path, exc: OSError) -> StoreNotWritableError:
+    """The error for a state directory that cannot be created or written, saying why."""
+    return StoreNotWritableError(
+        f"the state directory {directory} cannot be written ({exc.strerror or exc}): the index "
+        "lives there; give the daemon a writable one (--state, $STATE_DIRECTORY)"
+    )
 
 
 def _make_private(fd: int) -> None:

@@ -574,6 +574,10 @@ class PostgresStore(PgDatabase):
             raise StoreCorruptError("the fleet's database has no identity recorded")
         return str(row[0])
 
+    def log_end(self, identity: str) -> int | None:
+        """The whole log's last seq under its one identity (see :meth:`Store.log_end`)."""
+        return self.last_seq(fleet=True) if identity == self.identity else None
+
     def get_property(self, name: str) -> str | None:
         """The value this host recorded under ``name``."""
         row = self._exec(

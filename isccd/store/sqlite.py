@@ -34,7 +34,7 @@ from isccd.store.base import (
     skipped_units,
     split_path,
 )
-from isccd.store.database import Database, SqliteOptions
+from isccd.store.database import RUN_PROPERTY, Database, SqliteOptions, runs_of
 from isccd.store.rows import (
     ACTIONABLE,
     FILE_COLUMNS,
@@ -574,11 +574,22 @@ class SqliteStore(Database):
 
     @property
     def identity(self) -> str:
-        """The UUID recorded when the database was created (or migrated to schema 6)."""
-        found = self.get_property(IDENTITY_PROPERTY)
-        if not found:
+        """The identity of the log's current run, made when a writer last opened the database
+        (before any writer did under this isccd: the UUID recorded when it was created)."""
+        created = self.get_property(IDENTITY_PROPERTY)
+        if not created:
             raise StoreCorruptError(f"the index database {self.path} has no identity recorded")
-        return found
+        return self.get_property(RUN_PROPERTY) or created
+
+    def log_end(self, identity: str) -> int | None:
+        """The last seq of the run named ``identity`` (see :meth:`Store.log_end`): the first
+        seq of the run after it, less one; the last seq now for the current run."""
+        runs = runs_of(self._exec("SELECT name, value FROM properties WHERE name LIKE 'run:%'"))
+        if identity not in runs:
+            return None
+        ordinal = runs[identity][0]
+        later = [first for number, first in runs.values() if number == ordinal + 1]
+        return later[0] - 1 if later else self.last_seq()
 
     def get_property(self, name: str) -> str | None:
         """The value recorded under ``name``."""

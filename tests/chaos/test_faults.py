@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from isccd.client import AsyncClient
+from isccd.errors import ProtocolError
 from isccd.model import Event, EventType
-from isccd.protocol import event_to_wire
+from isccd.protocol import ErrorCode, event_to_wire
 from isccd.results import DaemonStatus
 from tests.e2e.conftest import Daemon, daemons, next_event, of_type
 from tests.namespaces import unshare_tool
@@ -314,10 +315,15 @@ def _full_disk(daemon: Daemon) -> None:
         status = await _until(control, lambda s: bool(s.problems), timeout=60)
         assert "cannot be written" in status.problems[0]
         await asyncio.to_thread(_status_line_with, daemon, "cannot be written")
+        # The barrier cannot promise that the changes are indexed: it says why, never ok.
+        with pytest.raises(ProtocolError, match="degraded: the store cannot be written") as info:
+            await control.sync()
+        assert info.value.code == ErrorCode.UNAVAILABLE
         ballast.unlink()  # space returns
         recovered = await next_event(watcher, of_type(EventType.STORE_RECOVERED), timeout=90)
         check("event", event_to_wire(recovered))
         await _until(control, lambda s: s.files_indexed == count and not s.problems, 120)
+        await control.sync()  # ok again
         await control.close()
         await watcher.close()
 
@@ -326,3 +332,30 @@ def _full_disk(daemon: Daemon) -> None:
     lines = daemon.log_lines()
     assert [line for line in lines if line.get("event") == "store_degraded"]
     assert not [line for line in lines if line.get("event") == "change_failed"]
+
+
+@pytest.mark.parametrize("where", ["state", "parent"])
+def test_a_read_only_state_directory_stops_the_start_with_73_and_says_where(
+    make_daemon: Callable[..., Daemon], where: str
+) -> None:
+    """The state directory on a read-only file system (or under one, so it cannot be made): a
+    clear message naming it, exit 73 (EX_CANTCREAT), no traceback."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a read-only tmpfs needs root")
+    daemon = make_daemon()
+    mounted = daemon.state if where == "state" else daemon.base / "ro"
+    mounted.mkdir()
+    if where == "parent":
+        daemon.state = mounted / "state"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(mounted)], check=True)
+    try:
+        with pytest.raises(AssertionError, match="exited with 73"):
+            daemon.start()
+    finally:
+        daemon.kill()
+        subprocess.run(["umount", "-l", str(mounted)], check=False)
+    log = daemon.log.read_text()
+    assert "Traceback" not in log
+    [line] = [line for line in daemon.log_lines() if line.get("event") == "state_not_writable"]
+    assert line["error"].startswith(f"the state directory {daemon.state} cannot be written")
+    assert "Read-only file system" in line["error"]

@@ -39,8 +39,8 @@ def test_the_units_declare_what_the_daemon_relies_on(unit: Path) -> None:
     assert "WatchdogSec" in d
     assert d["ExecStart"][0].endswith("isccd run")
     assert d["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
-    # A bad configuration (78) or an unusable store (74) is not retried.
-    assert d["RestartPreventExitStatus"] == ["78 74"]
+    # A bad configuration (78), an unwritable state directory (73) or store (74) is not retried.
+    assert d["RestartPreventExitStatus"] == ["78 74 73"]
     assert any(e.startswith("NUMBA_CACHE_DIR=") for e in d["Environment"])
 
 

@@ -127,3 +127,21 @@ def test_a_long_line_written_slowly_is_not_idle(root_dir: Path, short_dir: Path)
             writer.close()
 
     asyncio.run(main())
+
+
+def test_a_reply_over_the_limit_is_refused_and_the_connection_carries_on(
+    root_dir: Path, short_dir: Path
+) -> None:
+    async def main() -> None:
+        backend = FakeBackend([str(root_dir)])
+        async with serving(backend, short_dir, max_reply_bytes=100) as (server, _):
+            reader, writer = await asyncio.open_unix_connection(server.path)
+            writer.write(b'{"id": 1, "cmd": "hello"}\n{"id": 2, "cmd": "nonsense"}\n')
+            async with asyncio.timeout(10):
+                too_large = json.loads(await reader.readline())
+                after = json.loads(await reader.readline())
+            assert too_large["id"] == 1 and too_large["error"]["code"] == "reply_too_large"
+            assert after["id"] == 2 and after["error"]["code"] == "unknown_command"
+            writer.close()
+
+    asyncio.run(main())

@@ -148,16 +148,23 @@ def test_every_store_has_an_identity_of_its_own_for_its_life(
     store.add_file("/a", make_record("/a/1"), 1.0)
     store.rollback()
     assert store.identity == str(identity)
+    assert store.log_end(str(identity)) == store.last_seq()
     store.close()
     again = open_store(store_url, host="host-a")
-    assert again.identity == str(identity)
-    again.close()
     if store_url.startswith("sqlite"):
+        # Each run of a SQLite store's log has an identity of its own; the earlier ones are
+        # known, with where they ended.
+        assert again.identity != str(identity)
+        assert again.log_end(str(identity)) == again.last_seq()
+        current = again.identity
+        again.close()
         reader = open_store(store_url, readonly=True)
-        assert reader.identity == str(identity)
+        assert reader.identity == current
         reader.close()
         other_url = state_url(tmp_path / "other")
     else:
+        assert again.identity == str(identity)  # a shared database keeps one for its life
+        again.close()
         # Another host of the same fleet shares the database's identity; another database
         # has its own.
         fellow = open_store(store_url, host="host-b")
@@ -167,6 +174,7 @@ def test_every_store_has_an_identity_of_its_own_for_its_life(
         other_url = server.url(server.new_database())
     other = open_store(other_url, host="host-a")
     assert other.identity != str(identity)
+    assert other.log_end(str(identity)) is None
     other.close()
 
 
