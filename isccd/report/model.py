@@ -35,14 +35,14 @@ class MemberView:
         links: Its other names (hardlinks).
         root: The watched root it is in.
         size: Bytes, as indexed.
-        unit: The unit type by which it is nearest to another member (``instance`` in exact
-            groups).
-        distance: Hamming distance of that unit to the nearest other member (0 in exact
-            groups); ``None`` when not known.
+        unit: The group's unit type (``instance`` in exact groups).
+        distance: Hamming distance of that unit to the group's centre (0 for the centre, and
+            in exact groups); ``None`` when not known.
         instance: Its Instance-Code, in exact groups (the content's BLAKE3 prefix a plan
             carries); ``None`` otherwise.
         host: The host it is on, when that is another host of a fleet sharing the index
             (it is never looked at here, and no plan names it); ``""`` for this host's.
+        centre: It is its near group's centre, the file every other member is near.
     """
 
     path: str
@@ -53,6 +53,7 @@ class MemberView:
     distance: int | None
     instance: str | None = None
     host: str = ""
+    centre: bool = False
 
 
 @dataclass(frozen=True, slots=True)

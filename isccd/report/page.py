@@ -147,6 +147,7 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
         "size": member.size,
         "unit": member.unit,
         "distance": member.distance,
+        "centre": member.centre,
         "instance": member.instance,
         # Strings: JavaScript's numbers are not exact past 2**53 (an mtime in nanoseconds).
         "stat": None

@@ -26,16 +26,16 @@ class DupMember:
         root: Its root.
         size: Bytes.
         iscc: Its ISCC-CODE.
-        unit: The unit type by which it is nearest to another member (``instance`` in exact
-            groups).
+        unit: The group's unit type (``instance`` in exact groups).
         code: Its unit of that type (in exact groups its Instance-Code, a prefix of the
             content's BLAKE3).
-        distance: Hamming distance of that unit to the nearest other member (0 in exact
-            groups).
-        threshold: The largest distance accepted for that unit type and length (0 in exact
-            groups).
-        nearest: The index in ``members`` of that nearest member (``None`` in exact groups,
-            whose members are all 0 apart).
+        distance: Hamming distance of that unit to the group's centre (0 for the centre, and
+            in exact groups).
+        threshold: The largest distance accepted for that unit type and the length compared
+            (0 in exact groups).
+        nearest: The index in ``members`` of the member ``distance`` is measured to: the
+            centre (``None`` for the centre itself, and in exact groups, whose members are all
+            0 apart).
         mediatype: Its detected media type.
         mode: Its content mode (``None``: no Content-Code for its type).
         links: The file's other names (hardlinks).
@@ -64,12 +64,15 @@ class DupGroup:
     Attributes:
         kind: Exact or near.
         unit: The unit type the group is compared by (``instance`` for exact groups; for near
-            groups the type most of its relations are near by).
-        threshold: The Hamming-distance threshold of that unit type, scaled to the first
-            member's unit length (0 for exact groups).
+            groups the type by which every member is near the centre).
+        threshold: The Hamming-distance threshold of that unit type, scaled to the centre's
+            unit length (0 for exact groups).
         reclaimable: Bytes that keeping only one member would free (exact: the size times the
             extra copies; near: all members but the largest).
-        members: The files, largest first.
+        members: The files: exact groups largest first; near groups their centre first, then
+            the others nearest to it first (ties: the larger first).
+        centre: The index in ``members`` of a near group's centre (always 0: the first);
+            ``None`` for exact groups.
     """
 
     kind: DupKind
@@ -77,6 +80,7 @@ class DupGroup:
     threshold: int
     reclaimable: int
     members: tuple[DupMember, ...]
+    centre: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

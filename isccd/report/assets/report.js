@@ -149,8 +149,9 @@
 
   function relation(g, m) {
     if (g.kind === "exact") return "identical bytes";
+    if (m.centre) return `centre: the others are near it by ${g.unit}`;
     if (m.distance === null || m.distance === undefined) return `near by ${g.unit}`;
-    return `distance ${m.distance} by ${m.unit}`;
+    return `distance ${m.distance} by ${m.unit} to the centre`;
   }
 
   function preview(m) {
