@@ -5,7 +5,11 @@ Three relations, in this order of precedence:
 - **hardlink**: the same ``(st_dev, st_ino)``: one file under two names. Hashed once; never a
   duplicate.
 - **exact**: different identities with equal Instance datahash and size: the same bytes twice.
-- **near**: neither of the above, and a unit type's codes are within that type's threshold.
+- **near**: neither of the above, and a unit type's codes are within that type's threshold;
+  but where both files have a Content-Code of one type (text, image, audio, video) and it is
+  beyond its threshold, their Data- and Meta-Codes do not make them near
+  (:func:`content_apart`): two letters from one Word template share the ZIP's styles and
+  theme, not their text.
 
 Files smaller than the policy's ``min_size`` (by default: empty files) take part in neither
 exact nor near relations: every empty file has the same bytes as every other, and a tree of
@@ -196,6 +200,43 @@ def _near(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
     return (distance, limit, bits) if distance <= limit else None
 
 
+#: The Content-Code types: where both files have one, it decides whether they are alike.
+CONTENT_UNITS: tuple[UnitType, ...] = (
+    UnitType.TEXT,
+    UnitType.IMAGE,
+    UnitType.AUDIO,
+    UnitType.VIDEO,
+)
+
+#: The unit types that hash a file's container rather than its content (the bytes of a DOCX's
+#: ZIP, a PDF producer's boilerplate, a camera's JPEG header; or its name): overruled by a
+#: Content-Code that says the content differs.
+CONTAINER_UNITS = frozenset({UnitType.DATA, UnitType.META})
+
+_DEFAULTS = Thresholds()
+
+
+def content_apart(
+    a: Mapping[UnitType, bytes], b: Mapping[UnitType, bytes], thresholds: Thresholds
+) -> bool:
+    """Whether two files' units hold a Content-Code type both have, beyond its threshold: then
+    their content differs, whatever their Data- or Meta-Code says.
+
+    A type the policy switches off is judged at its default threshold: turning the Text-Code
+    off for near duplicates does not make unrelated documents alike by their containers.
+    """
+    for unit_type in CONTENT_UNITS:
+        mine, theirs = a.get(unit_type), b.get(unit_type)
+        if mine is None or theirs is None:
+            continue
+        base = thresholds.of(unit_type)
+        if base is None:
+            base = _DEFAULTS.of(unit_type) or 0
+        if _near(mine, theirs, base) is None:
+            return True
+    return False
+
+
 _Enabled = list[tuple[UnitType, int, bytes]]
 
 
@@ -241,6 +282,10 @@ def _relate(
             found.append(
                 Relation(RelationKind.NEAR, other.file_id, unit_type, distance, limit, bits)
             )
+    if any(r.unit in CONTAINER_UNITS for r in found) and content_apart(
+        subject.digests, other.digests, thresholds
+    ):
+        return [r for r in found if r.unit not in CONTAINER_UNITS]
     return found
 
 

@@ -79,12 +79,16 @@ def test_same_bytes_in_two_files_is_exact_and_only_exact() -> None:
 def test_near_by_each_unit_type_within_its_threshold() -> None:
     a = side(1, datahash="1e2001", data=ZERO8, text=ZERO8)
     b = side(2, datahash="1e2002", data=flip(ZERO8, *range(8)), text=flip(ZERO8, *range(16)))
-    found = relate(a, b, Thresholds())
-    # Text: 16 bits > 15, not near. Data: 8 bits <= 8, near.
+    # Text: 16 bits > 15, not near; and the content decides: the Data-Code's 8 bits do not
+    # make them near (tests/test_content_decides.py).
+    assert relate(a, b, Thresholds()) == []
+    # Without Content-Codes, Data: 8 bits <= 8, near.
+    a0, b0 = side(1, datahash="1e2001", data=ZERO8), side(2, datahash="1e2002", data=b.digests[D])
+    found = relate(a0, b0, Thresholds())
     assert [(r.kind, r.unit, r.distance, r.threshold, r.bits) for r in found] == [
         (RelationKind.NEAR, D, 8, 8, 64)
     ]
-    assert relate(a, b, Thresholds(data=7)) == []
+    assert relate(a0, b0, Thresholds(data=7)) == []
     assert [r.unit for r in relate(a, b, Thresholds(text=16))] == [T, D]
 
 

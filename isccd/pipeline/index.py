@@ -41,6 +41,7 @@ from typing import Any
 from isccd.hamming import HammingSearch, Hit, code64
 from isccd.hashing import compose_iscc, renamed_record
 from isccd.match import (
+    CONTENT_UNITS,
     Relation,
     Side,
     Thresholds,
@@ -387,8 +388,24 @@ class Index:
         fresh = sorted(digests.keys() - sides.keys())
         if not fresh:
             return  # most files: near nothing
+        self._content_of(record, fresh, digests)
         for other, key in self.store.file_keys(fresh).items():
             sides[other] = self._key_side(other, key, digests[other])
+
+    def _content_of(
+        self, record: FileRecord, ids: Sequence[int], digests: dict[int, dict[UnitType, bytes]]
+    ) -> None:
+        """Add to ``digests`` the Content-Codes of the files near ``record`` by a container
+        unit only, of the types ``record`` has: whether those say the content differs
+        (:func:`isccd.match.content_apart`) is what decides."""
+        mine = [u.type for u in record.units if u.type in CONTENT_UNITS]
+        if not mine:
+            return  # the Data-Code is what there is
+        for unit_type in mine:
+            lacking = [i for i in ids if unit_type not in digests[i]]
+            if lacking:
+                for other, digest in self.store.unit_digests_of(lacking, unit_type).items():
+                    digests[other][unit_type] = digest
 
     def local(self, key: FileKey) -> bool:
         """Whether a file is this host's (another host's identity means nothing here)."""
