@@ -204,15 +204,17 @@ def found_groups(result: DupesResult, host: str = "") -> list[FoundGroup]:
     for group in result.groups:
         exact = group.kind is DupKind.EXACT
         members = []
-        for m in group.members:
+        for i, m in enumerate(group.members):
             if m.host not in ("", host):
                 continue
             # An exact group's member code is its Instance-Code: a prefix of its BLAKE3.
             digest = blake3_of_instance(m.code) if exact and m.code else None
-            members.append(Found((m.path, *m.links), m.root, m.size, digest))
+            centre = i == group.centre
+            code = None if exact else m.code
+            members.append(Found((m.path, *m.links), m.root, m.size, digest, code, centre))
         if len(members) > 1:
             kind = GroupKind.EXACT if exact else GroupKind.NEAR
-            groups.append(FoundGroup(kind, tuple(members)))
+            groups.append(FoundGroup(kind, tuple(members), None if exact else group.threshold))
     return groups
 
 
@@ -256,7 +258,8 @@ def _read_groups(args: argparse.Namespace) -> tuple[Plan, tuple[Excluded, ...], 
     found = observe(found_groups(result, configure(args).store_host))
     keep_in = tuple(_folder(d) for d in args.keep_in)
     source = f"index in {args.state}" if args.state else "the index"
-    return build_plan(found.groups, rules, keep_in), found.excluded, source
+    plan = build_plan(found.groups, rules, keep_in, found.thresholds)
+    return plan, found.excluded, source
 
 
 def _move_dir(args: argparse.Namespace, plan: Plan) -> str | None:
@@ -362,7 +365,8 @@ def _print_dry_run(
         for i, member in enumerate(group.members):
             verb = "keep" if i == group.keep else by_group.get(g, {}).get(member.path, "leave")
             note = notes.get((g, member.path))
-            line = f"  {verb:<7} {show(member.path)}" + (f"  ({note})" if note else "")
+            centre = "  (centre)" if member.centre else ""
+            line = f"  {verb:<7} {show(member.path)}{centre}" + (f"  ({note})" if note else "")
             out.append(line)
             out += [f"  {'':<7} = {show(link)} (hardlink)" for link in member.paths[1:]]
     out += [f"left out {show(e.path)}: {e.reason}" for e in excluded]

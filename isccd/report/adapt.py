@@ -31,6 +31,7 @@ def view_of_dupes(result: DupesResult, host: str = "") -> ReportView:
                 instance=m.code if exact else None,
                 host=m.host if m.host not in ("", host) else "",
                 centre=i == group.centre,
+                code=None if exact else m.code,
             )
             for i, m in enumerate(group.members)
         )

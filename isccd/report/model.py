@@ -43,6 +43,8 @@ class MemberView:
         host: The host it is on, when that is another host of a fleet sharing the index
             (it is never looked at here, and no plan names it); ``""`` for this host's.
         centre: It is its near group's centre, the file every other member is near.
+        code: Its unit of the group's type, in near groups (a plan measures how near a
+            member is to the file kept by it); ``None`` otherwise.
     """
 
     path: str
@@ -54,6 +56,7 @@ class MemberView:
     instance: str | None = None
     host: str = ""
     centre: bool = False
+    code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,6 +148,7 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
         "unit": member.unit,
         "distance": member.distance,
         "centre": member.centre,
+        "code": member.code,
         "instance": member.instance,
         # Strings: JavaScript's numbers are not exact past 2**53 (an mtime in nanoseconds).
         "stat": None

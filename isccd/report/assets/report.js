@@ -336,11 +336,14 @@
           mtime_ns: exactInt(m.stat.mtime_ns),
         });
         if (g.kind === "exact" && m.instance) member.instance = m.instance;
+        // A near member is moved only when its code shows it near the file kept.
+        if (g.kind === "near" && m.code) member.code = m.code;
+        if (g.kind === "near" && m.centre) member.centre = true;
         member.keep = m === g.members[ki];
         return member;
       });
       const group = { kind: g.kind };
-      if (g.kind === "near") group.unit = g.unit;
+      if (g.kind === "near") Object.assign(group, { unit: g.unit, threshold: g.threshold });
       group.members = members;
       out.push(group);
     }
