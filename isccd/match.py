@@ -63,6 +63,13 @@ class Thresholds:
 
     ``min_size`` 1 leaves out empty files only, as duplicate finders do by default (rdfind's
     ``-minsize 1``); 0 reports them too.
+
+    ``max_links`` bounds the near relations a file keeps per unit type, its nearest first
+    (ties by file id): a family of files (a growing log's snapshots, a burst of photos) costs
+    the store, the in-memory index and the events a number of relations linear in its files,
+    not in their pairs. 16 keeps every relation of the families ``bench/near_families.py``
+    measures whose groups around a centre are at most 17 files, and bounds the rest; ``None``
+    (no bound) is only what a store decided before relations were bounded records.
     """
 
     text: int | None = 15
@@ -72,13 +79,17 @@ class Thresholds:
     data: int | None = 8
     meta: int | None = None
     min_size: int = 1
+    max_links: int | None = 16
 
     def __post_init__(self) -> None:
         """Check the values.
 
         Raises:
-            OptionError: A threshold outside 0..64 bits, or a negative ``min_size``.
+            OptionError: A threshold outside 0..64 bits, a negative ``min_size``, or a
+                ``max_links`` under 1.
         """
+        if self.max_links is not None and self.max_links < 1:
+            raise OptionError("max_links", f"{self.max_links} is less than 1")
         for unit_type in NEAR_UNITS:
             value = self.of(unit_type)
             if value is not None and not 0 <= value <= 64:
@@ -297,19 +308,18 @@ def relate(subject: Side, other: Side, thresholds: Thresholds) -> list[Relation]
 
 
 def relate_all(
-    subject: Side, others: Iterable[Side], thresholds: Thresholds, limit: int | None = None
-) -> list[Relation]:
-    """Relations of ``subject`` with many files.
+    subject: Side, others: Iterable[Side], thresholds: Thresholds
+) -> tuple[list[Relation], dict[UnitType, int]]:
+    """Relations of ``subject`` with many files, and how many files it is near per unit type.
 
-    Near relations are kept per unit type up to ``limit`` (closest first, ties by file id), so
-    a pathological cluster (thousands of blank images with one Image-Code) stays bounded.
+    Near relations are kept per unit type up to ``thresholds.max_links`` (closest first, ties
+    by file id), so that a family (thousands of snapshots of one log, of blank images with one
+    Image-Code) stays bounded.
     """
     enabled = _enabled(subject, thresholds)
     found: list[Relation] = []
     for other in others:
         found.extend(_relate(subject, other, enabled, thresholds))
-    if limit is None:
-        return found
     kept: list[Relation] = []
     per_unit: dict[UnitType, list[Relation]] = {}
     for relation in found:
@@ -317,7 +327,8 @@ def relate_all(
             per_unit.setdefault(relation.unit, []).append(relation)
         else:
             kept.append(relation)
+    limit = thresholds.max_links
     for relations in per_unit.values():
         relations.sort(key=lambda r: (r.distance, r.other))
         kept.extend(relations[:limit])
-    return kept
+    return kept, {unit: len(relations) for unit, relations in per_unit.items()}

@@ -111,11 +111,12 @@ def test_relate_all_keeps_the_closest_near_relations_per_unit() -> None:
         side(i, datahash=f"1e20{i:02x}", data=flip(ZERO8, *range(i % 5))) for i in range(1, 11)
     ]
     copy = side(99, datahash="1e2000", data=ZERO8)
-    found = relate_all(me, [*others, copy], Thresholds(), limit=3)
+    found, counts = relate_all(me, [*others, copy], Thresholds(max_links=3))
     near = [(r.other, r.distance) for r in found if r.kind is RelationKind.NEAR]
-    assert near == [(5, 0), (10, 0), (1, 1)]
+    assert near == [(5, 0), (10, 0), (1, 1)] and counts == {D: 10}
     assert [r.other for r in found if r.kind is RelationKind.EXACT] == [99]
-    assert len(relate_all(me, others, Thresholds())) == 10
+    assert len(relate_all(me, others, Thresholds())[0]) == 10
+    assert len(relate_all(me, others, Thresholds(max_links=None))[0]) == 10
 
 
 EMPTY = "1e20" + "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"  # BLAKE3 of b""
@@ -139,7 +140,7 @@ def test_files_below_min_size_are_never_duplicates_but_hardlinks_stay_hardlinks(
     assert relate(small, large, policy) == [] and relate(large, small, policy) == []
     assert relate(small, side(4, datahash="1e2001", size=99), policy) == []
     assert [r.kind for r in relate(large, larger, policy)] == [RelationKind.NEAR]
-    assert [r.other for r in relate_all(large, [small, larger], policy)] == [3]
+    assert [r.other for r in relate_all(large, [small, larger], policy)[0]] == [3]
 
 
 def test_min_size_admits_unknown_sizes_and_is_never_negative() -> None:
