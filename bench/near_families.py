@@ -61,11 +61,13 @@ def make_tree(shape: str, n: int, root: Path, seed: int = 1) -> None:
 
 
 def isccd(args: list[str], env: dict[str, str]) -> tuple[float, str]:
-    """Run the isccd command line; its wall time and stdout."""
+    """Run the isccd command line; its wall time and stdout (run from ``/``, so that the
+    package is the one ``PYTHONPATH`` names, not one in the working directory)."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "isccd", *args], env=env, capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-m", "isccd", *args],
+        env=env, capture_output=True, text=True, check=True, cwd="/",
+    )  # fmt: skip
     return time.perf_counter() - start, done.stdout
 
 

@@ -402,9 +402,11 @@ class HammingIndex:
         upto: Sequence[int] | None = None,
         block: int = _BLOCK,
     ) -> tuple[list[list[Hit]], list[int]]:
-        """The ``limit`` nearest hits of each of ``codes`` within ``radius`` (ties by file id),
-        and how many there are in all, chosen in numpy: a query in a family of thousands of
-        files costs a few array passes, not a hit object per file.
+        """The ``limit`` nearest hits of each of ``codes`` within ``radius``, and how many there
+        are in all, chosen in numpy: a query in a family of thousands of files costs a few
+        array passes, not a hit object per file. Ties go to the larger file id (the file
+        indexed last): among a family's files of one code, the newest, so that a family's
+        relations spread over it instead of all ending on its first file.
 
         Args:
             exclude: File ids in an order (a job of new files); query ``q`` leaves out
@@ -430,7 +432,7 @@ class HammingIndex:
         asked, ids, distances, slots = asked[live], ids[live], distances[live], slots[live]
         if not len(asked):
             return found, totals
-        by = np.lexsort((ids, distances, asked))
+        by = np.lexsort((-ids, distances, asked))
         asked, ids, distances, slots = asked[by], ids[by], distances[by], slots[by]
         first = np.searchsorted(asked, asked, side="left")
         kept = (np.arange(len(asked)) - first) < limit

@@ -313,8 +313,9 @@ def relate_all(
     """Relations of ``subject`` with many files, and how many files it is near per unit type.
 
     Near relations are kept per unit type up to ``thresholds.max_links`` (closest first, ties
-    by file id), so that a family (thousands of snapshots of one log, of blank images with one
-    Image-Code) stays bounded.
+    to the larger file id: the file indexed last, so that the relations of a family of files
+    of one code spread over it instead of all ending on its first file), so that a family
+    (thousands of snapshots of one log, of blank images with one Image-Code) stays bounded.
     """
     enabled = _enabled(subject, thresholds)
     found: list[Relation] = []
@@ -329,6 +330,6 @@ def relate_all(
             kept.append(relation)
     limit = thresholds.max_links
     for relations in per_unit.values():
-        relations.sort(key=lambda r: (r.distance, r.other))
+        relations.sort(key=lambda r: (r.distance, -r.other))
         kept.extend(relations[:limit])
     return kept, {unit: len(relations) for unit, relations in per_unit.items()}

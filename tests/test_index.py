@@ -281,4 +281,5 @@ def test_the_nearest_are_the_first_of_what_a_query_finds(
     hits, totals = index.nearest_each(queries, radius, limit, exclude=job, upto=upto)
     for q, code in enumerate(queries):
         everything = [h for h in index.within(code, radius) if h.file_id not in job[q:]]
+        everything.sort(key=lambda h: (h.distance, -h.file_id))  # ties: the newest first
         assert hits[q] == everything[:limit] and totals[q] == len(everything)

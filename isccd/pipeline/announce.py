@@ -42,11 +42,11 @@ def _store_near(
 
 def _bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
     """Keep each of ``others`` at ``max_links`` relations of the unit type it just gained one
-    of: its nearest (ties by the other file's id), and beyond them only a relation that is the
-    last one its other file has (so that no near duplicate is left without a relation, and
-    out of every group). A relation dropped still holds; it is not among the nearest of one
-    of its files any more, and ends without an event, as it would not have been stored had
-    that file been indexed last."""
+    of, dropping its farthest (ties: the other file indexed first), but never the last relation
+    of the other file (so that no near duplicate is left without a relation, and out of every
+    group): then the next farthest goes instead. A relation dropped still holds; it is not
+    among the nearest of one of its files any more, and ends without an event, as it would not
+    have been stored had that file been indexed last."""
     limit = ix.options.thresholds.max_links
     if limit is None:
         return
@@ -62,13 +62,15 @@ def _bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
         pairs = [p for p in ix.store.near_of(other) if p.unit is unit and p not in dropped]
         if len(pairs) <= limit:
             continue
-        pairs.sort(key=lambda p: (p.distance, p.other(other)))
-        for pair in reversed(pairs[limit:]):
+        pairs.sort(key=lambda p: (p.distance, -p.other(other)))
+        excess = len(pairs) - limit
+        for pair in reversed(pairs):
             far = pair.other(other)
-            if count(far, unit) > 1:
+            if excess and count(far, unit) > 1:
                 dropped.add(pair)
                 counts[(far, unit)] -= 1
                 counts[(other, unit)] = count(other, unit) - 1
+                excess -= 1
     if dropped:
         ix.store.remove_near(sorted(dropped))
 
