@@ -55,10 +55,12 @@ def _bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
 
     def count(file_id: int, unit: UnitType) -> int:
         if (file_id, unit) not in counts:
-            counts[(file_id, unit)] = sum(1 for p in ix.store.near_of(file_id) if p.unit is unit)
+            counts[(file_id, unit)] = ix.store.near_count(file_id, unit)
         return counts[(file_id, unit)]
 
     for other, unit in others:
+        if count(other, unit) <= limit:
+            continue  # most files, even in a family: room for one more
         pairs = [p for p in ix.store.near_of(other) if p.unit is unit and p not in dropped]
         if len(pairs) <= limit:
             continue
