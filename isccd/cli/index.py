@@ -220,8 +220,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list duplicate files, the most reclaimable space first",
         description="List groups of exact duplicates (same bytes; hardlinks are one file), "
         "and with --near also groups of near duplicates, the most reclaimable bytes first, "
-        "then a totals line (groups, files, reclaimable bytes). A near group lists its "
-        "members, each with its distance to the nearest other member and by which unit. The "
+        "then a totals line (groups, files, reclaimable bytes). A near group is a centre "
+        "and the files within the threshold of it by one unit: its centre first, then each "
+        "member with its distance to the centre. The "
         "filters narrow the configured [match] policy, never widen it." + _READ_SOURCE,
         epilog=_READ_EPILOG,
     )
