@@ -631,8 +631,6 @@ SECTIONS: list[Section] = [
     Section("race", bench_race),
     Section("crafted_logs", bench_crafted_logs),
     Section("crafted_plans", bench_crafted_plans),
-
-
     Section("dedupe_race", bench_dedupe_race),
 ]
 
