@@ -392,6 +392,62 @@ class HammingIndex:
                 some.sort(key=Hit.rank)
         return found
 
+    def nearest_each(
+        self,
+        codes: Sequence[int],
+        radius: int,
+        limit: int,
+        *,
+        exclude: Sequence[int] = (),
+        upto: Sequence[int] | None = None,
+        block: int = _BLOCK,
+    ) -> tuple[list[list[Hit]], list[int]]:
+        """The ``limit`` nearest hits of each of ``codes`` within ``radius``, and how many there
+        are in all, chosen in numpy: a query in a family of thousands of files costs a few
+        array passes, not a hit object per file. Ties go to the larger file id (the file
+        indexed last): among a family's files of one code, the newest, so that a family's
+        relations spread over it instead of all ending on its first file.
+
+        Args:
+            exclude: File ids in an order (a job of new files); query ``q`` leaves out
+                ``exclude[upto[q]:]`` (itself and the files after it), all of them without
+                ``upto``.
+            upto: Per query, where its part of ``exclude`` begins.
+        """
+        found: list[list[Hit]] = [[] for _ in codes]
+        totals = [0] * len(codes)
+        if self._n == 0 or radius < 0 or not found:
+            return found, totals
+        queries = np.asarray(codes, dtype=np.uint64)
+        asked, slots, distances = self._near(queries, radius, block)
+        live = self._live[slots]
+        ids = self._ids[slots]
+        if len(exclude):
+            job = np.asarray(exclude, dtype=np.int64)
+            order = np.argsort(job, kind="stable")
+            ranked = job[order]
+            at = np.minimum(np.searchsorted(ranked, ids), len(job) - 1)
+            starts = np.zeros(len(codes), dtype=np.int64) if upto is None else np.asarray(upto)
+            live &= (ranked[at] != ids) | (order[at] < starts[asked])
+        asked, ids, distances, slots = asked[live], ids[live], distances[live], slots[live]
+        if not len(asked):
+            return found, totals
+        by = np.lexsort((-ids, distances, asked))
+        asked, ids, distances, slots = asked[by], ids[by], distances[by], slots[by]
+        first = np.searchsorted(asked, asked, side="left")
+        kept = (np.arange(len(asked)) - first) < limit
+        totals = np.bincount(asked, minlength=len(codes)).tolist()
+        hits = zip(
+            asked[kept].tolist(),
+            ids[kept].tolist(),
+            distances[kept].tolist(),
+            self._codes[slots[kept]].tolist(),
+            strict=True,
+        )
+        for q, file_id, distance, code in hits:
+            found[q].append(Hit(file_id, distance, code))
+        return found, totals
+
     def _near(
         self, queries: npt.NDArray[np.uint64], radius: int, block: int
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:

@@ -5,7 +5,11 @@ Three relations, in this order of precedence:
 - **hardlink**: the same ``(st_dev, st_ino)``: one file under two names. Hashed once; never a
   duplicate.
 - **exact**: different identities with equal Instance datahash and size: the same bytes twice.
-- **near**: neither of the above, and a unit type's codes are within that type's threshold.
+- **near**: neither of the above, and a unit type's codes are within that type's threshold;
+  but where both files have a Content-Code of one type (text, image, audio, video) and it is
+  beyond its threshold, their Data- and Meta-Codes do not make them near
+  (:func:`content_apart`): two letters from one Word template share the ZIP's styles and
+  theme, not their text.
 
 Files smaller than the policy's ``min_size`` (by default: empty files) take part in neither
 exact nor near relations: every empty file has the same bytes as every other, and a tree of
@@ -59,6 +63,13 @@ class Thresholds:
 
     ``min_size`` 1 leaves out empty files only, as duplicate finders do by default (rdfind's
     ``-minsize 1``); 0 reports them too.
+
+    ``max_links`` bounds the near relations a file keeps per unit type, its nearest first
+    (ties by file id): a family of files (a growing log's snapshots, a burst of photos) costs
+    the store, the in-memory index and the events a number of relations linear in its files,
+    not in their pairs. 16 keeps every relation of the families ``bench/near_families.py``
+    measures whose groups around a centre are at most 17 files, and bounds the rest; ``None``
+    (no bound) is only what a store decided before relations were bounded records.
     """
 
     text: int | None = 15
@@ -68,13 +79,17 @@ class Thresholds:
     data: int | None = 8
     meta: int | None = None
     min_size: int = 1
+    max_links: int | None = 16
 
     def __post_init__(self) -> None:
         """Check the values.
 
         Raises:
-            OptionError: A threshold outside 0..64 bits, or a negative ``min_size``.
+            OptionError: A threshold outside 0..64 bits, a negative ``min_size``, or a
+                ``max_links`` under 1.
         """
+        if self.max_links is not None and self.max_links < 1:
+            raise OptionError("max_links", f"{self.max_links} is less than 1")
         for unit_type in NEAR_UNITS:
             value = self.of(unit_type)
             if value is not None and not 0 <= value <= 64:
@@ -196,6 +211,43 @@ def _near(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
     return (distance, limit, bits) if distance <= limit else None
 
 
+#: The Content-Code types: where both files have one, it decides whether they are alike.
+CONTENT_UNITS: tuple[UnitType, ...] = (
+    UnitType.TEXT,
+    UnitType.IMAGE,
+    UnitType.AUDIO,
+    UnitType.VIDEO,
+)
+
+#: The unit types that hash a file's container rather than its content (the bytes of a DOCX's
+#: ZIP, a PDF producer's boilerplate, a camera's JPEG header; or its name): overruled by a
+#: Content-Code that says the content differs.
+CONTAINER_UNITS = frozenset({UnitType.DATA, UnitType.META})
+
+_DEFAULTS = Thresholds()
+
+
+def content_apart(
+    a: Mapping[UnitType, bytes], b: Mapping[UnitType, bytes], thresholds: Thresholds
+) -> bool:
+    """Whether two files' units hold a Content-Code type both have, beyond its threshold: then
+    their content differs, whatever their Data- or Meta-Code says.
+
+    A type the policy switches off is judged at its default threshold: turning the Text-Code
+    off for near duplicates does not make unrelated documents alike by their containers.
+    """
+    for unit_type in CONTENT_UNITS:
+        mine, theirs = a.get(unit_type), b.get(unit_type)
+        if mine is None or theirs is None:
+            continue
+        base = thresholds.of(unit_type)
+        if base is None:
+            base = _DEFAULTS.of(unit_type) or 0
+        if _near(mine, theirs, base) is None:
+            return True
+    return False
+
+
 _Enabled = list[tuple[UnitType, int, bytes]]
 
 
@@ -241,6 +293,10 @@ def _relate(
             found.append(
                 Relation(RelationKind.NEAR, other.file_id, unit_type, distance, limit, bits)
             )
+    if any(r.unit in CONTAINER_UNITS for r in found) and content_apart(
+        subject.digests, other.digests, thresholds
+    ):
+        return [r for r in found if r.unit not in CONTAINER_UNITS]
     return found
 
 
@@ -252,19 +308,19 @@ def relate(subject: Side, other: Side, thresholds: Thresholds) -> list[Relation]
 
 
 def relate_all(
-    subject: Side, others: Iterable[Side], thresholds: Thresholds, limit: int | None = None
-) -> list[Relation]:
-    """Relations of ``subject`` with many files.
+    subject: Side, others: Iterable[Side], thresholds: Thresholds
+) -> tuple[list[Relation], dict[UnitType, int]]:
+    """Relations of ``subject`` with many files, and how many files it is near per unit type.
 
-    Near relations are kept per unit type up to ``limit`` (closest first, ties by file id), so
-    a pathological cluster (thousands of blank images with one Image-Code) stays bounded.
+    Near relations are kept per unit type up to ``thresholds.max_links`` (closest first, ties
+    to the larger file id: the file indexed last, so that the relations of a family of files
+    of one code spread over it instead of all ending on its first file), so that a family
+    (thousands of snapshots of one log, of blank images with one Image-Code) stays bounded.
     """
     enabled = _enabled(subject, thresholds)
     found: list[Relation] = []
     for other in others:
         found.extend(_relate(subject, other, enabled, thresholds))
-    if limit is None:
-        return found
     kept: list[Relation] = []
     per_unit: dict[UnitType, list[Relation]] = {}
     for relation in found:
@@ -272,7 +328,8 @@ def relate_all(
             per_unit.setdefault(relation.unit, []).append(relation)
         else:
             kept.append(relation)
+    limit = thresholds.max_links
     for relations in per_unit.values():
-        relations.sort(key=lambda r: (r.distance, r.other))
+        relations.sort(key=lambda r: (r.distance, -r.other))
         kept.extend(relations[:limit])
-    return kept
+    return kept, {unit: len(relations) for unit, relations in per_unit.items()}

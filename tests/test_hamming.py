@@ -267,3 +267,24 @@ def test_the_block_index_compares_a_bounded_number_of_codes_a_pass() -> None:
     assert peak < 32 * 1024 * 1024
     # Passes of a few queries each find the same.
     assert index.within_each(asked[1490:1510], 8, block=2_000) == expected[1490:1510]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.integers(1, 20), st.integers(0, 64))
+def test_the_nearest_are_the_first_of_what_a_query_finds(
+    seed: int, n: int, limit: int, radius: int
+) -> None:
+    rng = random.Random(seed)
+    index = HammingIndex()
+    base = rng.getrandbits(64)
+    ids = rng.sample(range(1, 10 * n + 1), n)
+    for file_id in ids:
+        index.add(file_id, base ^ rng.getrandbits(64) & rng.getrandbits(64) & rng.getrandbits(64))
+    queries = [base ^ rng.getrandbits(8) for _ in range(5)]
+    # A job of the last ids: each query leaves out the job's files from its own on.
+    job, upto = ids[-5:], [0, 1, 2, 3, 4]
+    hits, totals = index.nearest_each(queries, radius, limit, exclude=job, upto=upto)
+    for q, code in enumerate(queries):
+        everything = [h for h in index.within(code, radius) if h.file_id not in job[q:]]
+        everything.sort(key=lambda h: (h.distance, -h.file_id))  # ties: the newest first
+        assert hits[q] == everything[:limit] and totals[q] == len(everything)

@@ -79,12 +79,16 @@ def test_same_bytes_in_two_files_is_exact_and_only_exact() -> None:
 def test_near_by_each_unit_type_within_its_threshold() -> None:
     a = side(1, datahash="1e2001", data=ZERO8, text=ZERO8)
     b = side(2, datahash="1e2002", data=flip(ZERO8, *range(8)), text=flip(ZERO8, *range(16)))
-    found = relate(a, b, Thresholds())
-    # Text: 16 bits > 15, not near. Data: 8 bits <= 8, near.
+    # Text: 16 bits > 15, not near; and the content decides: the Data-Code's 8 bits do not
+    # make them near (tests/test_content_decides.py).
+    assert relate(a, b, Thresholds()) == []
+    # Without Content-Codes, Data: 8 bits <= 8, near.
+    a0, b0 = side(1, datahash="1e2001", data=ZERO8), side(2, datahash="1e2002", data=b.digests[D])
+    found = relate(a0, b0, Thresholds())
     assert [(r.kind, r.unit, r.distance, r.threshold, r.bits) for r in found] == [
         (RelationKind.NEAR, D, 8, 8, 64)
     ]
-    assert relate(a, b, Thresholds(data=7)) == []
+    assert relate(a0, b0, Thresholds(data=7)) == []
     assert [r.unit for r in relate(a, b, Thresholds(text=16))] == [T, D]
 
 
@@ -107,11 +111,13 @@ def test_relate_all_keeps_the_closest_near_relations_per_unit() -> None:
         side(i, datahash=f"1e20{i:02x}", data=flip(ZERO8, *range(i % 5))) for i in range(1, 11)
     ]
     copy = side(99, datahash="1e2000", data=ZERO8)
-    found = relate_all(me, [*others, copy], Thresholds(), limit=3)
+    found, counts = relate_all(me, [*others, copy], Thresholds(max_links=3))
     near = [(r.other, r.distance) for r in found if r.kind is RelationKind.NEAR]
-    assert near == [(5, 0), (10, 0), (1, 1)]
+    # The nearest, ties to the file indexed last.
+    assert near == [(10, 0), (5, 0), (6, 1)] and counts == {D: 10}
     assert [r.other for r in found if r.kind is RelationKind.EXACT] == [99]
-    assert len(relate_all(me, others, Thresholds())) == 10
+    assert len(relate_all(me, others, Thresholds())[0]) == 10
+    assert len(relate_all(me, others, Thresholds(max_links=None))[0]) == 10
 
 
 EMPTY = "1e20" + "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"  # BLAKE3 of b""
@@ -135,7 +141,7 @@ def test_files_below_min_size_are_never_duplicates_but_hardlinks_stay_hardlinks(
     assert relate(small, large, policy) == [] and relate(large, small, policy) == []
     assert relate(small, side(4, datahash="1e2001", size=99), policy) == []
     assert [r.kind for r in relate(large, larger, policy)] == [RelationKind.NEAR]
-    assert [r.other for r in relate_all(large, [small, larger], policy)] == [3]
+    assert [r.other for r in relate_all(large, [small, larger], policy)[0]] == [3]
 
 
 def test_min_size_admits_unknown_sizes_and_is_never_negative() -> None:

@@ -62,6 +62,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("match", "video"): ("5", 5),
     ("match", "meta"): ("20", 20),
     ("match", "min_size"): ("4096", 4096),
+    ("match", "max_links"): ("32", 32),
     ("server", "socket"): ("/tmp/i.sock", Path("/tmp/i.sock")),
     ("server", "socket_mode"): ("0600", 0o600),
     ("server", "socket_group"): ("isccd", "isccd"),

@@ -48,6 +48,15 @@ def test_a_sparse_file_frees_its_blocks_and_a_file_without_them_its_size() -> No
     assert Totals.of([g]) == Totals(1, 3, g.reclaimable, g.reclaimable_size)
 
 
+def test_a_near_group_keeps_its_largest_member_not_its_centre() -> None:
+    # The centre is listed first, whatever its size: keeping it would free the two larger
+    # files; keeping the first of the largest (a) frees the centre and b.
+    centre, a, b = member("/r/c", 80, 84), member("/r/a", 100, 104), member("/r/b", 100, 108)
+    near = DupGroup.of(DupKind.NEAR, UnitType.DATA, 8, (centre, a, b), centre=0)
+    assert (near.reclaimable, near.reclaimable_size, near.centre) == (84 + 108, 180, 0)
+    assert Totals.of([near]) == Totals(1, 3, near.reclaimable, near.reclaimable_size)
+
+
 def test_a_file_named_differently_in_two_groups_is_one_file() -> None:
     # Its hardlink was its first name in one group, its other name in the other.
     exact = group(DupKind.EXACT, member("/r/a", 10, 10, "/r/z"), member("/r/b", 10, 10))
@@ -87,3 +96,16 @@ def test_totals_never_count_a_file_twice_nor_free_more_than_there_is(
     sizes = [f.size or 0 for f in distinct.values()]
     assert 0 <= totals.reclaimable <= sum(spaces) - (min(spaces) if spaces else 0)
     assert 0 <= totals.reclaimable_size <= sum(sizes) - (max(sizes) if sizes else 0)
+
+
+@settings(max_examples=30)
+@given(st.lists(st.tuples(st.integers(0, 1000), st.none() | st.integers(0, 999)), min_size=2,
+                max_size=5), st.integers(0, 4))  # fmt: skip
+def test_a_group_alone_frees_what_its_totals_say(
+    files: list[tuple[int, int | None]], centre: int
+) -> None:
+    # Whichever member is listed first (a near group's centre), a group and its totals keep
+    # the same file.
+    members = tuple(member(f"/r/{i}", size, allocated) for i, (size, allocated) in enumerate(files))
+    g = DupGroup.of(DupKind.NEAR, UnitType.DATA, 8, members, centre=min(centre, len(files) - 1))
+    assert Totals.of([g]) == Totals(1, len(files), g.reclaimable, g.reclaimable_size)

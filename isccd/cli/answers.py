@@ -71,8 +71,9 @@ def format_totals(totals: Totals) -> str:
 def format_dupes(result: DupesResult, here: str = "") -> str:
     """``dupes``: each group with its reclaimable bytes and its members, then the totals.
 
-    A near group's member shows its distance to the nearest other member, by which unit type,
-    and which member that is (``#N``); the pairs are not listed.
+    A near group lists its centre first (marked ``centre``), then each other member with its
+    distance to the centre by the group's unit type (``~d/t by text to #1``); the pairs are
+    not listed.
     """
     if not result.groups:
         return "no duplicates\n"
@@ -91,18 +92,21 @@ def format_dupes(result: DupesResult, here: str = "") -> str:
 CSV_COLUMNS = (
     "group", "kind", "group_unit", "reclaimable", "member", "link", "path", "root", "host",
     "size", "mediatype", "unit", "distance", "threshold", "nearest", "iscc", "code",
-    "allocated",
+    "allocated", "centre",
 )  # fmt: skip
 
 
 def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
     """``dupes --csv``: a header, then a row per file name of every group (groups and members
-    numbered from 1, ``nearest`` by its member number), in the order of the text."""
+    numbered from 1, ``nearest`` by its member number: a near group's centre, which
+    ``distance`` is measured to; ``centre`` true on the centre's rows), in the order of the
+    text."""
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for g, group in enumerate(result.groups, start=1):
         for m, member in enumerate(group.members, start=1):
             nearest = "" if member.nearest is None else member.nearest + 1
+            centre = "true" if group.centre == m - 1 else "false"
             for link, path in enumerate((member.path, *member.links)):
                 writer.writerow((
                     g, group.kind.value, group.unit.value, group.reclaimable, m,
@@ -110,7 +114,7 @@ def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
                     "" if member.size is None else member.size, member.mediatype or "",
                     member.unit.value, member.distance, member.threshold, nearest,
                     member.iscc or "", member.code or "",
-                    "" if member.allocated is None else member.allocated,
+                    "" if member.allocated is None else member.allocated, centre,
                 ))  # fmt: skip
     stream.flush()
 
@@ -121,7 +125,9 @@ def _group_lines(group: DupGroup, where: Callable[[str, str], str]) -> list[str]
     lines = [f"{kind}: {files} files, {_size(group.reclaimable)} reclaimable"]
     for i, member in enumerate(group.members, start=1):
         apart = ""
-        if group.kind is DupKind.NEAR and member.nearest is not None:
+        if group.centre == i - 1:
+            apart = "  centre"
+        elif group.kind is DupKind.NEAR and member.nearest is not None:
             apart = (
                 f"  ~{member.distance}/{member.threshold} by {member.unit.value} "
                 f"to #{member.nearest + 1}"

@@ -243,15 +243,17 @@ def found_groups(result: DupesResult, host: str = "") -> list[FoundGroup]:
     for group in result.groups:
         exact = group.kind is DupKind.EXACT
         members = []
-        for m in group.members:
+        for i, m in enumerate(group.members):
             if m.host not in ("", host):
                 continue
             # An exact group's member code is its Instance-Code: a prefix of its BLAKE3.
             digest = blake3_of_instance(m.code) if exact and m.code else None
-            members.append(Found((m.path, *m.links), m.root, m.size, digest))
+            centre = i == group.centre
+            code = None if exact else m.code
+            members.append(Found((m.path, *m.links), m.root, m.size, digest, code, centre))
         if len(members) > 1:
             kind = GroupKind.EXACT if exact else GroupKind.NEAR
-            groups.append(FoundGroup(kind, tuple(members)))
+            groups.append(FoundGroup(kind, tuple(members), None if exact else group.threshold))
     return groups
 
 
@@ -332,7 +334,8 @@ def _read_groups(args: argparse.Namespace) -> _Groups:
     found = observe(found_groups(result, configure(args).store_host), roots)
     keep_in = tuple(_folder(d) for d in args.keep_in)
     source = f"index in {args.state}" if args.state else "the index"
-    return _Groups(build_plan(found.groups, rules, keep_in), found.excluded, source, roots)
+    plan = build_plan(found.groups, rules, keep_in, found.thresholds)
+    return _Groups(plan, found.excluded, source, roots)
 
 
 def _move_dir(args: argparse.Namespace, plan: Plan, watched: Sequence[str]) -> str | None:
@@ -443,7 +446,8 @@ def _print_dry_run(
         for i, member in enumerate(group.members):
             verb = "keep" if i == group.keep else by_group.get(g, {}).get(member.path, "leave")
             note = notes.get((g, member.path))
-            line = f"  {verb:<7} {show(member.path)}" + (f"  ({note})" if note else "")
+            centre = "  (centre)" if member.centre else ""
+            line = f"  {verb:<7} {show(member.path)}{centre}" + (f"  ({note})" if note else "")
             out.append(line)
             out += [f"  {'':<7} = {show(link)} (hardlink)" for link in member.paths[1:]]
     out += [f"left out {show(e.path)}: {e.reason}" for e in excluded]

@@ -233,8 +233,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "disk (the blocks the files take, as du counts them: a sparse file frees less than "
         "its size). The totals count each file once: a file in two groups (exact copies are "
         "near duplicates of each other too) is one file, and groups that share a file are "
-        "taken together, keeping the largest file of each such set. A near group lists its "
-        "members, each with its distance to the nearest other member and by which unit. The "
+        "taken together, keeping the largest file of each such set. A near group is a centre "
+        "and the files within the threshold of it by one unit: its centre first, then each "
+        "member with its distance to the centre. The "
         "filters narrow the configured [match] policy, never widen it." + _READ_SOURCE,
         epilog=_READ_EPILOG,
     )

@@ -36,12 +36,16 @@ class Found:
         root: Its watched root.
         size: Its size in bytes, when known.
         blake3: Hex BLAKE3 of its content (or a prefix), for exact groups.
+        code: Its unit of the group's type, for near groups.
+        centre: It is the near group's centre.
     """
 
     paths: tuple[str, ...]
     root: str
     size: int | None
     blake3: str | None = None
+    code: str | None = None
+    centre: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +55,12 @@ class FoundGroup:
     Attributes:
         kind: Exact or near.
         members: Its files.
+        threshold: For near groups, the threshold of the group's unit type.
     """
 
     kind: GroupKind
     members: tuple[Found, ...]
+    threshold: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +83,12 @@ class Observed:
     Attributes:
         groups: Each group's kind and its members as observed (at least two).
         excluded: The files left out.
+        thresholds: Each group's threshold (near groups; ``None`` for exact ones).
     """
 
     groups: tuple[tuple[GroupKind, tuple[Member, ...]], ...]
     excluded: tuple[Excluded, ...]
+    thresholds: tuple[int | None, ...] = ()
 
 
 #: Why a file whose root is not this host's is left out.
@@ -144,6 +152,7 @@ def observe(groups: Iterable[FoundGroup], roots: Collection[str]) -> Observed:
 
 def _observe(groups: Iterable[FoundGroup], beneath: Callable[[str], RootDir | str]) -> Observed:
     out: list[tuple[GroupKind, tuple[Member, ...]]] = []
+    thresholds: list[int | None] = []
     excluded: list[Excluded] = []
     for group in groups:
         by_file: dict[tuple[int, int], list[tuple[str, Found, os.stat_result]]] = {}
@@ -170,19 +179,25 @@ def _observe(groups: Iterable[FoundGroup], beneath: Callable[[str], RootDir | st
                     found.blake3,
                     st.st_blocks * 512,
                     st.st_nlink,
+                    found.code,
+                    found.centre,
                 )
             )
         if len(members) > 1:
             out.append((group.kind, tuple(members)))
-    return Observed(tuple(out), tuple(excluded))
+            thresholds.append(group.threshold)
+    return Observed(tuple(out), tuple(excluded), tuple(thresholds))
 
 
 def build_plan(
     groups: Sequence[tuple[GroupKind, Sequence[Member]]],
     rules: Sequence[KeepRule],
     keep_in: Sequence[str] = (),
+    thresholds: Sequence[int | None] = (),
 ) -> Plan:
-    """A plan keeping in each group the member ``rules`` prefer (see :mod:`isccd.dedupe.keep`).
+    """A plan keeping in each group the member ``rules`` prefer (see :mod:`isccd.dedupe.keep`),
+    each near group with its threshold (``thresholds``, in the order of ``groups``), beyond
+    which a member is not near the kept file and is left in place.
 
     Members are listed by path, so the plan does not depend on the order they were found in.
     A file may be in several groups (exact copies are near duplicates of each other too): a
@@ -192,7 +207,7 @@ def build_plan(
     plan = []
     kept: set[str] = set()
     acted: set[str] = set()
-    for kind, members in groups:
+    for g, (kind, members) in enumerate(groups):
         ordered = tuple(sorted((m for m in members if m.path not in acted), key=lambda m: m.paths))
         if len(ordered) < 2:
             continue
@@ -202,7 +217,8 @@ def build_plan(
             keep = already[choose_keep(candidates, rules, keep_in)]
         else:
             keep = choose_keep(ordered, rules, keep_in)
-        plan.append(Group(kind, ordered, keep))
+        threshold = thresholds[g] if g < len(thresholds) else None
+        plan.append(Group(kind, ordered, keep, threshold if kind is GroupKind.NEAR else None))
         kept.add(ordered[keep].path)
         acted.update(m.path for i, m in enumerate(ordered) if i != keep)
     return Plan(tuple(plan))

@@ -15,6 +15,7 @@ import enum
 from dataclasses import dataclass
 
 from isccd.fspath import is_under
+from isccd.iscc import IsccError, iscc_decode
 
 #: Version of the plan model and of its file format (docs/schema/plan.schema.json).
 PLAN_VERSION = 1
@@ -65,6 +66,9 @@ class Member:
         nlink: Its number of names when the plan was made (``st_nlink``): more than
             ``paths`` when it has names outside the group, which keep it (and its blocks)
             whatever is done to these.
+        code: For near groups, its unit of the group's type (an ISCC unit code): how near it
+            is to the kept file is measured by it; ``None`` when unknown.
+        centre: It is the near group's centre, the file every other member is near.
     """
 
     paths: tuple[str, ...]
@@ -76,6 +80,8 @@ class Member:
     blake3: str | None = None
     allocated: int | None = None
     nlink: int = 1
+    code: str | None = None
+    centre: bool = False
 
     @property
     def path(self) -> str:
@@ -104,11 +110,14 @@ class Group:
         kind: Exact or near.
         members: The files (at least two).
         keep: Index in ``members`` of the one kept.
+        threshold: For near groups, the largest distance (in bits of the kept file's unit) at
+            which a member is near the kept file, and so may be moved.
     """
 
     kind: GroupKind
     members: tuple[Member, ...]
     keep: int
+    threshold: int | None = None
 
     @property
     def kept(self) -> Member:
@@ -186,7 +195,10 @@ def steps_of(
 
     Every name of every member but the kept one is a step, unless the member is the kept
     file under another name (a hardlink: nothing to do), lies under a ``protected`` folder
-    (``--keep-in``), or belongs to a near group and the action is not a move with ``near``.
+    (``--keep-in``), or belongs to a near group and the action is not a move with ``near``,
+    or it is not known to be within the group's threshold of the kept file
+    (:func:`near_kept`): the keep rules may keep a member other than the centre, and the
+    members near the centre need not be near that one.
 
     Args:
         plan: The plan.
@@ -218,7 +230,42 @@ def steps_of(
             if guarded:
                 left.append(Untouched(index, member.path, "in a --keep-in folder"))
                 continue
+            if group.kind is GroupKind.NEAR and (far := _far(group, member)) is not None:
+                left.append(Untouched(index, member.path, far))
+                continue
             for path in member.paths:
                 target = move_target(move_to, path) if move_to is not None else None
                 steps.append(Step(index, group.kind, action, path, member, kept, target))
     return tuple(steps), tuple(left)
+
+
+def near_kept(group: Group, member: Member) -> int | None:
+    """How many bits ``member`` of a near group is from the kept file by their codes (over
+    the bits both have), or ``None`` when that cannot be told (a code missing or not an ISCC
+    unit of one type)."""
+    mine, kept = _body(member.code), _body(group.kept.code)
+    if mine is None or kept is None or mine[0] != kept[0]:
+        return None
+    n = min(len(mine[1]), len(kept[1]))
+    return (int.from_bytes(mine[1][:n], "big") ^ int.from_bytes(kept[1][:n], "big")).bit_count()
+
+
+def _far(group: Group, member: Member) -> str | None:
+    """Why a near group's member is not moved, or ``None`` when it is near the kept file."""
+    distance = near_kept(group, member)
+    if distance is None or group.threshold is None:
+        return "not known to be near the file kept (the plan gives no codes to compare)"
+    if distance > group.threshold:
+        return f"not near the file kept: {distance} bits from it, beyond {group.threshold}"
+    return None
+
+
+def _body(code: str | None) -> tuple[tuple[int, int], bytes] | None:
+    """``((maintype, subtype), digest)`` of an ISCC unit code."""
+    if code is None:
+        return None
+    try:
+        maintype, subtype, _, _, body = iscc_decode(code)
+    except (IsccError, ValueError):
+        return None
+    return (int(maintype), int(subtype)), body

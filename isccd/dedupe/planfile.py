@@ -129,6 +129,7 @@ def _member(data: Mapping[str, Any], name: str, where: str) -> Member:
     return Member(
         paths, root, data["device"], data["inode"], data["size"], data["mtime_ns"],
         _digest(data, name, where), data.get("allocated"), data.get("nlink", 1),
+        data.get("code"), data.get("centre", False),
     )  # fmt: skip
 
 
@@ -162,7 +163,9 @@ def plan_from_document(document: object, name: str = "the plan") -> Plan:
                 seen[path] = (where, data["keep"])
             members.append(member)
         keep = next(i for i, data in enumerate(group["members"]) if data["keep"])
-        groups.append(Group(GroupKind(group["kind"]), tuple(members), keep))
+        kind = GroupKind(group["kind"])
+        threshold = group.get("threshold") if kind is GroupKind.NEAR else None
+        groups.append(Group(kind, tuple(members), keep, threshold))
     return Plan(tuple(groups), document["version"])
 
 
@@ -247,7 +250,7 @@ def _member_document(member: Member) -> dict[str, Any]:
         data["nlink"] = member.nlink
     if member.blake3 is not None:
         data["blake3"] = member.blake3
-    return data
+    return data | _near_fields(member)
 
 
 def plan_document(
@@ -278,7 +281,10 @@ def plan_document(
                 if note is not None:
                     data["note"] = note
             members.append(data)
-        groups.append({"kind": group.kind.value, "members": members})
+        shown: dict[str, Any] = {"kind": group.kind.value}
+        if group.threshold is not None:
+            shown["threshold"] = group.threshold
+        groups.append(shown | {"members": members})
     document: dict[str, Any] = {"format": PLAN_FORMAT, "version": PLAN_VERSION}
     if created is not None:
         document["created"] = created
@@ -288,3 +294,13 @@ def plan_document(
         document["action"] = action.value
     document["groups"] = groups
     return document
+
+
+def _near_fields(member: Member) -> dict[str, Any]:
+    """A near group's member's code and whether it is the centre, when known."""
+    fields: dict[str, Any] = {}
+    if member.code is not None:
+        fields["code"] = member.code
+    if member.centre:
+        fields["centre"] = True
+    return fields

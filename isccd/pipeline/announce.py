@@ -4,7 +4,7 @@ for another host's file, from its side too (:mod:`isccd.pipeline.mirror`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from isccd.match import Relation
@@ -25,7 +25,8 @@ def _store_near(
     old: dict[tuple[int, UnitType], NearPair],
 ) -> None:
     """Store the near relations that began or changed distance, and delete those that ended
-    (no statement when there are none: most files have no near relation)."""
+    (no statement when there are none: most files have no near relation); then bound the
+    other files' relations (:func:`_bound`)."""
     gone = [p for key, p in old.items() if key not in near]
     if gone:
         ix.store.remove_near(gone)
@@ -36,6 +37,44 @@ def _store_near(
     ]
     if new:
         ix.store.add_near(new)
+        _bound(ix, [(p.other(file_id), p.unit) for p in new])
+
+
+def _bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
+    """Keep each of ``others`` at ``max_links`` relations of the unit type it just gained one
+    of, dropping its farthest (ties: the other file indexed first), but never the last relation
+    of the other file (so that no near duplicate is left without a relation, and out of every
+    group): then the next farthest goes instead. A relation dropped still holds; it is not
+    among the nearest of one of its files any more, and ends without an event, as it would not
+    have been stored had that file been indexed last."""
+    limit = ix.options.thresholds.max_links
+    if limit is None:
+        return
+    dropped: set[NearPair] = set()
+    counts: dict[tuple[int, UnitType], int] = {}
+
+    def count(file_id: int, unit: UnitType) -> int:
+        if (file_id, unit) not in counts:
+            counts[(file_id, unit)] = ix.store.near_count(file_id, unit)
+        return counts[(file_id, unit)]
+
+    for other, unit in others:
+        if count(other, unit) <= limit:
+            continue  # most files, even in a family: room for one more
+        pairs = [p for p in ix.store.near_of(other) if p.unit is unit and p not in dropped]
+        if len(pairs) <= limit:
+            continue
+        pairs.sort(key=lambda p: (p.distance, -p.other(other)))
+        excess = len(pairs) - limit
+        for pair in reversed(pairs):
+            far = pair.other(other)
+            if excess and count(far, unit) > 1:
+                dropped.add(pair)
+                counts[(far, unit)] -= 1
+                counts[(other, unit)] = count(other, unit) - 1
+                excess -= 1
+    if dropped:
+        ix.store.remove_near(sorted(dropped))
 
 
 def announce(
@@ -47,11 +86,13 @@ def announce(
     old_exact: Iterable[int] = (),
     old_near: Sequence[NearPair] = (),
     reason: str = "changed",
+    counts: Mapping[UnitType, int] | None = None,
 ) -> None:
     """Store the near relations of a file and log what began and what ended.
 
     Events list at most ``others_limit`` other files each (the closest first), so only
-    those are read from the store.
+    those are read from the store; a ``dup.near`` says in ``count`` how many files the file is
+    near by its unit (``counts``), of which it names the nearest ``max_links``.
     """
     before_exact = list(old_exact)
     if not relations and not old_near and not before_exact:
@@ -120,7 +161,7 @@ def announce(
                 Peer(f, RelationKind.NEAR, unit, r.distance, r.threshold)
                 for r in found[:limit] if (f := files.get(r.other)) is not None
             ),
-            "count": len(found),
+            "count": max(len(found), (counts or {}).get(unit, 0)),
         })  # fmt: skip
         by_id = {r.other: r for r in found[:limit]}
         mirror.mirror(ix, EventType.DUP_NEAR, stored, known(by_id), mirror.near(stored, by_id))

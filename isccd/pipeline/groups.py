@@ -1,6 +1,11 @@
-"""Duplicate groups (``dupes``): the files with the same bytes, and the files joined by the
-stored near relations (connected components), one member per file (its hardlinks folded in),
-each member with its distance to the nearest other member.
+"""Duplicate groups (``dupes``): the files with the same bytes, and per unit type the files
+within the threshold of a centre by the stored near relations (:mod:`isccd.pipeline.centres`),
+one member per file (its hardlinks folded in), each near member with its distance to the
+centre.
+
+A pair of files near by several unit types is shown once, in the group of the first type in
+reporting order (text before data): the later type's relations between files already shown
+together are left out before its groups are made.
 
 The query narrows the policy the relations were decided under, never widens it: fewer unit
 types, a smaller distance, a larger minimum size, some file types only.
@@ -8,32 +13,20 @@ types, a smaller distance, a larger minimum size, some file types only.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from isccd.fspath import is_under
 from isccd.match import NEAR_UNITS, Thresholds
 from isccd.model import UnitType
+from isccd.pipeline.centres import Centred, centred
 from isccd.pipeline.index import Index
 from isccd.pipeline.peers import identity_of, size_of
 from isccd.pipeline.queries import holds
 from isccd.results import DupesQuery, DupesResult, DupGroup, DupKind, DupMember, Totals, file_type
-from isccd.store import StoredFile
+from isccd.store import NearPair, StoredFile
 
 #: A member: the stored names of one file, the first one naming it.
 _Names = list[StoredFile]
-
-
-@dataclass(frozen=True, slots=True)
-class _Link:
-    """A near relation between two members of a group (by their index)."""
-
-    a: int
-    b: int
-    unit: UnitType
-    distance: int
-    threshold: int
 
 
 def dupes(ix: Index, query: DupesQuery) -> DupesResult:
@@ -129,66 +122,54 @@ def _exact_groups(ix: Index, keep: Callable[[StoredFile], bool]) -> list[DupGrou
 def _near_groups(
     ix: Index, policy: Thresholds, keep: Callable[[StoredFile], bool]
 ) -> list[DupGroup]:
-    """Connected components of the stored near relations that hold under ``policy`` between
-    files that ``keep`` admits."""
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    """The near groups of the stored relations that hold under ``policy`` between files that
+    ``keep`` admits: per unit type, groups around centres (:mod:`isccd.pipeline.centres`)."""
     pairs = list(ix.store.near_pairs(fleet=True))
     files = {s.id: s for s in ix.store.files_by_id(sorted({i for p in pairs for i in (p.a, p.b)}))}
-    held: list[tuple[int, int, UnitType, int, int]] = []
+    held: list[tuple[NearPair, int, int]] = []
     for pair in pairs:
         a, b = files.get(pair.a), files.get(pair.b)
         if a is None or b is None or not (a.live and b.live and keep(a) and keep(b)):
             continue
         near = holds(pair, a.record, b.record, policy)
         if near is not None:
-            held.append((pair.a, pair.b, pair.unit, *near))
-            parent[find(pair.a)] = find(pair.b)
-    components: dict[int, list[int]] = {}
-    for file_id in parent:
-        components.setdefault(find(file_id), []).append(file_id)
-    relations: dict[int, list[tuple[int, int, UnitType, int, int]]] = {}
-    for relation in held:
-        relations.setdefault(find(relation[0]), []).append(relation)
+            held.append((pair, *near))
+    members = _names([files[i] for i in sorted({i for p, _, _ in held for i in (p.a, p.b)})])
+    slot = {s.id: i for i, names in enumerate(members) for s in names}
+    first_id = [min(s.id for s in names) for names in members]
     groups = []
-    for top, ids in components.items():
-        members = _names([files[i] for i in sorted(ids)])
-        if len(members) < 2:
-            continue
-        slot = {s.id: i for i, names in enumerate(members) for s in names}
-        links = [
-            _Link(slot[a], slot[b], unit, distance, threshold)
-            for a, b, unit, distance, threshold in relations.get(top, [])
-            if slot[a] != slot[b]
-        ]
-        groups.append(_near_group(members, links, policy))
+    together: set[tuple[int, int]] = set()  # member pairs shown in a group of an earlier unit
+    for unit in NEAR_UNITS:
+        edges: dict[tuple[int, int], tuple[int, int]] = {}
+        for pair, distance, threshold in held:
+            if pair.unit is not unit:
+                continue
+            x, y = sorted((slot[pair.a], slot[pair.b]))
+            if x == y or (x, y) in together:
+                continue
+            if (x, y) not in edges or distance < edges[(x, y)][0]:
+                edges[(x, y)] = (distance, threshold)
+        for found in centred(edges, first_id):
+            groups.append(_near_group(members, unit, found, edges, policy))
+            ids = [found.centre, *found.members]
+            together.update((x, y) for x in ids for y in ids if x < y)
     return groups
 
 
-def _near_group(members: list[_Names], links: list[_Link], policy: Thresholds) -> DupGroup:
-    """A near group: each member with its nearest other member (the smallest distance; ties
-    go to the larger member, then to the earlier unit type in reporting order)."""
-    order = {t: i for i, t in enumerate(NEAR_UNITS)}
-    best: dict[int, tuple[int, int, int, _Link]] = {}
-    for link in links:
-        for me, other in ((link.a, link.b), (link.b, link.a)):
-            rank = (link.distance, other, order[link.unit], link)
-            if me not in best or rank[:3] < best[me][:3]:
-                best[me] = rank
-    shown = []
-    for i, names in enumerate(members):
-        distance, other, _, link = best[i]
-        shown.append(_member(names, link.unit, distance, link.threshold, other))
-    counts = Counter(link.unit for link in links)
-    # The unit most relations are near by; ties go to the earlier type in reporting order.
-    unit = max(NEAR_UNITS, key=lambda t: (counts[t], -order[t]))
-    first = members[0][0].record.unit(unit)
-    threshold = policy.scaled(unit, first.bits if first else 64) or 0
-    return DupGroup.of(DupKind.NEAR, unit, threshold, tuple(shown))
+def _near_group(
+    members: list[_Names],
+    unit: UnitType,
+    found: Centred,
+    edges: dict[tuple[int, int], tuple[int, int]],
+    policy: Thresholds,
+) -> DupGroup:
+    """A near group: its centre first, then its members, each with its distance to the centre
+    by ``unit`` (nearest first; ties go to the larger member)."""
+    centre = members[found.centre]
+    distances = {m: edges[(min(m, found.centre), max(m, found.centre))] for m in found.members}
+    order = sorted(found.members, key=lambda m: (distances[m][0], m))
+    code = centre[0].record.unit(unit)
+    threshold = policy.scaled(unit, code.bits if code else 64) or 0
+    shown = [_member(centre, unit, 0, threshold)]
+    shown += [_member(members[m], unit, *distances[m], nearest=0) for m in order]
+    return DupGroup.of(DupKind.NEAR, unit, threshold, tuple(shown), centre=0)

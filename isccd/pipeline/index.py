@@ -41,6 +41,7 @@ from typing import Any
 from isccd.hamming import HammingSearch, Hit, code64
 from isccd.hashing import compose_iscc, renamed_record
 from isccd.match import (
+    CONTENT_UNITS,
     Relation,
     Side,
     Thresholds,
@@ -167,6 +168,9 @@ class Index:
         # The events of a job of new files, logged together at its end (add_new).
         self._queue: list[NewEvent] | None = None
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
+        # How many files the in-memory index found within the threshold of a file's unit, of
+        # which it was asked the nearest only: read back by related() as it decides.
+        self._totals: dict[tuple[int, UnitType], int] = {}
         self._marks: list[tuple[int, int, bool]] = []
         if load:
             for unit_type in self.options.thresholds.enabled():
@@ -232,6 +236,7 @@ class Index:
         self._caught_up = False
         self._undo.clear()
         self._marks.clear()
+        self._totals.clear()
 
     def savepoint(self) -> None:
         """Start a unit of work."""
@@ -328,7 +333,19 @@ class Index:
         keys: Mapping[int, FileKey] | None = None,
         near: Mapping[UnitType, Sequence[Hit]] | None = None,
     ) -> list[Relation]:
-        """Hardlink, exact and near relations of a stored file with every other live file.
+        """:meth:`related`, without the counts."""
+        return self.related(file_id, record, keys, near)[0]
+
+    def related(
+        self,
+        file_id: int,
+        record: FileRecord,
+        keys: Mapping[int, FileKey] | None = None,
+        near: Mapping[UnitType, Sequence[Hit]] | None = None,
+    ) -> tuple[list[Relation], dict[UnitType, int]]:
+        """Hardlink, exact and near relations of a stored file with every other live file (at
+        most ``max_links`` near relations per unit type, the nearest), and how many files it
+        is near per unit type.
 
         Near candidates come from the in-memory index, which holds the first 64 bits of every
         unit: for 64-bit units that is the whole digest, so only their identity and datahash
@@ -353,10 +370,14 @@ class Index:
         if admitted:
             self._near_sides(file_id, record, sides, near)
         sides.pop(file_id, None)
+        searched = {t: self._totals.pop((file_id, t)) for t in near_radii(thresholds)
+                    if (file_id, t) in self._totals}  # fmt: skip
         if not sides:
-            return []  # most files: related to nothing
+            return [], {}  # most files: related to nothing
         me = side_of(file_id, record)
-        return relate_all(me, list(sides.values()), thresholds, self.options.max_near)
+        relations, counts = relate_all(me, list(sides.values()), thresholds)
+        # The index was asked for the nearest only: how many it holds within the threshold.
+        return relations, {t: max(n, searched.get(t, 0)) for t, n in counts.items()}
 
     def _near_sides(
         self,
@@ -376,9 +397,14 @@ class Index:
                 continue
             if near is None:
                 self.ensure_loaded(unit.type)
-                hits: Sequence[Hit] = self.search.within(unit.type, unit.digest, radius)
+                index = self.search[unit.type]
+                hits: Sequence[Hit]
+                [hits], [total] = index.nearest_each(
+                    [code64(unit.digest)], radius, self._searched(), exclude=[file_id]
+                )
+                self._totals[(file_id, unit.type)] = total
             else:
-                hits = near.get(unit.type, ())
+                hits = near.get(unit.type, [])
             found = {h.file_id: h.code.to_bytes(8, "big") for h in hits if h.file_id != file_id}
             if found and unit.bits > 64:
                 found = self.store.unit_digests_of(sorted(found), unit.type)
@@ -387,8 +413,24 @@ class Index:
         fresh = sorted(digests.keys() - sides.keys())
         if not fresh:
             return  # most files: near nothing
+        self._content_of(record, fresh, digests)
         for other, key in self.store.file_keys(fresh).items():
             sides[other] = self._key_side(other, key, digests[other])
+
+    def _content_of(
+        self, record: FileRecord, ids: Sequence[int], digests: dict[int, dict[UnitType, bytes]]
+    ) -> None:
+        """Add to ``digests`` the Content-Codes of the files near ``record`` by a container
+        unit only, of the types ``record`` has: whether those say the content differs
+        (:func:`isccd.match.content_apart`) is what decides."""
+        mine = [u.type for u in record.units if u.type in CONTENT_UNITS]
+        if not mine:
+            return  # the Data-Code is what there is
+        for unit_type in mine:
+            lacking = [i for i in ids if unit_type not in digests[i]]
+            if lacking:
+                for other, digest in self.store.unit_digests_of(lacking, unit_type).items():
+                    digests[other][unit_type] = digest
 
     def local(self, key: FileKey) -> bool:
         """Whether a file is this host's (another host's identity means nothing here)."""
@@ -517,9 +559,10 @@ class Index:
     ) -> list[dict[UnitType, list[Hit]]]:
         """What :meth:`_near_sides` would find in the in-memory index for each of a job of new
         files, were each indexed as it is added: per unit type, the files indexed before the
-        job and the job's files before it, nearest first (ties by file id). The job's files are
-        indexed already: those at or after a file are left out of its hits. One pass per block
-        of the job's codes, not one per code."""
+        job and the job's files before it, nearest first (ties by file id), at most
+        :meth:`_searched` of them. The job's files are indexed already: those at or after a
+        file are left out of its hits. One pass per block of the job's codes, not one per
+        code."""
         radii = near_radii(self.options.thresholds)
         asked: dict[UnitType, tuple[list[int], list[int]]] = {t: ([], []) for t in radii}
         for i, record in enumerate(records):
@@ -528,20 +571,25 @@ class Index:
                     wanted[0].append(i)
                     wanted[1].append(code64(unit.digest))
         found: list[dict[UnitType, list[Hit]]] = [{} for _ in records]
-        position = {file_id: i for i, file_id in enumerate(ids)}
         for unit_type, (at, codes) in asked.items():
             if not at:
                 continue
-            # Each file finds itself: left out in the search, not after.
-            itself = [ids[i] for i in at]
-            hits = self.search[unit_type].within_each(codes, radii[unit_type], skip=itself)
-            for i, some in zip(at, hits, strict=True):
-                if not some:
-                    continue  # most files: near nothing
-                earlier = [h for h in some if position.get(h.file_id, -1) < i]
-                if earlier:
-                    found[i][unit_type] = earlier
+            index = self.search[unit_type]
+            hits, totals = index.nearest_each(
+                codes, radii[unit_type], self._searched(), exclude=ids, upto=at
+            )
+            for i, some, total in zip(at, hits, totals, strict=True):
+                if some:  # most files: near nothing
+                    found[i][unit_type] = some
+                    self._totals[(ids[i], unit_type)] = total
         return found
+
+    def _searched(self) -> int:
+        """Hits asked of the in-memory index per unit type: twice ``max_links``, as some are
+        no near relation (exact copies, longer units beyond the threshold, content that
+        differs), so that a family costs a bounded number of comparisons per file."""
+        limit = self.options.thresholds.max_links
+        return 2 * limit if limit is not None else 1 << 62
 
     def _add(self, root: str, record: FileRecord) -> StoredFile:
         now = self._clock()
@@ -570,7 +618,7 @@ class Index:
             if record.issues:
                 self._report_issues(root, record, ())
             return
-        relations = self.relations(file_id, record, keys, near)
+        relations, counts = self.related(file_id, record, keys, near)
         links = [r.other for r in relations if r.kind is RelationKind.HARDLINK]
         paths = self._paths(links) if links else []
         data = payload.content(record) | ({"links": paths} if paths else {})
@@ -578,7 +626,7 @@ class Index:
         self._report_issues(root, record, ())
         if relations:  # a new file: nothing ended either
             stored = StoredFile(file_id, root, record, now, host=self.store.host)
-            announce(self, root, stored, relations)
+            announce(self, root, stored, relations, counts=counts)
 
     def _index_new(self, ids: Sequence[int], records: Sequence[FileRecord]) -> None:
         """:meth:`_index_put` of a job of files just stored, together."""
@@ -598,13 +646,15 @@ class Index:
         old_near = self.store.near_of(existing.id)
         self.store.update_file(existing.id, root, record, now)
         stored = StoredFile(existing.id, root, record, now, host=self.store.host)
-        relations = self.relations(existing.id, record)
+        relations, counts = self.related(existing.id, record)
         links = self._paths([r.other for r in relations if r.kind is RelationKind.HARDLINK])
         data = payload.content(record) | {"previous": payload.brief(old)}
         data |= {"links": links} if links else {}
         self.emit(EventType.FILE_CHANGED, root, record.path, data, file_id=existing.id)
         self._report_issues(root, record, old.issues)
-        announce(self, root, stored, relations, old_exact=old_exact, old_near=old_near)
+        announce(
+            self, root, stored, relations, old_exact=old_exact, old_near=old_near, counts=counts
+        )
         self._index_put(existing.id, record)
 
     def _apply_unreadable(self, root: str, record: FileRecord, seen: FileStat | None) -> None:
@@ -713,8 +763,10 @@ class Index:
             data["previous"] = payload.brief(old)
         self.emit(EventType.FILE_MOVED, root, path, data, file_id=stored.id)
         moved = StoredFile(stored.id, root, record, now, host=self.store.host)
-        relations = self.relations(stored.id, record)
-        announce(self, root, moved, relations, old_exact=old_exact, old_near=old_near)
+        relations, counts = self.related(stored.id, record)
+        announce(
+            self, root, moved, relations, old_exact=old_exact, old_near=old_near, counts=counts
+        )
         self._index_put(stored.id, record)
         return self._pending[mark:]
 

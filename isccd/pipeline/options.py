@@ -18,9 +18,6 @@ class PipelineOptions:
     Attributes:
         thresholds: The duplicate policy: near-duplicate thresholds per unit type, and the
             smallest file reported (``min_size``).
-        max_near: Near relations kept per file and unit type (closest first), so that a
-            pathological cluster (thousands of blank images sharing one Image-Code) stays
-            bounded.
         others_limit: Other files listed in one duplicate event at most (the count of all is
             given too).
         tombstone_retention: Seconds a removed file is remembered (``isccd get`` and event
@@ -42,7 +39,6 @@ class PipelineOptions:
     """
 
     thresholds: Thresholds = field(default_factory=Thresholds)
-    max_near: int = 256
     others_limit: int = 100
     tombstone_retention: float = 30 * DAY
     event_retention: float = 30 * DAY

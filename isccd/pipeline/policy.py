@@ -100,7 +100,9 @@ def encode(thresholds: Thresholds) -> dict[str, int | None]:
 
 
 def decode(values: Any) -> Thresholds:
-    """The inverse of :func:`encode`; a field it lacks keeps its default.
+    """The inverse of :func:`encode`; a field it lacks keeps its default, but for
+    ``max_links``: a policy recorded before relations were bounded bounded none (so the next
+    switch, to a bounded policy, prunes them).
 
     Raises:
         ValueError: Not a policy.
@@ -110,7 +112,8 @@ def decode(values: Any) -> Thresholds:
     for value in values.values():
         if value is not None and not _is_int(value):
             raise ValueError(f"not a duplicate policy: {values!r}")
-    return Thresholds(**values)
+    given: dict[str, Any] = {"max_links": None} | values
+    return Thresholds(**given)
 
 
 def _is_int(value: object) -> bool:
@@ -200,8 +203,8 @@ def step(ix: Index, switch: Switch, part: Sequence[int]) -> list[Event]:
 def switch_to(ix: Index, thresholds: Thresholds) -> list[int]:
     """Switch the index to a new duplicate policy; return the ids of the files whose
     relations must be re-evaluated (with :func:`reevaluate` and the old policy, in chunks):
-    those with a unit whose threshold changed, and those whose size lies between the old and
-    the new ``min_size``."""
+    those with a unit whose threshold changed, those whose size lies between the old and
+    the new ``min_size``, and every file with a near relation when ``max_links`` changed."""
     old = ix.options.thresholds
     ix.options = replace(ix.options, thresholds=thresholds)
     changed = {t for t in NEAR_UNITS if old.of(t) != thresholds.of(t)}
@@ -210,8 +213,9 @@ def switch_to(ix: Index, thresholds: Thresholds) -> list[int]:
         if thresholds.of(unit_type) is not None:
             ix.ensure_loaded(unit_type)
             ids.update(int(i) for i in ix.search[unit_type].ids())
+    bound = old.max_links != thresholds.max_links
     for pair in ix.store.near_pairs():
-        if pair.unit in changed:
+        if bound or pair.unit in changed:
             ids.update((pair.a, pair.b))
     if old.min_size != thresholds.min_size:
         low, high = sorted((old.min_size, thresholds.min_size))

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from isccd.errors import InvalidCodeError, NotIndexedError
 from isccd.iscc import IsccError, iscc_decode, iscc_decompose
 from isccd.iscc.constants import MT, ST_CC
-from isccd.match import NEAR_UNITS, Thresholds, near_unit, relate
+from isccd.match import CONTAINER_UNITS, NEAR_UNITS, Thresholds, content_apart, near_unit, relate
 from isccd.model import FileRecord, RelationKind, Unit, UnitType
 from isccd.pipeline.index import Index, exact_copies, stored_side
 from isccd.pipeline.peers import Peer, fold, size_of
@@ -154,7 +154,15 @@ def holds(
     if not (policy.admits(size_of(a)) and policy.admits(size_of(b))):
         return None
     near = near_unit(pair.unit, mine.digest, theirs.digest, policy)
-    return None if near is None else near[:2]
+    if near is None:
+        return None
+    if pair.unit in CONTAINER_UNITS and content_apart(_digests(a), _digests(b), policy):
+        return None  # a relation stored before the content decided
+    return near[:2]
+
+
+def _digests(record: FileRecord) -> dict[UnitType, bytes]:
+    return {u.type: u.digest for u in record.units}
 
 
 def similar(ix: Index, subject: StoredFile, query: SimilarQuery) -> SimilarResult:

@@ -12,8 +12,8 @@ from isccd.results import DupesResult, DupKind
 def view_of_dupes(result: DupesResult, host: str = "") -> ReportView:
     """The report's groups from what ``dupes`` answered (with ``near``), in its order.
 
-    Each member keeps its distance to the nearest other member of its group and the unit
-    type of that distance; an exact group's members are 0 apart by their Instance-Code, which
+    A near group's members keep their distance to its centre (marked) by the group's unit
+    type; an exact group's members are 0 apart by their Instance-Code, which
     the view keeps as the content's digest. A member on another host than ``host`` (a fleet's
     shared index) keeps the name of its host.
     """
@@ -31,8 +31,10 @@ def view_of_dupes(result: DupesResult, host: str = "") -> ReportView:
                 instance=m.code if exact else None,
                 host=m.host if m.host not in ("", host) else "",
                 allocated=m.allocated,
+                centre=i == group.centre,
+                code=None if exact else m.code,
             )
-            for m in group.members
+            for i, m in enumerate(group.members)
         )
         groups.append(
             GroupView(

@@ -35,15 +35,17 @@ class MemberView:
         links: Its other names (hardlinks).
         root: The watched root it is in.
         size: Bytes, as indexed (its apparent size).
-        unit: The unit type by which it is nearest to another member (``instance`` in exact
-            groups).
-        distance: Hamming distance of that unit to the nearest other member (0 in exact
-            groups); ``None`` when not known.
+        unit: The group's unit type (``instance`` in exact groups).
+        distance: Hamming distance of that unit to the group's centre (0 for the centre, and
+            in exact groups); ``None`` when not known.
         instance: Its Instance-Code, in exact groups (the content's BLAKE3 prefix a plan
             carries); ``None`` otherwise.
         host: The host it is on, when that is another host of a fleet sharing the index
             (it is never looked at here, and no plan names it); ``""`` for this host's.
         allocated: Bytes it takes on disk, as indexed (``None``: not known).
+        centre: It is its near group's centre, the file every other member is near.
+        code: Its unit of the group's type, in near groups (a plan measures how near a
+            member is to the file kept by it); ``None`` otherwise.
     """
 
     path: str
@@ -55,6 +57,8 @@ class MemberView:
     instance: str | None = None
     host: str = ""
     allocated: int | None = None
+    centre: bool = False
+    code: str | None = None
 
     @property
     def footprint(self) -> Footprint:
@@ -72,9 +76,10 @@ class GroupView:
         kind: ``"exact"`` (the same bytes) or ``"near"`` (similar content).
         unit: The unit type the group is compared by (``instance`` for exact groups).
         threshold: The largest distance that unit type accepts (0 for exact groups).
-        reclaimable: Bytes on disk that keeping only the first member would free (allocated
-            bytes, less than the sizes for sparse files).
-        members: The files, largest first.
+        reclaimable: Bytes on disk that keeping only the largest member would free
+            (allocated bytes, less than the sizes for sparse files).
+        members: The files: exact groups largest first; near groups their centre first, then
+            the others nearest to it first.
     """
 
     kind: str

@@ -156,6 +156,8 @@ def _member(member: MemberView, facts: FileFacts, thumbs: dict[bytes, int]) -> d
         "allocated": member.allocated,
         "unit": member.unit,
         "distance": member.distance,
+        "centre": member.centre,
+        "code": member.code,
         "instance": member.instance,
         # Strings: JavaScript's numbers are not exact past 2**53 (an mtime in nanoseconds).
         "stat": None

@@ -27,16 +27,16 @@ class DupMember:
         root: Its root.
         size: Bytes it holds (its apparent size, as ``ls -l`` shows it).
         iscc: Its ISCC-CODE.
-        unit: The unit type by which it is nearest to another member (``instance`` in exact
-            groups).
+        unit: The group's unit type (``instance`` in exact groups).
         code: Its unit of that type (in exact groups its Instance-Code, a prefix of the
             content's BLAKE3).
-        distance: Hamming distance of that unit to the nearest other member (0 in exact
-            groups).
-        threshold: The largest distance accepted for that unit type and length (0 in exact
-            groups).
-        nearest: The index in ``members`` of that nearest member (``None`` in exact groups,
-            whose members are all 0 apart).
+        distance: Hamming distance of that unit to the group's centre (0 for the centre, and
+            in exact groups).
+        threshold: The largest distance accepted for that unit type and the length compared
+            (0 in exact groups).
+        nearest: The index in ``members`` of the member ``distance`` is measured to: the
+            centre (``None`` for the centre itself, and in exact groups, whose members are all
+            0 apart).
         mediatype: Its detected media type.
         mode: Its content mode (``None``: no Content-Code for its type).
         links: The file's other names (hardlinks).
@@ -97,15 +97,18 @@ class DupGroup:
     Attributes:
         kind: Exact or near.
         unit: The unit type the group is compared by (``instance`` for exact groups; for near
-            groups the type most of its relations are near by).
-        threshold: The Hamming-distance threshold of that unit type, scaled to the first
-            member's unit length (0 for exact groups).
-        reclaimable: Bytes on disk that keeping only the first member (the largest) would
-            free: the allocated bytes of the others (their size where that is not known), so a
-            sparse file frees only the blocks it holds.
-        members: The files, largest first.
+            groups the type by which every member is near the centre).
+        threshold: The Hamming-distance threshold of that unit type, scaled to the centre's
+            unit length (0 for exact groups).
+        reclaimable: Bytes on disk that keeping only the largest member (the first of the
+            largest) would free: the allocated bytes of the others (their size where that is
+            not known), so a sparse file frees only the blocks it holds.
+        members: The files: exact groups largest first; near groups their centre first, then
+            the others nearest to it first (ties: the larger first).
         reclaimable_size: The apparent size of those other members (what ``reclaimable`` was
             before isccd counted blocks): more than ``reclaimable`` when some are sparse.
+        centre: The index in ``members`` of a near group's centre (always 0: the first);
+            ``None`` for exact groups.
     """
 
     kind: DupKind
@@ -114,17 +117,22 @@ class DupGroup:
     reclaimable: int
     members: tuple[DupMember, ...]
     reclaimable_size: int = 0
+    centre: int | None = None
 
     @classmethod
     def of(
-        cls, kind: DupKind, unit: UnitType, threshold: int, members: tuple[DupMember, ...]
+        cls,
+        kind: DupKind,
+        unit: UnitType,
+        threshold: int,
+        members: tuple[DupMember, ...],
+        centre: int | None = None,
     ) -> DupGroup:
-        """A group of ``members`` (largest first), with what keeping the first frees."""
-        others = [m.footprint for m in members[1:]]
-        return cls(
-            kind, unit, threshold, sum(f.space for f in others), members,
-            sum(f.size or 0 for f in others),
-        )  # fmt: skip
+        """A group of ``members``, with what keeping the largest frees (the first of the
+        largest on a tie: in an exact group the first, in a near group the centre when it is
+        among the largest), the rule :class:`Totals` keeps by."""
+        space, size = _freed([m.footprint for m in members])
+        return cls(kind, unit, threshold, space, members, size, centre)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,11 +184,21 @@ class Totals:
             sets.setdefault(sharing.find(file_id), []).append(footprint)
         reclaimable = reclaimable_size = 0
         for members in sets.values():
-            # Kept: the largest, the first in the groups' order on a tie (a group's first).
-            kept = min(enumerate(members), key=lambda m: (-(m[1].size or 0), m[0]))[1]
-            reclaimable += sum(f.space for f in members) - kept.space
-            reclaimable_size += sum(f.size or 0 for f in members) - (kept.size or 0)
+            space, size = _freed(members)
+            reclaimable += space
+            reclaimable_size += size
         return cls(len(groups), len(files), reclaimable, reclaimable_size)
+
+
+def _freed(files: Sequence[Footprint]) -> tuple[int, int]:
+    """What keeping one of ``files`` frees, on disk and in apparent size: the one kept is the
+    largest, the first in ``files`` on a tie (an exact group's first, a near group's centre
+    when it is among the largest)."""
+    if not files:
+        return 0, 0
+    kept = min(enumerate(files), key=lambda f: (-(f[1].size or 0), f[0]))[1]
+    space = sum(f.space for f in files) - kept.space
+    return space, sum(f.size or 0 for f in files) - (kept.size or 0)
 
 
 class _Joined:

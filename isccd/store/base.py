@@ -405,6 +405,11 @@ class Store(Transactional, Protocol):
         """Every stored relation of this file, in order."""
         ...
 
+    def near_count(self, file_id: int, unit: UnitType) -> int:
+        """How many stored relations of one unit type the file has (what :meth:`near_of`
+        would list of that type)."""
+        ...
+
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Store relations (a pair already stored is updated)."""
 

@@ -57,6 +57,9 @@ __all__ = ["KnownHost", "PostgresOptions", "PostgresStore"]
 
 #: Directory paths are indexed on their first bytes (see :mod:`isccd.store.pgschema`).
 _PREFIX = 1024
+#: Unit types by their stored name: a dict lookup, not an enum call, for each of the near rows
+#: a family of files reads.
+_UNIT_TYPES = {t.value: t for t in UnitType}
 
 #: Common table expressions inserting the units and skips of the file ``f`` from arrays.
 _CHILDREN = (
@@ -528,7 +531,16 @@ class PostgresStore(PgDatabase):
             "ORDER BY a, b, unit",
             (self._host, file_id, file_id),
         )
-        return [NearPair(a, b, UnitType(u), d) for a, b, u, d in rows.fetchall()]
+        units = _UNIT_TYPES
+        return [NearPair(a, b, units[u], d) for a, b, u, d in rows.fetchall()]
+
+    def near_count(self, file_id: int, unit: UnitType) -> int:
+        """This host's relations of one unit type of one file."""
+        row = self._exec(
+            "SELECT count(*) FROM near WHERE host = %s AND (a = %s OR b = %s) AND unit = %s",
+            (self._host, file_id, file_id, unit.value),
+        ).fetchone()
+        return int(row[0]) if row is not None else 0
 
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Insert or update relations, for the host of each of the two files."""
@@ -559,7 +571,7 @@ class PostgresStore(PgDatabase):
                 (self._host,),
             ).fetchall()
         for a, b, unit, distance in rows:
-            yield NearPair(a, b, UnitType(unit), distance)
+            yield NearPair(a, b, _UNIT_TYPES[unit], distance)
 
     # -- properties ----------------------------------------------------------------------------
 

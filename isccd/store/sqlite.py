@@ -52,6 +52,9 @@ __all__ = ["SqliteOptions", "SqliteStore"]
 
 #: Bound parameters per ``IN (...)`` list (SQLite allows 32766; smaller keeps statements cached).
 _IN_CHUNK = 500
+#: Unit types by their stored name: a dict lookup, not an enum call, for each of the near rows
+#: a family of files reads.
+_UNIT_TYPES = {t.value: t for t in UnitType}
 
 
 #: The columns of a new file's row, and one row's placeholders.
@@ -545,7 +548,17 @@ class SqliteStore(Database):
             "UNION ALL SELECT a, b, unit, distance FROM near WHERE b = ? ORDER BY 1, 2, 3",
             (file_id, file_id),
         )
-        return [NearPair(a, b, UnitType(unit), distance) for a, b, unit, distance in rows]
+        units = _UNIT_TYPES
+        return [NearPair(a, b, units[unit], distance) for a, b, unit, distance in rows]
+
+    def near_count(self, file_id: int, unit: UnitType) -> int:
+        """Relations of one unit type of one file."""
+        row = self._exec(
+            "SELECT (SELECT count(*) FROM near WHERE a = ? AND unit = ?)"
+            " + (SELECT count(*) FROM near WHERE b = ? AND unit = ?)",
+            (file_id, unit.value, file_id, unit.value),
+        ).fetchone()
+        return int(row[0])
 
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Insert or update relations."""
@@ -568,7 +581,7 @@ class SqliteStore(Database):
         """All relations (one host's: ``fleet`` changes nothing)."""
         rows = self._exec("SELECT a, b, unit, distance FROM near ORDER BY a, b, unit").fetchall()
         for a, b, unit, distance in rows:
-            yield NearPair(a, b, UnitType(unit), distance)
+            yield NearPair(a, b, _UNIT_TYPES[unit], distance)
 
     # -- properties ----------------------------------------------------------------------------
 

@@ -81,9 +81,10 @@ def test_text_ends_with_the_totals_and_near_members_name_their_nearest(
     assert lines[-1] == f"3 groups, {totals['files']} files, {reclaimable} reclaimable"
     near = lines.index(next(line for line in lines if line.startswith("near by text: 3 files")))
     members = lines[near + 1 : near + 4]
-    # Each member once, with its distance and unit to its nearest member: no list of pairs.
-    assert all(" by text to #" in m for m in members), members
-    assert {m.split()[-1] for m in members} <= {"#1", "#2", "#3"}
+    # Each member once: the centre first, then the others with their distance and unit to it;
+    # no list of pairs.
+    assert members[0].endswith("  centre"), members
+    assert all(m.endswith(" by text to #1") for m in members[1:]), members
     assert not any("near: #" in line for line in lines)
     assert any(line.strip() == f"= {scanned[0] / 'big.bin'} (hardlink)" for line in lines)
 
@@ -130,7 +131,15 @@ def test_csv_has_a_header_and_a_row_per_file_name(scanned: tuple[Path, Path]) ->
     [link] = [r for r in table if r["link"] == "true"]
     assert (link["path"], link["group"], link["kind"]) == (str(library / "big.bin"), "1", "exact")
     near = [r for r in table if r["kind"] == "near"]
-    assert {r["unit"] for r in near} == {"text"} and all(r["nearest"] for r in near)
+    assert {r["unit"] for r in near} == {"text"}
+    centre = near[0]
+    assert (centre["member"], centre["centre"], centre["nearest"], centre["distance"]) == (
+        "1",
+        "true",
+        "",
+        "0",
+    )
+    assert all((r["centre"], r["nearest"]) == ("false", "1") for r in near[1:])
     assert all(int(r["distance"]) <= int(r["threshold"]) for r in near)
 
 

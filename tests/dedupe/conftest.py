@@ -7,7 +7,7 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,8 @@ from isccd.dedupe.build import Found, FoundGroup, build_plan, observe
 from isccd.dedupe.keep import DEFAULT_RULES, KeepRule
 from isccd.dedupe.log import ActionLog
 from isccd.dedupe.plan import Action, GroupKind, Plan, steps_of
+from isccd.iscc import encode_component
+from isccd.iscc.constants import MT, ST, VS
 
 
 def write(path: Path, data: bytes, mtime: int | None = None) -> Path:
@@ -29,24 +31,40 @@ def write(path: Path, data: bytes, mtime: int | None = None) -> Path:
     return path
 
 
+def data_code(flipped: int, shift: int = 0) -> str:
+    """A 64-bit Data-Code: ``flipped`` bits (from bit ``shift`` on) from the one of all
+    zeros."""
+    digest = (((1 << flipped) - 1) << shift).to_bytes(8, "big")
+    return "ISCC:" + encode_component(MT.DATA, ST.NONE, VS.V0, 64, digest)
+
+
 def plan_of(
     root: Path,
     groups: Sequence[Sequence[Path]],
     kind: GroupKind = GroupKind.EXACT,
     rules: Sequence[KeepRule] = DEFAULT_RULES,
     keep_in: Sequence[str] = (),
+    *,
+    codes: Mapping[Path, str] | None = None,
 ) -> Plan:
     """The plan the command would make from these groups (digests computed here, with the
-    blake3 library, as the index records them)."""
+    blake3 library, as the index records them; near groups: each member's code in ``codes``,
+    all near each other by default, the first member the centre, the threshold 8)."""
     found = []
     for group in groups:
         members = []
-        for p in group:
+        for i, p in enumerate(group):
             digest = blake3(p.read_bytes()).hexdigest()[:16] if kind is GroupKind.EXACT else None
-            members.append(Found((str(p),), str(root), p.stat().st_size, digest))
-        found.append(FoundGroup(kind, tuple(members)))
+            code = None
+            if kind is GroupKind.NEAR:
+                code = codes[p] if codes is not None else data_code(i % 2)
+            members.append(
+                Found((str(p),), str(root), p.stat().st_size, digest, code, centre=i == 0)
+            )
+        threshold = 8 if kind is GroupKind.NEAR else None
+        found.append(FoundGroup(kind, tuple(members), threshold))
     observed = observe(found, [str(root)])
-    return build_plan(observed.groups, rules, keep_in)
+    return build_plan(observed.groups, rules, keep_in, observed.thresholds)
 
 
 #: The action-log key of the tests that call the engine directly (the commands make theirs in

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from isccd.dedupe.build import build_plan
 from isccd.dedupe.keep import DEFAULT_RULES, KeepBy, KeepRule, choose_keep, parse_rule
-from isccd.dedupe.plan import Action, GroupKind, Member, steps_of
+from isccd.dedupe.plan import Action, GroupKind, Member, near_kept, steps_of
+from tests.dedupe.conftest import data_code
 
 
 def member(path: str, *, mtime: int = 0, size: int = 10, inode: int | None = None) -> Member:
@@ -81,13 +84,43 @@ def test_steps_leave_hardlinks_of_the_kept_file_and_protected_files() -> None:
     }
 
 
+def near_member(m: Member, code: str, *, centre: bool = False) -> Member:
+    return dataclasses.replace(m, blake3=None, code=code, centre=centre)
+
+
 def test_near_groups_give_steps_only_to_a_move_with_near() -> None:
-    plan = build_plan([(GroupKind.NEAR, [A, B])], DEFAULT_RULES)
+    members = [near_member(A, data_code(0)), near_member(B, data_code(3), centre=True)]
+    plan = build_plan([(GroupKind.NEAR, members)], DEFAULT_RULES, thresholds=[8])
     for action, near in [(Action.LINK, True), (Action.REMOVE, True), (Action.MOVE, False)]:
         steps, left = steps_of(plan, action, near=near, move_to="/attic")
         assert steps == () and len(left) == 2
     steps, _ = steps_of(plan, Action.MOVE, near=True, move_to="/attic")
     assert [(s.path, s.target) for s in steps] == [(A.path, "/attic/r/deep/er/a.jpg")]
+
+
+def test_a_near_move_takes_only_the_members_near_the_file_kept() -> None:
+    # C is the centre, A and B 6 bits from it either way and 12 from each other. The rules
+    # keep B (the oldest): A is beyond the threshold of B, and stays where it is.
+    a, b = near_member(A, data_code(0)), near_member(B, data_code(12))
+    c = near_member(C, data_code(6, shift=6), centre=True)
+    plan = build_plan([(GroupKind.NEAR, [a, b, c])], DEFAULT_RULES, thresholds=[8])
+    [group] = plan.groups
+    assert group.kept.path == B.path and near_kept(group, a) == 12 and near_kept(group, c) == 6
+    steps, left = steps_of(plan, Action.MOVE, near=True, move_to="/attic")
+    assert [s.path for s in steps] == [C.path]
+    assert [(u.path, u.reason) for u in left] == [
+        (A.path, "not near the file kept: 12 bits from it, beyond 8")
+    ]
+    # Kept at the centre, both are moved.
+    plan = build_plan([(GroupKind.NEAR, [a, b, c])], [parse_rule("largest")], thresholds=[8])
+    steps, left = steps_of(plan, Action.MOVE, near=True, move_to="/attic")
+    assert sorted(s.path for s in steps) == sorted([A.path, B.path]) and left == ()
+
+
+def test_a_near_member_without_a_code_is_never_moved() -> None:
+    plan = build_plan([(GroupKind.NEAR, [near_member(A, data_code(0)), B])], DEFAULT_RULES, [], [8])
+    steps, left = steps_of(plan, Action.MOVE, near=True, move_to="/attic")
+    assert steps == () and [u.path for u in left] == [A.path]
 
 
 def test_a_file_in_an_exact_and_a_near_group_is_acted_on_once_and_stays_kept() -> None:

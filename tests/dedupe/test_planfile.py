@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from isccd.dedupe.plan import Action, steps_of
+from isccd.dedupe.plan import Action, GroupKind, steps_of
 from isccd.dedupe.planfile import load_plan, plan_document, plan_from_document
 from isccd.errors import PlanFileError
 from tests.dedupe.conftest import plan_of, write
@@ -121,3 +121,23 @@ def test_an_instance_code_or_datahash_is_taken_for_the_digest(document: dict[str
     assert plan.groups[0].members[0].blake3 == "ea8f163db3868292"
     assert plan.groups[0].members[1].blake3 is not None
     assert plan.groups[0].members[1].blake3.startswith(digest)
+
+
+def test_a_near_plan_says_its_centre_codes_and_threshold_and_reads_them_back(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    a = write(root / "a.txt", b"one version", mtime=1_000_000)
+    b = write(root / "b.txt", b"another version", mtime=1_000_001)
+    plan = plan_of(root, [[b, a]], kind=GroupKind.NEAR)  # b the centre
+    steps, left = steps_of(plan, Action.MOVE, near=True, move_to=str(tmp_path / "attic"))
+    document = plan_document(plan, action=Action.MOVE, steps=steps, untouched=left)
+    jsonschema.validate(document, schema())
+    [group] = document["groups"]
+    assert group["threshold"] == 8
+    assert [(Path(m["path"]).name, m.get("centre", False)) for m in group["members"]] == [
+        ("a.txt", False),
+        ("b.txt", True),
+    ]
+    assert all(m["code"].startswith("ISCC:GAA") for m in group["members"])
+    assert plan_from_document(json.loads(json.dumps(document))) == plan

@@ -2,7 +2,8 @@
 
 :class:`FamilyHasher` is a fake whose Data-Code is designed: a file holding ``"A:3"`` is 3 bits
 from ``"A:0"`` and far from any ``"B:..."``; so the expected relations follow from the file
-contents by construction.
+contents by construction. A file holding ``"A:3|X:1"`` has a Text-Code designed the same way
+(``X``'s code with its lowest bit flipped) as well.
 """
 
 from __future__ import annotations
@@ -71,13 +72,19 @@ class FamilyHasher:
             issue = FileIssue("read", IssueKind.ERROR, "changed while read", IssueCode.UNSTABLE)
             return FileRecord(path, stat, issues=(issue,))
         sha = hashlib.sha256(data).digest()
-        digest = family_digest(data.decode())
+        designed, _, text = data.decode().partition("|")
+        digest = family_digest(designed)
+        made = [Unit(UnitType.DATA, "ISCC:GAA" + digest.hex().upper(), digest, PROFILE)]
+        if text:
+            content = family_digest(text)
+            code = "ISCC:EAA" + content.hex().upper()
+            made.insert(0, Unit(UnitType.TEXT, code, content, PROFILE))
         return FileRecord(
             path=path,
             stat=stat,
             iscc="ISCC:FAKE" + sha[:4].hex().upper(),
             units=(
-                Unit(UnitType.DATA, "ISCC:GAA" + digest.hex().upper(), digest, PROFILE),
+                *made,
                 Unit(UnitType.INSTANCE, "ISCC:IAA" + sha[:8].hex().upper(), sha[:8], PROFILE),
             ),
             datahash="1e20" + sha.hex(),

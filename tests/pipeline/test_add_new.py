@@ -190,7 +190,8 @@ def test_a_batch_ends_as_one_by_one_under_any_policy_and_with_256_bit_units(
     thresholds = Thresholds(
         data=data.draw(st.sampled_from([None, 8])), min_size=data.draw(st.sampled_from([0, 1, 15]))
     )
-    options = PipelineOptions(thresholds=thresholds, max_near=data.draw(st.sampled_from([1, 256])))
+    limit = data.draw(st.sampled_from([1, 16, None]))
+    options = PipelineOptions(thresholds=replace(thresholds, max_links=limit))
     tails = st.none() | st.integers(0, 2)
     before = [
         r if (t := data.draw(tails)) is None else widened(r, t)

@@ -88,7 +88,7 @@ def iscc_of(h: Harness, name: str) -> str | None:
     return info.iscc
 
 
-def test_groups_have_one_member_per_file_with_its_distance_to_the_nearest(
+def test_groups_have_one_member_per_file_with_its_distance_to_the_centre(
     h: Harness,
 ) -> None:
     result = h.run(h.pipeline.dupes(DupesQuery(near=True)))
@@ -122,13 +122,14 @@ def test_groups_have_one_member_per_file_with_its_distance_to_the_nearest(
         8,
         6,
     )
-    # Each member's distance is to its nearest other member, by the unit that makes it near
-    # (c is 9 bits from a, beyond the threshold, but 6 from b).
+    # b is near both others (c is 9 bits from a, beyond the threshold, but 6 from b): the
+    # centre, listed first; each other member's distance is to it.
+    assert near.centre == 0 and exact.centre is None
     assert [
         (m.path, m.iscc, m.unit, m.code, m.distance, m.threshold, m.nearest) for m in near.members
     ] == [
         (h.p(name), iscc_of(h, name), UnitType.DATA, data_of(h, name), distance, 8, nearest)
-        for name, distance, nearest in (("a", 3, 1), ("b", 3, 0), ("c", 6, 1))
+        for name, distance, nearest in (("b", 0, None), ("a", 3, 0), ("c", 6, 0))
     ]
 
 
@@ -202,8 +203,8 @@ def test_a_reader_given_a_stricter_policy_reports_only_what_it_admits(h: Harness
 
     dupes, b, _, _ = read(Thresholds(data=4))  # b-c are 6 bits apart
     [near] = [g for g in dupes.groups if g.kind is DupKind.NEAR]
-    assert [m.path for m in near.members] == [h.p("a"), h.p("b")]
-    assert [(m.distance, m.threshold, m.nearest) for m in near.members] == [(3, 4, 1), (3, 4, 0)]
+    assert sorted(m.path for m in near.members) == [h.p("a"), h.p("b")]
+    assert [(m.distance, m.threshold, m.nearest) for m in near.members] == [(0, 4, None), (3, 4, 0)]
     assert [(m.path, m.distance, m.threshold) for m in b.duplicates] == [(h.p("a"), 3, 4)]
     dupes, b, x, similar = read(Thresholds(min_size=4))  # every file here has 3 bytes
     assert dupes.groups == () and b.duplicates == () and x.duplicates == ()

@@ -512,3 +512,15 @@ def test_file_keys_and_digests_read_only_what_duplicate_decisions_need(store: St
         b: FileKey((1, 2), None, 7, "host-a"),
     }
     assert store.unit_digests_of([a, b, gone], UnitType.DATA) == {a: b"\x01" * 32}
+
+
+def test_near_counts_are_per_file_and_unit_type(store: Store) -> None:
+    store.begin()
+    a, b, c = (
+        store.add_file(ROOT, make_record(f"/data/{n}", ino=i), 1.0) for i, n in enumerate("abc")
+    )
+    store.add_near([NearPair.of(a, b, UnitType.DATA, 3), NearPair.of(c, a, UnitType.DATA, 1)])
+    store.add_near([NearPair.of(a, c, UnitType.TEXT, 9)])
+    store.commit()
+    assert [store.near_count(a, UnitType.DATA), store.near_count(a, UnitType.TEXT)] == [2, 1]
+    assert [store.near_count(b, UnitType.DATA), store.near_count(b, UnitType.TEXT)] == [1, 0]

@@ -186,8 +186,9 @@
 
   function relation(g, m) {
     if (g.kind === "exact") return "identical bytes";
+    if (m.centre) return `centre: the others are near it by ${g.unit}`;
     if (m.distance === null || m.distance === undefined) return `near by ${g.unit}`;
-    return `distance ${m.distance} by ${m.unit}`;
+    return `distance ${m.distance} by ${m.unit} to the centre`;
   }
 
   function preview(m) {
@@ -379,11 +380,14 @@
         });
         if (m.stat.allocated !== null) member.allocated = exactInt(m.stat.allocated);
         if (g.kind === "exact" && m.instance) member.instance = m.instance;
+        // A near member is moved only when its code shows it near the file kept.
+        if (g.kind === "near" && m.code) member.code = m.code;
+        if (g.kind === "near" && m.centre) member.centre = true;
         member.keep = m === g.members[ki];
         return member;
       });
       const group = { kind: g.kind };
-      if (g.kind === "near") group.unit = g.unit;
+      if (g.kind === "near") Object.assign(group, { unit: g.unit, threshold: g.threshold });
       group.members = members;
       out.push(group);
     }
