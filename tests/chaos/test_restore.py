@@ -31,6 +31,7 @@ async def _sync(daemon: Daemon) -> tuple[int, str]:
     seq = await client.sync()
     store = (await client.hello()).store
     await client.close()
+    assert store is not None, "the daemon names the store it serves"
     return seq, store
 
 
