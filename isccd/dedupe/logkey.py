@@ -9,6 +9,9 @@ verifies under the key of the state directory it runs with.
 
 The key is refused unless it is a regular file owned by the user reading it and readable by
 nobody else: a key others can read lets them forge logs; one others own lets them choose it.
+Its folder, ``STATE/dedupe`` (where the logs go too), is refused unless it is a folder of the
+user's own that nobody else can write: not a symbolic link to somewhere else, nor a folder in
+which another user could replace the key or the logs.
 """
 
 from __future__ import annotations
@@ -46,6 +49,36 @@ def mac(key: bytes, body: bytes) -> str:
 def verifies(key: bytes, body: bytes, tag: bytes) -> bool:
     """True when ``tag`` is the MAC of ``body`` (compared in constant time)."""
     return hmac.compare_digest(mac(key, body).encode("ascii"), tag)
+
+
+def _check_folder(folder: Path) -> None:
+    """Refuse a key folder that is a link, not a folder, not the user's, or writable by others.
+
+    Raises:
+        FileNotFoundError: There is none.
+        ActionLogError: It is not safe to keep the key and the logs in.
+    """
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ActionLogError(f"{folder} cannot be looked at: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ActionLogError(
+            f"{folder} is not a folder (a symbolic link?): the action-log key and the logs are "
+            "kept only in a folder of your own"
+        )
+    if st.st_uid != os.geteuid():
+        raise ActionLogError(
+            f"{folder} is owned by user {st.st_uid}, not by you: whoever owns it could replace "
+            "the action-log key and the logs; give --state a directory of your own"
+        )
+    if st.st_mode & 0o022:
+        raise ActionLogError(
+            f"{folder} can be written by others (mode {stat.S_IMODE(st.st_mode):04o}), who "
+            "could replace the action-log key and the logs: chmod go-w it"
+        )
 
 
 def _read(path: Path) -> bytes:
@@ -111,6 +144,7 @@ def load_key(state_dir: Path, *, create: bool) -> bytes:
     """
     path = key_path(state_dir)
     try:
+        _check_folder(path.parent)
         return _read(path)
     except FileNotFoundError:
         if not create:
@@ -120,6 +154,7 @@ def load_key(state_dir: Path, *, create: bool) -> bytes:
             ) from None
     try:
         _make(path)
+        _check_folder(path.parent)
         return _read(path)
     except FileNotFoundError:
         raise ActionLogError(f"the action-log key {path} vanished as it was made") from None

@@ -6,6 +6,9 @@ is a :class:`~isccd.errors.PlanFileError` naming the place in one line, and noth
 A plan is whatever its author wrote: it is read as strict JSON (no ``NaN``), from a regular file
 of at most :data:`MAX_PLAN_BYTES`, nested no deeper than the format, and its roots must be the
 acting host's own (:func:`check_roots`), since a member's ``root`` is only what the file says.
+The file must be the user's own (or root's) and writable by nobody else: a plan says which
+files to link, remove or move, and a near move trusts the codes it records, so a plan another
+user could have written or changed is not acted on (copy it, read it, and use the copy).
 """
 
 from __future__ import annotations
@@ -192,6 +195,23 @@ def _constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _untrusted(st: os.stat_result) -> str | None:
+    """Why a plan file with this status is not acted on, or ``None``."""
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_uid not in (os.geteuid(), 0):
+        return (
+            f"is owned by user {st.st_uid}, not by you: a plan acts with your rights, so one "
+            "another user wrote is not acted on (copy it, read it, and give the copy)"
+        )
+    if st.st_mode & 0o022:
+        return (
+            f"can be written by others (mode {stat.S_IMODE(st.st_mode):04o}): a plan acts with "
+            "your rights, so one another user could change is not acted on (chmod go-w it)"
+        )
+    return None
+
+
 def _read(path: Path) -> bytes:
     """The bytes of a plan file: a regular file (not a FIFO or a device that never ends), of
     at most :data:`MAX_PLAN_BYTES`.
@@ -203,9 +223,11 @@ def _read(path: Path) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise PlanFileError(str(path), f"cannot be read: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    fault = _untrusted(st)
+    if fault is not None:
         os.close(fd)
-        raise PlanFileError(str(path), "is not a regular file")
+        raise PlanFileError(str(path), fault)
     with os.fdopen(fd, "rb") as handle:
         try:
             data = handle.read(MAX_PLAN_BYTES + 1)

@@ -163,3 +163,32 @@ def test_a_log_of_another_key_is_not_continued(tmp_path: Path) -> None:
     run_plan(plan_of(root, _pairs(root, "one", 1)), Action.LINK, log)
     with pytest.raises(ActionLogError, match="not written with this state directory's key"):
         ActionLog(log, bytes(32))
+
+
+def test_a_key_folder_that_is_a_link_or_writable_by_others_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "dedupe").symlink_to(elsewhere)
+    with pytest.raises(ActionLogError, match="is not a folder"):
+        load_key(state, create=True)
+    assert list(elsewhere.iterdir()) == []  # no key was made where the link points
+    (state / "dedupe").unlink()
+    (state / "dedupe").mkdir()
+    (state / "dedupe").chmod(0o777)
+    with pytest.raises(ActionLogError, match=r"can be written by others \(mode 0777\)"):
+        load_key(state, create=True)
+    (state / "dedupe").chmod(0o755)
+    assert len(load_key(state, create=True)) == 32
+
+
+def test_a_key_folder_of_another_user_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder another owner needs root")
+    state = tmp_path / "state"
+    (state / "dedupe").mkdir(parents=True)
+    os.chown(state / "dedupe", 65534, 65534)
+    with pytest.raises(ActionLogError, match="is owned by user 65534, not by you"):
+        load_key(state, create=True)
+    assert not key_path(state).exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,31 @@ def test_a_near_plan_says_its_centre_codes_and_threshold_and_reads_them_back(
     ]
     assert all(m["code"].startswith("ISCC:GAA") for m in group["members"])
     assert plan_from_document(json.loads(json.dumps(document))) == plan
+
+
+def test_a_plan_another_user_could_have_written_is_not_acted_on(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    files = [write(root / f"{c}.bin", b"same bytes" * 100, mtime=1_000_000) for c in "ab"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(plan_document(plan_of(root, [files]))))
+    plan.chmod(0o644)
+    assert load_plan(plan).groups  # the user's own, written by nobody else: read
+    plan.chmod(0o666)
+    with pytest.raises(PlanFileError, match=r"can be written by others \(mode 0666\)"):
+        load_plan(plan)
+    plan.chmod(0o620)
+    with pytest.raises(PlanFileError, match="can be written by others"):
+        load_plan(plan)
+
+
+def test_a_plan_owned_by_another_user_is_not_acted_on(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a file another owner needs root")
+    root = tmp_path / "root"
+    files = [write(root / f"{c}.bin", b"same bytes" * 100, mtime=1_000_000) for c in "ab"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(plan_document(plan_of(root, [files]))))
+    plan.chmod(0o644)
+    os.chown(plan, 65534, 65534)
+    with pytest.raises(PlanFileError, match="is owned by user 65534, not by you"):
+        load_plan(plan)
