@@ -28,8 +28,9 @@ itself. The data adds, per type:
 
 ``others`` lists at most ``PipelineOptions.others_limit`` names, folded into one entry per file;
 ``count`` is the full number of other names.
-A duplicate found on another host of a fleet is also announced from that host's side
-(:mod:`isccd.pipeline.mirror`).
+A duplicate found on another host of a fleet is also announced from that host's side: the
+same builders (:func:`exact`, :func:`near`, :func:`resolved`) make both sides' payloads, the
+other file's naming this host's file only (``count`` 1; see :mod:`isccd.pipeline.announce`).
 
 ``scan.progress`` is not logged: progress is transient and a log of it would bury the changes.
 :meth:`Pipeline.reconcile <isccd.pipeline.pipeline.Pipeline.reconcile>` reports it through its
@@ -42,6 +43,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from isccd.match import Relation
 from isccd.model import FileIssue, FileRecord, RelationKind, UnitType, sort_units
 from isccd.pipeline.peers import Peer, fold, size_of
 from isccd.results import Match
@@ -95,3 +97,45 @@ def unit_code(stored: StoredFile, unit_type: UnitType) -> str | None:
 def issues(items: Sequence[FileIssue]) -> list[dict[str, Any]]:
     """Issues as JSON objects."""
     return [dataclasses.asdict(i) for i in items]
+
+
+def exact(subject: StoredFile, others: Sequence[StoredFile], count: int) -> dict[str, Any]:
+    """The payload of ``dup.exact`` about ``subject``, naming ``others`` of its ``count``
+    copies."""
+    return {
+        "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
+        **brief(subject.record), "code": unit_code(subject, UnitType.INSTANCE),
+        "others": matches(Peer(f, RelationKind.EXACT) for f in others), "count": count,
+    }  # fmt: skip
+
+
+def near(
+    subject: StoredFile,
+    nearest: Relation,
+    others: Iterable[tuple[StoredFile, Relation]],
+    count: int,
+) -> dict[str, Any]:
+    """The payload of ``dup.near`` about ``subject``, near its ``count`` others by
+    ``nearest.unit``: the smallest distance is ``nearest``'s, ``others`` the files named with
+    their relations (nearest first)."""
+    unit = nearest.unit
+    return {
+        "unit": unit.value, "threshold": nearest.threshold, "bits": nearest.bits,
+        "distance": nearest.distance, "iscc": subject.record.iscc,
+        "code": unit_code(subject, unit),
+        "others": matches(
+            Peer(f, RelationKind.NEAR, unit, r.distance, r.threshold) for f, r in others
+        ),
+        "count": count,
+    }  # fmt: skip
+
+
+def resolved(
+    kind: str, unit: UnitType, reason: str, others: Iterable[StoredFile], count: int
+) -> dict[str, Any]:
+    """The payload of ``dup.resolved``: ``count`` relations of ``kind`` by ``unit`` ended
+    for ``reason``, ``others`` named."""
+    return {
+        "kind": kind, "unit": unit.value, "reason": reason,
+        "others": refs(others), "count": count,
+    }  # fmt: skip

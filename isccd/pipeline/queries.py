@@ -20,8 +20,9 @@ from isccd.iscc import IsccError, iscc_decode, iscc_decompose
 from isccd.iscc.constants import MT, ST_CC
 from isccd.match import CONTAINER_UNITS, NEAR_UNITS, Thresholds, content_apart, near_unit, relate
 from isccd.model import FileRecord, RelationKind, Unit, UnitType
-from isccd.pipeline.index import Index, exact_copies, stored_side
+from isccd.pipeline.index import Index
 from isccd.pipeline.peers import Peer, fold, size_of
+from isccd.pipeline.relate import exact_copies, stored_side
 from isccd.results import FileInfo, Match, SimilarQuery, SimilarResult, units_of
 from isccd.store import NearPair, StoredFile
 
