@@ -14,7 +14,7 @@ a fresh SQLite store in a temporary directory:
   beforehand) inserted with plain ``sqlite3`` ``executemany``, one transaction per job of
   450 files;
 - **add_new, B=32, 64, 450, 512**: what the store owner thread runs for a job of B new files:
-  ``begin``, ``savepoint``, ``changes.add_new(index, root, records[i:i+B])``, ``release``, ``commit``
+  ``begin``, ``savepoint``, ``changes.add_new(ix, root, records[i:i+B])``, ``release``, ``commit``
   (64 files are one worker's message, a job of its own when the owner keeps up and nothing
   gathers; 512 what a scan's job gathers at most, ``isccd.pipeline.batches.Gathering``; 32
   and 450 are the sizes measured before).

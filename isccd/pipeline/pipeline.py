@@ -650,12 +650,8 @@ class Pipeline:
             InvalidCodeError: The code cannot be decoded.
             NotIndexedError: The file is not indexed and cannot be coded.
         """
-        if query.path is None:
-            subject = queries.subject_of_code(query.code or "")
-        else:
-            path = query.path
-            stored = await self._call(lambda ix: ix.store.file_at(path))
-            subject = stored if stored is not None else queries.coded(path, await code(path))
+        found = await self._call(lambda ix: queries.subject(ix, query))
+        subject = queries.coded(found, await code(found)) if isinstance(found, str) else found
         return await self._call(lambda ix: queries.similar(ix, subject, query))
 
     async def dupes(self, query: DupesQuery) -> DupesResult:

@@ -88,6 +88,21 @@ def subject_of_code(code: str) -> StoredFile:
     return unsaved(FileRecord(path="", stat=None, units=units_of_code(code)))
 
 
+def subject(ix: Index, query: SimilarQuery) -> StoredFile | str:
+    """The subject of a ``similar`` question, as the daemon and a command reading the store
+    alike pick it: the code asked about, or the file indexed at the path asked about; the path
+    itself when no file is indexed there, for the caller to code it without storing it (then
+    :func:`coded`).
+
+    Raises:
+        InvalidCodeError: The code cannot be decoded.
+    """
+    if query.path is None:
+        return subject_of_code(query.code or "")
+    stored = ix.store.file_at(query.path)
+    return stored if stored is not None else query.path
+
+
 def get(ix: Index, path: str, host: str | None = None) -> FileInfo | None:
     """What the index knows about ``path`` (a tombstone if it was removed), or ``None``;
     ``host``: only its duplicates on that host."""

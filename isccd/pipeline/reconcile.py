@@ -476,8 +476,8 @@ class Reconciler:
         self, done: Sequence[tuple[HashJob, FileRecord]]
     ) -> list[tuple[list[Event], list[HashJob], ScanStats]] | None:
         """:meth:`applied` of many hash results at once, when each is a whole record of a file
-        at a new path that no other path waits for (:func:`isccd.pipeline.changes.add_new`, the common case of
-        a first scan); ``None``, with nothing done, when not."""
+        at a new path that no other path waits for (:func:`isccd.pipeline.changes.add_new`,
+        the common case of a first scan); ``None``, with nothing done, when not."""
         roots = {job.root for job, _ in done}
         if len(roots) != 1 or any(job.units is not None or job.links for job, _ in done):
             return None

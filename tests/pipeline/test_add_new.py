@@ -1,7 +1,7 @@
-"""Files at new paths applied together (:func:`isccd.pipeline.changes.add_new`, what a first scan does with each
-batch of small files) end as applied one by one: the same rows, relations and events, in the
-same order, whatever hardlinks, copies and near duplicates the batch holds among itself and
-with the files stored before it."""
+"""Files at new paths applied together (:func:`isccd.pipeline.changes.add_new`, what a first scan
+does with each batch of small files) end as applied one by one: the same rows, relations and
+events, in the same order, whatever hardlinks, copies and near duplicates the batch holds among
+itself and with the files stored before it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The events of a batch of new files (:func:`isccd.pipeline.changes.add_new`, logged together at its end) are
-those of the files applied one by one: the same seqs, types, paths and data, and each record's
-own, also after old events were purged, and on PostgreSQL. The events handed out are what the
-log gives back, down to the type of every value (``==`` alone takes a unit type for its
-value)."""
+"""The events of a batch of new files (:func:`isccd.pipeline.changes.add_new`, logged together at
+its end) are those of the files applied one by one: the same seqs, types, paths and data, and
+each record's own, also after old events were purged, and on PostgreSQL. The events handed out
+are what the log gives back, down to the type of every value (``==`` alone takes a unit type for
+its value)."""
 
 from __future__ import annotations
 
