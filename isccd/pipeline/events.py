@@ -13,7 +13,8 @@ itself. The data adds, per type:
   ``code`` (this file's Instance-Code), ``datahash``, ``size``, ``others`` (matches, as
   ``similar`` lists them: one per file, its hardlinks in ``links``), ``count``.
 - ``dup.near``: ``unit``, ``threshold``, ``bits``, ``distance`` (the smallest), ``iscc``,
-  ``code`` (this file's unit), ``others`` (matches), ``count``.
+  ``code`` (this file's unit), ``others`` (``path``, ``root``, ``host``, ``links``,
+  ``distance``: the event's unit and threshold hold for all), ``count``.
 - ``dup.resolved``: ``kind`` (``exact`` or ``near``), ``unit``, ``reason`` (``changed``,
   ``removed``, ``threshold``), ``others`` (``path``, ``links``, ``root``, ``host``, ``size``,
   ``iscc``), ``count``.
@@ -52,6 +53,10 @@ from isccd.store import StoredFile
 #: The members of a match that a ``dup.resolved`` event names: the relation has ended, so it
 #: has no distance any more.
 _REF = ("path", "links", "root", "host", "size", "iscc")
+#: The members of a match that a ``dup.near`` event names: the event says the unit and the
+#: threshold once, and a subscriber that wants a file's codes asks ``get`` (a full match of
+#: each of the ``max_links`` others made a family's events ~18x an unrelated tree's).
+_NEAR = ("path", "root", "host", "links", "distance")
 #: The members of a match, in order.
 _MATCH = tuple(f.name for f in dataclasses.fields(Match))
 
@@ -119,13 +124,12 @@ def near(
     ``nearest.unit``: the smallest distance is ``nearest``'s, ``others`` the files named with
     their relations (nearest first)."""
     unit = nearest.unit
+    peers = (Peer(f, RelationKind.NEAR, unit, r.distance, r.threshold) for f, r in others)
     return {
         "unit": unit.value, "threshold": nearest.threshold, "bits": nearest.bits,
         "distance": nearest.distance, "iscc": subject.record.iscc,
         "code": unit_code(subject, unit),
-        "others": matches(
-            Peer(f, RelationKind.NEAR, unit, r.distance, r.threshold) for f, r in others
-        ),
+        "others": [{name: getattr(m, name) for name in _NEAR} for m in fold(peers)],
         "count": count,
     }  # fmt: skip
 
