@@ -104,7 +104,7 @@ def emit(
 ) -> Event:
     """Log an event in the current transaction (``host``: about another host's file;
     ``file_id``: the file a ``file.*`` event changed)."""
-    event = ix.store.append_event(type, root, path, data, ix.now(), host=host, file_id=file_id)
+    event = ix.store.append_event(type, root, path, data, ix.clock(), host=host, file_id=file_id)
     ix.logged([event])
     return event
 
@@ -126,7 +126,7 @@ def note(
     if ix.queue is None:
         emit(ix, type, root, path, data, host=host, file_id=file_id)
     else:
-        ix.queue.append(NewEvent(type, root, path, data, ix.now(), host, file_id, plain))
+        ix.queue.append(NewEvent(type, root, path, data, ix.clock(), host, file_id, plain))
 
 
 # -- relations announced -----------------------------------------------------------------------
@@ -169,9 +169,16 @@ def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -
     if found.add:
         ix.store.add_near(found.add)
         bound(ix, [(p.other(file_id), p.unit) for p in found.add])
-    for n in found.events:
+    if not found.events:
+        return
+    clock, queue = ix.clock, ix.queue
+    if queue is None:  # logged together, in order
+        made = [NewEvent(n.type, n.root, n.path, n.data, clock(), n.host) for n in found.events]
+        ix.logged(ix.store.append_events(made))
+        return
+    for n in found.events:  # this host's queued with the job's; another host's side now
         if n.host is None:
-            note(ix, n.type, n.root, n.path, n.data)
+            queue.append(NewEvent(n.type, n.root, n.path, n.data, clock()))
         else:
             emit(ix, n.type, n.root, n.path, n.data, host=n.host)
 
@@ -289,7 +296,7 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
             by_identity.setdefault(key.identity, []).append(other)
         if key.datahash is not None:
             by_datahash.setdefault(key.datahash, []).append(other)
-    now = ix.now()
+    now = ix.clock()
     ids = ix.store.add_files(root, records, now)
     ix.index_new(ids, records)
     near = relate.near_each(ix, ids, records)
@@ -327,7 +334,7 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
 
 
 def _add(ix: Index, root: str, record: FileRecord) -> StoredFile:
-    now = ix.now()
+    now = ix.clock()
     file_id = ix.store.add_file(root, record, now)
     _added(ix, root, file_id, record, now)
     ix.index_put(file_id, record, new=True)
@@ -368,7 +375,7 @@ def _added(
 def _update(ix: Index, root: str, existing: StoredFile, record: FileRecord) -> None:
     ix.store.exclusive()  # the relations read below are the ones this change ends
     old = existing.record
-    now = ix.now()
+    now = ix.clock()
     if _same_content(old, record) and not _links_change(old, record):
         ix.store.update_file(existing.id, root, record, now)
         _report_issues(ix, root, record, old.issues)
@@ -393,7 +400,7 @@ def _apply_unreadable(ix: Index, root: str, record: FileRecord, seen: FileStat |
     existing = ix.store.file_at(record.path)
     if existing is not None:
         kept = replace(existing.record, stat=seen or existing.record.stat, issues=record.issues)
-        ix.store.update_file(existing.id, root, kept, ix.now())
+        ix.store.update_file(existing.id, root, kept, ix.clock())
         _report_issues(ix, root, record, existing.record.issues)
         return
     if seen is None:
@@ -460,7 +467,7 @@ def remove_file(ix: Index, stored: StoredFile) -> None:
     ix.store.exclusive()  # the relations read below are the ones this removal ends
     old_exact = relate.exact_ids(ix, stored.id, stored.record)
     old_near = ix.store.near_of(stored.id)
-    ix.store.remove_file(stored.id, ix.now())
+    ix.store.remove_file(stored.id, ix.clock())
     brief = payload.brief(stored.record)
     emit(ix, EventType.FILE_REMOVED, stored.root, stored.path, brief, file_id=stored.id)
     announce_relations(ix, stored, [], old_exact=old_exact, old_near=old_near, reason="removed")
@@ -487,7 +494,7 @@ def move_file(ix: Index, stored: StoredFile, root: str, path: str, stat: FileSta
         return ix.since(mark)
     old_exact = relate.exact_ids(ix, stored.id, old)
     old_near = ix.store.near_of(stored.id)
-    now = ix.now()
+    now = ix.clock()
     ix.store.update_file(stored.id, root, record, now)
     if record.iscc != old.iscc:
         data["previous"] = payload.brief(old)
@@ -564,7 +571,7 @@ def recompose(ix: Index, file_ids: Sequence[int], wide: bool) -> list[Event]:
 
 def purge(ix: Index) -> tuple[int, int]:
     """Forget tombstones and events older than their retention; ``(files, events)``."""
-    now = ix.now()
+    now = ix.clock()
     files = ix.store.purge_tombstones(now - ix.options.tombstone_retention)
     events = ix.store.purge_events(now - ix.options.event_retention)
     return files, events

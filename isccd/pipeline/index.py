@@ -53,7 +53,8 @@ class Index:
         """
         self.store = store
         self.options = options or PipelineOptions()
-        self._clock = clock
+        #: Unix time for events and tombstones.
+        self.clock = clock
         self._on_commit = on_commit
         self.search = HammingSearch(())
         # Where the index stands in a shared log: read before any unit type is loaded.
@@ -61,7 +62,7 @@ class Index:
         self._caught_up = False
         self._loaded: set[UnitType] = set()
         self._pending: list[Event] = []
-        # The events of a job of new files, logged together at its end (apply.add_new).
+        # The events of a job of new files, logged together at its end (changes.add_new).
         self.queue: list[NewEvent] | None = None
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
         # How many files the in-memory index found within the threshold of a file's unit, of
@@ -120,15 +121,20 @@ class Index:
         self._undo += [(file_id, dict.fromkeys(loaded)) for file_id in ids]
         self.search.add_new(ids, [{u.type: u.digest for u in r.units} for r in records])
 
+    def _unwind(self, mark: int) -> None:
+        while len(self._undo) > mark:
+            file_id, before = self._undo.pop()
+            for unit_type, code in before.items():
+                if code is None:
+                    self.search[unit_type].discard(file_id)
+                else:
+                    self.search[unit_type].add(file_id, code)
+
     def local(self, key: FileKey) -> bool:
         """Whether a file is this host's (another host's identity means nothing here)."""
         return key.host in ("", self.store.host)
 
     # -- events --------------------------------------------------------------------------------
-
-    def now(self) -> float:
-        """Unix time for events and tombstones."""
-        return self._clock()
 
     @property
     def pending(self) -> Sequence[Event]:
@@ -142,15 +148,6 @@ class Index:
     def logged(self, events: Sequence[Event]) -> None:
         """Events just logged in the open batch: pending until it commits."""
         self._pending += events
-
-    def _unwind(self, mark: int) -> None:
-        while len(self._undo) > mark:
-            file_id, before = self._undo.pop()
-            for unit_type, code in before.items():
-                if code is None:
-                    self.search[unit_type].discard(file_id)
-                else:
-                    self.search[unit_type].add(file_id, code)
 
     # -- transactions (the owner's protocol) ---------------------------------------------------
 

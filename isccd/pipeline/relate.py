@@ -39,9 +39,10 @@ def stored_side(stored: StoredFile, host: str) -> Side:
     return side_of(stored.id, stored.record, foreign=bool(stored.host) and stored.host != host)
 
 
-def key_side(ix: Index, file_id: int, key: FileKey, digests: dict[UnitType, bytes]) -> Side:
-    """What :mod:`isccd.match` needs of a file known by its key."""
-    identity = key.identity if ix.local(key) else None
+def key_side(host: str, file_id: int, key: FileKey, digests: dict[UnitType, bytes]) -> Side:
+    """What :mod:`isccd.match` needs of a file known by its key, seen from ``host`` (another
+    host's identity means nothing here)."""
+    identity = key.identity if key.host in ("", host) else None
     return Side(file_id, identity, key.datahash, key.size, digests)
 
 
@@ -105,7 +106,8 @@ def related(
     if keys is None:
         keys = ix.store.related_keys(identity, record.datahash if admitted else None)
     # Hardlinks and exact copies: their relation follows from their keys alone.
-    sides = {other: key_side(ix, other, key, {}) for other, key in keys.items()}
+    host = ix.store.host
+    sides = {other: key_side(host, other, key, {}) for other, key in keys.items()}
     if admitted:
         _near_sides(ix, file_id, record, sides, near)
     sides.pop(file_id, None)
@@ -155,8 +157,9 @@ def _near_sides(
     if not fresh:
         return  # most files: near nothing
     _content_of(ix.store, record, fresh, digests)
+    host = ix.store.host
     for other, key in ix.store.file_keys(fresh).items():
-        sides[other] = key_side(ix, other, key, digests[other])
+        sides[other] = key_side(host, other, key, digests[other])
 
 
 def _content_of(
