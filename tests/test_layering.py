@@ -362,11 +362,12 @@ def test_announcing_is_pure() -> None:
         for a in node.names
     }
     assert from_store <= {"NearPair", "StoredFile"}, from_store
-    plain = {
-        n.names[0].name.split(".")[0] if isinstance(n, ast.Import) else (n.module or "")
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Import | ast.ImportFrom) and not n.level
-    }
+    plain: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            plain.update(a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and not n.level:
+            plain.add((n.module or "").split(".")[0])
     assert not plain & {"os", "logging", "time", "sqlite3", "threading", "pathlib"}, plain
     assert not _store_calls(path)
 
