@@ -1,4 +1,4 @@
-"""The store thread's share of a first scan of small files: ``Index.add_new`` of the records of
+"""The store thread's share of a first scan of small files: ``changes.add_new`` of the records of
 a job, in one process, next to the floor measured in the same run.
 
 The files: the first ``--files`` (all 20,000) of the small-file tree of ``bench/smallfiles.py``
@@ -14,7 +14,7 @@ a fresh SQLite store in a temporary directory:
   beforehand) inserted with plain ``sqlite3`` ``executemany``, one transaction per job of
   450 files;
 - **add_new, B=32, 64, 450, 512**: what the store owner thread runs for a job of B new files:
-  ``begin``, ``savepoint``, ``Index.add_new(root, records[i:i+B])``, ``release``, ``commit``
+  ``begin``, ``savepoint``, ``changes.add_new(ix, root, records[i:i+B])``, ``release``, ``commit``
   (64 files are one worker's message, a job of its own when the owner keeps up and nothing
   gathers; 512 what a scan's job gathers at most, ``isccd.pipeline.batches.Gathering``; 32
   and 450 are the sizes measured before).
@@ -58,6 +58,7 @@ import isccd
 from isccd.hashing import compute_record
 from isccd.iscc.kernels import warmup
 from isccd.model import FileRecord
+from isccd.pipeline import changes
 from isccd.pipeline.index import Index
 from isccd.store import SqliteStore
 
@@ -103,7 +104,7 @@ def apply_pass(db: Path, root: str, records: list[FileRecord], size: int) -> Non
         for start in range(0, len(records), size):
             index.begin()
             index.savepoint()
-            if index.add_new(root, records[start : start + size]) is None:
+            if changes.add_new(index, root, records[start : start + size]) is None:
                 raise SystemExit("add_new refused a job of new files")
             index.release()
             index.commit()

@@ -12,7 +12,7 @@ import pytest
 from isccd.hashing import compute_record
 from isccd.match import Side, Thresholds, content_apart, near_unit, relate
 from isccd.model import FileRecord, RelationKind, UnitType
-from isccd.pipeline.index import side_of
+from isccd.pipeline.relate import side_of
 from tests.pipeline.harness import family_digest
 
 _WORDS = (

@@ -382,3 +382,115 @@ def test_no_module_imports_another_modules_private_names(module: str, path: Path
                 if private and (module, name) not in PRIVATE_IMPORTS:
                     bad.add(f"{node.module}.{name}")
     assert not bad, f"{module} imports private names: {sorted(bad)}; make them public"
+
+
+#: The store's methods that change files, near links and events: only the pipeline's
+#: ``changes`` module calls them (the store's own properties, root devices and the policy
+#: record are settings of the store, written where they are decided).
+STORE_WRITES = {
+    "add_file",
+    "add_files",
+    "update_file",
+    "move_file",
+    "remove_file",
+    "purge_tombstones",
+    "purge_events",
+    "add_near",
+    "remove_near",
+    "append_event",
+    "append_events",
+}
+#: The one module that applies changes to the store.
+WRITER = "isccd.pipeline.changes"
+
+
+def _store_calls(path: Path) -> list[tuple[int, str]]:
+    """Calls ``<...>.store.<method>(...)`` or ``store.<method>(...)`` of a module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        named = (isinstance(owner, ast.Name) and owner.id == "store") or (
+            isinstance(owner, ast.Attribute) and owner.attr == "store"
+        )
+        if named:
+            found.append((node.lineno, node.func.attr))
+    return found
+
+
+def test_only_the_changes_module_writes_files_near_links_and_events() -> None:
+    assert _store_methods() >= STORE_WRITES
+    offenders = [
+        f"{module}:{line}: .store.{name}"
+        for module, path in MODULES
+        if module != WRITER and _layer_of(module) != "store"
+        for line, name in _store_calls(path)
+        if name in STORE_WRITES
+    ]
+    assert not offenders, offenders
+    assert {name for _, name in _store_calls(PACKAGE / "pipeline" / "changes.py")} & STORE_WRITES
+
+
+def test_announcing_is_pure() -> None:
+    # From the relations before and after to the near links and events: no store, no Index,
+    # no I/O; the store's rows come in as values (isccd.store.base's data classes).
+    path = PACKAGE / "pipeline" / "announce.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = _isccd_imports("isccd.pipeline.announce", path)
+    assert imported <= {
+        "isccd.match",
+        "isccd.model",
+        "isccd.pipeline",
+        "isccd.pipeline.events",
+        "isccd.store.base",
+    }, imported
+    from_store = {
+        a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "isccd.store.base"
+        for a in node.names
+    }
+    assert from_store <= {"NearPair", "StoredFile"}, from_store
+    plain: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            plain.update(a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and not n.level:
+            plain.add((n.module or "").split(".")[0])
+    assert not plain & {"os", "logging", "time", "sqlite3", "threading", "pathlib"}, plain
+    assert not _store_calls(path)
+
+
+#: The modules that answer questions: they never change the store, nor announce.
+READ_SIDE = ("queries", "groups", "reader", "centres")
+
+
+@pytest.mark.parametrize("name", READ_SIDE)
+def test_the_read_side_never_reaches_the_write_side(name: str) -> None:
+    path = PACKAGE / "pipeline" / f"{name}.py"
+    imported = _isccd_imports(f"isccd.pipeline.{name}", path)
+    assert not imported & {WRITER, "isccd.pipeline.announce"}, imported
+
+
+def test_the_pipeline_has_no_import_cycle() -> None:
+    # Counting imports made only for type checking: a cycle there is a cycle of concepts.
+    graph = {
+        module: {m for m in _isccd_imports(module, path) if m.startswith("isccd.pipeline.")}
+        for module, path in MODULES
+        if module.startswith("isccd.pipeline.")
+    }
+    state: dict[str, int] = {}
+
+    def visit(module: str, trail: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                pytest.fail("import cycle: " + " -> ".join([*trail, module, target]))
+            if target not in state:
+                visit(target, [*trail, module])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])

@@ -1,111 +1,107 @@
-"""Announcing a file's relations: storing its near-duplicate pairs and logging what began
-(``dup.exact``, ``dup.near``) and what ended (``dup.resolved``), relative to before a change;
-for another host's file, from its side too (:mod:`isccd.pipeline.mirror`)."""
+"""Announcing a change of a file's relations, as a pure function: from the relations before
+and after the change, the file, the related files read, the limit and the host, to the near
+links to store and delete and the events to log (``dup.exact``, ``dup.near`` when a relation
+began, ``dup.resolved`` when one ended).
+
+It reads and writes nothing: :mod:`isccd.pipeline.changes` reads the files :func:`listed` names,
+calls :func:`announce`, and applies what it returns. For another host's file of a fleet (a
+shared store) the same finding is also announced from that file's side: an event about it,
+attributed to its host (:attr:`isccd.model.Event.host`), naming this host's file (``count``
+1), built by the same payload builders (:mod:`isccd.pipeline.events`) as this host's. The
+other host's subscribers follow their host's events in the shared log, whether or not their
+daemon runs; nothing is decided twice, and nothing waits on the other daemon. Only the other
+files an event lists are mirrored (at most ``limit`` of them).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
 from isccd.match import Relation
 from isccd.model import EventType, RelationKind, UnitType
 from isccd.pipeline import events as payload
-from isccd.pipeline import mirror
-from isccd.pipeline.peers import Peer
-from isccd.store import NearPair, StoredFile
 
-if TYPE_CHECKING:
-    from isccd.pipeline.index import Index
+# The records of the store's rows, as values: this module never sees the store itself.
+from isccd.store.base import NearPair, StoredFile
 
 
-def _store_near(
-    ix: Index,
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """An event to log.
+
+    Attributes:
+        type: The event type.
+        root: The root of the file it is about.
+        path: The path of the file it is about.
+        data: The payload.
+        host: ``None`` for this host's file; else the other host whose file it is about (the
+            other side of a duplicate found across hosts).
+    """
+
+    type: EventType
+    root: str
+    path: str
+    data: dict[str, Any]
+    host: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A file's relations before and after a change, compared.
+
+    Attributes:
+        file_id: The file.
+        exact: Its exact copies now, in the order found.
+        began_exact: Those it did not have before.
+        ended_exact: Those it had before and has no more.
+        near: Its near relations now, by ``(other, unit)``.
+        old: Its stored near relations before, by ``(other, unit)``.
+        began: The near relations that began, per unit, nearest first (ties by id).
+        ended: The other files of the near relations that ended, per unit.
+    """
+
+    file_id: int
+    exact: list[int] = field(default_factory=list)
+    began_exact: list[int] = field(default_factory=list)
+    ended_exact: list[int] = field(default_factory=list)
+    near: dict[tuple[int, UnitType], Relation] = field(default_factory=dict)
+    old: dict[tuple[int, UnitType], NearPair] = field(default_factory=dict)
+    began: dict[UnitType, list[Relation]] = field(default_factory=dict)
+    ended: dict[UnitType, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    """What a change of relations causes.
+
+    Attributes:
+        add: Near links to store (new ones, and those whose distance changed).
+        remove: Near links to delete (ended).
+        events: The events to log, in order.
+    """
+
+    add: list[NearPair]
+    remove: list[NearPair]
+    events: list[Notice]
+
+
+def compare(
     file_id: int,
-    near: dict[tuple[int, UnitType], Relation],
-    old: dict[tuple[int, UnitType], NearPair],
-) -> None:
-    """Store the near relations that began or changed distance, and delete those that ended
-    (no statement when there are none: most files have no near relation); then bound the
-    other files' relations (:func:`_bound`)."""
-    gone = [p for key, p in old.items() if key not in near]
-    if gone:
-        ix.store.remove_near(gone)
-    new = [
-        NearPair.of(file_id, other, unit, r.distance)
-        for (other, unit), r in near.items()
-        if (other, unit) not in old or old[(other, unit)].distance != r.distance
-    ]
-    if new:
-        ix.store.add_near(new)
-        _bound(ix, [(p.other(file_id), p.unit) for p in new])
-
-
-def _bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
-    """Keep each of ``others`` at ``max_links`` relations of the unit type it just gained one
-    of, dropping its farthest (ties: the other file indexed first), but never the last relation
-    of the other file (so that no near duplicate is left without a relation, and out of every
-    group): then the next farthest goes instead. A relation dropped still holds; it is not
-    among the nearest of one of its files any more, and ends without an event, as it would not
-    have been stored had that file been indexed last."""
-    limit = ix.options.thresholds.max_links
-    if limit is None:
-        return
-    dropped: set[NearPair] = set()
-    counts: dict[tuple[int, UnitType], int] = {}
-
-    def count(file_id: int, unit: UnitType) -> int:
-        if (file_id, unit) not in counts:
-            counts[(file_id, unit)] = ix.store.near_count(file_id, unit)
-        return counts[(file_id, unit)]
-
-    for other, unit in others:
-        if count(other, unit) <= limit:
-            continue  # most files, even in a family: room for one more
-        pairs = [p for p in ix.store.near_of(other) if p.unit is unit and p not in dropped]
-        if len(pairs) <= limit:
-            continue
-        pairs.sort(key=lambda p: (p.distance, -p.other(other)))
-        excess = len(pairs) - limit
-        for pair in reversed(pairs):
-            far = pair.other(other)
-            if excess and count(far, unit) > 1:
-                dropped.add(pair)
-                counts[(far, unit)] -= 1
-                counts[(other, unit)] = count(other, unit) - 1
-                excess -= 1
-    if dropped:
-        ix.store.remove_near(sorted(dropped))
-
-
-def announce(
-    ix: Index,
-    root: str,
-    stored: StoredFile,
     relations: Sequence[Relation],
-    *,
     old_exact: Iterable[int] = (),
     old_near: Sequence[NearPair] = (),
-    reason: str = "changed",
-    counts: Mapping[UnitType, int] | None = None,
-) -> None:
-    """Store the near relations of a file and log what began and what ended.
-
-    Events list at most ``others_limit`` other files each (the closest first), so only
-    those are read from the store; a ``dup.near`` says in ``count`` how many files the file is
-    near by its unit (``counts``), of which it names the nearest ``max_links``.
-    """
+) -> Change | None:
+    """Compare a file's relations now with those before a change; ``None`` when there is
+    nothing to announce (no relation before or after: most files)."""
     before_exact = list(old_exact)
     if not relations and not old_near and not before_exact:
-        return  # most files: nothing began, nothing ended
-    file_id, record = stored.id, stored.record
-    limit = ix.options.others_limit
+        return None
     exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
     near = {(r.other, r.unit): r for r in relations if r.kind is RelationKind.NEAR}
     old = {(p.other(file_id), p.unit): p for p in old_near}
-    _store_near(ix, file_id, near, old)
     exact_now, exact_before = set(exact), set(before_exact)
-    ended_exact = [i for i in before_exact if i not in exact_now]
-    began_exact = [i for i in exact if i not in exact_before]
     ended: dict[UnitType, list[int]] = {}
     for other, unit in old:
         if (other, unit) not in near:
@@ -116,52 +112,97 @@ def announce(
             began.setdefault(relation.unit, []).append(relation)
     for found in began.values():
         found.sort(key=lambda r: (r.distance, r.other))
-    listed = set(ended_exact[:limit]) | (set(exact[:limit]) if began_exact else set())
-    listed.update(began_exact[:limit])
-    for ids in ended.values():
-        listed.update(ids[:limit])
-    for found in began.values():
-        listed.update(r.other for r in found[:limit])
-    files = {s.id: s for s in ix.store.files_by_id(sorted(listed))}
+    return Change(
+        file_id,
+        exact=exact,
+        began_exact=[i for i in exact if i not in exact_before],
+        ended_exact=[i for i in before_exact if i not in exact_now],
+        near=near,
+        old=old,
+        began=began,
+        ended=ended,
+    )
+
+
+def listed(change: Change, limit: int) -> list[int]:
+    """The other files the events of ``change`` name (at most ``limit`` per event, the
+    closest first): the only ones to read."""
+    ids = set(change.ended_exact[:limit]) | set(change.began_exact[:limit])
+    if change.began_exact:
+        ids.update(change.exact[:limit])
+    for others in change.ended.values():
+        ids.update(others[:limit])
+    for found in change.began.values():
+        ids.update(r.other for r in found[:limit])
+    return sorted(ids)
+
+
+def announce(
+    stored: StoredFile,
+    change: Change,
+    files: Mapping[int, StoredFile],
+    *,
+    limit: int,
+    host: str,
+    reason: str = "changed",
+    counts: Mapping[UnitType, int] | None = None,
+) -> Announcement:
+    """The near links and events of a change of a file's relations.
+
+    Args:
+        stored: The file, as it is after the change.
+        change: Its relations compared (:func:`compare`).
+        files: The other files read, by id (those :func:`listed` names; one missing is gone
+            and left out).
+        limit: At most this many other files per event.
+        host: This host: another host's file named gets its side of the finding.
+        reason: Why relations ended (``changed``, ``removed``, ``threshold``).
+        counts: How many files the file is near per unit type, when the in-memory index
+            found more than the relations kept (a ``dup.near`` says the larger).
+    """
+    file_id, root, path = stored.id, stored.root, stored.path
+    near, old = change.near, change.old
+    remove = [p for key, p in old.items() if key not in near]
+    add = [
+        NearPair.of(file_id, other, unit, r.distance)
+        for (other, unit), r in near.items()
+        if (other, unit) not in old or old[(other, unit)].distance != r.distance
+    ]
+    events: list[Notice] = []
 
     def known(ids: Iterable[int]) -> list[StoredFile]:
         return [files[i] for i in ids if i in files]
 
-    if ended_exact:
-        ix.note(EventType.DUP_RESOLVED, root, record.path, {
-            "kind": "exact", "unit": UnitType.INSTANCE.value, "reason": reason,
-            "others": payload.refs(known(ended_exact[:limit])), "count": len(ended_exact),
-        })  # fmt: skip
-        mirror.mirror(ix, EventType.DUP_RESOLVED, stored, known(ended_exact[:limit]),
-                      mirror.resolved(stored, "exact", UnitType.INSTANCE, reason))  # fmt: skip
-    if began_exact:
-        ix.note(EventType.DUP_EXACT, root, record.path, {
-            "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
-            **payload.brief(record), "code": payload.unit_code(stored, UnitType.INSTANCE),
-            "others": payload.matches(Peer(f, RelationKind.EXACT) for f in known(exact[:limit])),
-            "count": len(exact),
-        })  # fmt: skip
-        mirror.mirror(
-            ix, EventType.DUP_EXACT, stored, known(began_exact[:limit]), mirror.exact(stored)
+    def mirror(type: EventType, others: Iterable[StoredFile], data: Any) -> None:
+        events.extend(
+            Notice(type, o.root, o.path, data(o), host=o.host)
+            for o in others
+            if o.host and o.host != host
         )
-    for unit, ids in ended.items():
-        ix.note(EventType.DUP_RESOLVED, root, record.path, {
-            "kind": "near", "unit": unit.value, "reason": reason,
-            "others": payload.refs(known(ids[:limit])), "count": len(ids),
-        })  # fmt: skip
-        mirror.mirror(ix, EventType.DUP_RESOLVED, stored, known(ids[:limit]),
-                      mirror.resolved(stored, "near", unit, reason))  # fmt: skip
-    for unit, found in began.items():
-        mine = record.unit(unit)
-        ix.note(EventType.DUP_NEAR, root, record.path, {
-            "unit": unit.value, "threshold": found[0].threshold, "bits": found[0].bits,
-            "distance": found[0].distance, "iscc": record.iscc,
-            "code": mine.iscc if mine else None,
-            "others": payload.matches(
-                Peer(f, RelationKind.NEAR, unit, r.distance, r.threshold)
-                for r in found[:limit] if (f := files.get(r.other)) is not None
-            ),
-            "count": max(len(found), (counts or {}).get(unit, 0)),
-        })  # fmt: skip
-        by_id = {r.other: r for r in found[:limit]}
-        mirror.mirror(ix, EventType.DUP_NEAR, stored, known(by_id), mirror.near(stored, by_id))
+
+    if ended := change.ended_exact:
+        named = known(ended[:limit])
+        events.append(Notice(EventType.DUP_RESOLVED, root, path, payload.resolved(
+            "exact", UnitType.INSTANCE, reason, named, len(ended))))  # fmt: skip
+        mirror(EventType.DUP_RESOLVED, named, lambda o: payload.resolved(
+            "exact", UnitType.INSTANCE, reason, [stored], 1))  # fmt: skip
+    if change.began_exact:
+        exact = known(change.exact[:limit])
+        events.append(Notice(EventType.DUP_EXACT, root, path,
+                             payload.exact(stored, exact, len(change.exact))))  # fmt: skip
+        mirror(EventType.DUP_EXACT, known(change.began_exact[:limit]),
+               lambda o: payload.exact(o, [stored], 1))  # fmt: skip
+    for unit, ids in change.ended.items():
+        named = known(ids[:limit])
+        events.append(Notice(EventType.DUP_RESOLVED, root, path,
+                             payload.resolved("near", unit, reason, named, len(ids))))  # fmt: skip
+        mirror(EventType.DUP_RESOLVED, named,
+               lambda o, u=unit: payload.resolved("near", u, reason, [stored], 1))  # fmt: skip
+    for unit, found in change.began.items():
+        shown = [(files[r.other], r) for r in found[:limit] if r.other in files]
+        count = max(len(found), (counts or {}).get(unit, 0))
+        events.append(Notice(EventType.DUP_NEAR, root, path,
+                             payload.near(stored, found[0], shown, count)))  # fmt: skip
+        for other, r in shown:
+            mirror(EventType.DUP_NEAR, [other], lambda o, r=r: payload.near(o, r, [(stored, r)], 1))
+    return Announcement(add, remove, events)

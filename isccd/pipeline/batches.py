@@ -6,8 +6,9 @@ commit sees only the few records the hashing has in flight, so a scan commits ev
 :class:`OwnerBatches` collects the items that arrive while the owner is busy and sends them
 together: one job, one commit, one wake-up, while each item keeps its own savepoint, so an item
 that fails is undone alone and its error reaches its own caller only, as before. Where the items
-can be applied together for less (the new files of a first scan: :meth:`Index.add_new`), that
-is tried first, in a savepoint of its own, and the items go one by one if it fails.
+can be applied together for less (the new files of a first scan:
+:func:`isccd.pipeline.changes.add_new`), that is tried first, in a savepoint of its own, and
+the items go one by one if it fails.
 
 While a scan floods the store (a job of many items has just been applied), the next job waits
 a little for more items (:class:`Gathering`): the owner applies a job faster than the workers

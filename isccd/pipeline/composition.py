@@ -48,8 +48,8 @@ def record(ix: Index, wide: bool) -> None:
 
 def outdated(ix: Index, wide: bool) -> Sequence[int] | None:
     """The live files to compose again under ``wide`` (each chunk with
-    :meth:`Index.recompose`), or ``None`` when the stored codes follow it already (a store
-    that records no option takes this one)."""
+    :func:`isccd.pipeline.changes.recompose`), or ``None`` when the stored codes follow it
+    already (a store that records no option takes this one)."""
     text = ix.store.get_property(PROPERTY)
     if text is None:
         record(ix, wide)

@@ -13,7 +13,8 @@ itself. The data adds, per type:
   ``code`` (this file's Instance-Code), ``datahash``, ``size``, ``others`` (matches, as
   ``similar`` lists them: one per file, its hardlinks in ``links``), ``count``.
 - ``dup.near``: ``unit``, ``threshold``, ``bits``, ``distance`` (the smallest), ``iscc``,
-  ``code`` (this file's unit), ``others`` (matches), ``count``.
+  ``code`` (this file's unit), ``others`` (``path``, ``root``, ``host``, ``links``,
+  ``distance``: the event's unit and threshold hold for all), ``count``.
 - ``dup.resolved``: ``kind`` (``exact`` or ``near``), ``unit``, ``reason`` (``changed``,
   ``removed``, ``threshold``), ``others`` (``path``, ``links``, ``root``, ``host``, ``size``,
   ``iscc``), ``count``.
@@ -28,8 +29,9 @@ itself. The data adds, per type:
 
 ``others`` lists at most ``PipelineOptions.others_limit`` names, folded into one entry per file;
 ``count`` is the full number of other names.
-A duplicate found on another host of a fleet is also announced from that host's side
-(:mod:`isccd.pipeline.mirror`).
+A duplicate found on another host of a fleet is also announced from that host's side: the
+same builders (:func:`exact`, :func:`near`, :func:`resolved`) make both sides' payloads, the
+other file's naming this host's file only (``count`` 1; see :mod:`isccd.pipeline.announce`).
 
 ``scan.progress`` is not logged: progress is transient and a log of it would bury the changes.
 :meth:`Pipeline.reconcile <isccd.pipeline.pipeline.Pipeline.reconcile>` reports it through its
@@ -42,6 +44,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from isccd.match import Relation
 from isccd.model import FileIssue, FileRecord, RelationKind, UnitType, sort_units
 from isccd.pipeline.peers import Peer, fold, size_of
 from isccd.results import Match
@@ -50,6 +53,10 @@ from isccd.store import StoredFile
 #: The members of a match that a ``dup.resolved`` event names: the relation has ended, so it
 #: has no distance any more.
 _REF = ("path", "links", "root", "host", "size", "iscc")
+#: The members of a match that a ``dup.near`` event names: the event says the unit and the
+#: threshold once, and a subscriber that wants a file's codes asks ``get`` (a full match of
+#: each of the ``max_links`` others made a family's events ~18x an unrelated tree's).
+_NEAR = ("path", "root", "host", "links", "distance")
 #: The members of a match, in order.
 _MATCH = tuple(f.name for f in dataclasses.fields(Match))
 
@@ -95,3 +102,44 @@ def unit_code(stored: StoredFile, unit_type: UnitType) -> str | None:
 def issues(items: Sequence[FileIssue]) -> list[dict[str, Any]]:
     """Issues as JSON objects."""
     return [dataclasses.asdict(i) for i in items]
+
+
+def exact(subject: StoredFile, others: Sequence[StoredFile], count: int) -> dict[str, Any]:
+    """The payload of ``dup.exact`` about ``subject``, naming ``others`` of its ``count``
+    copies."""
+    return {
+        "unit": UnitType.INSTANCE.value, "distance": 0, "threshold": 0,
+        **brief(subject.record), "code": unit_code(subject, UnitType.INSTANCE),
+        "others": matches(Peer(f, RelationKind.EXACT) for f in others), "count": count,
+    }  # fmt: skip
+
+
+def near(
+    subject: StoredFile,
+    nearest: Relation,
+    others: Iterable[tuple[StoredFile, Relation]],
+    count: int,
+) -> dict[str, Any]:
+    """The payload of ``dup.near`` about ``subject``, near its ``count`` others by
+    ``nearest.unit``: the smallest distance is ``nearest``'s, ``others`` the files named with
+    their relations (nearest first)."""
+    unit = nearest.unit
+    peers = (Peer(f, RelationKind.NEAR, unit, r.distance, r.threshold) for f, r in others)
+    return {
+        "unit": unit.value, "threshold": nearest.threshold, "bits": nearest.bits,
+        "distance": nearest.distance, "iscc": subject.record.iscc,
+        "code": unit_code(subject, unit),
+        "others": [{name: getattr(m, name) for name in _NEAR} for m in fold(peers)],
+        "count": count,
+    }  # fmt: skip
+
+
+def resolved(
+    kind: str, unit: UnitType, reason: str, others: Iterable[StoredFile], count: int
+) -> dict[str, Any]:
+    """The payload of ``dup.resolved``: ``count`` relations of ``kind`` by ``unit`` ended
+    for ``reason``, ``others`` named."""
+    return {
+        "kind": kind, "unit": unit.value, "reason": reason,
+        "others": refs(others), "count": count,
+    }  # fmt: skip

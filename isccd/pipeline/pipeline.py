@@ -36,10 +36,11 @@ from isccd.model import (
     IssueKind,
     UnitType,
 )
-from isccd.pipeline import composition, groups, policy, queries
+from isccd.pipeline import changes, composition, groups, policy, queries
 from isccd.pipeline.batches import OwnerBatches
+from isccd.pipeline.changes import GONE, is_unstable, issue_codes
 from isccd.pipeline.fleetindex import FleetIndex
-from isccd.pipeline.index import GONE, Index, is_unstable, issue_codes
+from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.reconcile import (
     HashJob,
@@ -527,13 +528,15 @@ class Pipeline:
         if is_unstable(record):
             reason = unstable_reason(record)
             return events + await self._call(
-                lambda ix: ix.apply_unstable(root, path, attempts, reason)
+                lambda ix: changes.apply_unstable(ix, root, path, attempts, reason)
             )
-        return events + await self._call(lambda ix: ix.apply_record(root, record, job.stat))
+        return events + await self._call(
+            lambda ix: changes.apply_record(ix, root, record, job.stat)
+        )
 
     async def remove_path(self, path: str) -> list[Event]:
         """A file or directory was deleted: tombstone what the store held there."""
-        return await self._call(lambda ix: ix.remove_path(path))
+        return await self._call(lambda ix: changes.remove_path(ix, path))
 
     async def move_path(self, src: str, root: str, dst: str) -> list[Event]:
         """A file or directory was renamed: the stored files move with it, unhashed."""
@@ -544,7 +547,7 @@ class Pipeline:
         found = {
             p: FileStat.from_os(st) for p, st in examined.items() if not isinstance(st, OSError)
         }
-        return await self._call(lambda ix: ix.move_path(src, root, dst, found))
+        return await self._call(lambda ix: changes.move_path(ix, src, root, dst, found))
 
     async def adopt(self, thresholds: Thresholds | None = None, chunk: int = 256) -> policy.Adopted:
         """Bring the stored relations under a duplicate policy (this pipeline's by default):
@@ -606,13 +609,13 @@ class Pipeline:
             events: list[Event] = []
             for start in range(0, len(ids), chunk):
                 part = ids[start : start + chunk]
-                events += call(functools.partial(Index.recompose, file_ids=part, wide=wide))
+                events += call(functools.partial(changes.recompose, file_ids=part, wide=wide))
             call(functools.partial(composition.record, wide=wide))
             return events
 
     async def purge(self) -> tuple[int, int]:
         """Forget tombstones and events past their retention."""
-        return await self._call(lambda ix: ix.purge())
+        return await self._call(changes.purge)
 
     # -- questions -----------------------------------------------------------------------------
 
@@ -647,12 +650,8 @@ class Pipeline:
             InvalidCodeError: The code cannot be decoded.
             NotIndexedError: The file is not indexed and cannot be coded.
         """
-        if query.path is None:
-            subject = queries.subject_of_code(query.code or "")
-        else:
-            path = query.path
-            stored = await self._call(lambda ix: ix.store.file_at(path))
-            subject = stored if stored is not None else queries.coded(path, await code(path))
+        found = await self._call(lambda ix: queries.subject(ix, query))
+        subject = queries.coded(found, await code(found)) if isinstance(found, str) else found
         return await self._call(lambda ix: queries.similar(ix, subject, query))
 
     async def log_end(self, identity: str) -> int | None:
@@ -678,7 +677,7 @@ class Pipeline:
         """Log an event of the caller's (progress, watch problems, the store's recovery) in a
         job of its own; the future resolves once it is committed."""
         return self._submit(
-            functools.partial(Index.emit, type=type, root=root, path=path, data=data)
+            functools.partial(changes.emit, type=type, root=root, path=path, data=data)
         )
 
     async def flush(self) -> None:

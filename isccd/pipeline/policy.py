@@ -30,9 +30,10 @@ from typing import Any
 
 from isccd.match import NEAR_UNITS, Side, Thresholds, is_exact
 from isccd.model import Event, RelationKind
-from isccd.pipeline.announce import announce
-from isccd.pipeline.index import Index, side_of, stored_side
+from isccd.pipeline import changes, relate
+from isccd.pipeline.index import Index
 from isccd.pipeline.peers import size_of
+from isccd.pipeline.relate import side_of, stored_side
 from isccd.store import StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
@@ -258,7 +259,7 @@ def reevaluate(
     for stored in ix.store.files_by_id(list(file_ids)):
         if not stored.live or stored.host != ix.store.host:
             continue  # gone, or another host's (which decides its files' relations itself)
-        relations = ix.relations(stored.id, stored.record)
+        relations = relate.relations(ix, stored.id, stored.record)
         exact = [r.other for r in relations if r.kind is RelationKind.EXACT]
         old_exact = exact
         size = size_of(stored.record)
@@ -266,9 +267,8 @@ def reevaluate(
             group = exact if current.admits(size) else copies(stored, previous)
             if all(other > stored.id for other in group):
                 old_exact = group if previous.admits(size) else []
-        announce(
+        changes.announce_relations(
             ix,
-            stored.root,
             stored,
             relations,
             old_exact=old_exact,

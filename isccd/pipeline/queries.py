@@ -20,8 +20,9 @@ from isccd.iscc import IsccError, iscc_decode, iscc_decompose
 from isccd.iscc.constants import MT, ST_CC
 from isccd.match import CONTAINER_UNITS, NEAR_UNITS, Thresholds, content_apart, near_unit, relate
 from isccd.model import FileRecord, RelationKind, Unit, UnitType
-from isccd.pipeline.index import Index, exact_copies, stored_side
+from isccd.pipeline.index import Index
 from isccd.pipeline.peers import Peer, fold, size_of
+from isccd.pipeline.relate import exact_copies, stored_side
 from isccd.results import FileInfo, Match, SimilarQuery, SimilarResult, units_of
 from isccd.store import NearPair, StoredFile
 
@@ -85,6 +86,21 @@ def subject_of_code(code: str) -> StoredFile:
         InvalidCodeError: The code cannot be decoded.
     """
     return unsaved(FileRecord(path="", stat=None, units=units_of_code(code)))
+
+
+def subject(ix: Index, query: SimilarQuery) -> StoredFile | str:
+    """The subject of a ``similar`` question, as the daemon and a command reading the store
+    alike pick it: the code asked about, or the file indexed at the path asked about; the path
+    itself when no file is indexed there, for the caller to code it without storing it (then
+    :func:`coded`).
+
+    Raises:
+        InvalidCodeError: The code cannot be decoded.
+    """
+    if query.path is None:
+        return subject_of_code(query.code or "")
+    stored = ix.store.file_at(query.path)
+    return stored if stored is not None else query.path
 
 
 def get(ix: Index, path: str, host: str | None = None) -> FileInfo | None:

@@ -76,11 +76,8 @@ class IndexReader:
             InvalidCodeError: The code cannot be decoded.
             NotIndexedError: The file is not indexed and cannot be coded.
         """
-        if query.path is None:
-            subject = queries.subject_of_code(query.code or "")
-        else:
-            stored = self._ix.store.file_at(query.path)
-            subject = stored if stored is not None else queries.coded(query.path, code(query.path))
+        found = queries.subject(self._ix, query)
+        subject = queries.coded(found, code(found)) if isinstance(found, str) else found
         return queries.similar(self._ix, subject, query)
 
     def dupes(self, query: DupesQuery) -> DupesResult:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from isccd.model import Event, EventType, FileRecord, FileStat, UnitType
+from isccd.pipeline import changes
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import profile_is_stale
 from isccd.pipeline.rootdev import RootDevice
@@ -247,9 +248,9 @@ def place(ix: Index, sighting: Sighting, present: Present) -> tuple[list[Event],
     candidates = _elsewhere(ix, sighting.path, st)
     for candidate in candidates:
         if present.get(candidate.path, st.identity) == st.identity:
-            return ix.link(sighting.root, candidate, sighting.path, st), False
+            return changes.link(ix, sighting.root, candidate, sighting.path, st), False
     if candidates:
-        return ix.move_file(candidates[0], sighting.root, sighting.path, st), False
+        return changes.move_file(ix, candidates[0], sighting.root, sighting.path, st), False
     return [], True
 
 
@@ -268,12 +269,12 @@ def plan_path(
     """
     if isinstance(found, OSError):
         if found.errno in NO_FILE:
-            return ix.remove_path(path), None, False
+            return changes.remove_path(ix, path), None, False
         return [], None, False  # cannot tell (or the root is gone); the next reconcile will
     if stat_module.S_ISDIR(found.st_mode):
         return [], None, True
     if not stat_module.S_ISREG(found.st_mode):
-        return ix.remove_path(path), None, False
+        return changes.remove_path(ix, path), None, False
     return [], _plan_file(ix, root, path, FileStat.from_os(found)), False
 
 
@@ -449,9 +450,9 @@ class Reconciler:
         """
         self.stats.hashed += 1
         if job.units is not None and job.file_id is not None:
-            events = self._ix.apply_partial(job.root, job.file_id, record, job.units)
+            events = changes.apply_partial(self._ix, job.root, job.file_id, record, job.units)
         else:
-            events = self._ix.apply_record(job.root, record, job.stat)
+            events = changes.apply_record(self._ix, job.root, record, job.stat)
         more: list[HashJob] = []
         if job.links and job.stat is not None:
             source = self._ix.store.file_at(job.path)
@@ -464,7 +465,7 @@ class Reconciler:
                     and source.record.stat.mtime_ns == st.mtime_ns
                 )
                 if shareable and source is not None:
-                    events += self._ix.link(job.root, source, path, st)
+                    events += changes.link(self._ix, job.root, source, path, st)
                 else:
                     more.append(HashJob(job.root, path, st))
         self.stats.queued += len(more)
@@ -475,12 +476,12 @@ class Reconciler:
         self, done: Sequence[tuple[HashJob, FileRecord]]
     ) -> list[tuple[list[Event], list[HashJob], ScanStats]] | None:
         """:meth:`applied` of many hash results at once, when each is a whole record of a file
-        at a new path that no other path waits for (:meth:`Index.add_new`, the common case of
-        a first scan); ``None``, with nothing done, when not."""
+        at a new path that no other path waits for (:func:`isccd.pipeline.changes.add_new`,
+        the common case of a first scan); ``None``, with nothing done, when not."""
         roots = {job.root for job, _ in done}
         if len(roots) != 1 or any(job.units is not None or job.links for job, _ in done):
             return None
-        added = self._ix.add_new(roots.pop(), [record for _, record in done])
+        added = changes.add_new(self._ix, roots.pop(), [record for _, record in done])
         if added is None:
             return None
         self.stats.hashed += len(added)
@@ -492,7 +493,7 @@ class Reconciler:
     def unstable(self, job: HashJob, attempts: int, reason: str) -> ScanStats:
         """Report a file that kept changing (other paths waiting for it are left to the next
         reconcile); return the counters."""
-        events = self._ix.apply_unstable(job.root, job.path, attempts, reason)
+        events = changes.apply_unstable(self._ix, job.root, job.path, attempts, reason)
         if job.stat is not None:
             self._waiting.pop(job.stat.identity, None)
         self.stats.hashed += 1
@@ -524,7 +525,7 @@ class Reconciler:
                 continue  # another file took the path meanwhile
             # This file only: the path may be a directory now, with files indexed meanwhile.
             mark = len(self._ix.pending)
-            self._ix.remove_file(stored)
+            changes.remove_file(self._ix, stored)
             events += self._ix.pending[mark:]
         self._vanished.clear()
         self._count(events)
@@ -578,7 +579,7 @@ class Reconciler:
             return stats, None
         # The root is the event's own; the wire format refuses data that repeats it.
         data = {k: v for k, v in stats.as_dict().items() if k != "root"}
-        event = self._ix.emit(EventType.SCAN_DONE, self.root, "", data)
+        event = changes.emit(self._ix, EventType.SCAN_DONE, self.root, "", data)
         self._count([event])
         return stats, event
 

@@ -1,7 +1,7 @@
-"""Files at new paths applied together (:meth:`Index.add_new`, what a first scan does with each
-batch of small files) end as applied one by one: the same rows, relations and events, in the
-same order, whatever hardlinks, copies and near duplicates the batch holds among itself and
-with the files stored before it."""
+"""Files at new paths applied together (:func:`isccd.pipeline.changes.add_new`, what a first scan
+does with each batch of small files) end as applied one by one: the same rows, relations and
+events, in the same order, whatever hardlinks, copies and near duplicates the batch holds among
+itself and with the files stored before it."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from isccd.model import (
     Unit,
     UnitType,
 )
-from isccd.pipeline import Pipeline
+from isccd.pipeline import Pipeline, changes
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.store import NearPair, StoredFile, open_store, state_url
@@ -127,18 +127,18 @@ def _apply(
         ix.begin()
         for record in before:
             ix.savepoint()
-            ix.apply_record(ROOT, record)
+            changes.apply_record(ix, ROOT, record)
             ix.release()
         for i in sorted(removed):  # tombstones: slots the in-memory index keeps, dead
-            ix.remove_path(before[i].path)
+            changes.remove_path(ix, before[i].path)
         ix.commit()
         ix.begin()
         ix.savepoint()
         if together:
-            done = ix.add_new(ROOT, batch) is not None
+            done = changes.add_new(ix, ROOT, batch) is not None
         else:
             for record in batch:
-                ix.apply_record(ROOT, record)
+                changes.apply_record(ix, ROOT, record)
         ix.release()
         ix.commit()
         store = ix.store
@@ -243,12 +243,12 @@ def test_a_batch_with_a_stored_path_is_refused_untouched(tmp_path: Path) -> None
     ix = Index(open_store(state_url(tmp_path / "state")), PipelineOptions())
     try:
         ix.begin()
-        ix.apply_record(ROOT, first[1])
+        changes.apply_record(ix, ROOT, first[1])
         ix.commit()
         ix.begin()
-        assert ix.add_new(ROOT, first) is None
+        assert changes.add_new(ix, ROOT, first) is None
         twice = [first[0], first[0]]
-        assert ix.add_new(ROOT, twice) is None
+        assert changes.add_new(ix, ROOT, twice) is None
         assert ix.pending == []
         ix.commit()
         assert [f.path for f in ix.store.files_under(ROOT)] == [first[1].path]
@@ -306,13 +306,13 @@ def test_a_batch_undone_in_a_fleet_catches_up_again_before_the_next_decision(pg_
         a.begin()
         a.savepoint()
         with pytest.raises(StoreError):
-            a.add_new(ROOT, [mine, refused])
+            changes.add_new(a, ROOT, [mine, refused])
         a.rollback_to()
         b.begin()
-        b.apply_record(ROOT, theirs)
+        changes.apply_record(b, ROOT, theirs)
         b.commit()  # not blocked: host a holds no lock now
         a.savepoint()
-        events = a.apply_record(ROOT, mine)
+        events = changes.apply_record(a, ROOT, mine)
         a.release()
         a.commit()
         near = [e for e in events if e.type is EventType.DUP_NEAR]

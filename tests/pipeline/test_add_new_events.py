@@ -1,8 +1,8 @@
-"""The events of a batch of new files (:meth:`Index.add_new`, logged together at its end) are
-those of the files applied one by one: the same seqs, types, paths and data, and each record's
-own, also after old events were purged, and on PostgreSQL. The events handed out are what the
-log gives back, down to the type of every value (``==`` alone takes a unit type for its
-value)."""
+"""The events of a batch of new files (:func:`isccd.pipeline.changes.add_new`, logged together at
+its end) are those of the files applied one by one: the same seqs, types, paths and data, and
+each record's own, also after old events were purged, and on PostgreSQL. The events handed out
+are what the log gives back, down to the type of every value (``==`` alone takes a unit type for
+its value)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from isccd.model import Event
+from isccd.pipeline import changes
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.store import open_store, state_url
@@ -27,7 +28,7 @@ def _events(url: str, together: bool, purge: bool) -> tuple[list[Event], list[li
         ix.begin()
         for rec in before:
             ix.savepoint()
-            ix.apply_record(ROOT, rec)
+            changes.apply_record(ix, ROOT, rec)
             ix.release()
         ix.commit()
         if purge:
@@ -37,10 +38,10 @@ def _events(url: str, together: bool, purge: bool) -> tuple[list[Event], list[li
         ix.begin()
         ix.savepoint()
         if together:
-            each = ix.add_new(ROOT, batch)
+            each = changes.add_new(ix, ROOT, batch)
             assert each is not None, "the batch was refused"
         else:
-            each = [ix.apply_record(ROOT, rec) for rec in batch]
+            each = [changes.apply_record(ix, ROOT, rec) for rec in batch]
         ix.release()
         ix.commit()
         return ix.store.events_since(0, 10_000), each

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from isccd.model import EventType
+from isccd.pipeline import changes
 from isccd.pipeline.batches import Gathering, OwnerBatches
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
@@ -21,7 +22,7 @@ from isccd.store.owner import StoreOwner
 
 def _log(ix: Index, name: str) -> str:
     """Log an event for ``name``; ``bad`` fails after logging it (which must be undone)."""
-    ix.emit(EventType.FILE_ADDED, "/r", f"/r/{name}", {})
+    changes.emit(ix, EventType.FILE_ADDED, "/r", f"/r/{name}", {})
     if name == "bad":
         raise ValueError("bad item")
     return name.upper()
@@ -91,7 +92,7 @@ def test_items_applied_together_fall_back_to_one_by_one_when_that_fails(tmp_path
     def together(ix: Index, names: list[str]) -> list[str] | None:
         tried.append(names)
         for name in names:
-            ix.emit(EventType.FILE_ADDED, "/r", f"/r/{name}-together", {})
+            changes.emit(ix, EventType.FILE_ADDED, "/r", f"/r/{name}-together", {})
         if "bad" in names:
             raise ValueError("one of them is bad")
         return None if "alone" in names else [name.upper() for name in names]

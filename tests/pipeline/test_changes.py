@@ -33,6 +33,7 @@ from tests.pipeline.harness import (
     others,
     pairs,
 )
+from tests.schemas import validator
 
 
 def test_a_scan_announces_files_and_exact_duplicates(h: Harness) -> None:
@@ -134,7 +135,12 @@ def test_near_duplicates_begin_change_and_end(h: Harness) -> None:
     [near] = [e for e in events if e.type is EventType.DUP_NEAR]
     found = [near.data[k] for k in ("unit", "distance", "threshold", "bits")]
     assert found == ["data", 3, 8, 64]
-    assert near.data["code"] and near.data["others"][0]["code"] and near.data["iscc"]
+    assert near.data["code"] and near.data["iscc"]
+    [other] = near.data["others"]  # what it is near, and how near: its codes are a get away
+    [named] = {h.p("a"), h.p("b")} - {near.path}
+    assert other == {"path": named, "root": str(h.root), "host": other["host"], "links": [],
+                     "distance": 3}  # fmt: skip
+    validator("defs", "#/$defs/near_ref").validate(other)  # the published shape
     h.write("b", "A:9")  # 9 bits from A:0: beyond the Data threshold of 8
     events = h.scan()
     assert [t for t, _ in kinds(events)] == ["file.changed", "dup.resolved", "scan.done"]
