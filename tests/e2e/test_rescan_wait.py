@@ -16,8 +16,9 @@ from tests.terminal import run_with_terminal_stderr
 def test_rescan_wait_shows_progress_and_ends_with_what_changed(
     make_daemon: Callable[..., Daemon],
 ) -> None:
-    # A long settle keeps the watcher from indexing the new files before the rescan is asked.
-    daemon = make_daemon(ISCCD_WATCH__SETTLE="3")
+    # A settle longer than any start of the command, however busy the machine, keeps the
+    # watcher from indexing the new files before the rescan is asked.
+    daemon = make_daemon(ISCCD_WATCH__SETTLE="60", ISCCD_WATCH__MAX_DELAY="600")
     (daemon.root / "gone.txt").write_text("to be removed " * 200)
     daemon.start()
     _client(daemon, "rescan", "--wait", "--socket", str(daemon.socket))
@@ -36,7 +37,8 @@ def test_rescan_wait_shows_progress_and_ends_with_what_changed(
 
 @pytest.mark.slow
 def test_rescan_wait_draws_progress_on_a_terminal(make_daemon: Callable[..., Daemon]) -> None:
-    daemon = make_daemon(ISCCD_WATCH__SETTLE="2")
+    # As above: the rescan, not the watcher, finds the new file.
+    daemon = make_daemon(ISCCD_WATCH__SETTLE="60", ISCCD_WATCH__MAX_DELAY="600")
     daemon.start()
     (daemon.root / "new.txt").write_text("a new file " * 200)
     status, out, err = run_with_terminal_stderr(
