@@ -9,8 +9,9 @@ the threshold on either side of its centre.
 
 The rule, given the near relations of one unit type (an undirected graph):
 
-1. Files are ranked by how many others they are near (most first), ties by the smallest file
-   id (the file indexed first). The rank depends on a file's own relations only.
+1. Files are ranked by how many others they are near (most first), ties by a stable key of
+   each file that the caller gives (the index: the larger file, then the first by name). The
+   rank depends on a file's own relations and key only.
 2. In that order, a file not yet covered becomes a centre, and covers itself and every file
    it is near. No two centres are near each other.
 3. Every covered file that is not a centre joins the **nearest** centre it is near (ties go to
@@ -19,7 +20,7 @@ The rule, given the near relations of one unit type (an undirected graph):
    nearest file from a centre that keeps at least one other, so that no near duplicate is
    left out when it can be shown; a centre that cannot is not a group.
 
-The result is deterministic (it depends on the relations and the file ids, not on the order
+The result is deterministic (it depends on the relations and the keys, not on the order
 they are read in), and it is local: adding or removing a file changes the rank of the files it
 is near only, so only the groups around those files can change; a library's other groups stay
 as they were.
@@ -52,7 +53,7 @@ def centred(edges: Mapping[tuple[int, int], tuple[int, int]], ids: Sequence[int]
     Args:
         edges: ``(x, y) -> (distance, ...)`` for each related pair of nodes, ``x < y``; only
             the distance is read.
-        ids: The stable key of each node (its smallest file id), which breaks ties.
+        ids: The stable key of each node, which breaks ties (smaller first).
 
     Returns:
         The groups of at least two nodes, in the order their centres were chosen.

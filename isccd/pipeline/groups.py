@@ -136,7 +136,11 @@ def _near_groups(
             held.append((pair, *near))
     members = _names([files[i] for i in sorted({i for p, _, _ in held for i in (p.a, p.b)})])
     slot = {s.id: i for i, names in enumerate(members) for s in names}
-    first_id = [min(s.id for s in names) for names in members]
+    # Ties between centres go to the member listed first (the largest, then by name): what
+    # the tree holds decides, not the order files happened to be indexed in, so that an
+    # index rebuilt, resumed after a crash or fed by events shows the groups a fresh scan
+    # of the same tree shows.
+    order = list(range(len(members)))
     groups = []
     together: set[tuple[int, int]] = set()  # member pairs shown in a group of an earlier unit
     for unit in NEAR_UNITS:
@@ -149,7 +153,7 @@ def _near_groups(
                 continue
             if (x, y) not in edges or distance < edges[(x, y)][0]:
                 edges[(x, y)] = (distance, threshold)
-        for found in centred(edges, first_id):
+        for found in centred(edges, order):
             groups.append(_near_group(members, unit, found, edges, policy))
             ids = [found.centre, *found.members]
             together.update((x, y) for x in ids for y in ids if x < y)

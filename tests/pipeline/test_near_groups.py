@@ -70,3 +70,26 @@ def test_the_index_announces_and_groups_no_files_alike_by_their_container_only(
     [group] = h.dupes(near=True)
     assert group.unit is UnitType.DATA
     assert group.members[0].path == h.p("letter1.zip")  # the centre: near both
+
+
+def _chain_groups(h: Harness, order: list[int]) -> set[frozenset[str]]:
+    """A chain of five files, each 6 bits from the next (the threshold is 8), indexed one at a
+    time in ``order``: the three in the middle are near two files each, so only a tie decides
+    which of them is a centre."""
+    for i in order:
+        h.write(f"c{i}", f"A:{6 * i}")
+        h.scan()
+    return {frozenset(m.path.rsplit("/", 1)[1] for m in g.members) for g in h.dupes(near=True)}
+
+
+def test_the_groups_do_not_depend_on_the_order_files_were_indexed_in(tmp_path: Path) -> None:
+    found = []
+    for n, order in enumerate(([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 1, 3])):
+        (tmp_path / str(n)).mkdir()
+        h = Harness(tmp_path / str(n))
+        try:
+            found.append(_chain_groups(h, order))
+        finally:
+            h.close()
+    assert found[0] == found[1] == found[2]
+    assert sum(len(g) for g in found[0]) >= 4  # the chain is shown, not left out
