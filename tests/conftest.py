@@ -31,6 +31,7 @@ from tests.cpuguard import (  # noqa: F401
     pytest_fixture_setup,
     pytest_runtest_makereport,
     pytest_runtest_setup,
+    pytest_sessionstart,
     pytest_terminal_summary,
 )
 from tests.leaks import Running

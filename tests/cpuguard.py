@@ -16,6 +16,15 @@ by whichever test comes first: what their setup costs is not charged to that tes
 off under any Hypothesis profile but ``default`` (``thorough`` runs many more examples by
 design), and a test that failed already is left as it is.
 
+The budget is in seconds of a reference machine (the 2-core kind CI runs on, idle). Machines of
+one kind are not equally fast, and a host's neighbours can slow its cores by a factor of three:
+the guard times a fixed piece of work (parsing and walking a module, hashing 8 MiB: 0.135 s on
+the reference machine under the coverage measurement, the ``quick_test_reference_seconds`` ini
+option) when the session starts and again when a test goes over, and scales the budget by how
+much slower than the reference that work ran (never below 1, at most :data:`MOST_SLOWER`). A
+test that needs more than its budget on the reference machine fails on every machine; one that
+fits on it does not fail on a slow one.
+
 A test over the budget fails in its teardown, with what it took; the remedy is to mark it
 ``@pytest.mark.slow`` or to make it cheaper. ``--cpu-durations=N`` lists the N tests that took
 the most CPU (0: every test), as ``--durations`` lists wall time. The hooks are imported by
@@ -25,6 +34,8 @@ test does).
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import os
 import time
 from collections.abc import Generator
@@ -36,6 +47,13 @@ import pytest
 #: The ini option holding the budget, in CPU seconds.
 OPTION = "quick_test_cpu_seconds"
 _TICK = os.sysconf("SC_CLK_TCK")
+#: The ini option holding what :func:`reference_work` takes on the reference machine, idle.
+REFERENCE = "quick_test_reference_seconds"
+#: The most the budget is scaled by, however slow the machine: a test that needs more than this
+#: many times its budget is too costly wherever it runs.
+MOST_SLOWER = 5.0
+#: How much slower than the reference machine this one was found to be, at its slowest.
+_SLOWER = pytest.StashKey[float]()
 #: The CPU count when the test's setup started.
 _STARTED = pytest.StashKey[float]()
 #: Whether its setup and call passed.
@@ -93,11 +111,43 @@ def cpu_seconds() -> float:
     return time.process_time() + ended.children_user + ended.children_system + below / _TICK
 
 
+def reference_work() -> float:
+    """CPU seconds this process took for a fixed piece of work like a quick test's: parsing and
+    walking this module forty times, and hashing 8 MiB."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    started = time.process_time()
+    for _ in range(40):
+        for _node in ast.walk(ast.parse(source)):
+            pass
+    hashlib.sha256(bytes(8 << 20)).digest()
+    return time.process_time() - started
+
+
+def slower(config: pytest.Config) -> float:
+    """How much slower than the reference machine this one is now, at its slowest yet (the best
+    of three timings, so that one interruption does not count), between 1 and
+    :data:`MOST_SLOWER`."""
+    now = min(reference_work() for _ in range(3)) / float(config.getini(REFERENCE))
+    found = min(MOST_SLOWER, max(1.0, now, config.stash.get(_SLOWER, 1.0)))
+    config.stash[_SLOWER] = found
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _budget(session.config):
+        slower(session.config)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         OPTION,
         "CPU seconds a test not marked slow may take (its processes included); 0: no limit",
         default="0",
+    )
+    parser.addini(
+        REFERENCE,
+        "CPU seconds the guard's reference work takes on the machine the budget is set for",
+        default="0.135",
     )
     parser.addoption(
         "--cpu-durations",
@@ -150,12 +200,18 @@ def pytest_runtest_makereport(
     slow = item.get_closest_marker("slow") is not None
     item.config.stash.setdefault(_SPENT, []).append((spent, item.nodeid, slow))
     budget = _budget(item.config)
-    if budget and spent > budget and not slow and item.stash[_PASSED] and report.passed:
+    if not (budget and spent > budget and not slow and item.stash[_PASSED] and report.passed):
+        return report
+    factor = item.config.stash.get(_SLOWER, 1.0)
+    if spent > budget * factor:  # the machine may have slowed since it was last timed
+        factor = slower(item.config)
+    if spent > budget * factor:
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid} took {spent:.2f} s of CPU (its processes included), over the "
-            f"{budget:g} s a test not marked slow may take: mark it @pytest.mark.slow, or make "
-            "it cheaper"
+            f"{budget:g} s a test not marked slow may take on the reference machine "
+            f"({budget * factor:.2f} s on this one, {factor:.2f}x slower): mark it "
+            "@pytest.mark.slow, or make it cheaper"
         )
     return report
 
@@ -169,6 +225,9 @@ def pytest_terminal_summary(
     recorded = config.stash.get(_SPENT, [])
     spent = sorted(recorded, reverse=True)
     terminalreporter.write_sep("=", "CPU seconds per test, their processes included")
+    terminalreporter.write_line(
+        f"this machine: {config.stash.get(_SLOWER, 1.0):.2f}x the reference machine's CPU time"
+    )
     for seconds, nodeid, slow in spent[:count] if count else spent:
         terminalreporter.write_line(f"{seconds:8.2f}  {'slow' if slow else '    '}  {nodeid}")
     unmarked = sum(s for s, _, slow in spent if not slow)

@@ -90,11 +90,14 @@ _TESTS = f'''
 _ARGS = ("-rA", "--cpu-durations=0")
 
 
-def _run(tmp_path: Path, profile: str) -> tuple[int, dict[str, str]]:
-    """Run the tests above under the guard: the exit status, and each test's outcome."""
+def _run(tmp_path: Path, profile: str, reference: float = 1000.0) -> tuple[int, dict[str, str]]:
+    """Run the tests above under the guard: the exit status, and each test's outcome.
+    ``reference``: what the guard's reference work takes on the machine the budget is set for
+    (by default so long that this machine is never found slower)."""
     (tmp_path / "test_guarded.py").write_text(textwrap.dedent(_TESTS))
     (tmp_path / "pytest.ini").write_text(
         f"[pytest]\nmarkers =\n    slow: slow\nquick_test_cpu_seconds = {BUDGET}\n"
+        f"quick_test_reference_seconds = {reference}\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HYPOTHESIS_PROFILE": profile}
     done = subprocess.run(
@@ -133,7 +136,8 @@ def test_a_test_over_the_cpu_budget_fails_the_run(tmp_path: Path) -> None:
     assert status == 1
     assert re.search(
         r"test_burns_cpu took 0\.\d\d s of CPU \(its processes included\), over the 0\.2 s a "
-        r"test not marked slow may take: mark it @pytest.mark.slow",
+        r"test not marked slow may take on the reference machine \(0\.20 s on this one, 1\.00x "
+        r"slower\): mark it @pytest.mark.slow",
         out,
     ), out
     # Every test, with what it took, slow or not.
@@ -142,6 +146,21 @@ def test_a_test_over_the_cpu_budget_fails_the_run(tmp_path: Path) -> None:
         name: "slow" if name == "test_slow_burns_cpu" else "" for name in outcomes
     }
     assert all(float(seconds) >= BUDGET for seconds, _, name in listed if "burns" in name)
+
+
+@pytest.mark.slow
+def test_the_budget_grows_with_how_much_slower_the_machine_is(tmp_path: Path) -> None:
+    # A reference machine that did the reference work in a microsecond: this one is found the
+    # most slower the guard allows (5x), and twice the budget fits in five times it.
+    from tests.cpuguard import MOST_SLOWER
+
+    assert MOST_SLOWER > 2
+    status, outcomes = _run(tmp_path, "default", reference=1e-6)
+    out = outcomes.pop("")
+    assert set(outcomes.values()) == {"passed", "failed"}, out
+    assert outcomes["test_fails_and_burns_cpu"] == "failed"
+    assert status == 1  # that test's own failure
+    assert f"this machine: {MOST_SLOWER:.2f}x the reference machine's CPU time" in out, out
 
 
 @pytest.mark.slow

@@ -145,6 +145,12 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 
 
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module at ``path``, walked once for every test here."""
+    return tuple(ast.walk(_tree(path)))
+
+
 def _layer_of(module: str) -> str:
     return module.split(".")[1] if "." in module else "__init__"
 
@@ -161,10 +167,9 @@ def _modules() -> list[tuple[str, Path]]:
 
 
 def _isccd_imports(module: str, path: Path) -> set[str]:
-    tree = _tree(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == "isccd")
         elif isinstance(node, ast.ImportFrom):
@@ -313,8 +318,7 @@ def test_the_algorithms_do_no_io() -> None:
         if _layer_of(module) != "iscc":
             continue
         allowed_here = clock_readers.get(module, set())
-        tree = _tree(path)
-        for node in ast.walk(tree):
+        for node in _nodes(path):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -343,8 +347,7 @@ def test_the_pipeline_is_a_closed_facade() -> None:
     for module, path in MODULES:
         if _layer_of(module) in {"pipeline", "store"}:
             continue
-        tree = _tree(path)
-        for node in ast.walk(tree):
+        for node in _nodes(path):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Attribute)
@@ -372,7 +375,7 @@ PRIVATE_IMPORTS = {("isccd.iscc.seq", "_mt_name"), ("isccd.iscc.iscc_id", "_requ
 @pytest.mark.parametrize(("module", "path"), MODULES, ids=[m for m, _ in MODULES])
 def test_no_module_imports_another_modules_private_names(module: str, path: Path) -> None:
     bad = set()
-    for node in ast.walk(_tree(path)):
+    for node in _nodes(path):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("isccd"):
             for alias in node.names:
                 name = alias.name
@@ -407,7 +410,7 @@ WRITER = "isccd.pipeline.changes"
 def _store_calls(path: Path) -> list[tuple[int, str]]:
     """Calls ``<...>.store.<method>(...)`` or ``store.<method>(...)`` of a module."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _nodes(path):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         owner = node.func.value
@@ -436,7 +439,6 @@ def test_announcing_is_pure() -> None:
     # From the relations before and after to the near links and events: no store, no Index,
     # no I/O; the store's rows come in as values (isccd.store.base's data classes).
     path = PACKAGE / "pipeline" / "announce.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     imported = _isccd_imports("isccd.pipeline.announce", path)
     assert imported <= {
         "isccd.match",
@@ -447,13 +449,13 @@ def test_announcing_is_pure() -> None:
     }, imported
     from_store = {
         a.name
-        for node in ast.walk(tree)
+        for node in _nodes(path)
         if isinstance(node, ast.ImportFrom) and node.module == "isccd.store.base"
         for a in node.names
     }
     assert from_store <= {"NearPair", "StoredFile"}, from_store
     plain: set[str] = set()
-    for n in ast.walk(tree):
+    for n in _nodes(path):
         if isinstance(n, ast.Import):
             plain.update(a.name.split(".")[0] for a in n.names)
         elif isinstance(n, ast.ImportFrom) and not n.level:
