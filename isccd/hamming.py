@@ -432,20 +432,35 @@ class HammingIndex:
         asked, ids, distances, slots = asked[live], ids[live], distances[live], slots[live]
         if not len(asked):
             return found, totals
-        by = np.lexsort((-ids, distances, asked))
-        asked, ids, distances, slots = asked[by], ids[by], distances[by], slots[by]
-        first = np.searchsorted(asked, asked, side="left")
-        kept = (np.arange(len(asked)) - first) < limit
-        totals = np.bincount(asked, minlength=len(codes)).tolist()
-        hits = zip(
-            asked[kept].tolist(),
-            ids[kept].tolist(),
-            distances[kept].tolist(),
-            self._codes[slots[kept]].tolist(),
-            strict=True,
-        )
-        for q, file_id, distance, code in hits:
-            found[q].append(Hit(file_id, distance, code))
+        counts = np.bincount(asked, minlength=len(codes))
+        totals = counts.tolist()
+        # Grouped by query (a stable sort of small integers: a radix sort), then per query
+        # the ``limit`` nearest chosen by a partition: a query in a family of n files costs
+        # O(n), not a sort of every hit of every query.
+        group = np.argsort(asked.astype(np.int32), kind="stable")
+        # Nearest first, then the larger file id: one integer key per hit.
+        key = (distances[group].astype(np.int64) << 47) - ids[group]
+        ends = np.cumsum(counts)
+        codes64 = self._codes
+        for q in np.flatnonzero(counts).tolist():
+            stop = int(ends[q])
+            start = stop - int(counts[q])
+            part = key[start:stop]
+            if len(part) > limit:
+                pick = np.argpartition(part, limit - 1)[:limit] if limit > 0 else part[:0]
+                pick = pick[np.argsort(part[pick])]
+            else:
+                pick = np.argsort(part)
+            chosen = group[start:stop][pick]
+            found[q] = [
+                Hit(file_id, distance, code)
+                for file_id, distance, code in zip(
+                    ids[chosen].tolist(),
+                    distances[chosen].tolist(),
+                    codes64[slots[chosen]].tolist(),
+                    strict=True,
+                )
+            ]
         return found, totals
 
     def _near(

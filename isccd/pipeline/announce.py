@@ -124,16 +124,17 @@ def compare(
     )
 
 
-def listed(change: Change, limit: int) -> list[int]:
-    """The other files the events of ``change`` name (at most ``limit`` per event, the
-    closest first): the only ones to read."""
+def listed(change: Change, limit: int, near_limit: int | None = None) -> list[int]:
+    """The other files the events of ``change`` name (at most ``limit`` per event, and
+    ``near_limit`` per ``dup.near``, the closest first): the only ones to read."""
     ids = set(change.ended_exact[:limit]) | set(change.began_exact[:limit])
     if change.began_exact:
         ids.update(change.exact[:limit])
     for others in change.ended.values():
         ids.update(others[:limit])
+    most = limit if near_limit is None else near_limit
     for found in change.began.values():
-        ids.update(r.other for r in found[:limit])
+        ids.update(r.other for r in found[:most])
     return sorted(ids)
 
 
@@ -146,6 +147,7 @@ def announce(
     host: str,
     reason: str = "changed",
     counts: Mapping[UnitType, int] | None = None,
+    near_limit: int | None = None,
 ) -> Announcement:
     """The near links and events of a change of a file's relations.
 
@@ -159,6 +161,8 @@ def announce(
         reason: Why relations ended (``changed``, ``removed``, ``threshold``).
         counts: How many files the file is near per unit type, when the in-memory index
             found more than the relations kept (a ``dup.near`` says the larger).
+        near_limit: At most this many other files per ``dup.near`` (the nearest); ``None``:
+            ``limit``.
     """
     file_id, root, path = stored.id, stored.root, stored.path
     near, old = change.near, change.old
@@ -199,7 +203,8 @@ def announce(
         mirror(EventType.DUP_RESOLVED, named,
                lambda o, u=unit: payload.resolved("near", u, reason, [stored], 1))  # fmt: skip
     for unit, found in change.began.items():
-        shown = [(files[r.other], r) for r in found[:limit] if r.other in files]
+        most = limit if near_limit is None else near_limit
+        shown = [(files[r.other], r) for r in found[:most] if r.other in files]
         count = max(len(found), (counts or {}).get(unit, 0))
         events.append(Notice(EventType.DUP_NEAR, root, path,
                              payload.near(stored, found[0], shown, count)))  # fmt: skip

@@ -144,17 +144,25 @@ def announce_relations(
 ) -> None:
     """Compare a file's relations with those before a change, and apply what that causes:
     its near links stored, bounded, and the events logged (:mod:`isccd.pipeline.announce`).
-    Events list at most ``others_limit`` other files each, so only those are read."""
+    Events list at most ``others_limit`` other files each (``near_named`` a ``dup.near``), so
+    only those are read."""
     change = announce.compare(stored.id, relations, old_exact, old_near)
     if change is None:
         return  # most files: nothing began, nothing ended
-    limit = ix.options.others_limit
-    files = {s.id: s for s in ix.store.files_by_id(announce.listed(change, limit))}
+    limit, named = ix.options.others_limit, ix.options.near_named
+    files = {s.id: s for s in ix.store.files_by_id(announce.listed(change, limit, named))}
     commit_announcement(
         ix,
         stored.id,
         announce.announce(
-            stored, change, files, limit=limit, host=ix.store.host, reason=reason, counts=counts
+            stored,
+            change,
+            files,
+            limit=limit,
+            host=ix.store.host,
+            reason=reason,
+            counts=counts,
+            near_limit=named,
         ),
     )
 
@@ -194,28 +202,32 @@ def bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
     if limit is None:
         return
     dropped: set[NearPair] = set()
-    counts: dict[tuple[int, UnitType], int] = {}
-
-    def count(file_id: int, unit: UnitType) -> int:
-        if (file_id, unit) not in counts:
-            counts[(file_id, unit)] = ix.store.near_count(file_id, unit)
-        return counts[(file_id, unit)]
-
+    by_unit: dict[UnitType, list[int]] = {}
     for other, unit in others:
-        if count(other, unit) <= limit:
-            continue  # most files, even in a family: room for one more
-        pairs = [p for p in ix.store.near_of(other) if p.unit is unit and p not in dropped]
-        if len(pairs) <= limit:
+        by_unit.setdefault(unit, []).append(other)
+    for unit, ids in by_unit.items():
+        # Two reads for all: the relations of the files that gained one, and the counts of
+        # the files at their other ends (most files, even in a family, have room for one more).
+        links = ix.store.near_of_many(ids, unit)
+        over = {i: ps for i, ps in links.items() if len(ps) > limit}
+        if not over:
             continue
-        pairs.sort(key=lambda p: (p.distance, -p.other(other)))
-        excess = len(pairs) - limit
-        for pair in reversed(pairs):
-            far = pair.other(other)
-            if excess and count(far, unit) > 1:
-                dropped.add(pair)
-                counts[(far, unit)] -= 1
-                counts[(other, unit)] = count(other, unit) - 1
-                excess -= 1
+        counts = {i: len(ps) for i, ps in links.items()}
+        far = {p.other(i) for i, ps in over.items() for p in ps} - counts.keys()
+        counts |= ix.store.near_counts(sorted(far), unit)
+        for other in dict.fromkeys(ids):
+            pairs = [p for p in links.get(other, ()) if p not in dropped]
+            if len(pairs) <= limit:
+                continue
+            pairs.sort(key=lambda p: (p.distance, -p.other(other)))
+            excess = len(pairs) - limit
+            for pair in reversed(pairs):
+                far_id = pair.other(other)
+                if excess and counts.get(far_id, 0) > 1:
+                    dropped.add(pair)
+                    counts[far_id] -= 1
+                    counts[other] -= 1
+                    excess -= 1
     if dropped:
         ix.store.remove_near(sorted(dropped))
 

@@ -55,7 +55,8 @@ from isccd.store import StoredFile
 _REF = ("path", "links", "root", "host", "size", "iscc")
 #: The members of a match that a ``dup.near`` event names: the event says the unit and the
 #: threshold once, and a subscriber that wants a file's codes asks ``get`` (a full match of
-#: each of the ``max_links`` others made a family's events ~18x an unrelated tree's).
+#: each of the ``max_links`` others made a family's events ~18x an unrelated tree's; the
+#: nearest ``PipelineOptions.near_named`` are named, a few hundred bytes whatever the family).
 _NEAR = ("path", "root", "host", "links", "distance")
 #: The members of a match, in order.
 _MATCH = tuple(f.name for f in dataclasses.fields(Match))

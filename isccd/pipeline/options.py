@@ -20,6 +20,9 @@ class PipelineOptions:
             smallest file reported (``min_size``).
         others_limit: Other files listed in one duplicate event at most (the count of all is
             given too).
+        near_named: Other files a ``dup.near`` names at most, the nearest (the count of all
+            is given too; ``similar`` lists them all): a file that joins a family of
+            thousands is announced in a few hundred bytes, as a stranger's file is.
         tombstone_retention: Seconds a removed file is remembered (``isccd get`` and event
             replay can still name it).
         event_retention: Seconds events are kept for replay with ``since``.
@@ -40,6 +43,7 @@ class PipelineOptions:
 
     thresholds: Thresholds = field(default_factory=Thresholds)
     others_limit: int = 100
+    near_named: int = 4
     tombstone_retention: float = 30 * DAY
     event_retention: float = 30 * DAY
     versions: Mapping[str, str] = field(default_factory=dict)

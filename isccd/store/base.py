@@ -119,9 +119,10 @@ class NewEvent(NamedTuple):
     plain: bool = False
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class NearPair:
-    """Two files whose units of one type are within the near-duplicate threshold.
+class NearPair(NamedTuple):
+    """Two files whose units of one type are within the near-duplicate threshold (a named
+    tuple: a family's relations are read by the hundred thousand, and a tuple is made in a
+    tenth of a frozen dataclass's time).
 
     Attributes:
         a: The smaller file id.
@@ -405,9 +406,14 @@ class Store(Transactional, Protocol):
         """Every stored relation of this file, in order."""
         ...
 
-    def near_count(self, file_id: int, unit: UnitType) -> int:
-        """How many stored relations of one unit type the file has (what :meth:`near_of`
-        would list of that type)."""
+    def near_of_many(self, file_ids: Sequence[int], unit: UnitType) -> dict[int, list[NearPair]]:
+        """The stored relations of one unit type of each of ``file_ids`` (a file without
+        any is left out), in order."""
+        ...
+
+    def near_counts(self, file_ids: Sequence[int], unit: UnitType) -> dict[int, int]:
+        """How many stored relations of one unit type each of ``file_ids`` has (what
+        :meth:`near_of_many` would list; a file without any is left out)."""
         ...
 
     def add_near(self, pairs: Sequence[NearPair]) -> None:

@@ -534,13 +534,35 @@ class PostgresStore(PgDatabase):
         units = _UNIT_TYPES
         return [NearPair(a, b, units[u], d) for a, b, u, d in rows.fetchall()]
 
-    def near_count(self, file_id: int, unit: UnitType) -> int:
-        """This host's relations of one unit type of one file."""
-        row = self._exec(
-            "SELECT count(*) FROM near WHERE host = %s AND (a = %s OR b = %s) AND unit = %s",
-            (self._host, file_id, file_id, unit.value),
-        ).fetchone()
-        return int(row[0]) if row is not None else 0
+    def near_of_many(self, file_ids: Sequence[int], unit: UnitType) -> dict[int, list[NearPair]]:
+        """This host's relations of one unit type of several files."""
+        ids = sorted(set(file_ids))
+        rows = self._exec(
+            "SELECT a, b, unit, distance FROM near WHERE host = %s AND unit = %s "
+            "AND (a = ANY(%s) OR b = ANY(%s)) ORDER BY a, b",
+            (self._host, unit.value, ids, ids),
+        )
+        asked = set(ids)
+        found: dict[int, list[NearPair]] = {}
+        units = _UNIT_TYPES
+        for a, b, u, distance in rows.fetchall():
+            pair = NearPair(a, b, units[u], distance)
+            if a in asked:
+                found.setdefault(a, []).append(pair)
+            if b in asked:
+                found.setdefault(b, []).append(pair)
+        return found
+
+    def near_counts(self, file_ids: Sequence[int], unit: UnitType) -> dict[int, int]:
+        """How many of this host's relations of one unit type each of several files has."""
+        ids = sorted(set(file_ids))
+        rows = self._exec(
+            "SELECT id, count(*) FROM (SELECT a AS id FROM near WHERE host = %s AND unit = %s "
+            "AND a = ANY(%s) UNION ALL SELECT b FROM near WHERE host = %s AND unit = %s "
+            "AND b = ANY(%s)) AS ends GROUP BY id",
+            (self._host, unit.value, ids, self._host, unit.value, ids),
+        )
+        return {int(file_id): int(n) for file_id, n in rows.fetchall()}
 
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Insert or update relations, for the host of each of the two files."""

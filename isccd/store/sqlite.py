@@ -551,14 +551,43 @@ class SqliteStore(Database):
         units = _UNIT_TYPES
         return [NearPair(a, b, units[unit], distance) for a, b, unit, distance in rows]
 
-    def near_count(self, file_id: int, unit: UnitType) -> int:
-        """Relations of one unit type of one file."""
-        row = self._exec(
-            "SELECT (SELECT count(*) FROM near WHERE a = ? AND unit = ?)"
-            " + (SELECT count(*) FROM near WHERE b = ? AND unit = ?)",
-            (file_id, unit.value, file_id, unit.value),
-        ).fetchone()
-        return int(row[0])
+    def near_of_many(self, file_ids: Sequence[int], unit: UnitType) -> dict[int, list[NearPair]]:
+        """The relations of one unit type of several files."""
+        found: dict[int, list[NearPair]] = {}
+        units = _UNIT_TYPES
+        for chunk, marks in _chunks(sorted(set(file_ids))):
+            rows = self._exec(
+                f"SELECT a, b, unit, distance FROM near WHERE unit = ? AND a IN ({marks}) "  # noqa: S608 -- fixed fragments; values are bound
+                f"UNION ALL SELECT a, b, unit, distance FROM near WHERE unit = ? AND b IN ({marks})"
+                " ORDER BY 1, 2",
+                (unit.value, *chunk, unit.value, *chunk),
+            )
+            asked, seen = set(chunk), set()
+            for a, b, u, distance in rows:
+                if a in asked and b in asked:  # listed by both halves of the union
+                    if (a, b) in seen:
+                        continue
+                    seen.add((a, b))
+                pair = NearPair(a, b, units[u], distance)
+                if a in asked:
+                    found.setdefault(a, []).append(pair)
+                if b in asked:
+                    found.setdefault(b, []).append(pair)
+        return found
+
+    def near_counts(self, file_ids: Sequence[int], unit: UnitType) -> dict[int, int]:
+        """How many relations of one unit type each of several files has."""
+        counts: dict[int, int] = {}
+        for chunk, marks in _chunks(sorted(set(file_ids))):
+            rows = self._exec(
+                f"SELECT a, count(*) FROM near WHERE unit = ? AND a IN ({marks}) GROUP BY a "  # noqa: S608 -- fixed fragments; values are bound
+                f"UNION ALL SELECT b, count(*) FROM near WHERE unit = ? AND b IN ({marks}) "
+                "GROUP BY b",
+                (unit.value, *chunk, unit.value, *chunk),
+            )
+            for file_id, n in rows:
+                counts[file_id] = counts.get(file_id, 0) + n
+        return counts
 
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Insert or update relations."""

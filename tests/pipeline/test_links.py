@@ -54,8 +54,14 @@ def test_a_family_keeps_at_most_max_links_relations_a_file(tmp_path: Path) -> No
         # Every file keeps a relation, and none more than 5.
         assert len(links(h)) == 30 and max(links(h).values()) <= 5
         near = [e for e in events if e.type is EventType.DUP_NEAR]
-        # Each file names at most its 5 nearest and counts every file indexed before it.
-        assert all(len(e.data["others"]) <= 5 for e in near)
+        # Each file names its 4 nearest (near_named), nearest first, and counts every file
+        # indexed before it.
+        assert PipelineOptions().near_named == 4
+        named = [len(e.data["others"]) for e in near]
+        assert named == [min(4, e.data["count"]) for e in near], named
+        for e in near:
+            distances = [o["distance"] for o in e.data["others"]]
+            assert distances == sorted(distances) and distances[0] == e.data["distance"]
         assert sorted(e.data["count"] for e in near) == list(range(1, 30))
         # Groups around centres of the relations kept: every file in one.
         groups = h.dupes(near=True)

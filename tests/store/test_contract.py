@@ -522,5 +522,11 @@ def test_near_counts_are_per_file_and_unit_type(store: Store) -> None:
     store.add_near([NearPair.of(a, b, UnitType.DATA, 3), NearPair.of(c, a, UnitType.DATA, 1)])
     store.add_near([NearPair.of(a, c, UnitType.TEXT, 9)])
     store.commit()
-    assert [store.near_count(a, UnitType.DATA), store.near_count(a, UnitType.TEXT)] == [2, 1]
-    assert [store.near_count(b, UnitType.DATA), store.near_count(b, UnitType.TEXT)] == [1, 0]
+    assert store.near_counts([a, b, c, 999], UnitType.DATA) == {a: 2, b: 1, c: 1}
+    assert store.near_counts([b, a], UnitType.TEXT) == {a: 1}
+    # Both ends asked: each pair listed once for each of its files.
+    assert store.near_of_many([a, c, 999], UnitType.DATA) == {
+        a: [NearPair.of(a, b, UnitType.DATA, 3), NearPair.of(a, c, UnitType.DATA, 1)],
+        c: [NearPair.of(a, c, UnitType.DATA, 1)],
+    }
+    assert store.near_of_many([b], UnitType.TEXT) == {}
