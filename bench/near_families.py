@@ -9,7 +9,8 @@ Three trees of ``N`` files each (``--sizes``, default 3,000 and 30,000):
   random places (a burst of photos, exports of one dataset): most files near most others;
 - **unrelated**: random files with the sizes of the chain's (the clique's bytes in all).
 
-For each tree: ``isccd scan`` into a new state directory (seconds, the store's size on disk),
+For each tree: ``isccd scan`` into a new state directory (seconds, the store's size on disk, the
+bytes of the events it logged),
 the near relations stored (rows, per file, the most of one file), ``isccd dupes --near --json``
 (seconds, the groups: the largest, and the largest connected component of the relations,
 which is what near groups were before they had centres), and an unchanged rescan (seconds).
@@ -71,6 +72,16 @@ def isccd(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     return time.perf_counter() - start, done.stdout
 
 
+def event_bytes(db: Path) -> int:
+    """The bytes of every event the scan logged (type, root, path and data): what a subscriber
+    replaying them from the start reads, but for the framing of each line."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        row = con.execute(
+            "SELECT sum(length(type) + length(root) + length(path) + length(data)) FROM events"
+        ).fetchone()
+    return int(row[0] or 0)
+
+
 def relations(db: Path) -> tuple[int, int, int]:
     """Near rows, the most rows of one file, the largest connected component."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
@@ -108,6 +119,7 @@ def measure(shape: str, n: int, work: Path, env: dict[str, str]) -> dict[str, fl
     return {
         "scan_s": scan,
         "store_mb": size / 1e6,
+        "events_mb": event_bytes(db) / 1e6,
         "rows": rows,
         "rows_per_file": rows / n,
         "most_rows": most,
@@ -135,12 +147,13 @@ def main() -> None:
             found[(shape, n)] = m = measure(shape, n, work, env)
             print(f"{shape:>9} {n:>7,}: " + "  ".join(f"{k} {v:,.3g}" for k, v in m.items()))
             sys.stdout.flush()
-    print("\nratios to the unrelated tree of the same size (scan, store, dupes, rescan):")
+    print("\nratios to the unrelated tree of the same size (scan, store, events, dupes, rescan):")
     for n in args.sizes:
         plain = found[("unrelated", n)]
         for shape in SHAPES[1:]:
             m = found[(shape, n)]
-            ratios = [m[k] / plain[k] for k in ("scan_s", "store_mb", "dupes_s", "rescan_s")]
+            keys = ("scan_s", "store_mb", "events_mb", "dupes_s", "rescan_s")
+            ratios = [m[k] / plain[k] for k in keys]
             print(f"{shape:>9} {n:>7,}: " + "  ".join(f"{r:.2f}x" for r in ratios))
     low, high = min(args.sizes), max(args.sizes)
     if low != high:

@@ -206,14 +206,15 @@ def bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
     for other, unit in others:
         by_unit.setdefault(unit, []).append(other)
     for unit, ids in by_unit.items():
-        # Two reads for all: the relations of the files that gained one, and the counts of
-        # the files at their other ends (most files, even in a family, have room for one more).
-        links = ix.store.near_of_many(ids, unit)
-        over = {i: ps for i, ps in links.items() if len(ps) > limit}
+        # Counts first, for all the files that gained a relation: most, even in a family,
+        # have room for one more. Then the relations of those over the bound, and the counts
+        # of the files at their other ends.
+        counts = ix.store.near_counts(ids, unit)
+        over = sorted(i for i, n in counts.items() if n > limit)
         if not over:
             continue
-        counts = {i: len(ps) for i, ps in links.items()}
-        far = {p.other(i) for i, ps in over.items() for p in ps} - counts.keys()
+        links = ix.store.near_of_many(over, unit)
+        far = {p.other(i) for i, ps in links.items() for p in ps} - counts.keys()
         counts |= ix.store.near_counts(sorted(far), unit)
         for other in dict.fromkeys(ids):
             pairs = [p for p in links.get(other, ()) if p not in dropped]

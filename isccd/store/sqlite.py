@@ -558,8 +558,7 @@ class SqliteStore(Database):
         for chunk, marks in _chunks(sorted(set(file_ids))):
             rows = self._exec(
                 f"SELECT a, b, unit, distance FROM near WHERE unit = ? AND a IN ({marks}) "  # noqa: S608 -- fixed fragments; values are bound
-                f"UNION ALL SELECT a, b, unit, distance FROM near WHERE unit = ? AND b IN ({marks})"
-                " ORDER BY 1, 2",
+                f"UNION ALL SELECT a, b, unit, distance FROM near WHERE unit = ? AND b IN ({marks})",
                 (unit.value, *chunk, unit.value, *chunk),
             )
             asked, seen = set(chunk), set()
