@@ -65,7 +65,9 @@ what happens to each file:
   under any other root (a fleet's shared database can be written by any host) is left out,
   and a plan file naming one is refused.
   The kept file's owner must already be able to write the file it stands for (root, the same
-  owner, or its group or others write bits), with --link and --remove.
+  owner, or its group or others write bits), with --link and --remove. The dry run, --json and
+  --script judge the files as they are then by the same rules: a file --apply would refuse is
+  shown as left, with the reason, and is not in the script.
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.
@@ -367,9 +369,19 @@ def _run(args: argparse.Namespace) -> int:
     move_to = _move_dir(args, plan, roots)
     keep_in = tuple(_folder(d) for d in args.keep_in)
     steps, untouched = steps_of(plan, action, near=args.near, move_to=move_to, protected=keep_in)
+    refused: tuple[Untouched, ...] = ()
+    if not args.apply:
+        # What --apply would refuse for the owners is left, in a dry run and a script alike
+        # (--apply judges each file itself, on the open file).
+        from isccd.dedupe.owner import judged  # noqa: PLC0415
+
+        steps, refused = judged(steps, any_owner=args.link_any_owner)
+        untouched = (*untouched, *refused)
     if args.script:
         from isccd.dedupe.script import shell_script  # noqa: PLC0415
 
+        for u in refused:  # not in the script: said here, never as a name in a comment
+            print(f"isccd: left {show(u.path)}: {u.reason}", file=sys.stderr)
         script = shell_script(steps, _summary(action, steps, plan, dry=True))
         # As bytes: a name that is not UTF-8 must reach the script as the bytes it is.
         sys.stdout.flush()

@@ -1,5 +1,7 @@
 """``--script sh``: the steps of a plan as a POSIX shell script to review and run by hand.
 
+The steps are those the owner rules let through (:func:`isccd.dedupe.owner.judged`, on the
+files as they were when the script was written): a step ``--apply`` would refuse is not in it.
 The script checks before each action, with ordinary commands, what the engine checks: both
 files are regular files reached without a symbolic link (``readlink -f`` gives the path back)
 with the recorded device, inode, size and modification time (GNU ``stat``), and, for exact
