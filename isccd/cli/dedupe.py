@@ -65,9 +65,11 @@ what happens to each file:
   under any other root (a fleet's shared database can be written by any host) is left out,
   and a plan file naming one is refused.
   The kept file's owner must already be able to write the file it stands for (root, the same
-  owner, or its group or others write bits), with --link and --remove. The dry run, --json and
-  --script judge the files as they are then by the same rules: a file --apply would refuse is
-  shown as left, with the reason, and is not in the script.
+  owner, or its group or others write bits), with --link and --remove; with --remove, the
+  file's owner must also be able to read the kept file (root, its owner, or its group or
+  others read bits), or removing the file would leave them without its content. The dry run,
+  --json and --script judge the files as they are then by the same rules: a file --apply
+  would refuse is shown as left, with the reason, and is not in the script.
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.

@@ -5,7 +5,7 @@ group, permissions and ACL, and whoever may write the kept file may rewrite what
 name shows. After ``--remove`` the kept file is the only copy left. So a file of one user must
 never be made to stand for the file of another who could not already have written it: root
 linking its own file to a copy a user made (and backdated, to be "the oldest") would hand the
-user root's file. Two rules, checked by ``--apply`` on the open files (never on what a plan or
+user root's file. The rules are checked by ``--apply`` on the open files (never on what a plan or
 an index says), and by the dry run, its JSON plan and ``--script sh`` on the files as their names
 show them then (:func:`judged`: a step ``--apply`` would refuse is shown as left, with the
 reason, and is not in the script):
@@ -13,6 +13,9 @@ reason, and is not in the script):
 - **the kept file's owner must be able to write the victim** already (the same owner, root, or
   a write permission through the victim's group or others bits; a victim with an ACL counts only
   for its owner and root), for ``--link`` and ``--remove``, always;
+- **with ``--remove``, the victim's owner must be able to read the kept file** (by the same
+  judgement: root, its owner, or a read bit for their group or others): removing a user's copy
+  of a file they cannot read would leave them without their content;
 - **a link joins files of the same owner, group, permissions and ACL** unless asked
   (``--link-any-owner``): otherwise the victim's name silently changes hands or permissions.
 
@@ -93,24 +96,44 @@ class Side:
     acl: tuple[tuple[str, bytes], ...]
 
 
-def refusal(victim: Side, kept: Side, *, link: bool, any_owner: bool) -> str | None:
+def refusal(victim: Side, kept: Side, *, action: Action, any_owner: bool) -> str | None:
     """Why the kept file may not stand for the victim (see the module docstring), or ``None``
     when it may: the one place the rules are written, for the engine and the dry run alike.
 
     Args:
         victim: The victim.
         kept: The kept file.
-        link: The action is a hard link (the second rule applies).
+        action: ``Action.LINK`` or ``Action.REMOVE`` (the others have no rule).
         any_owner: ``--link-any-owner``: links between different owners, groups,
             permissions or ACLs are allowed (the first rule still applies).
     """
-    v, k, kept_path = victim.stat, kept.stat, kept.path
+    why = _whose(victim, kept, action)
+    if why is None and action is Action.LINK:
+        why = _link_refusal(victim, kept, any_owner=any_owner)
+    return why
+
+
+def _whose(victim: Side, kept: Side, action: Action) -> str | None:
+    """The rules between the two owners, for a link and a remove."""
+    v, k = victim.stat, kept.stat
     if not may_write(k.st_uid, v, has_acl=bool(victim.acl)):
         return (
-            f"the kept file {kept_path} belongs to user {k.st_uid}, who cannot write this "
+            f"the kept file {kept.path} belongs to user {k.st_uid}, who cannot write this "
             f"file of user {v.st_uid}: keeping it would hand them this file; left as it is"
         )
-    if not link or any_owner:
+    if action is Action.REMOVE and not may_read(v.st_uid, k, has_acl=bool(kept.acl)):
+        return (
+            f"its owner, user {v.st_uid}, cannot read the kept file {kept.path} (user "
+            f"{k.st_uid}'s, mode {stat.S_IMODE(k.st_mode):04o}): removing it would leave them "
+            "without its content; left as it is"
+        )
+    return None
+
+
+def _link_refusal(victim: Side, kept: Side, *, any_owner: bool) -> str | None:
+    """The rules of a link: the victim's name would take the kept file's attributes."""
+    v, k, kept_path = victim.stat, kept.stat, kept.path
+    if any_owner:
         return None
     if (v.st_uid, v.st_gid) != (k.st_uid, k.st_gid):
         return (
@@ -131,11 +154,24 @@ def refusal(victim: Side, kept: Side, *, link: bool, any_owner: bool) -> str | N
     return None
 
 
+def may_read(uid: int, st: os.stat_result, *, has_acl: bool) -> bool:
+    """True when user ``uid`` can read the content of the file ``st`` describes, by its
+    permission bits: root, its owner (who may always ``chmod`` it), or a read bit for its group
+    or others (not counted when the file has an ACL, whose entries are not judged here)."""
+    if uid in (0, st.st_uid):
+        return True
+    if has_acl:
+        return False
+    if st.st_mode & stat.S_IROTH:
+        return True
+    return bool(st.st_mode & stat.S_IRGRP) and st.st_gid in _groups_of(uid)
+
+
 def check_owners(
     victim: tuple[str, int, os.stat_result],
     kept: tuple[str, int, os.stat_result],
     *,
-    link: bool,
+    action: Action,
     any_owner: bool,
 ) -> None:
     """Raise unless the kept file may stand for the victim (:func:`refusal`), judged on the
@@ -144,7 +180,7 @@ def check_owners(
     Args:
         victim: The victim's path, open descriptor and ``fstat``.
         kept: The kept file's path, open descriptor and ``fstat``.
-        link: The action is a hard link.
+        action: ``Action.LINK`` or ``Action.REMOVE``.
         any_owner: ``--link-any-owner``.
 
     Raises:
@@ -154,7 +190,7 @@ def check_owners(
     kept_path, kept_fd, k = kept
     why = refusal(
         Side(path, v, acl_of(victim_fd)), Side(kept_path, k, acl_of(kept_fd)),
-        link=link, any_owner=any_owner,
+        action=action, any_owner=any_owner,
     )  # fmt: skip
     if why is not None:
         raise DedupeError(path, why)
@@ -192,7 +228,7 @@ def judged(
         victim, kept = _side_by_name(step.path), _side_by_name(step.kept.path)
         why = None
         if victim is not None and kept is not None:
-            why = refusal(victim, kept, link=step.action is Action.LINK, any_owner=any_owner)
+            why = refusal(victim, kept, action=step.action, any_owner=any_owner)
         if why is None:
             kept_steps.append(step)
         else:

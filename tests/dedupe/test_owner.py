@@ -270,3 +270,28 @@ def test_the_dry_run_leaves_a_link_between_owners_unless_link_any_owner(
     assert f"link    {copy}" in out
     script, _ = _shown(capsys, "--link", "--link-any-owner", "--plan", plan, "--script", "sh")
     assert str(copy) in script
+
+
+def test_remove_needs_the_copys_owner_to_read_the_kept_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the copy belongs to another user")
+    kept = write(tmp_path / "root" / "srv" / "f.bin", DATA, mtime=1_000_000)  # the oldest
+    copy = write(tmp_path / "root" / "home" / "f.bin", DATA, mtime=2_000_000)
+    kept.chmod(0o600)  # root's own, which user 12345 cannot read
+    os.chown(copy, 12345, 12345)
+    reason = "its owner, user 12345, cannot read the kept file"
+    plan = _plan_file(tmp_path, monkeypatch, [kept, copy])
+    out, _ = _shown(capsys, "--remove", "--plan", plan)
+    assert f"leave   {copy}  ({reason} {kept} (user 0's, mode 0600)" in out
+    script, err = _shown(capsys, "--remove", "--plan", plan, "--script", "sh")
+    assert str(copy) not in script and reason in err
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.REMOVE,
+                         tmp_path / "log")  # fmt: skip
+    assert outcome.status is Status.FAILED and reason in (outcome.reason or "")
+    assert copy.read_bytes() == DATA
+    kept.chmod(0o644)  # now they can: the copy may go
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.REMOVE,
+                         tmp_path / "log")  # fmt: skip
+    assert outcome.status is Status.DONE and not copy.exists()
