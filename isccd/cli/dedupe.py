@@ -74,7 +74,8 @@ what happens to each file:
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.
     Files of different owners, groups, permissions or ACLs are not linked unless
-    --link-any-owner is given.
+    --link-any-owner is given; a set-user-ID or set-group-ID file (either one) is never linked
+    to a file of another owner or group, even then.
   --reflink: the file becomes a copy sharing the kept file's blocks (FICLONE; btrfs, XFS), with
     its own permissions, owner, times and extended attributes; a write to either copies the
     blocks it touches. File systems without reflinks (ext4, tmpfs, ...) are said so; nothing
@@ -138,7 +139,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--apply", action="store_true", help="do it (default: a dry run)")
     parser.add_argument(
         "--link-any-owner", action="store_true",
-        help="with --link: also link files of different owners, groups, permissions or ACLs",
+        help="with --link: also link files of different owners, groups, permissions or ACLs "
+        "(never a set-user-ID or set-group-ID file to another owner's or group's)",
     )  # fmt: skip
     parser.add_argument(
         "--script", choices=["sh"], help="print a POSIX shell script doing it, with its checks"

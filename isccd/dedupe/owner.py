@@ -17,7 +17,11 @@ reason, and is not in the script):
   judgement: root, its owner, or a read bit for their group or others): removing a user's copy
   of a file they cannot read would leave them without their content;
 - **a link joins files of the same owner, group, permissions and ACL** unless asked
-  (``--link-any-owner``): otherwise the victim's name silently changes hands or permissions.
+  (``--link-any-owner``): otherwise the victim's name silently changes hands or permissions;
+- **a set-user-ID or set-group-ID file is never linked to one of another owner or group**,
+  even with ``--link-any-owner``, either side: the victim's name would run as the kept file's
+  owner or group (a user's name for root's set-user-ID program, kept even after root updates
+  it), or a program that ran as its own owner would run as another.
 
 ``--reflink`` and ``--move`` leave every file with its own attributes and blocks: no rule.
 """
@@ -133,6 +137,14 @@ def _whose(victim: Side, kept: Side, action: Action) -> str | None:
 def _link_refusal(victim: Side, kept: Side, *, any_owner: bool) -> str | None:
     """The rules of a link: the victim's name would take the kept file's attributes."""
     v, k, kept_path = victim.stat, kept.stat, kept.path
+    set_id = (v.st_mode | k.st_mode) & (stat.S_ISUID | stat.S_ISGID)
+    if set_id and (v.st_uid, v.st_gid) != (k.st_uid, k.st_gid):
+        which = "it" if v.st_mode & (stat.S_ISUID | stat.S_ISGID) else f"the kept file {kept_path}"
+        return (
+            f"{which} is set-user-ID or set-group-ID, and it is owned by {v.st_uid}:{v.st_gid}, "
+            f"the kept file by {k.st_uid}:{k.st_gid}: a link would change who a program runs "
+            "as; never linked, even with --link-any-owner"
+        )
     if any_owner:
         return None
     if (v.st_uid, v.st_gid) != (k.st_uid, k.st_gid):

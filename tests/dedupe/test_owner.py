@@ -295,3 +295,33 @@ def test_remove_needs_the_copys_owner_to_read_the_kept_file(
     [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.REMOVE,
                          tmp_path / "log")  # fmt: skip
     assert outcome.status is Status.DONE and not copy.exists()
+
+
+@pytest.mark.parametrize("set_id", ["kept", "copy"])
+def test_a_set_id_file_is_never_linked_to_another_owners_even_with_link_any_owner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    set_id: str,
+) -> None:  # fmt: skip
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the copy belongs to another user")
+    kept = write(tmp_path / "root" / "bin" / "tool", DATA, mtime=1_000_000)  # the oldest
+    copy = write(tmp_path / "root" / "home" / "tool", DATA, mtime=2_000_000)
+    os.chown(copy, 12345, 12345)
+    # chown clears the set-ID bits: they are set after it.
+    (kept if set_id == "kept" else copy).chmod(0o4755)
+    (copy if set_id == "kept" else kept).chmod(0o755)
+    reason = "set-user-ID or set-group-ID"
+    plan = _plan_file(tmp_path, monkeypatch, [kept, copy])
+    out, _ = _shown(capsys, "--link", "--link-any-owner", "--plan", plan)
+    assert f"leave   {copy}  (" in out and reason in out
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.LINK,
+                         tmp_path / "log", any_owner=True)  # fmt: skip
+    assert outcome.status is Status.FAILED
+    assert "never linked, even with --link-any-owner" in (outcome.reason or "")
+    assert copy.stat().st_ino != kept.stat().st_ino and copy.stat().st_uid == 12345
+    # The same owner and group: the set-ID bits go with the file either way.
+    os.chown(copy, 0, 0)
+    copy.chmod(kept.stat().st_mode)
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.LINK,
+                         tmp_path / "log")  # fmt: skip
+    assert outcome.status is Status.DONE
