@@ -84,7 +84,11 @@ what happens to each file:
     was verified right then.
   --move DIR: the file is moved under DIR with its whole path (/srv/a/b.jpg goes to
     DIR/srv/a/b.jpg), never replacing a file there; DIR must be on the same file system (a
-    rename, never a copy) and outside the watched roots.
+    rename, never a copy) and outside the watched roots. The folders made below DIR get the
+    owner and mode of the folders they mirror (DIR/srv/a those of /srv/a); a folder already
+    there that another user could swap for a link (one of neither you, root nor the owner of
+    the folder it mirrors, or one anybody may write without the sticky bit) is refused, and
+    the file stays where it is.
   The space a run frees ("freeing ...") is what the files it links, reflinks or removes take
   on disk (their blocks, as du counts them: a sparse file frees less than its size), each file
   once; a file with hard links outside its group, and a move, free nothing.
