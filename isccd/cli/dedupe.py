@@ -65,12 +65,17 @@ what happens to each file:
   under any other root (a fleet's shared database can be written by any host) is left out,
   and a plan file naming one is refused.
   The kept file's owner must already be able to write the file it stands for (root, the same
-  owner, or its group or others write bits), with --link and --remove.
+  owner, or its group or others write bits), with --link and --remove; with --remove, the
+  file's owner must also be able to read the kept file (root, its owner, or its group or
+  others read bits), or removing the file would leave them without its content. The dry run,
+  --json and --script judge the files as they are then by the same rules: a file --apply
+  would refuse is shown as left, with the reason, and is not in the script.
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.
     Files of different owners, groups, permissions or ACLs are not linked unless
-    --link-any-owner is given.
+    --link-any-owner is given; a set-user-ID or set-group-ID file (either one) is never linked
+    to a file of another owner or group, even then.
   --reflink: the file becomes a copy sharing the kept file's blocks (FICLONE; btrfs, XFS), with
     its own permissions, owner, times and extended attributes; a write to either copies the
     blocks it touches. File systems without reflinks (ext4, tmpfs, ...) are said so; nothing
@@ -79,7 +84,11 @@ what happens to each file:
     was verified right then.
   --move DIR: the file is moved under DIR with its whole path (/srv/a/b.jpg goes to
     DIR/srv/a/b.jpg), never replacing a file there; DIR must be on the same file system (a
-    rename, never a copy) and outside the watched roots.
+    rename, never a copy) and outside the watched roots. The folders made below DIR get the
+    owner and mode of the folders they mirror (DIR/srv/a those of /srv/a); a folder already
+    there that another user could swap for a link (one of neither you, root nor the owner of
+    the folder it mirrors, or one anybody may write without the sticky bit) is refused, and
+    the file stays where it is.
   The space a run frees ("freeing ...") is what the files it links, reflinks or removes take
   on disk (their blocks, as du counts them: a sparse file frees less than its size), each file
   once; a file with hard links outside its group, and a move, free nothing.
@@ -134,7 +143,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--apply", action="store_true", help="do it (default: a dry run)")
     parser.add_argument(
         "--link-any-owner", action="store_true",
-        help="with --link: also link files of different owners, groups, permissions or ACLs",
+        help="with --link: also link files of different owners, groups, permissions or ACLs "
+        "(never a set-user-ID or set-group-ID file to another owner's or group's)",
     )  # fmt: skip
     parser.add_argument(
         "--script", choices=["sh"], help="print a POSIX shell script doing it, with its checks"
@@ -367,9 +377,19 @@ def _run(args: argparse.Namespace) -> int:
     move_to = _move_dir(args, plan, roots)
     keep_in = tuple(_folder(d) for d in args.keep_in)
     steps, untouched = steps_of(plan, action, near=args.near, move_to=move_to, protected=keep_in)
+    refused: tuple[Untouched, ...] = ()
+    if not args.apply:
+        # What --apply would refuse for the owners is left, in a dry run and a script alike
+        # (--apply judges each file itself, on the open file).
+        from isccd.dedupe.owner import judged  # noqa: PLC0415
+
+        steps, refused = judged(steps, any_owner=args.link_any_owner)
+        untouched = (*untouched, *refused)
     if args.script:
         from isccd.dedupe.script import shell_script  # noqa: PLC0415
 
+        for u in refused:  # not in the script: said here, never as a name in a comment
+            print(f"isccd: left {show(u.path)}: {u.reason}", file=sys.stderr)
         script = shell_script(steps, _summary(action, steps, plan, dry=True))
         # As bytes: a name that is not UTF-8 must reach the script as the bytes it is.
         sys.stdout.flush()

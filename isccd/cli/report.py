@@ -10,10 +10,8 @@ processes (:mod:`isccd.report.thumbs`), never in the daemon.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-import tempfile
 import time
 import webbrowser
 from pathlib import Path
@@ -65,6 +63,11 @@ previews:
   roots): no symbolic link on the way is followed (with [watch] follow_symlinks, only those
   staying beneath the root), and a row of a shared database naming any other root is shown,
   never read.
+
+the page:
+  Written whole and private to you (mode 0600: it shows what the files hold): a new file in
+  the page's folder, synced, then renamed over the page. A symbolic link at the page's name is
+  replaced, never followed, so the file it points to is never written.
 
 exit status: 0 when the page was written; 1 when the groups cannot be read or the page cannot
 be written; 2 for invalid arguments; 78 for an invalid configuration.
@@ -193,29 +196,19 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def _write(out: Path, page: str) -> Path | None:
-    """Write the page to ``out`` whole (a temporary file renamed into place), or to standard
-    output for ``-``; the absolute path written, or ``None`` for standard output.
+    """Write the page to ``out`` whole and private (:func:`isccd.report.save.save_whole`:
+    mode 0600, a symbolic link at ``out`` replaced, never followed), or to standard output for
+    ``-``; the absolute path written, or ``None`` for standard output.
 
     Raises:
         OSError: The file cannot be written.
     """
+    from isccd.report.save import save_whole  # noqa: PLC0415
+
     if str(out) == "-":
         sys.stdout.write(page)
         sys.stdout.flush()
         return None
     target = out.absolute()
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(page)
-        # The permissions of any new file (mkstemp's are private to the user).
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o666 & ~umask)
-        tmp.replace(target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    save_whole(target, page.encode("utf-8"))
     return target

@@ -28,7 +28,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from isccd.dedupe.beneath import parent_of
+from isccd.dedupe.beneath import made_parent_of
 from isccd.dedupe.syscalls import RENAME_EXCHANGE, RENAME_NOREPLACE, ficlone, renameat2
 from isccd.dedupe.verify import Handle, lstat_at, name_unchanged
 from isccd.errors import DedupeError, StaleFileError
@@ -295,9 +295,28 @@ def remove(victim: Handle, kept: Handle, temp: str) -> Swapped:
     return Swapped(victim, temp, exchanged=False, replacement=None, holder_fd=kept.fd)
 
 
+def _mirrored(victim: Handle, target_root: str, target: str) -> list[os.stat_result | None]:
+    """The folders the folders below ``target_root`` on the way to ``target`` mirror (the
+    target is the victim's whole path under the root), as they are now: the victim's own
+    folder as opened, the others by name (``None`` where there is no folder)."""
+    if target != target_root.rstrip("/") + victim.path:
+        return []
+    parts = victim.path.split("/")[1:-1]
+    out: list[os.stat_result | None] = []
+    for i in range(len(parts) - 1):
+        try:
+            st = os.lstat("/" + "/".join(parts[: i + 1]))
+        except OSError:
+            st = None
+        out.append(st if st is not None and stat.S_ISDIR(st.st_mode) else None)
+    return [*out, os.fstat(victim.dir_fd)] if parts else out
+
+
 def move(victim: Handle, target_root: str, target: str) -> None:
-    """Move the victim to ``target`` (beneath ``target_root``, folders created as needed),
-    never replacing a file there and never across file systems.
+    """Move the victim to ``target`` (beneath ``target_root``, its folders made as needed with
+    the owner and mode of the folders they mirror; one another user could swap is refused:
+    :func:`isccd.dedupe.beneath.made_parent_of`), never replacing a file there and never across
+    file systems.
 
     Raises:
         StaleFileError: It changed at the last moment (it is moved back).
@@ -309,7 +328,8 @@ def move(victim: Handle, target_root: str, target: str) -> None:
         Path(target_root).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DedupeError(victim.path, f"{target_root} cannot be made: {exc.strerror}") from None
-    with parent_of(target_root, target, create=True) as (dir_fd, name):
+    like = _mirrored(victim, target_root, target)
+    with made_parent_of(target_root, target, like) as (dir_fd, name):
         if os.fstat(dir_fd).st_dev != victim.stat.st_dev:
             raise DedupeError(
                 victim.path, f"{target_root} is on another file system: files are only moved "

@@ -165,7 +165,7 @@ class Applier:
                 if step.action in (Action.LINK, Action.REMOVE):
                     check_owners(
                         (step.path, victim.fd, victim.stat), (kept.path, kept.fd, kept.stat),
-                        link=step.action is Action.LINK, any_owner=self.any_owner,
+                        action=step.action, any_owner=self.any_owner,
                     )  # fmt: skip
                 digest = same_bytes(victim, kept, step.kept.blake3 or step.member.blake3)
         except StaleFileError as exc:

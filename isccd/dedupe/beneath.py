@@ -6,6 +6,12 @@ link to ``/etc`` between the plan and the action) stops the walk instead of lead
 The actions then work on names relative to the parent directory's descriptor (``linkat``,
 ``renameat2``, ``unlinkat``), so the directory cannot be swapped under them either. This is
 what ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`` does, done with the calls Python has.
+
+The folders a ``--move`` makes below its folder (:func:`made_parent_of`) copy the owner and
+mode of the folders they mirror (not the umask's, nor the running user's), and a folder found
+on the way that another user could swap for a link (one of neither the running user, root, nor
+the owner of the folder it mirrors; or one anybody may write without the sticky bit) is
+refused.
 """
 
 from __future__ import annotations
@@ -14,9 +20,9 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from isccd.errors import StaleFileError
+from isccd.errors import DedupeError, StaleFileError
 from isccd.fspath import is_below
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -84,6 +90,100 @@ def parent_of(root: str, path: str, *, create: bool = False) -> Iterator[tuple[i
     try:
         for part in dirs:
             inner = _step(fd, part, path, create=create)
+            os.close(fd)
+            fd = inner
+        yield fd, name
+    finally:
+        os.close(fd)
+
+
+def _require_trusted(st: os.stat_result, like: os.stat_result | None, name: str, path: str) -> None:
+    """Raise when another user could swap the folder ``name`` on the way to a move's target.
+
+    Raises:
+        DedupeError: It belongs to someone else than the running user, root and the owner of
+            the folder it mirrors, or anyone may write it and it has no sticky bit.
+    """
+    owners = {os.geteuid(), 0} | ({like.st_uid} if like is not None else set())
+    where = f"the folder {name!r} on the way to its target"
+    if st.st_uid not in owners:
+        raise DedupeError(
+            path, f"{where} belongs to user {st.st_uid}, neither the running user, root nor "
+            "the owner of the folder it mirrors: they could swap it for a link; not moved"
+        )  # fmt: skip
+    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        raise DedupeError(
+            path, f"{where} is writable by everyone without the sticky bit: anyone could swap "
+            "it for a link; not moved"
+        )  # fmt: skip
+
+
+def _made_step(fd: int, name: str, path: str, like: os.stat_result | None) -> int:
+    """Open the folder ``name`` inside ``fd`` for a move's target, made if missing with the
+    owner and mode of ``like`` (the folder it mirrors; without one, private to the running
+    user), and refused if someone else could swap it.
+
+    Raises:
+        StaleFileError: ``name`` is a link or not a folder.
+        DedupeError: It is a folder someone else could swap, or it cannot be made.
+    """
+    made = False
+    try:
+        os.mkdir(name, 0o700, dir_fd=fd)  # private until it has its owner and mode
+        made = True
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise DedupeError(path, f"its folder {name!r} cannot be made: {exc.strerror}") from None
+    inner = _step(fd, name, path)
+    try:
+        st = os.fstat(inner)
+        if made and st.st_uid == os.geteuid():
+            _like(inner, like)
+        else:
+            _require_trusted(st, like, name, path)
+    except BaseException:
+        os.close(inner)
+        raise
+    return inner
+
+
+def _like(fd: int, like: os.stat_result | None) -> None:
+    """Give the folder just made the owner and mode of ``like`` (as far as the running user
+    may: root gives any owner; another user keeps the folder, and the right to go on in it)."""
+    if like is None:
+        return
+    root = os.geteuid() == 0
+    mode = stat.S_IMODE(like.st_mode) | (0 if root else stat.S_IRWXU)
+    with contextlib.suppress(PermissionError):  # a user gives only their own groups
+        os.fchown(fd, like.st_uid if root else -1, like.st_gid)
+    os.fchmod(fd, mode)
+
+
+@contextlib.contextmanager
+def made_parent_of(
+    root: str, path: str, like: Sequence[os.stat_result | None]
+) -> Iterator[tuple[int, str]]:
+    """The directory holding a move's target ``path``, reached from ``root`` without following
+    links, the missing folders made as the folders they mirror (see the module docstring),
+    and the last name; the descriptor is closed on leaving the block.
+
+    Args:
+        root: The ``--move`` folder, absolute and resolved.
+        path: The target, below ``root``.
+        like: For each folder between ``root`` and the target, the ``stat`` of the folder it
+            mirrors (``None``: not known; made private to the running user).
+
+    Raises:
+        StaleFileError: ``path`` is not below ``root``, or a folder on the way is a link or
+            not a folder.
+        DedupeError: A folder on the way could be swapped by another user, or cannot be made.
+    """
+    *dirs, name = _components(root, path)
+    fd = _open_root(root, path)
+    try:
+        for i, part in enumerate(dirs):
+            inner = _made_step(fd, part, path, like[i] if i < len(like) else None)
             os.close(fd)
             fd = inner
         yield fd, name

@@ -5,13 +5,23 @@ group, permissions and ACL, and whoever may write the kept file may rewrite what
 name shows. After ``--remove`` the kept file is the only copy left. So a file of one user must
 never be made to stand for the file of another who could not already have written it: root
 linking its own file to a copy a user made (and backdated, to be "the oldest") would hand the
-user root's file. Two rules, checked on the open files (never on what a plan or an index says):
+user root's file. The rules are checked by ``--apply`` on the open files (never on what a plan or
+an index says), and by the dry run, its JSON plan and ``--script sh`` on the files as their names
+show them then (:func:`judged`: a step ``--apply`` would refuse is shown as left, with the
+reason, and is not in the script):
 
 - **the kept file's owner must be able to write the victim** already (the same owner, root, or
   a write permission through the victim's group or others bits; a victim with an ACL counts only
   for its owner and root), for ``--link`` and ``--remove``, always;
+- **with ``--remove``, the victim's owner must be able to read the kept file** (by the same
+  judgement: root, its owner, or a read bit for their group or others): removing a user's copy
+  of a file they cannot read would leave them without their content;
 - **a link joins files of the same owner, group, permissions and ACL** unless asked
-  (``--link-any-owner``): otherwise the victim's name silently changes hands or permissions.
+  (``--link-any-owner``): otherwise the victim's name silently changes hands or permissions;
+- **a set-user-ID or set-group-ID file is never linked to one of another owner or group**,
+  even with ``--link-any-owner``, either side: the victim's name would run as the kept file's
+  owner or group (a user's name for root's set-user-ID program, kept even after root updates
+  it), or a program that ran as its own owner would run as another.
 
 ``--reflink`` and ``--move`` leave every file with its own attributes and blocks: no rule.
 """
@@ -22,7 +32,10 @@ import contextlib
 import os
 import pwd
 import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from isccd.dedupe.plan import Action, GroupKind, Step, Untouched
 from isccd.errors import DedupeError
 
 #: The extended attributes holding POSIX ACLs (access and, for directories, default).
@@ -35,6 +48,15 @@ def acl_of(fd: int) -> tuple[tuple[str, bytes], ...]:
     for key in ACL_KEYS:
         with contextlib.suppress(OSError):  # ENODATA: none; ENOTSUP: the file system has none
             out.append((key, os.getxattr(fd, key)))
+    return tuple(out)
+
+
+def acl_at(path: str) -> tuple[tuple[str, bytes], ...]:
+    """The POSIX ACL of the file named ``path`` itself (a link's own, never its target's)."""
+    out = []
+    for key in ACL_KEYS:
+        with contextlib.suppress(OSError):
+            out.append((key, os.getxattr(path, key, follow_symlinks=False)))
     return tuple(out)
 
 
@@ -63,48 +85,165 @@ def may_write(uid: int, st: os.stat_result, *, has_acl: bool) -> bool:
     return bool(st.st_mode & stat.S_IWGRP) and st.st_gid in _groups_of(uid)
 
 
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One file of a step as the owner rules judge it.
+
+    Attributes:
+        path: Its name.
+        stat: Its ``fstat`` (the engine) or ``lstat`` (a dry run, a script).
+        acl: Its POSIX ACL (:func:`acl_of`, :func:`acl_at`).
+    """
+
+    path: str
+    stat: os.stat_result
+    acl: tuple[tuple[str, bytes], ...]
+
+
+def refusal(victim: Side, kept: Side, *, action: Action, any_owner: bool) -> str | None:
+    """Why the kept file may not stand for the victim (see the module docstring), or ``None``
+    when it may: the one place the rules are written, for the engine and the dry run alike.
+
+    Args:
+        victim: The victim.
+        kept: The kept file.
+        action: ``Action.LINK`` or ``Action.REMOVE`` (the others have no rule).
+        any_owner: ``--link-any-owner``: links between different owners, groups,
+            permissions or ACLs are allowed (the first rule still applies).
+    """
+    why = _whose(victim, kept, action)
+    if why is None and action is Action.LINK:
+        why = _link_refusal(victim, kept, any_owner=any_owner)
+    return why
+
+
+def _whose(victim: Side, kept: Side, action: Action) -> str | None:
+    """The rules between the two owners, for a link and a remove."""
+    v, k = victim.stat, kept.stat
+    if not may_write(k.st_uid, v, has_acl=bool(victim.acl)):
+        return (
+            f"the kept file {kept.path} belongs to user {k.st_uid}, who cannot write this "
+            f"file of user {v.st_uid}: keeping it would hand them this file; left as it is"
+        )
+    if action is Action.REMOVE and not may_read(v.st_uid, k, has_acl=bool(kept.acl)):
+        return (
+            f"its owner, user {v.st_uid}, cannot read the kept file {kept.path} (user "
+            f"{k.st_uid}'s, mode {stat.S_IMODE(k.st_mode):04o}): removing it would leave them "
+            "without its content; left as it is"
+        )
+    return None
+
+
+def _link_refusal(victim: Side, kept: Side, *, any_owner: bool) -> str | None:
+    """The rules of a link: the victim's name would take the kept file's attributes."""
+    v, k, kept_path = victim.stat, kept.stat, kept.path
+    set_id = (v.st_mode | k.st_mode) & (stat.S_ISUID | stat.S_ISGID)
+    if set_id and (v.st_uid, v.st_gid) != (k.st_uid, k.st_gid):
+        which = "it" if v.st_mode & (stat.S_ISUID | stat.S_ISGID) else f"the kept file {kept_path}"
+        return (
+            f"{which} is set-user-ID or set-group-ID, and it is owned by {v.st_uid}:{v.st_gid}, "
+            f"the kept file by {k.st_uid}:{k.st_gid}: a link would change who a program runs "
+            "as; never linked, even with --link-any-owner"
+        )
+    if any_owner:
+        return None
+    if (v.st_uid, v.st_gid) != (k.st_uid, k.st_gid):
+        return (
+            f"owned by {v.st_uid}:{v.st_gid}, the kept file {kept_path} by "
+            f"{k.st_uid}:{k.st_gid}: a link would change its owner (--link-any-owner to allow)"
+        )
+    if stat.S_IMODE(v.st_mode) != stat.S_IMODE(k.st_mode):
+        return (
+            f"its permissions {stat.S_IMODE(v.st_mode):04o} differ from the kept file's "
+            f"{stat.S_IMODE(k.st_mode):04o}: a link would change them (--link-any-owner to "
+            "allow)"
+        )
+    if victim.acl != kept.acl:
+        return (
+            f"its ACL differs from the kept file {kept_path}'s: a link would change it "
+            "(--link-any-owner to allow)"
+        )
+    return None
+
+
+def may_read(uid: int, st: os.stat_result, *, has_acl: bool) -> bool:
+    """True when user ``uid`` can read the content of the file ``st`` describes, by its
+    permission bits: root, its owner (who may always ``chmod`` it), or a read bit for its group
+    or others (not counted when the file has an ACL, whose entries are not judged here)."""
+    if uid in (0, st.st_uid):
+        return True
+    if has_acl:
+        return False
+    if st.st_mode & stat.S_IROTH:
+        return True
+    return bool(st.st_mode & stat.S_IRGRP) and st.st_gid in _groups_of(uid)
+
+
 def check_owners(
     victim: tuple[str, int, os.stat_result],
     kept: tuple[str, int, os.stat_result],
     *,
-    link: bool,
+    action: Action,
     any_owner: bool,
 ) -> None:
-    """Raise unless the kept file may stand for the victim (see the module docstring).
+    """Raise unless the kept file may stand for the victim (:func:`refusal`), judged on the
+    open files.
 
     Args:
         victim: The victim's path, open descriptor and ``fstat``.
         kept: The kept file's path, open descriptor and ``fstat``.
-        link: The action is a hard link (the second rule applies).
-        any_owner: ``--link-any-owner``: links between different owners, groups,
-            permissions or ACLs are allowed (the first rule still applies).
+        action: ``Action.LINK`` or ``Action.REMOVE``.
+        any_owner: ``--link-any-owner``.
 
     Raises:
         DedupeError: A rule is broken; the message names it.
     """
     path, victim_fd, v = victim
     kept_path, kept_fd, k = kept
-    victim_acl = acl_of(victim_fd)
-    if not may_write(k.st_uid, v, has_acl=bool(victim_acl)):
-        raise DedupeError(
-            path, f"the kept file {kept_path} belongs to user {k.st_uid}, who cannot write this "
-            f"file of user {v.st_uid}: keeping it would hand them this file; left as it is"
-        )  # fmt: skip
-    if not link or any_owner:
-        return
-    if (v.st_uid, v.st_gid) != (k.st_uid, k.st_gid):
-        raise DedupeError(
-            path, f"owned by {v.st_uid}:{v.st_gid}, the kept file {kept_path} by "
-            f"{k.st_uid}:{k.st_gid}: a link would change its owner (--link-any-owner to allow)"
-        )  # fmt: skip
-    if stat.S_IMODE(v.st_mode) != stat.S_IMODE(k.st_mode):
-        raise DedupeError(
-            path, f"its permissions {stat.S_IMODE(v.st_mode):04o} differ from the kept file's "
-            f"{stat.S_IMODE(k.st_mode):04o}: a link would change them (--link-any-owner to "
-            "allow)"
-        )  # fmt: skip
-    if victim_acl != acl_of(kept_fd):
-        raise DedupeError(
-            path, f"its ACL differs from the kept file {kept_path}'s: a link would change it "
-            "(--link-any-owner to allow)"
-        )  # fmt: skip
+    why = refusal(
+        Side(path, v, acl_of(victim_fd)), Side(kept_path, k, acl_of(kept_fd)),
+        action=action, any_owner=any_owner,
+    )  # fmt: skip
+    if why is not None:
+        raise DedupeError(path, why)
+
+
+def _side_by_name(path: str) -> Side | None:
+    """A file as its name shows it now (``lstat``, never following a link), or ``None`` when
+    it is not a regular file there (the engine skips it for that)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return Side(path, st, acl_at(path))
+
+
+def judged(
+    steps: Sequence[Step], *, any_owner: bool
+) -> tuple[tuple[Step, ...], tuple[Untouched, ...]]:
+    """The steps the owner rules let through, judged on the files as they are now (``lstat``),
+    and the members they leave, with the reason: what a dry run shows and a script does, so
+    that both agree with what ``--apply`` would do.
+
+    Args:
+        steps: The steps.
+        any_owner: ``--link-any-owner``.
+    """
+    kept_steps: list[Step] = []
+    left: dict[tuple[int, str], Untouched] = {}
+    for step in steps:
+        if step.kind is not GroupKind.EXACT or step.action not in (Action.LINK, Action.REMOVE):
+            kept_steps.append(step)
+            continue
+        victim, kept = _side_by_name(step.path), _side_by_name(step.kept.path)
+        why = None
+        if victim is not None and kept is not None:
+            why = refusal(victim, kept, action=step.action, any_owner=any_owner)
+        if why is None:
+            kept_steps.append(step)
+        else:
+            key = (step.group, step.member.path)
+            left.setdefault(key, Untouched(step.group, step.member.path, why))
+    return tuple(kept_steps), tuple(left.values())

@@ -1,12 +1,18 @@
 """``--script sh``: the steps of a plan as a POSIX shell script to review and run by hand.
 
+The steps are those the owner rules let through (:func:`isccd.dedupe.owner.judged`, on the
+files as they were when the script was written): a step ``--apply`` would refuse is not in it.
 The script checks before each action, with ordinary commands, what the engine checks: both
 files are regular files reached without a symbolic link (``readlink -f`` gives the path back)
 with the recorded device, inode, size and modification time (GNU ``stat``), and, for exact
 duplicates, equal bytes (``cmp``). A file failing a check is skipped and named on stderr, and
 the script ends with status 1. It writes no action log and cannot be undone by ``isccd dedupe
---undo``; linking replaces the name with ``ln`` then ``mv -f`` (atomic, but without the
-engine's last-moment check), and moves never replace a file (``mv -n``) nor cross file systems.
+--undo``. A link or reflink is made in a private folder (``mktemp -d``, mode 0700, in the
+victim's own folder, so on its file system; removed after the step and, by a ``trap``, when the
+script ends), never under a name another user could plant first, then renamed over the victim
+(``ln -T``, ``cp -T``, ``mv -T -f``: atomic, but without the engine's last-moment check; a
+directory swapped in for the victim is refused, never entered). Moves never replace a file nor
+enter a directory at the target (``mv -T -n``) and never cross file systems.
 
 No file name reaches the script but as one argument quoted for the shell (``shlex.quote``):
 not in a comment either, where a newline in a name would end the comment and run the rest.
@@ -35,20 +41,30 @@ _PRELUDE = """\
 # log: `isccd dedupe --undo` cannot revert what it does.
 set -u
 status=0
+tmp=
+# Each replacement is made in a private folder (mktemp -d, mode 0700) in the file's own
+# folder, removed right after and, whatever happens, when the script ends.
+trap 'if [ -n "$tmp" ]; then rm -rf -- "$tmp"; fi' EXIT
+trap 'exit 1' HUP INT TERM
 skip() { printf 'skipped %s: %s\\n' "$1" "$2" >&2; status=1; }
 # $(...) drops the newlines a name may end with: each output is ended with a / kept.
 nl='
 '
 same() { [ -f "$1" ] && [ ! -L "$1" ] && [ "$(readlink -f -- "$1"; echo /)" = "$1$nl/" ] &&
     [ "$(stat -c '%d %i %s %.9Y' -- "$1")" = "$2" ]; }
-link() { ln -- "$1" "$3" && mv -f -- "$3" "$2" || { rm -f -- "$3"; skip "$2" 'not linked'; }; }
-reflink() { cp --reflink=always -- "$1" "$3" && chown --reference="$2" -- "$3" &&
-    chmod --reference="$2" -- "$3" && touch -r "$2" -- "$3" && mv -f -- "$3" "$2" ||
-    { rm -f -- "$3"; skip "$2" 'not reflinked'; }; }
+# Named as the daemon ignores: .isccd-dedupe-*.tmp
+private() { t=$(mktemp -d -- "$1/.isccd-dedupe-XXXXXX.tmp" && echo /) && tmp=${t%?/}; }
+cleanup() { rm -rf -- "$tmp"; tmp=; }
+link() { private "$3" || { skip "$2" 'no private folder can be made beside it'; return; }
+    ln -T -- "$1" "$tmp/f" && mv -T -f -- "$tmp/f" "$2" || skip "$2" 'not linked'; cleanup; }
+reflink() { private "$3" || { skip "$2" 'no private folder can be made beside it'; return; }
+    cp --reflink=always -T -- "$1" "$tmp/f" && chown --reference="$2" -- "$tmp/f" &&
+    chmod --reference="$2" -- "$tmp/f" && touch -r "$2" -- "$tmp/f" &&
+    mv -T -f -- "$tmp/f" "$2" || skip "$2" 'not reflinked'; cleanup; }
 remove() { rm -f -- "$2" || skip "$2" 'not removed'; }
 move() { d=$(dirname -- "$3"; echo /); d=${d%?/};
     mkdir -p -- "$d" && [ "$(stat -c %d -- "$d")" = "$4" ] && [ ! -e "$3" ] && [ ! -L "$3" ] &&
-    mv -n -- "$2" "$3" && [ ! -e "$2" ] ||
+    mv -T -n -- "$2" "$3" && [ ! -e "$2" ] ||
     skip "$2" "not moved to $3"; }
 """
 
@@ -58,7 +74,7 @@ def _stamp(member: Member) -> str:
     return f"{member.device} {member.inode} {member.size} {seconds}.{nanos:09d}"
 
 
-def _line(step: Step, number: int) -> str:
+def _line(step: Step) -> str:
     q = shlex.quote
     kept, victim = step.kept, step.path
     checks = [
@@ -70,9 +86,8 @@ def _line(step: Step, number: int) -> str:
     if step.action is Action.MOVE:
         assert step.target is not None
         extra = f"{q(step.target)} {step.member.device}"
-    else:  # a temporary name beside the victim, unique to this run ($$) and step
-        directory = victim.rpartition("/")[0]
-        extra = f'{q(directory + "/.isccd-dedupe-")}"$$"-{number}.tmp'
+    else:  # the victim's folder, where the private folder for its replacement is made
+        extra = q(victim.rpartition("/")[0] or "/")
     command = f"{step.action.value} {q(kept.path)} {q(victim)} {extra}"
     otherwise = f"skip {q(victim)} 'changed since the plan'"
     return f"if {' && '.join(checks)}; then {command}; else {otherwise}; fi"
@@ -89,12 +104,12 @@ def shell_script(steps: Sequence[Step], summary: str, name: str = "THIS_FILE") -
     header = _PRELUDE.replace("SUMMARY", summary.replace("\n", " "), 1)
     lines = [header.replace("NAME", name, 1)]
     group = -1
-    for number, step in enumerate(steps, 1):
+    for step in steps:
         if step.group != group:
             group = step.group
             # The kept file is the first argument of every line of the group; its name in the
             # comment too would be a name outside quotes.
             lines.append(f"# group {group + 1}: keep the first file named below")
-        lines.append(_line(step, number))
+        lines.append(_line(step))
     lines.append('exit "$status"')
     return "\n".join(lines) + "\n"

@@ -3,8 +3,9 @@
 One file per preview under the cache directory, named by a hash of the file's path,
 device, inode, size and modification time and of how previews are made: a file that changes,
 moves or is replaced gets a new entry, and the old one ages out. Entries are written whole
-(a temporary file renamed into place), so concurrent reports and an interrupted one leave
-only complete entries. An unreadable entry is a miss.
+and private (:func:`isccd.report.save.save_whole`: a new file of mode 0600 renamed into place,
+never written through a link at the entry's name), so concurrent reports and an interrupted
+one leave only complete entries. An unreadable entry is a miss.
 
 The cache is bounded: :meth:`PreviewCache.prune` removes the least recently used entries
 (every hit renews an entry's modification time) once they take more than ``max_bytes``.
@@ -16,10 +17,10 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from isccd.report.model import FileStat, Preview, PreviewKind
+from isccd.report.save import save_whole
 
 #: Revision of the entries and of how previews are made: raise it when either changes.
 REVISION = 1
@@ -81,15 +82,7 @@ class PreviewCache:
             # Private: the pictures show what the user's files hold.
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             entry.parent.mkdir(mode=0o700, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-            tmp = Path(name)
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(blob)
-                tmp.replace(entry)
-            except OSError:
-                tmp.unlink()
-                raise
+            save_whole(entry, blob, durable=False)
 
     def prune(self) -> int:
         """Remove the least recently used entries until they take at most ``max_bytes``.

@@ -145,3 +145,86 @@ def test_the_command_writes_a_name_that_is_not_utf8_as_its_bytes(
     assert done.returncode == 0, done.stderr
     assert list(cwd.iterdir()) == []
     assert kept.stat().st_ino == copy.stat().st_ino
+
+
+def _two_copies(tmp: Path) -> tuple[Path, Path, Path]:
+    """The root, the kept file and its copy, in one folder ``dir`` of the root."""
+    root = tmp / "root"
+    kept = write(root / "dir" / "a", b"the same bytes\n", mtime=1_000_000)
+    copy = write(root / "dir" / "b", b"the same bytes\n", mtime=2_000_000)
+    return root, kept, copy
+
+
+def _script_of(
+    tmp: Path, root: Path, files: list[Path], action: Action, move_to: str | None = None
+) -> Path:
+    steps, _ = steps_of(plan_of(root, [files]), action, move_to=move_to)
+    script = tmp / "dedupe.sh"
+    script.write_bytes(os.fsencode(shell_script(steps, f"{action.value} 1 file")))
+    return script
+
+
+def _sh(command: list[str], tmp: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ) if path is None else {**os.environ, "PATH": path}
+    return subprocess.run(command, cwd=tmp, capture_output=True, text=True, check=False,
+                          timeout=60, env=env)  # fmt: skip
+
+
+@pytest.mark.parametrize("planted", ["symlink", "directory"])
+def test_a_name_planted_where_the_script_once_made_its_temporary_file_is_never_used(
+    tmp_path: Path, planted: str
+) -> None:
+    root, kept, copy = _two_copies(tmp_path)
+    theirs = tmp_path / "theirs"  # someone else's folder
+    theirs.mkdir()
+    script = _script_of(tmp_path, root, [kept, copy], Action.LINK)
+    # The name an earlier script used for its temporary link (its process id and step number),
+    # planted before it runs: `exec` keeps the process id.
+    plant = (f'ln -s -- {theirs} "$1/.isccd-dedupe-$$-1.tmp"' if planted == "symlink"
+             else 'mkdir -- "$1/.isccd-dedupe-$$-1.tmp"')  # fmt: skip
+    done = _sh(["sh", "-c", f'{plant} && exec sh "$2"', "sh", str(kept.parent), str(script)],
+               tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(theirs.iterdir()) == []  # no link to the kept file made in their folder
+    assert not copy.is_symlink() and copy.stat().st_ino == kept.stat().st_ino
+    others = {p.name for p in kept.parent.iterdir()} - {"a", "b"}
+    assert len(others) == 1 and others.pop().startswith(".isccd-dedupe-")  # only the planted
+
+
+def _shimmed_mv(tmp: Path, when: Path) -> str:
+    """A ``PATH`` whose ``mv`` makes ``when`` a directory just before it acts on that name
+    (what another user does in the instant between the script's checks and its ``mv``), then
+    runs the real ``mv``."""
+    real = shutil.which("mv")
+    assert real is not None
+    shims = tmp / "shims"
+    shims.mkdir()
+    shim = shims / "mv"
+    shim.write_text(
+        "#!/bin/sh\n"
+        "for last; do :; done\n"
+        f'if [ "$last" = {str(when)!r} ]; then rm -f -- "$last"; mkdir -- "$last"; fi\n'
+        f'exec {real} "$@"\n'
+    )
+    shim.chmod(0o755)
+    return f"{shims}:{os.environ['PATH']}"
+
+
+def test_a_folder_swapped_in_for_the_copy_never_receives_the_link(tmp_path: Path) -> None:
+    root, kept, copy = _two_copies(tmp_path)
+    script = _script_of(tmp_path, root, [kept, copy], Action.LINK)
+    done = _sh(["sh", str(script)], tmp_path, _shimmed_mv(tmp_path, copy))
+    assert done.returncode == 1 and f"skipped {copy}: not linked" in done.stderr
+    assert copy.is_dir() and list(copy.iterdir()) == []
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["a", "b"]  # no temporary left
+
+
+def test_a_folder_at_the_move_target_never_receives_the_file(tmp_path: Path) -> None:
+    root, kept, copy = _two_copies(tmp_path)
+    attic = tmp_path / "attic"
+    script = _script_of(tmp_path, root, [kept, copy], Action.MOVE, move_to=str(attic))
+    target = attic / str(copy).lstrip("/")
+    done = _sh(["sh", str(script)], tmp_path, _shimmed_mv(tmp_path, target))
+    assert done.returncode == 1 and f"skipped {copy}: not moved" in done.stderr
+    assert target.is_dir() and list(target.iterdir()) == []
+    assert copy.read_bytes() == b"the same bytes\n"

@@ -10,6 +10,7 @@ so the link is refused, and the page shows an icon saying why.
 from __future__ import annotations
 
 import base64
+import stat
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,36 @@ def test_a_root_replaced_by_a_link_is_not_read(
     root.symlink_to(private)
     page = _report(tmp_path, state, capsys)
     assert SECRET not in page
+
+
+def test_a_link_planted_at_the_pages_name_is_replaced_never_written_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "library"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    for folder in ("a", "b"):
+        (root / folder / "notes.txt").write_text(prose(3))
+    state = tmp_path / "state"
+    assert main(["scan", "--state", str(state), "-j", "1", str(root)]) == 0
+    precious = tmp_path / "precious.conf"
+    precious.write_text("another file, never to be written\n")
+    precious.chmod(0o644)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    out = pages / "report.html"
+    out.symlink_to(precious)  # planted where the page goes
+    capsys.readouterr()
+    page = _report_to(out, state, capsys)
+    assert precious.read_text() == "another file, never to be written\n"
+    assert stat.S_IMODE(precious.stat().st_mode) == 0o644
+    assert not out.is_symlink() and out.read_text() == page
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert [p.name for p in pages.iterdir()] == ["report.html"]  # no temporary file left
+
+
+def _report_to(out: Path, state: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    status = main(["report", "--state", str(state), "-o", str(out), "-j", "1"])
+    _, err = capsys.readouterr()
+    assert status == 0, err
+    return out.read_text()

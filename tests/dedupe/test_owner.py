@@ -204,3 +204,124 @@ def test_the_dry_run_of_link_says_which_files_are_left(
     assert "--link-any-owner links them" not in capsys.readouterr().out
     assert main(["dedupe", "--remove", "--link-any-owner", "--plan", str(plan)]) == 2
     assert "--link-any-owner only goes with --link" in capsys.readouterr().err
+
+
+def _plan_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: list[Path]) -> str:
+    monkeypatch.setenv("ISCCD_WATCH__ROOTS", str(tmp_path / "root"))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(plan_document(plan_of(tmp_path / "root", [files]))))
+    return str(plan)
+
+
+def _shown(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[str, str]:
+    assert main(["dedupe", *args]) == 0
+    out, err = capsys.readouterr()
+    return out, err
+
+
+@pytest.mark.parametrize(
+    "args", [["--link"], ["--link", "--link-any-owner"], ["--remove"]], ids=" ".join
+)
+def test_the_dry_run_json_and_script_leave_what_apply_refuses_for_owners(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:  # fmt: skip
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the kept file belongs to another user")
+    kept = write(tmp_path / "root" / "drop" / "f.conf", DATA, mtime=1_000_000)  # the oldest
+    copy = write(tmp_path / "root" / "etc" / "f.conf", DATA, mtime=2_000_000)
+    os.chown(kept, 12345, 12345)
+    copy.chmod(0o644)  # root's: user 12345 cannot write it
+    plan = _plan_file(tmp_path, monkeypatch, [kept, copy])
+    reason = "belongs to user 12345, who cannot write this file of user 0"
+    out, _ = _shown(capsys, *args, "--plan", plan)
+    assert f"leave   {copy}  (the kept file {kept} {reason}" in out
+    assert "would link 0 files" in out or "would remove 0 files" in out
+    out, _ = _shown(capsys, *args, "--plan", plan, "--json")
+    member = json.loads(out)["groups"][0]["members"][1]
+    assert member["path"] == str(copy) and member["action"] == "leave"
+    assert reason in member["note"]
+    script, err = _shown(capsys, *args, "--plan", plan, "--script", "sh")
+    assert str(copy) not in script and reason in err
+    # The same judgement as --apply's: the engine refuses the step too.
+    outcomes = run_plan(
+        plan_of(tmp_path / "root", [[kept, copy]]),
+        Action.LINK if "--link" in args else Action.REMOVE, tmp_path / "log",
+        any_owner="--link-any-owner" in args,
+    )  # fmt: skip
+    assert [o.status for o in outcomes] == [Status.FAILED]
+    assert reason in (outcomes[0].reason or "")
+
+
+def test_the_dry_run_leaves_a_link_between_owners_unless_link_any_owner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the copy belongs to another user")
+    kept = write(tmp_path / "root" / "a" / "f.bin", DATA, mtime=1_000_000)
+    copy = write(tmp_path / "root" / "b" / "f.bin", DATA, mtime=2_000_000)
+    os.chown(copy, 12345, 12345)
+    plan = _plan_file(tmp_path, monkeypatch, [kept, copy])
+    out, _ = _shown(capsys, "--link", "--plan", plan)
+    assert f"leave   {copy}  (owned by 12345:12345, the kept file {kept} by 0:0" in out
+    script, _ = _shown(capsys, "--link", "--plan", plan, "--script", "sh")
+    assert str(copy) not in script
+    out, _ = _shown(capsys, "--link", "--link-any-owner", "--plan", plan)
+    assert f"link    {copy}" in out
+    script, _ = _shown(capsys, "--link", "--link-any-owner", "--plan", plan, "--script", "sh")
+    assert str(copy) in script
+
+
+def test_remove_needs_the_copys_owner_to_read_the_kept_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the copy belongs to another user")
+    kept = write(tmp_path / "root" / "srv" / "f.bin", DATA, mtime=1_000_000)  # the oldest
+    copy = write(tmp_path / "root" / "home" / "f.bin", DATA, mtime=2_000_000)
+    kept.chmod(0o600)  # root's own, which user 12345 cannot read
+    os.chown(copy, 12345, 12345)
+    reason = "its owner, user 12345, cannot read the kept file"
+    plan = _plan_file(tmp_path, monkeypatch, [kept, copy])
+    out, _ = _shown(capsys, "--remove", "--plan", plan)
+    assert f"leave   {copy}  ({reason} {kept} (user 0's, mode 0600)" in out
+    script, err = _shown(capsys, "--remove", "--plan", plan, "--script", "sh")
+    assert str(copy) not in script and reason in err
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.REMOVE,
+                         tmp_path / "log")  # fmt: skip
+    assert outcome.status is Status.FAILED and reason in (outcome.reason or "")
+    assert copy.read_bytes() == DATA
+    kept.chmod(0o644)  # now they can: the copy may go
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.REMOVE,
+                         tmp_path / "log")  # fmt: skip
+    assert outcome.status is Status.DONE and not copy.exists()
+
+
+@pytest.mark.parametrize("set_id", ["kept", "copy"])
+def test_a_set_id_file_is_never_linked_to_another_owners_even_with_link_any_owner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    set_id: str,
+) -> None:  # fmt: skip
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the copy belongs to another user")
+    kept = write(tmp_path / "root" / "bin" / "tool", DATA, mtime=1_000_000)  # the oldest
+    copy = write(tmp_path / "root" / "home" / "tool", DATA, mtime=2_000_000)
+    os.chown(copy, 12345, 12345)
+    # chown clears the set-ID bits: they are set after it.
+    (kept if set_id == "kept" else copy).chmod(0o4755)
+    (copy if set_id == "kept" else kept).chmod(0o755)
+    reason = "set-user-ID or set-group-ID"
+    plan = _plan_file(tmp_path, monkeypatch, [kept, copy])
+    out, _ = _shown(capsys, "--link", "--link-any-owner", "--plan", plan)
+    assert f"leave   {copy}  (" in out and reason in out
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.LINK,
+                         tmp_path / "log", any_owner=True)  # fmt: skip
+    assert outcome.status is Status.FAILED
+    assert "never linked, even with --link-any-owner" in (outcome.reason or "")
+    assert copy.stat().st_ino != kept.stat().st_ino and copy.stat().st_uid == 12345
+    # The same owner and group: the set-ID bits go with the file either way.
+    os.chown(copy, 0, 0)
+    copy.chmod(kept.stat().st_mode)
+    [outcome] = run_plan(plan_of(tmp_path / "root", [[kept, copy]]), Action.LINK,
+                         tmp_path / "log")  # fmt: skip
+    assert outcome.status is Status.DONE

@@ -107,8 +107,8 @@ def test_as_root_a_set_id_file_of_another_user_comes_back_as_it_was(tmp_path: Pa
     os.chown(victim, 4321, 4321)
     victim.chmod(0o4750)
     log = tmp_path / "log"
-    # Files of two owners are linked only when asked (--link-any-owner).
-    outcomes = run_plan(plan_of(root, [[kept, victim]]), Action.LINK, log, any_owner=True)
+    # Removed, not linked: a set-user-ID file is never linked to another owner's.
+    outcomes = run_plan(plan_of(root, [[kept, victim]]), Action.REMOVE, log)
     assert [o.status for o in outcomes] == [Status.DONE]
     [outcome] = undo_log(log, KEY)
     assert outcome.status is UndoStatus.UNDONE, outcome.reason
