@@ -558,7 +558,8 @@ class SqliteStore(Database):
         for chunk, marks in _chunks(sorted(set(file_ids))):
             rows = self._exec(
                 f"SELECT a, b, unit, distance FROM near WHERE unit = ? AND a IN ({marks}) "  # noqa: S608 -- fixed fragments; values are bound
-                f"UNION ALL SELECT a, b, unit, distance FROM near WHERE unit = ? AND b IN ({marks})",
+                "UNION ALL SELECT a, b, unit, distance FROM near WHERE unit = ? AND b IN "
+                f"({marks})",
                 (unit.value, *chunk, unit.value, *chunk),
             )
             asked, seen = set(chunk), set()
