@@ -424,11 +424,17 @@ class HammingIndex:
         ids = self._ids[slots]
         if len(exclude):
             job = np.asarray(exclude, dtype=np.int64)
-            order = np.argsort(job, kind="stable")
-            ranked = job[order]
-            at = np.minimum(np.searchsorted(ranked, ids), len(job) - 1)
             starts = np.zeros(len(codes), dtype=np.int64) if upto is None else np.asarray(upto)
-            live &= (ranked[at] != ids) | (order[at] < starts[asked])
+            if bool((np.diff(job) == 1).all()):
+                # Consecutive ids, as a job of new files has: a hit's place in the job is
+                # its id less the first (outside it when that is negative or past the end).
+                at = ids - job[0]
+                live &= (at < starts[asked]) | (at >= len(job))
+            else:
+                order = np.argsort(job, kind="stable")
+                ranked = job[order]
+                at = np.minimum(np.searchsorted(ranked, ids), len(job) - 1)
+                live &= (ranked[at] != ids) | (order[at] < starts[asked])
         asked, ids, distances, slots = asked[live], ids[live], distances[live], slots[live]
         if not len(asked):
             return found, totals

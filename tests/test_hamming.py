@@ -270,14 +270,22 @@ def test_the_block_index_compares_a_bounded_number_of_codes_a_pass() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.integers(1, 20), st.integers(0, 64))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 300),
+    st.integers(1, 20),
+    st.integers(0, 64),
+    st.booleans(),
+)
 def test_the_nearest_are_the_first_of_what_a_query_finds(
-    seed: int, n: int, limit: int, radius: int
+    seed: int, n: int, limit: int, radius: int, consecutive: bool
 ) -> None:
     rng = random.Random(seed)
     index = HammingIndex()
     base = rng.getrandbits(64)
-    ids = rng.sample(range(1, 10 * n + 1), n)
+    # Ids as a store gives them (consecutive, a job the last of them), or any ids.
+    first = rng.randrange(1, 1000)
+    ids = list(range(first, first + n)) if consecutive else rng.sample(range(1, 10 * n + 1), n)
     for file_id in ids:
         index.add(file_id, base ^ rng.getrandbits(64) & rng.getrandbits(64) & rng.getrandbits(64))
     queries = [base ^ rng.getrandbits(8) for _ in range(5)]

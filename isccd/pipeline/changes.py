@@ -176,7 +176,11 @@ def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -
         ix.store.remove_near(found.remove)
     if found.add:
         ix.store.add_near(found.add)
-        bound(ix, [(p.other(file_id), p.unit) for p in found.add])
+        gained = [(p.other(file_id), p.unit) for p in found.add]
+        if ix.unbounded is None:
+            bound(ix, gained)
+        else:  # a job of new files: bounded together at its end
+            ix.unbounded += gained
     if not found.events:
         return
     clock, queue = ix.clock, ix.queue
@@ -316,6 +320,7 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     # The events are logged together at the end, except in a shared store: there another
     # host's side of a duplicate (isccd.pipeline.announce) is logged as it comes.
     ix.queue = None if ix.store.shared else []
+    ix.unbounded = []
     start, marks = len(ix.pending), [0]
     host = ix.store.host
     job: dict[int, FileRecord] = {}
@@ -340,10 +345,21 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
                 by_datahash.setdefault(_stored_hex(record.datahash), []).append(file_id)
     finally:
         queue, ix.queue = ix.queue, None
-    if queue is not None:
-        ix.logged(ix.store.append_events(queue))
+        unbounded, ix.unbounded = ix.unbounded, None
+    _end_job(ix, queue, unbounded)
     events = ix.since(start)
     return [events[a:b] for a, b in itertools.pairwise(marks)]
+
+
+def _end_job(
+    ix: Index, queue: list[NewEvent] | None, unbounded: Sequence[tuple[int, UnitType]] | None
+) -> None:
+    """What a job of new files does once all its files are in: bound the relations its files
+    gave others, and log its events together."""
+    if unbounded:
+        bound(ix, unbounded)
+    if queue is not None:
+        ix.logged(ix.store.append_events(queue))
 
 
 def _add(ix: Index, root: str, record: FileRecord) -> StoredFile:

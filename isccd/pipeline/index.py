@@ -64,6 +64,9 @@ class Index:
         self._pending: list[Event] = []
         # The events of a job of new files, logged together at its end (changes.add_new).
         self.queue: list[NewEvent] | None = None
+        # The files that gained a relation in a job of new files, bounded together at its end
+        # (changes.bound): a family's files share their nearest, read once for the job.
+        self.unbounded: list[tuple[int, UnitType]] | None = None
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
         # How many files the in-memory index found within the threshold of a file's unit, of
         # which it was asked the nearest only: read back by relate.related() as it decides.
