@@ -133,10 +133,14 @@ class _Blocks:
         queries: npt.NDArray[np.uint64],
         radius: int,
         block: int,
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]] | None:
         """Query positions, slots and distances of the unchanged indexed slots within
         ``radius`` of each query, each pair once, ordered by query, then slot: the queries a
-        few at a time, so that a pass compares about ``block`` codes (at least one query's)."""
+        few at a time, so that a pass compares about ``block`` codes (at least one query's).
+
+        ``None`` when the buckets the queries probe hold more codes than the flat scan would
+        compare in the time (a family of near-identical codes fills the same few buckets of
+        every block): the caller scans instead."""
         most = radius // len(_WIDTHS)
         probed = []
         compared = np.zeros(len(queries), dtype=np.int64)
@@ -145,6 +149,8 @@ class _Blocks:
             probes = values[:, None] ^ _flips(width, most)
             compared += (starts[probes + 1] - starts[probes]).sum(axis=1)
             probed.append((order, starts, probes))
+        if int(compared.sum()) * _COST_FOUND > len(queries) * self.size * _COST_FLAT:
+            return None
         # The candidates of a pass are held together (tens of bytes each): bounded as the
         # flat scan's distances are, whatever the number of queries.
         ends = np.cumsum(compared)
@@ -482,7 +488,10 @@ class HammingIndex:
             blocks = self._blocks = _Blocks(self._codes[:n])
         if blocks is None or not _pays(radius, blocks.size, len(queries)):
             return self._scan(queries, radius, 0, n, block)
-        parts = [blocks.find(self._codes, queries, radius, block)]
+        found = blocks.find(self._codes, queries, radius, block)
+        if found is None:
+            return self._scan(queries, radius, 0, n, block)
+        parts = [found]
         if blocks.changed:
             changed = np.asarray(blocks.changed, dtype=np.intp)
             asked, at, distances = _scan(self._codes[changed], queries, radius, block)

@@ -242,6 +242,30 @@ def test_the_block_index_answers_single_queries_at_scale_and_survives_compaction
     assert index.within_each(asked[:5], 15) == brute_force_each(model, asked[:5], 15)
 
 
+def test_a_family_filling_the_same_buckets_is_scanned_flat_and_answered_exactly() -> None:
+    # 30,000 codes a few bits from one (a burst of photos, a dataset exported every day) among
+    # 100,000 others: every query from the family probes the family's few buckets in each
+    # block, and finds more codes there than the flat scan compares in the time.
+    rng = np.random.default_rng(3)
+    index = HammingIndex()
+    family = clustered(rng, 30_000, rng.integers(0, 2**64, size=1, dtype=np.uint64))
+    codes = np.concatenate([family, rng.integers(0, 2**64, size=100_000, dtype=np.uint64)])
+    model = dict(zip(range(1, len(codes) + 1), codes.tolist(), strict=True))
+    index.add_many(list(model), list(model.values()))
+    stranger = rng.integers(0, 2**64, size=1, dtype=np.uint64).tolist()
+    assert index.within(stranger[0], 8) == brute_force_each(model, stranger, 8)[0]
+    assert built(index)  # a stranger's query pays for the block index
+    asked = clustered(rng, 40, family[:1])
+    blocks = index._blocks
+    assert blocks is not None
+    assert blocks.find(index._codes, asked, 8, 1 << 17) is None  # the family's: scanned flat
+    hits, totals = index.nearest_each(asked.tolist(), 8, 16)
+    expected = brute_force_each(model, asked.tolist(), 8)
+    for found, count, everything in zip(hits, totals, expected, strict=True):
+        everything.sort(key=lambda h: (h.distance, -h.file_id))
+        assert found == everything[:16] and count == len(everything) > 500
+
+
 def test_the_block_index_compares_a_bounded_number_of_codes_a_pass() -> None:
     # Many queries over many codes: found candidates grow with both, so the block index
     # compares them a pass at a time, as the flat scan does, not all at once.
