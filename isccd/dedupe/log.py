@@ -122,10 +122,15 @@ class LoggedAction:
     undone: str | None
 
 
+#: Compact, ASCII JSON (made once: ``json.dumps`` with options makes an encoder per line).
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+#: The fields of an intent record, in order.
+_INTENT_FIELDS = tuple(f.name for f in fields(Intent))
+
+
 def signed_line(key: bytes, record: dict[str, Any]) -> bytes:
     """One log line: ``record`` as compact JSON, its MAC appended as the last field."""
-    body = json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    raw = body.encode("ascii")
+    raw = _ENCODER.encode(record).encode("ascii")
     return raw[:-1] + MAC_FIELD + mac(key, raw).encode("ascii") + b'"}\n'
 
 
@@ -264,7 +269,7 @@ class ActionLog:
         Raises:
             ActionLogError: It cannot be written: do not do it.
         """
-        record = {"op": "intent"} | {f.name: getattr(intent, f.name) for f in fields(Intent)}
+        record = {"op": "intent"} | {name: getattr(intent, name) for name in _INTENT_FIELDS}
         self._write(record, sync=False)
 
     def sync(self) -> None:

@@ -1,14 +1,16 @@
 """The plan file: a versioned JSON document (docs/schema/plan.schema.json), read and written.
 
-A plan file is validated against its JSON Schema when it is loaded, then checked for what a
-schema cannot say (paths normalized and inside their roots, no file in two groups); any fault
-is a :class:`~isccd.errors.PlanFileError` naming the place in one line, and nothing is touched.
-A plan is whatever its author wrote: it is read as strict JSON (no ``NaN``), from a regular file
-of at most :data:`MAX_PLAN_BYTES`, nested no deeper than the format, and its roots must be the
-acting host's own (:func:`check_roots`), since a member's ``root`` is only what the file says.
-The file must be the user's own (or root's) and writable by nobody else: a plan says which
-files to link, remove or move, and a near move trusts the codes it records, so a plan another
-user could have written or changed is not acted on (copy it, read it, and use the copy).
+A plan file is validated against its JSON Schema when it is loaded (by the schema compiled once,
+:mod:`isccd.dedupe.schemacheck`; jsonschema says what is wrong with a plan that is not), then
+checked for what a schema cannot say (paths normalized and inside their roots, no file in two
+groups); any fault is a :class:`~isccd.errors.PlanFileError` naming the place in one line, and
+nothing is touched. A plan is whatever its author wrote: it is read as strict JSON (no ``NaN``),
+from a regular file of at most :data:`MAX_PLAN_BYTES`, nested no deeper than the format, and its
+roots must be the acting host's own (:func:`check_roots`), since a member's ``root`` is only
+what the file says. The file must be the user's own (or root's) and writable by nobody else: a
+plan says which files to link, remove or move, and a near move trusts the codes it records, so a
+plan another user could have written or changed is not acted on (copy it, read it, and use the
+copy).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from isccd.dedupe.plan import PLAN_VERSION, Action, Group, GroupKind, Member, Plan, Step, Untouched
+from isccd.dedupe.schemacheck import Check, compile_schema
 from isccd.errors import PlanFileError
 from isccd.fspath import is_below
 from isccd.iscc import IsccError, iscc_decode
@@ -62,13 +65,21 @@ def _where(location: Sequence[object]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in location) or "the plan"
 
 
+@cache
+def _plan_check() -> Check:
+    """The plan schema compiled (:mod:`isccd.dedupe.schemacheck`)."""
+    schema = plan_schema()
+    return compile_schema(_inlined(schema, schema["$defs"]))
+
+
 def _validate(document: object, name: str) -> None:
+    if _plan_check()(document):
+        return
+    # Not valid: jsonschema says why (and has the last word).
     import jsonschema  # noqa: PLC0415  (only plan files need it)
 
     schema = plan_schema()
     validator = jsonschema.Draft202012Validator(_inlined(schema, schema["$defs"]))
-    if validator.is_valid(document):
-        return
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         where = _short(_where(error.absolute_path).lstrip("."))

@@ -146,8 +146,11 @@ def _compare(a_fd: int, b_fd: int, size: int) -> bytes | int:
     hasher = InstanceHasherV0()
     offset = 0
     while offset < size:
-        a = os.pread(a_fd, CHUNK, offset)
-        b = os.pread(b_fd, CHUNK, offset)
+        # No more than is left: a buffer of CHUNK bytes for a small file costs three calls to
+        # the kernel (map, shrink, unmap) per read. A file that grew is seen after the loop.
+        want = min(CHUNK, size - offset)
+        a = os.pread(a_fd, want, offset)
+        b = os.pread(b_fd, want, offset)
         if a != b or not a:
             return offset
         hasher.push(a)
@@ -184,8 +187,9 @@ def same_bytes(victim: Handle, kept: Handle, blake3: str | None) -> bytes:
 def _same_file(now: os.stat_result, was: os.stat_result) -> bool:
     """The same inode, with the same size, modification time, owner and permissions (the
     change time differs: linking to a file changes it)."""
-    keys = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_uid", "st_gid", "st_mode")
-    return all(getattr(now, k) == getattr(was, k) for k in keys)
+    return (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_uid, now.st_gid,
+            now.st_mode) == (was.st_dev, was.st_ino, was.st_size, was.st_mtime_ns, was.st_uid,
+                             was.st_gid, was.st_mode)  # fmt: skip
 
 
 def confirm(
@@ -222,7 +226,8 @@ def confirm(
                 kept.path, "the kept file was removed or replaced while the copy was acted on "
                 "(another run keeping the copy?)"
             )  # fmt: skip
-    if os.fstat(holder_fd).st_size != victim.stat.st_size:
+    held = now if holder_fd == kept.fd else os.fstat(holder_fd)
+    if held.st_size != victim.stat.st_size:
         raise StaleFileError(kept.path, "the kept content changed while the copy was acted on")
     seen = _compare(victim.fd, holder_fd, victim.stat.st_size)
     if seen != digest:

@@ -3,6 +3,7 @@ the file is skipped, reported, and left exactly as it was."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from isccd.dedupe.apply import Applier, Status
-from isccd.dedupe.log import ActionLog
-from isccd.dedupe.plan import Action, GroupKind, steps_of
+from isccd.dedupe import apply as apply_module
+from isccd.dedupe.apply import Applier, Phase, Status
+from isccd.dedupe.log import ActionLog, Intent
+from isccd.dedupe.plan import Action, GroupKind, Step, steps_of
 from tests.dedupe.conftest import KEY, mounted, plan_of, run_plan, write
 
 DATA = random.Random(1).randbytes(300_000)
@@ -323,3 +325,60 @@ def _changed_at_the_swap(base: Path, action: Action, change: str) -> None:
     assert _state(files[1]) == before[0]
     assert files[0].read_bytes() == DATA and files[0].stat().st_nlink == 1
     assert not list(root.rglob(".isccd-dedupe-*"))
+
+
+class _SyncCountingLog(ActionLog):
+    """An action log that notes, in order, each intent logged and each sync."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, KEY)
+        self.events: list[tuple[str, str | None]] = []
+
+    def intent(self, intent: Intent) -> None:
+        super().intent(intent)
+        self.events.append(("intent", intent.path))
+
+    def sync(self) -> None:
+        super().sync()
+        self.events.append(("sync", None))
+
+
+def test_batches_grow_and_every_intent_is_synced_before_its_action(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    groups = [
+        copies(root / f"g{g}", 2, DATA[:100] + bytes([g % 256, g // 256])) for g in range(450)
+    ]
+    steps, _ = steps_of(plan_of(root, groups), Action.LINK)
+    log = _SyncCountingLog(tmp_path / "log")
+    with log:
+
+        def acting(phase: Phase, step: Step) -> None:
+            if phase is Phase.CHECKED:
+                log.events.append(("act", step.path))
+
+        outcomes = list(Applier(log, on_phase=acting).run(steps))
+    assert [o.status for o in outcomes] == [Status.DONE] * 450
+    # Batches of 64, 128 and 256 steps (then the 2 left): four syncs, not eight of 64.
+    kinds = [kind for kind, _ in log.events]
+    assert kinds.count("sync") == 4
+    runs = [len(list(group)) for kind, group in itertools.groupby(kinds) if kind == "intent"]
+    assert runs == [64, 128, 256, 2]
+    for path in (s.path for s in steps):
+        logged = log.events.index(("intent", path))
+        acted = log.events.index(("act", path))
+        assert ("sync", None) in log.events[logged:acted], path
+
+
+def test_a_batch_ends_once_its_files_hold_batch_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(apply_module, "BATCH_BYTES", 2 * len(DATA))
+    root = tmp_path / "root"
+    groups = [copies(root / f"g{g}", 2, DATA + bytes([g])) for g in range(5)]
+    steps, _ = steps_of(plan_of(root, groups), Action.LINK)
+    log = _SyncCountingLog(tmp_path / "log")
+    with log:
+        outcomes = list(Applier(log).run(steps))
+    assert [o.status for o in outcomes] == [Status.DONE] * 5
+    # Two files of a little more than len(DATA) fill a batch.
+    assert [kind for kind, _ in log.events].count("sync") == 3
