@@ -24,11 +24,12 @@ connects (at start, and again after losing its session) it compares (:func:`chec
   that run began: it went backwards.
 
 A log that went backwards gets a new run, which starts after this host's last event in the
-restored log (events below it are the dump's: sequence order is commit order), recorded as SQLite records them (``run:<uuid>`` =
-``"<ordinal> <first seq>"`` and ``run`` = the current one, under the empty host name, the
-database's own), in one transaction under the writers' lock (:data:`~isccd.store.pgschema.
-EVENTS_LOCK`), which is read again once held: two writers finding it at once make one run, the
-second seeing the first's as a later run than the one it knew.
+restored log (the events below it are the dump's: sequence order is commit order). It is
+recorded as SQLite records runs (``run:<uuid>`` = ``"<ordinal> <first seq>"``, and ``run`` =
+the current one, under the empty host name, the database's own), in one transaction under the
+writers' lock (:data:`~isccd.store.pgschema.EVENTS_LOCK`), which is read again once held: two
+writers finding it at once make one run, the second seeing the first's as a later run than the
+one it knew.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -170,7 +171,7 @@ def test_two_writers_finding_the_log_gone_backwards_at_once_begin_one_run(
             store.close()
 
 
-def _wait_for_lock_waiters(conn: psycopg.Connection[object], name: str, count: int) -> None:
+def _wait_for_lock_waiters(conn: psycopg.Connection[Any], name: str, count: int) -> None:
     """Until ``count`` sessions wait for the writers' lock (a server-side wait, no sleep)."""
     while True:
         row = conn.execute(
