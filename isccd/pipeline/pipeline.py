@@ -658,6 +658,13 @@ class Pipeline:
         subject = queries.coded(found, await code(found)) if isinstance(found, str) else found
         return await self._call(lambda ix: queries.similar(ix, subject, query))
 
+    async def identity(self) -> str:
+        """The store's identity now, read again (:attr:`store_id` is then this one): a shared
+        database's changes while the daemon runs when a writer finds it restored from an
+        older dump (:mod:`isccd.store.pgruns`)."""
+        self._store_id = await self._call(lambda ix: ix.store.identity)
+        return self._store_id
+
     async def log_end(self, identity: str) -> int | None:
         """The last seq the log had under ``identity`` (:meth:`isccd.store.Store.log_end`)."""
         return await self._call(lambda ix: ix.store.log_end(identity))
