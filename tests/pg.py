@@ -144,6 +144,20 @@ class PgServer:
         self.sql(name, "GRANT ALL ON SCHEMA public TO isccd_pw")
         return name
 
+    def dump(self, database: str) -> Path:
+        """``pg_dump`` of ``database`` (custom format), as an administrator backs it up; the
+        file it wrote."""
+        path = self.base / f"{database}-{next(self._names)}.dump"
+        self._run(str(self.bin_dir / "pg_dump"), "-Fc", "-f", str(path), self.url(database))
+        return path
+
+    def restore(self, database: str, dump: Path) -> None:
+        """Put ``database`` back as it was in ``dump``: dropped (its sessions ended), made
+        again, and ``pg_restore``'d."""
+        self.drop_database(database)
+        self.sql("postgres", f"CREATE DATABASE {database} TEMPLATE template0")
+        self._run(str(self.bin_dir / "pg_restore"), "-d", self.url(database), str(dump))
+
     def drop_database(self, name: str) -> None:
         """Drop a database, disconnecting whoever still uses it."""
         self.sql("postgres", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

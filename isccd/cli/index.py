@@ -331,6 +331,7 @@ def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
 
     from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415
     from isccd.pipeline import Pipeline  # noqa: PLC0415
+    from isccd.store import LOG_MARK_NAME  # noqa: PLC0415
     from isccd.walk import compile_ignore  # noqa: PLC0415
 
     roots = []
@@ -356,7 +357,11 @@ def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
     jobs: int = args.jobs or config.workers
     hasher = LazyWorkers(config.hashing(jobs))
     pipeline = Pipeline(
-        config.store_url, config.scanning(jobs), host=config.store_host, hasher=hasher
+        config.store_url,
+        config.scanning(jobs),
+        host=config.store_host,
+        hasher=hasher,
+        log_mark=config.state_dir / LOG_MARK_NAME,
     )
     collector.settled()
     try:

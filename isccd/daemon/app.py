@@ -43,7 +43,7 @@ from isccd.results import DaemonStatus, HashingStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
 from isccd.settings import load_settings
-from isccd.store import SqliteOptions, redact_url
+from isccd.store import LOG_MARK_NAME, SqliteOptions, redact_url
 from isccd.store.database import not_writable
 from isccd.store.pgurl import is_postgres_url
 from isccd.watch.debounce import Dirty, Moved
@@ -127,6 +127,7 @@ class Daemon:
             host=config.store_host,
             hasher=self._hasher,
             sqlite=SqliteOptions(),
+            log_mark=config.state_dir / LOG_MARK_NAME,
             on_commit=self._committed,
         )
         self._health = StoreHealth(

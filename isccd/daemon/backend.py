@@ -147,6 +147,10 @@ class DaemonBackend:
             )
         return await self._pipeline.last_seq()
 
+    async def log_identity(self) -> str:
+        """The store's identity now (see :meth:`Pipeline.identity`)."""
+        return await self._pipeline.identity()
+
     async def log_end(self, store: str) -> int | None:
         """The last seq the log had under ``store`` (see :meth:`Pipeline.log_end`)."""
         return await self._pipeline.log_end(store)

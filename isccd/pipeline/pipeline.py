@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from isccd.errors import HashingUnavailableError
@@ -168,6 +169,7 @@ class Pipeline:
         host: str | None = None,
         hasher: Hasher | None = None,
         sqlite: SqliteOptions | None = None,
+        log_mark: Path | None = None,
         owner: OwnerOptions | None = None,
         clock: Callable[[], float] = time.time,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
@@ -182,6 +184,8 @@ class Pipeline:
             hasher: How files are hashed (needed by :meth:`reconcile` and
                 :meth:`process_path`).
             sqlite: SQLite tuning.
+            log_mark: Where the store remembers how far it followed a shared database's
+                event log (see :func:`isccd.store.open_store`).
             owner: Batching of the owner thread.
             clock: Unix time for events.
             on_commit: Receives each committed batch of events, on the owner thread.
@@ -194,7 +198,7 @@ class Pipeline:
         self._composing = threading.Lock()
 
         def build() -> Index:
-            store = open_store(store_url, host=host, sqlite=sqlite)
+            store = open_store(store_url, host=host, sqlite=sqlite, log_mark=log_mark)
             try:
                 return Index(store, self._options, clock=clock, on_commit=on_commit)
             except BaseException:
@@ -653,6 +657,13 @@ class Pipeline:
         found = await self._call(lambda ix: queries.subject(ix, query))
         subject = queries.coded(found, await code(found)) if isinstance(found, str) else found
         return await self._call(lambda ix: queries.similar(ix, subject, query))
+
+    async def identity(self) -> str:
+        """The store's identity now, read again (:attr:`store_id` is then this one): a shared
+        database's changes while the daemon runs when a writer finds it restored from an
+        older dump (:mod:`isccd.store.pgruns`)."""
+        self._store_id = await self._call(lambda ix: ix.store.identity)
+        return self._store_id
 
     async def log_end(self, identity: str) -> int | None:
         """The last seq the log had under ``identity`` (:meth:`isccd.store.Store.log_end`)."""

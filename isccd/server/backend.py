@@ -62,6 +62,12 @@ class Backend(Protocol):
         for the whole fleet's. Cannot block."""
         ...
 
+    async def log_identity(self) -> str:
+        """The identity of the served log now, read again: :meth:`store_id` is the one last
+        read, and a database a fleet shares takes a new one when a daemon finds it restored
+        from an older dump."""
+        ...
+
     async def log_end(self, store: str) -> int | None:
         """The last seq the served log had under the identity ``store``, one it had earlier
         (a daemon started again has another) or has now; ``None`` if it never had it."""

@@ -406,7 +406,8 @@ class Connection(asyncio.Protocol):
             raise ProtocolError(
                 ErrorCode.ALREADY_SUBSCRIBED, "this connection is already subscribed"
             )
-        store = self._context.backend.store_id()
+        # Read again: a shared database's changes when it is found restored from a dump.
+        store = await self._context.backend.log_identity()
         if request.store is not None and request.store != store:
             await self._check_resume(request.store, request.since, store)
         broker = self._context.broker

@@ -27,6 +27,7 @@ from isccd.store.sqlite import SqliteStore
 
 __all__ = [
     "DB_NAME",
+    "LOG_MARK_NAME",
     "FileKey",
     "NearPair",
     "NewEvent",
@@ -43,6 +44,9 @@ __all__ = [
 
 #: The database file in a state directory.
 DB_NAME = "isccd.db"
+#: The file in a state directory where a writer of a shared database remembers how far it
+#: followed the event log (:mod:`isccd.store.pgruns`).
+LOG_MARK_NAME = "fleet-log.json"
 
 
 def state_url(state_dir: str | os.PathLike[str]) -> str:
@@ -63,7 +67,7 @@ def _open_sqlite(location: str, host: str, readonly: bool, sqlite: SqliteOptions
     return SqliteStore(Path(path), host=host, readonly=readonly, options=sqlite)
 
 
-def _open_postgres(url: str, host: str, readonly: bool) -> Store:
+def _open_postgres(url: str, host: str, readonly: bool, log_mark: Path | None) -> Store:
     # Checked here, not by libpq: its messages about a URL it refuses quote the URL whole.
     fault = url_fault(url)
     if fault is not None:
@@ -76,7 +80,7 @@ def _open_postgres(url: str, host: str, readonly: bool) -> Store:
             f"the store {redact_url(url)} is a PostgreSQL database, and its driver is not "
             f"installed ({exc}): pip install 'isccd[fleet]'"
         ) from None
-    return PostgresStore(url, host=host, readonly=readonly)
+    return PostgresStore(url, host=host, readonly=readonly, log_mark=log_mark)
 
 
 def open_store(
@@ -85,6 +89,7 @@ def open_store(
     host: str | None = None,
     readonly: bool = False,
     sqlite: SqliteOptions | None = None,
+    log_mark: Path | None = None,
 ) -> Store:
     """Open the store a URL names.
 
@@ -93,6 +98,9 @@ def open_store(
         host: The host name to read and write for (default: :func:`default_host`).
         readonly: Open for reading only (a second process next to the writer).
         sqlite: Options of the SQLite backend.
+        log_mark: Where a writer of a shared database remembers how far it followed the event
+            log, to tell when the database was restored from an older dump (the file
+            :data:`LOG_MARK_NAME` of its state directory); ``None``: while it is open only.
 
     Returns:
         The open backend, checked and migrated when opened for writing.
@@ -102,7 +110,7 @@ def open_store(
     """
     host = host or default_host()
     if is_postgres_url(url):
-        return _open_postgres(url, host, readonly)
+        return _open_postgres(url, host, readonly, log_mark)
     scheme, sep, location = url.partition("://")
     if not sep:
         return _open_sqlite(urllib.parse.quote(os.fsencode(url)), host, readonly, sqlite)

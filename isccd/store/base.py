@@ -218,7 +218,8 @@ class Store(Transactional, Protocol):
         with: a store deleted and made again, or another one put in its place, has another.
         A SQLite store makes a new one each time a writer opens it (each run of its log), so
         that a copy restored over it, whose log goes back to the copy, is told from the log a
-        client followed (see :meth:`log_end`); a database a fleet shares keeps one for its life.
+        client followed (see :meth:`log_end`); a database a fleet shares keeps one until a
+        writer finds it restored from an older dump (:mod:`isccd.store.pgruns`).
 
         Raises:
             StoreCorruptError: The store has no identity recorded.

@@ -20,6 +20,10 @@ the database by its URL without its password (:func:`isccd.store.pgurl.redact_ur
 Names stored once and referred to by id (roots, directories, profiles) are interned here, with
 caches that a rolled-back transaction clears.
 
+A writer checks, each time it takes a session, that the fleet's event log did not go
+backwards since it last saw it (the database restored from an older dump), and gives it a new
+identity when it did (:mod:`isccd.store.pgruns`).
+
 Statements whose result nothing waits for (savepoints and their release, the writers' lock, the
 notification, the hosts' last sequence numbers) are queued and sent with the next statement in
 one round trip (libpq's pipeline mode).
@@ -33,6 +37,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import psycopg
@@ -46,6 +51,7 @@ from isccd.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
+from isccd.store.pgruns import LogMark, check_log, read_mark, save_mark
 from isccd.store.pgschema import (
     EVENTS_CHANNEL,
     EVENTS_LOCK,
@@ -71,6 +77,9 @@ _WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
 RETRY_AFTER = 1.0
 #: Seconds to wait for a connection once the database was found unreachable.
 RECONNECT_TIMEOUT = 2.0
+#: Seconds between saves of how far this writer followed the log (and at close): a daemon that
+#: crashes forgets at most the last ones, and tells a log restored to before them still.
+MARK_EVERY = 5.0
 _SAVEPOINT = b"SAVEPOINT unit"
 _RELEASE = b"RELEASE SAVEPOINT unit"
 
@@ -109,8 +118,19 @@ class PgDatabase:
         host: str,
         readonly: bool = False,
         options: PostgresOptions | None = None,
+        log_mark: Path | None = None,
     ) -> None:
-        """Connect, then (for writing) migrate, register the host and take its lock.
+        """Connect, then (for writing) migrate, register the host, take its lock, and check
+        that the event log did not go backwards.
+
+        Args:
+            url: The libpq connection URI.
+            host: The host name to read and write for.
+            readonly: Open for reading only.
+            options: Connections.
+            log_mark: A file of this host's own (in its state directory) that remembers, from
+                one run of the writer to the next, how far it followed the event log
+                (:mod:`isccd.store.pgruns`); ``None``: remembered while it is open only.
 
         Raises:
             StoreUnavailableError: The server cannot be reached in time.
@@ -127,10 +147,17 @@ class PgDatabase:
         self._in_transaction = False
         self._events_locked = False
         self._notified = False
-        self._marks: list[tuple[bool, bool, dict[str, int]]] = []
+        self._savepoints: list[tuple[bool, bool, dict[str, int], int, int]] = []
         self._queued: list[tuple[bytes, Sequence[Any] | None]] = []
         # Host -> the highest seq this transaction logged about it (hosts.last_seq, at commit).
         self._logged: dict[str, int] = {}
+        # The highest seq this transaction logged (how far this writer saw the log, at commit).
+        self._logged_high = self._logged_own = 0
+        # How far this writer followed the log, by database identity; when it last saved that.
+        self._mark_path = log_mark
+        self._marks: dict[str, LogMark] = read_mark(log_mark) if log_mark is not None else {}
+        self._mark: LogMark | None = None
+        self._mark_saved: tuple[float, LogMark | None] = (time.monotonic(), None)
         self._host_id: int | None = None
         # While the database is unreachable: until when to say so at once, and why.
         self._unreachable: tuple[float, str] | None = None
@@ -266,6 +293,7 @@ class PgDatabase:
         key = HOST_LOCK_BASE + self._host_id
         taken = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_SPACE, key)).fetchone()
         if taken is not None and taken[0]:
+            self._check_log(conn)
             return
         holder = conn.execute(
             "SELECT a.application_name, a.client_addr::text FROM pg_locks l "
@@ -283,6 +311,44 @@ class PgDatabase:
             f"by another isccd{who}; each daemon sharing a database needs its own "
             "[store] host"
         )
+
+    def _check_log(self, conn: psycopg.Connection[Any]) -> None:
+        """Check the event log against how far this writer followed it, before anything else
+        on a new session (see :func:`~isccd.store.pgruns.check_log`)."""
+        mark = check_log(conn, self._marks, self._host)
+        self._mark = mark
+        if mark.store:
+            self._marks[mark.store] = mark
+            self._save_mark(force=True)
+
+    def _saw(self, seq: int, own: int = 0) -> None:
+        """This writer saw the log committed up to ``seq``, and its own host's events up to
+        ``own`` (under the run it knows)."""
+        mark = self._mark
+        if mark is not None and mark.store and (seq > mark.seq or own > mark.own):
+            self._mark = mark.past(seq, own)
+            self._marks[self._mark.store] = self._mark
+            self._save_mark(force=False)
+
+    def _save_mark(self, *, force: bool) -> None:
+        """Save how far this writer followed the log (at most every :data:`MARK_EVERY`
+        seconds unless ``force``). A file that cannot be written leaves it remembered while
+        the store is open: the store must still work."""
+        mark, path = self._mark, self._mark_path
+        saved_at, saved = self._mark_saved
+        if path is None or mark is None or not mark.store or mark == saved:
+            return
+        now = time.monotonic()
+        if not force and now - saved_at < MARK_EVERY:
+            return
+        try:
+            save_mark(path, mark)
+        except OSError as exc:
+            if saved is not None or force:
+                logging.getLogger("isccd.store").warning(
+                    "fleet_log_mark_unsaved", extra={"path": str(path), "error": str(exc)}
+                )
+        self._mark_saved = (now, mark)
 
     def _drop_session(self) -> None:
         """Give the session back to the pool (which discards it when broken). A transaction
@@ -369,6 +435,7 @@ class PgDatabase:
         transaction is rolled back."""
         pool, self._pool = self._pool, None
         conn, self._conn = self._conn, None
+        self._save_mark(force=True)
         if conn is not None:
             conn.close()  # the server drops the session's locks and rolls back
             if pool is not None:
@@ -464,8 +531,9 @@ class PgDatabase:
         self._exec("BEGIN")
         self._in_transaction = True
         self._events_locked = self._notified = False
-        self._marks.clear()
+        self._savepoints.clear()
         self._logged.clear()
+        self._logged_high = self._logged_own = 0
 
     def commit(self) -> None:
         """Commit the transaction."""
@@ -473,15 +541,17 @@ class PgDatabase:
         self._exec("COMMIT")
         self._in_transaction = False
         self._events_locked = self._notified = False
+        self._saw(self._logged_high, self._logged_own)
 
     def rollback(self) -> None:
         """Roll back the transaction, if one is open; a lost session has nothing to undo."""
         self._forget_interned()
         in_transaction, self._in_transaction = self._in_transaction, False
         self._events_locked = self._notified = False
-        self._marks.clear()
+        self._savepoints.clear()
         self._queued.clear()
         self._logged.clear()
+        self._logged_high = self._logged_own = 0
         self._drop_broken()
         if self._conn is not None and in_transaction:
             # A session lost now took its transaction with it: nothing is left to undo.
@@ -491,7 +561,15 @@ class PgDatabase:
     def savepoint(self) -> None:
         """Start a unit of work (sent with its first statement)."""
         self._queued.append((_SAVEPOINT, None))
-        self._marks.append((self._events_locked, self._notified, dict(self._logged)))
+        self._savepoints.append(
+            (
+                self._events_locked,
+                self._notified,
+                dict(self._logged),
+                self._logged_high,
+                self._logged_own,
+            )
+        )
 
     def release(self) -> None:
         """Keep the unit of work (sent with the next statement; nothing, when it ran none)."""
@@ -499,7 +577,7 @@ class PgDatabase:
             self._queued.pop()
         else:
             self._queued.append((_RELEASE, None))
-        self._marks.pop()
+        self._savepoints.pop()
 
     def rollback_to(self) -> None:
         """Undo the unit of work (and the writers' lock and the notification taken in it)."""
@@ -508,7 +586,13 @@ class PgDatabase:
         else:
             self._exec("ROLLBACK TO SAVEPOINT unit")
             self._queued.append((_RELEASE, None))
-        self._events_locked, self._notified, self._logged = self._marks.pop()
+        (
+            self._events_locked,
+            self._notified,
+            self._logged,
+            self._logged_high,
+            self._logged_own,
+        ) = self._savepoints.pop()
         self._forget_interned()
 
     def _drop_broken(self) -> None:
@@ -552,6 +636,9 @@ class PgDatabase:
     def _logged_about(self, host: str, seq: int) -> None:
         """An event about ``host`` was logged in this transaction with ``seq``."""
         self._logged[host] = max(seq, self._logged.get(host, 0))
+        self._logged_high = max(seq, self._logged_high)
+        if host == self._host:
+            self._logged_own = max(seq, self._logged_own)
 
     def _queue_logged(self) -> None:
         """Queue the update of the hosts' last sequence numbers this transaction logged, once

@@ -33,7 +33,10 @@ host's rows, except where it asks for the fleet's (exact matches, unit digests, 
   commit order (``docs/protocol.md``, "The event log of a shared database"). ``host`` is the
   host the event is about (another host's daemon logs the other side of a duplicate it
   found), ``file_id`` the file a ``file.*`` event changed.
-- ``properties``: named values about a host's index (its duplicate policy, ...).
+- ``properties``: named values about a host's index (its duplicate policy, ...); under the
+  empty host name, the database's own: its identity (``store_id``) and the runs of its log
+  that began when it was found restored from an older dump (``run``, ``run:<uuid>``, see
+  :mod:`isccd.store.pgruns`).
 """
 
 from __future__ import annotations

@@ -39,7 +39,9 @@ from isccd.store.base import (
     skipped_units,
     split_path,
 )
+from isccd.store.database import RUN_PROPERTY
 from isccd.store.pgdatabase import PgDatabase, PostgresOptions
+from isccd.store.pgruns import log_end
 from isccd.store.rows import (
     ACTIONABLE,
     FILE_COLUMNS,
@@ -599,18 +601,33 @@ class PostgresStore(PgDatabase):
 
     @property
     def identity(self) -> str:
-        """The UUID recorded when the database was created: one for the fleet, whose event
-        log it numbers."""
+        """The identity of the log's current run: the UUID recorded when the database was
+        created, one for the fleet, until a writer found the log gone backwards (the database
+        restored from an older dump) and began a new run (:mod:`isccd.store.pgruns`)."""
+        rows = self._exec(
+            "SELECT name, value FROM properties WHERE host = '' AND name IN (%s, %s)",
+            (IDENTITY_PROPERTY, RUN_PROPERTY),
+        ).fetchall()
+        named = dict(rows)
+        if IDENTITY_PROPERTY not in named:
+            raise StoreCorruptError("the fleet's database has no identity recorded")
+        return str(named.get(RUN_PROPERTY) or named[IDENTITY_PROPERTY])
+
+    def log_end(self, identity: str) -> int | None:
+        """The last seq of the run named ``identity`` (see :meth:`Store.log_end`): the first
+        seq of the run after it, less one; the whole log's last seq now for the current run."""
+        rows = self._exec(
+            "SELECT name, value FROM properties WHERE host = '' AND name LIKE 'run:%%'"
+        ).fetchall()
+        return log_end(rows, self._created(), identity, self.last_seq(fleet=True))
+
+    def _created(self) -> str:
         row = self._exec(
             "SELECT value FROM properties WHERE host = '' AND name = %s", (IDENTITY_PROPERTY,)
         ).fetchone()
         if row is None:
             raise StoreCorruptError("the fleet's database has no identity recorded")
         return str(row[0])
-
-    def log_end(self, identity: str) -> int | None:
-        """The whole log's last seq under its one identity (see :meth:`Store.log_end`)."""
-        return self.last_seq(fleet=True) if identity == self.identity else None
 
     def get_property(self, name: str) -> str | None:
         """The value this host recorded under ``name``."""
@@ -674,19 +691,25 @@ class PostgresStore(PgDatabase):
             f"WHERE seq > %s {host}ORDER BY seq LIMIT %s",
             (seq, *(() if fleet else (self._host,)), limit),
         )
-        return [
+        found = [
             Event(s, EventType(t), tm, from_fs(root), from_fs(path), json.loads(data), h, f)
             for s, t, tm, root, path, data, h, f in rows.fetchall()
         ]
+        if fleet and found and not self._in_transaction:
+            self._saw(found[-1].seq)
+        return found
 
     def last_seq(self, *, fleet: bool = False) -> int:
         """The highest sequence number of this host's log, or of the whole log."""
         self._queue_logged()
-        if fleet:
-            row = self._exec("SELECT coalesce(max(last_seq), 0) FROM hosts").fetchone()
-        else:
+        if not fleet:
             row = self._exec("SELECT last_seq FROM hosts WHERE name = %s", (self._host,)).fetchone()
-        return int(row[0]) if row else 0
+            return int(row[0]) if row else 0
+        row = self._exec("SELECT coalesce(max(last_seq), 0) FROM hosts").fetchone()
+        last = int(row[0]) if row else 0
+        if not self._in_transaction:  # committed: what a subscriber may have been told
+            self._saw(last)
+        return last
 
     def first_seq(self, *, fleet: bool = False) -> int:
         """The lowest sequence number still in this host's log; ``fleet``: in the whole log,

@@ -16,6 +16,7 @@ from isccd.errors import ProtocolError
 from isccd.protocol import ErrorCode
 from isccd.store import DB_NAME
 from tests.e2e.conftest import Daemon
+from tests.pg import PgServer
 
 #: Each test runs a real daemon process.
 pytestmark = pytest.mark.slow
@@ -95,4 +96,45 @@ def test_a_store_restored_from_an_older_copy_refuses_a_resume_past_the_copy(
     assert f"ended at seq {copied}, before since {copied + 1}" in str(refused.value)
     # Up to where the copy ended, that run's numbers are still its events: resumed exactly.
     assert asyncio.run(_resume(daemon, copied, first_run)) == head
+    assert daemon.stop() == 0
+
+
+def test_a_fleet_database_restored_from_an_older_dump_refuses_a_resume_past_the_dump(
+    make_daemon: Callable[..., Daemon], pg_server: PgServer, pg_url: str
+) -> None:
+    name = pg_url.rsplit("/", 1)[1]
+    daemon = make_daemon(ISCCD_STORE__URL=pg_url, ISCCD_STORE__HOST="media-01")
+    _write(daemon, "a.txt")
+    daemon.start()
+    copied, first_run = asyncio.run(_sync(daemon))
+    assert daemon.stop() == 0
+    dump = pg_server.dump(name)  # the administrator's nightly backup
+
+    daemon.start()
+    for name_ in ("b.txt", "c.txt", "d.txt"):
+        _write(daemon, name_)
+    seen, store = asyncio.run(_sync(daemon))  # a subscriber followed the log up to here
+    assert seen > copied and store == first_run
+    assert daemon.stop() == 0
+
+    # An ordinary restart: the same identity, and the resume is exact.
+    daemon.start()
+    assert asyncio.run(_resume(daemon, seen, store)) >= seen
+    assert daemon.stop() == 0
+
+    pg_server.restore(name, dump)  # the database is put back as it was in the dump
+    daemon.start()
+    names = iter(f"n{i}.txt" for i in range(1000))
+    head, now = asyncio.run(_sync(daemon))  # the reconcile logs b, c and d again
+    while head <= seen:  # new events reuse the numbers the subscriber has seen
+        _write(daemon, next(names))
+        head, now = asyncio.run(_sync(daemon))
+    assert now != store
+    with pytest.raises(ProtocolError, match="went backwards") as refused:
+        asyncio.run(_resume(daemon, seen, store))
+    assert refused.value.code == ErrorCode.STORE_MISMATCH
+    assert f"ended at seq {copied}, before since {seen}" in str(refused.value)
+    # Up to where the dump ended, the numbers are still its events: resumed exactly.
+    assert asyncio.run(_resume(daemon, copied, store)) == head
+    assert any(line.get("event") == "fleet_log_went_backwards" for line in daemon.log_lines())
     assert daemon.stop() == 0

@@ -90,6 +90,9 @@ class FakeBackend:
     def host(self) -> str:
         return HOST
 
+    async def log_identity(self) -> str:
+        return self.store
+
     async def log_end(self, store: str) -> int | None:
         return (self.log[-1].seq if self.log else 0) if store == self.store else None
 
