@@ -330,8 +330,7 @@ def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
     import asyncio  # noqa: PLC0415
 
     from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415
-    from isccd.pipeline import Pipeline  # noqa: PLC0415
-    from isccd.store import LOG_MARK_NAME  # noqa: PLC0415
+    from isccd.pipeline import LOG_MARK_NAME, Pipeline  # noqa: PLC0415
     from isccd.walk import compile_ignore  # noqa: PLC0415
 
     roots = []

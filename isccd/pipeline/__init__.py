@@ -32,9 +32,11 @@ from isccd.pipeline.policy import Adopted
 from isccd.pipeline.policy import encode as encode_policy
 from isccd.pipeline.reader import IndexReader
 from isccd.pipeline.reconcile import ScanStats
+from isccd.store import LOG_MARK_NAME
 
 __all__ = [
     "DAY",
+    "LOG_MARK_NAME",
     "Adopted",
     "BatchHasher",
     "Counts",
