@@ -37,9 +37,11 @@ def test_rescan_wait_shows_progress_and_ends_with_what_changed(
 
 @pytest.mark.slow
 def test_rescan_wait_draws_progress_on_a_terminal(make_daemon: Callable[..., Daemon]) -> None:
-    # As above: the rescan, not the watcher, finds the new file.
+    # As above: the rescan, not the watcher, finds the new file; and the first scan, which
+    # may still be running when the daemon is ready, is waited for before it is written.
     daemon = make_daemon(ISCCD_WATCH__SETTLE="60", ISCCD_WATCH__MAX_DELAY="600")
     daemon.start()
+    _client(daemon, "rescan", "--wait", "--socket", str(daemon.socket))
     (daemon.root / "new.txt").write_text("a new file " * 200)
     status, out, err = run_with_terminal_stderr(
         [*COMMAND, "rescan", "--wait", "--socket", str(daemon.socket)]
