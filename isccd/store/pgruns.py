@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import tempfile
 import uuid
 from collections.abc import Mapping
@@ -78,16 +79,48 @@ class LogMark:
         return LogMark(self.store, self.run, max(seq, self.seq), max(own, self.own))
 
 
+#: The most a marks file may hold: a few hundred bytes a database; a larger file is no file of
+#: marks.
+MARK_BYTES = 1 << 20
+
+
+def _seq(value: object) -> int:
+    """A sequence number as saved: an integer of PostgreSQL's ``bigint``, not a bool, float
+    or string."""
+    if type(value) is not int or not 0 <= value < 1 << 63:
+        raise ValueError(f"not a sequence number: {value!r}")
+    return value
+
+
+def _read_small(path: Path) -> bytes:
+    """The bytes of the regular file at ``path`` (not through a final symbolic link, never
+    blocking on a FIFO or a device), at most :data:`MARK_BYTES`.
+
+    Raises:
+        OSError: It is missing, unreadable, not a regular file, or larger.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MARK_BYTES:
+            raise OSError(f"{path}: not a file of marks")
+        return os.read(fd, MARK_BYTES + 1)[:MARK_BYTES]
+    finally:
+        os.close(fd)
+
+
 def read_mark(path: Path) -> dict[str, LogMark]:
     """The marks saved in ``path``, by database identity (none when it is missing or not
-    readable as one: the log is then taken as it is, as by a writer new to it)."""
+    readable as one: the log is then taken as it is, as by a writer new to it). A file that
+    is not one (a FIFO, a link, a large or deeply nested document, numbers out of range)
+    counts as missing."""
     try:
-        found = json.loads(path.read_text())
+        found = json.loads(_read_small(path))
         return {
-            store: LogMark(store, str(mark["run"]), int(mark["seq"]), int(mark.get("own", 0)))
+            store: LogMark(store, str(mark["run"]), _seq(mark["seq"]), _seq(mark.get("own", 0)))
             for store, mark in found["logs"].items()
         }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return {}
 
 
