@@ -69,7 +69,10 @@ what happens to each file:
   file's owner must also be able to read the kept file (root, its owner, or its group or
   others read bits), or removing the file would leave them without its content. The dry run,
   --json and --script judge the files as they are then by the same rules: a file --apply
-  would refuse is shown as left, with the reason, and is not in the script.
+  would refuse is shown as left, with the reason, and is not in the script. Nor is a file
+  below a folder another user owns or may write (or a link on the way), nor a move into one:
+  a script acts by name, and they could swap the folder between its checks and its act
+  (--apply acts on open folders, and takes them).
   --link: the file's name becomes a hard link to the kept file, swapped in atomically. A hard
     link IS the kept file: it shares the kept file's permissions, owner, times and extended
     attributes, and writing to either name changes both. Both must be on one file system.
@@ -386,8 +389,11 @@ def _run(args: argparse.Namespace) -> int:
         steps, refused = judged(steps, any_owner=args.link_any_owner)
         untouched = (*untouched, *refused)
     if args.script:
+        from isccd.dedupe.owner import scriptable  # noqa: PLC0415
         from isccd.dedupe.script import shell_script  # noqa: PLC0415
 
+        steps, by_name = scriptable(steps, os.geteuid())
+        refused = (*refused, *by_name)
         for u in refused:  # not in the script: said here, never as a name in a comment
             print(f"isccd: left {show(u.path)}: {u.reason}", file=sys.stderr)
         script = shell_script(steps, _summary(action, steps, plan, dry=True))

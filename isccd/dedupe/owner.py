@@ -34,6 +34,7 @@ import pwd
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from isccd.dedupe.plan import Action, GroupKind, Step, Untouched
 from isccd.errors import DedupeError
@@ -246,4 +247,81 @@ def judged(
         else:
             key = (step.group, step.member.path)
             left.setdefault(key, Untouched(step.group, step.member.path, why))
+    return tuple(kept_steps), tuple(left.values())
+
+
+def _folder_risk(
+    folder: Path, st: os.stat_result, trusted: tuple[int, int], in_sticky: bool
+) -> str | None:
+    """Why another user could swap what the folder ``folder`` (its ``lstat``) holds, or
+    replace it, or ``None``; ``in_sticky``: its own folder is sticky."""
+    if in_sticky and st.st_uid not in trusted:
+        return (
+            f"{str(folder)!r} belongs to user {st.st_uid}, who could rename it in its sticky folder"
+        )
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        return f"{str(folder)!r} on the way is not a folder but a link or a file"
+    if st.st_uid not in trusted:
+        return (
+            f"the folder {str(folder)!r} belongs to user {st.st_uid}, who could swap what it holds"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        return f"the folder {str(folder)!r} can be written by other users, who could swap its names"
+    return None
+
+
+def _named_in_sticky(path: Path, trusted: tuple[int, int]) -> str | None:
+    """Why the name ``path``, in a sticky folder, could be renamed by another user."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None  # not there: the script's checks skip it
+    if st.st_uid in trusted:
+        return None
+    return f"{str(path)!r} belongs to user {st.st_uid}, who could rename it in its sticky folder"
+
+
+def swappable(path: str, uid: int) -> str | None:
+    """Why another user than ``uid`` (and root) could change what ``path`` names between a
+    check and an act made by name, as a shell script's are, or ``None`` when nobody could.
+
+    Every folder from ``/`` to ``path``'s own (those that exist: a move's target may not yet)
+    must be a folder, not a link, that only ``uid`` or root owns and only they may write, or
+    that is sticky (``/tmp``): there others may add names but not rename those of ``uid`` or
+    root, so the next name on the way, ``path`` itself included, must be theirs. Judged on
+    ``lstat``, when asked: ``--apply`` needs none of it, as it acts on open folders.
+    """
+    trusted = (0, uid)
+    target = Path(os.path.normpath(path))
+    in_sticky = False
+    for folder in reversed(target.parents):
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            return None  # made by the script itself, private to its user
+        except OSError as exc:
+            return f"the folder {str(folder)!r} cannot be looked at ({exc.strerror})"
+        why = _folder_risk(folder, st, trusted, in_sticky)
+        if why is not None:
+            return why
+        in_sticky = bool(st.st_mode & stat.S_ISVTX)
+    return _named_in_sticky(target, trusted) if in_sticky else None
+
+
+def scriptable(steps: Sequence[Step], uid: int) -> tuple[tuple[Step, ...], tuple[Untouched, ...]]:
+    """The steps a shell script run by user ``uid`` may take by name (:func:`swappable` of
+    every path a step names: the file, the kept file, a move's target), and the members left,
+    with the reason (``--apply`` takes them: it acts on open folders)."""
+    kept_steps: list[Step] = []
+    left: dict[tuple[int, str], Untouched] = {}
+    for step in steps:
+        paths = [step.path, step.kept.path] + ([step.target] if step.target else [])
+        why = next((w for p in paths if (w := swappable(p, uid)) is not None), None)
+        if why is None:
+            kept_steps.append(step)
+        else:
+            reason = f"{why}; not in a script, which acts by name (--apply acts on open folders)"
+            left.setdefault(
+                (step.group, step.member.path), Untouched(step.group, step.member.path, reason)
+            )
     return tuple(kept_steps), tuple(left.values())

@@ -2,6 +2,12 @@
 
 The steps are those the owner rules let through (:func:`isccd.dedupe.owner.judged`, on the
 files as they were when the script was written): a step ``--apply`` would refuse is not in it.
+Nor is a step whose files or move target lie below a folder another user could change
+(:func:`isccd.dedupe.owner.scriptable`: a folder of theirs, one they may write, a link on the
+way): a script acts by name, and such a user could swap a folder for a link between its checks
+and its act; ``--apply`` takes those steps, acting on open folders. The folders a move needs
+are made private to the user running the script (``umask 077``), where ``--apply`` gives them
+the owners and modes of the folders they mirror.
 The script checks before each action, with ordinary commands, what the engine checks: both
 files are regular files reached without a symbolic link (``readlink -f`` gives the path back)
 with the recorded device, inode, size and modification time (GNU ``stat``), and, for exact
@@ -63,8 +69,8 @@ reflink() { private "$3" || { skip "$2" 'no private folder can be made beside it
     mv -T -f -- "$tmp/f" "$2" || skip "$2" 'not reflinked'; cleanup; }
 remove() { rm -f -- "$2" || skip "$2" 'not removed'; }
 move() { d=$(dirname -- "$3"; echo /); d=${d%?/};
-    mkdir -p -- "$d" && [ "$(stat -c %d -- "$d")" = "$4" ] && [ ! -e "$3" ] && [ ! -L "$3" ] &&
-    mv -T -n -- "$2" "$3" && [ ! -e "$2" ] ||
+    (umask 077 && mkdir -p -- "$d") && [ "$(stat -c %d -- "$d")" = "$4" ] &&
+    [ ! -e "$3" ] && [ ! -L "$3" ] && mv -T -n -- "$2" "$3" && [ ! -e "$2" ] ||
     skip "$2" "not moved to $3"; }
 """
 

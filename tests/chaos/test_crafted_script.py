@@ -228,3 +228,72 @@ def test_a_folder_at_the_move_target_never_receives_the_file(tmp_path: Path) -> 
     assert done.returncode == 1 and f"skipped {copy}: not moved" in done.stderr
     assert target.is_dir() and list(target.iterdir()) == []
     assert copy.read_bytes() == b"the same bytes\n"
+
+
+def _scanned(tmp: Path) -> tuple[Path, Path, Path]:
+    """Two copies in ``root/dir``, indexed into ``tmp/state``."""
+    root, kept, copy = _two_copies(tmp)
+    assert main(["scan", "--state", str(tmp / "state"), "-j", "1", str(root)]) == 0
+    return root, kept, copy
+
+
+def _script_by_command(
+    tmp: Path, capsysbinary: pytest.CaptureFixture[bytes], *action: str
+) -> tuple[Path, str]:
+    """The script ``dedupe ACTION --script sh`` writes, and what it said on stderr."""
+    capsysbinary.readouterr()
+    status = main(["dedupe", *action, "--state", str(tmp / "state"), "--script", "sh"])
+    written = capsysbinary.readouterr()
+    assert status == 0, written.err
+    script = tmp / "dedupe.sh"
+    script.write_bytes(written.out)
+    return script, os.fsdecode(written.err)
+
+
+@pytest.mark.parametrize("action", ["--link", "--remove"])
+def test_a_copy_in_a_folder_another_user_owns_is_left_to_apply(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], action: str
+) -> None:
+    # Their folder: between the script's checks and its act they could swap it for a link to
+    # a folder of root's, whose file the act would then replace or delete.
+    _root, kept, copy = _scanned(tmp_path)
+    os.chown(kept.parent, 12345, 12346)
+    script, said = _script_by_command(tmp_path, capsysbinary, action)
+    assert f"left {copy}" in said and "belongs to user 12345" in said, said
+    assert os.fsencode(str(copy)) not in script.read_bytes()
+    done = _sh(["sh", str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert copy.read_bytes() == b"the same bytes\n" and copy.stat().st_ino != kept.stat().st_ino
+
+
+def test_a_move_through_a_folder_another_user_owns_is_left_to_apply(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    # A folder below the move folder that an earlier --apply gave to a user (mirroring theirs):
+    # they could put a link there to a folder of root's, which the script's mv would follow.
+    root, _kept, copy = _scanned(tmp_path)
+    attic = tmp_path / "attic"
+    theirs = attic / str(root).lstrip("/")
+    theirs.mkdir(parents=True)
+    os.chown(theirs, 12345, 12346)
+    script, said = _script_by_command(tmp_path, capsysbinary, "--move", str(attic))
+    assert f"left {copy}" in said and "belongs to user 12345" in said, said
+    done = _sh(["sh", str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert copy.exists() and list(theirs.iterdir()) == []
+
+
+def test_the_folders_a_scripted_move_makes_are_private(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    _root, _kept, copy = _scanned(tmp_path)
+    copy.parent.chmod(0o700)  # a private folder: its mirror must not be readable by others
+    attic = tmp_path / "attic"
+    attic.mkdir(mode=0o755)
+    script, said = _script_by_command(tmp_path, capsysbinary, "--move", str(attic))
+    done = _sh(["sh", str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr + said
+    target = attic / str(copy).lstrip("/")
+    assert target.read_bytes() == b"the same bytes\n" and not copy.exists()
+    made = [p for p in target.parents if attic in p.parents]
+    assert made and all(p.stat().st_mode & 0o777 == 0o700 for p in made)
