@@ -389,14 +389,17 @@ def _run(args: argparse.Namespace) -> int:
         steps, refused = judged(steps, any_owner=args.link_any_owner)
         untouched = (*untouched, *refused)
     if args.script:
-        from isccd.dedupe.owner import scriptable  # noqa: PLC0415
+        from isccd.dedupe.owner import scriptable, stamp_of  # noqa: PLC0415
         from isccd.dedupe.script import shell_script  # noqa: PLC0415
 
         steps, by_name = scriptable(steps, os.geteuid())
         refused = (*refused, *by_name)
         for u in refused:  # not in the script: said here, never as a name in a comment
             print(f"isccd: left {show(u.path)}: {u.reason}", file=sys.stderr)
-        script = shell_script(steps, _summary(action, steps, plan, dry=True))
+        # What the owner rules judged, checked again by the script before each act.
+        named = {p for step in steps for p in (step.path, step.kept.path)}
+        owners = {p: found for p in named if (found := stamp_of(p)) is not None}
+        script = shell_script(steps, _summary(action, steps, plan, dry=True), owners=owners)
         # As bytes: a name that is not UTF-8 must reach the script as the bytes it is.
         sys.stdout.flush()
         sys.stdout.buffer.write(os.fsencode(script))

@@ -325,3 +325,13 @@ def scriptable(steps: Sequence[Step], uid: int) -> tuple[tuple[Step, ...], tuple
                 (step.group, step.member.path), Untouched(step.group, step.member.path, reason)
             )
     return tuple(kept_steps), tuple(left.values())
+
+
+def stamp_of(path: str) -> str | None:
+    """The owner, group and permissions of the file at ``path`` (``lstat``) as GNU ``stat -c
+    '%u %g %a'`` prints them, or ``None`` when it cannot be looked at."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return f"{st.st_uid} {st.st_gid} {stat.S_IMODE(st.st_mode):o}"

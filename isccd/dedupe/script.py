@@ -10,7 +10,8 @@ are made private to the user running the script (``umask 077``), where ``--apply
 the owners and modes of the folders they mirror.
 The script checks before each action, with ordinary commands, what the engine checks: both
 files are regular files reached without a symbolic link (``readlink -f`` gives the path back)
-with the recorded device, inode, size and modification time (GNU ``stat``), and, for exact
+with the recorded device, inode, size and modification time (GNU ``stat``) and the owner, group
+and permissions the owner rules judged when it was written, and, for exact
 duplicates, equal bytes (``cmp``). A file failing a check is skipped and named on stderr, and
 the script ends with status 1. It writes no action log and cannot be undone by ``isccd dedupe
 --undo``. A link or reflink is made in a private folder (``mktemp -d``, mode 0700, in the
@@ -31,7 +32,7 @@ Pure: returns the text.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from isccd.dedupe.plan import Action, GroupKind, Member, Step
 
@@ -57,7 +58,8 @@ skip() { printf 'skipped %s: %s\\n' "$1" "$2" >&2; status=1; }
 nl='
 '
 same() { [ -f "$1" ] && [ ! -L "$1" ] && [ "$(readlink -f -- "$1"; echo /)" = "$1$nl/" ] &&
-    [ "$(stat -c '%d %i %s %.9Y' -- "$1")" = "$2" ]; }
+    [ "$(stat -c '%d %i %s %.9Y' -- "$1")" = "$2" ] &&
+    { [ -z "${3-}" ] || [ "$(stat -c '%u %g %a' -- "$1")" = "$3" ]; }; }
 # Named as the daemon ignores: .isccd-dedupe-*.tmp
 private() { t=$(mktemp -d -- "$1/.isccd-dedupe-XXXXXX.tmp" && echo /) && tmp=${t%?/}; }
 cleanup() { rm -rf -- "$tmp"; tmp=; }
@@ -80,12 +82,16 @@ def _stamp(member: Member) -> str:
     return f"{member.device} {member.inode} {member.size} {seconds}.{nanos:09d}"
 
 
-def _line(step: Step) -> str:
+def _line(step: Step, owners: Mapping[str, str]) -> str:
     q = shlex.quote
+
+    def judged(path: str) -> str:
+        return f" {q(owners[path])}" if path in owners else ""
+
     kept, victim = step.kept, step.path
     checks = [
-        f"same {q(kept.path)} {q(_stamp(kept))}",
-        f"same {q(victim)} {q(_stamp(step.member))}",
+        f"same {q(kept.path)} {q(_stamp(kept))}{judged(kept.path)}",
+        f"same {q(victim)} {q(_stamp(step.member))}{judged(victim)}",
     ]
     if step.kind is GroupKind.EXACT:
         checks.append(f"cmp -s -- {q(kept.path)} {q(victim)}")
@@ -99,14 +105,23 @@ def _line(step: Step) -> str:
     return f"if {' && '.join(checks)}; then {command}; else {otherwise}; fi"
 
 
-def shell_script(steps: Sequence[Step], summary: str, name: str = "THIS_FILE") -> str:
+def shell_script(
+    steps: Sequence[Step],
+    summary: str,
+    name: str = "THIS_FILE",
+    owners: Mapping[str, str] | None = None,
+) -> str:
     """The script doing ``steps``.
 
     Args:
         steps: The steps.
         summary: One line saying what the script does.
         name: How the script is named in its own header.
+        owners: Per path, its owner, group and permissions as the owner rules judged them
+            (``stat -c '%u %g %a'``): a file whose own differ when the script runs is skipped,
+            as one changed since the plan.
     """
+    owners = owners or {}
     header = _PRELUDE.replace("SUMMARY", summary.replace("\n", " "), 1)
     lines = [header.replace("NAME", name, 1)]
     group = -1
@@ -116,6 +131,6 @@ def shell_script(steps: Sequence[Step], summary: str, name: str = "THIS_FILE") -
             # The kept file is the first argument of every line of the group; its name in the
             # comment too would be a name outside quotes.
             lines.append(f"# group {group + 1}: keep the first file named below")
-        lines.append(_line(step))
+        lines.append(_line(step, owners))
     lines.append('exit "$status"')
     return "\n".join(lines) + "\n"

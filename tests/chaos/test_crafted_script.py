@@ -297,3 +297,20 @@ def test_the_folders_a_scripted_move_makes_are_private(
     assert target.read_bytes() == b"the same bytes\n" and not copy.exists()
     made = [p for p in target.parents if attic in p.parents]
     assert made and all(p.stat().st_mode & 0o777 == 0o700 for p in made)
+
+
+@pytest.mark.parametrize("change", ["chmod", "chown"])
+def test_a_kept_file_whose_owner_or_permissions_changed_after_the_script_was_written_is_skipped(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], change: str
+) -> None:
+    # Judged when the script was written; a chmod or chown since changes neither the inode,
+    # the size nor the modification time the script checks, only what the rules judged.
+    _root, kept, copy = _scanned(tmp_path)
+    script, _said = _script_by_command(tmp_path, capsysbinary, "--link")
+    if change == "chmod":
+        kept.chmod(0o600)
+    else:
+        os.chown(kept, 12345, 12346)
+    done = _sh(["sh", str(script)], tmp_path)
+    assert done.returncode == 1 and f"skipped {copy}: changed since the plan" in done.stderr
+    assert copy.stat().st_ino != kept.stat().st_ino
