@@ -298,6 +298,8 @@ def swappable(path: str, uid: int) -> str | None:
         try:
             st = os.lstat(folder)
         except FileNotFoundError:
+            if in_sticky:  # anyone may make it first, and own it
+                return f"{str(folder)!r} is not there, and another user could make it first"
             return None  # made by the script itself, private to its user
         except OSError as exc:
             return f"the folder {str(folder)!r} cannot be looked at ({exc.strerror})"

@@ -314,3 +314,17 @@ def test_a_kept_file_whose_owner_or_permissions_changed_after_the_script_was_wri
     done = _sh(["sh", str(script)], tmp_path)
     assert done.returncode == 1 and f"skipped {copy}: changed since the plan" in done.stderr
     assert copy.stat().st_ino != kept.stat().st_ino
+
+
+def test_a_move_folder_missing_in_a_sticky_folder_is_left_to_apply(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    # A move folder to be made in a folder anyone may write (as /tmp): another user could make
+    # it first, after the script was written, and plant a link in it.
+    _root, _kept, copy = _scanned(tmp_path)
+    public = tmp_path / "public"
+    public.mkdir()
+    public.chmod(0o1777)
+    script, said = _script_by_command(tmp_path, capsysbinary, "--move", str(public / "attic"))
+    assert f"left {copy}" in said and "could make it first" in said, said
+    assert os.fsencode(str(copy)) not in script.read_bytes()
