@@ -70,8 +70,23 @@ reflink() { private "$3" || { skip "$2" 'no private folder can be made beside it
     chmod --reference="$2" -- "$tmp/f" && touch -r "$2" -- "$tmp/f" &&
     mv -T -f -- "$tmp/f" "$2" || skip "$2" 'not reflinked'; cleanup; }
 remove() { rm -f -- "$2" || skip "$2" 'not removed'; }
-move() { d=$(dirname -- "$3"; echo /); d=${d%?/};
-    (umask 077 && mkdir -p -- "$d") && [ "$(stat -c %d -- "$d")" = "$4" ] &&
+me=$(id -u)
+# A folder nobody else may change: a folder, not a link, this user's or root's, that only they
+# may write (or sticky, as /tmp).
+safe() { [ -d "$1" ] && [ ! -L "$1" ] &&
+    case $(stat -c %u -- "$1") in 0|"$me") ;; *) false ;; esac &&
+    case $(stat -c %A -- "$1") in ?????w???[!tT]|????????w[!tT]) false ;; *) true ;; esac; }
+# Every folder from $1 up to /, before the target's folders are made and after: one made since
+# the script was written by someone else, or a link, and the file stays where it is.
+trusted() { p=$1; while :; do safe "$p" || return 1; [ "$p" = / ] && return 0
+    p=$(dirname -- "$p"; echo /); p=${p%?/}; done; }
+# The deepest folder of $1 that is there (or a link there).
+there() { e=$1; while [ ! -e "$e" ] && [ ! -L "$e" ]; do e=$(dirname -- "$e"; echo /)
+    e=${e%?/}; done; }
+unlinked() { [ "$(readlink -f -- "$1"; echo /)" = "$1$nl/" ]; }
+move() { d=$(dirname -- "$3"; echo /); d=${d%?/}; there "$d"
+    unlinked "$e" && trusted "$e" && (umask 077 && mkdir -p -- "$d") && unlinked "$d" &&
+    trusted "$d" && [ "$(stat -c %d -- "$d")" = "$4" ] &&
     [ ! -e "$3" ] && [ ! -L "$3" ] && mv -T -n -- "$2" "$3" && [ ! -e "$2" ] ||
     skip "$2" "not moved to $3"; }
 """

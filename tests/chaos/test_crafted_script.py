@@ -328,3 +328,32 @@ def test_a_move_folder_missing_in_a_sticky_folder_is_left_to_apply(
     script, said = _script_by_command(tmp_path, capsysbinary, "--move", str(public / "attic"))
     assert f"left {copy}" in said and "could make it first" in said, said
     assert os.fsencode(str(copy)) not in script.read_bytes()
+
+
+@pytest.mark.parametrize("planted", ["their folder", "a link"])
+def test_a_move_folder_made_by_another_user_after_the_script_was_written_is_not_entered(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], planted: str
+) -> None:
+    # The move folder's mirror of a sticky folder, made (by an --apply of other steps) after the
+    # script was written: a user makes the next folder first, theirs, or a link to root's.
+    _root, _kept, copy = _scanned(tmp_path)
+    attic = tmp_path / "attic"
+    attic.mkdir(mode=0o755)
+    script, said = _script_by_command(tmp_path, capsysbinary, "--move", str(attic))
+    assert os.fsencode(str(copy)) in script.read_bytes(), said
+    public = attic / str(tmp_path).lstrip("/")
+    public.mkdir(parents=True)
+    public.chmod(0o1777)
+    theirs = public / "root"
+    elsewhere = tmp_path / "roots-own"
+    elsewhere.mkdir(mode=0o700)
+    if planted == "a link":
+        theirs.symlink_to(elsewhere)
+    else:
+        theirs.mkdir()
+        os.chown(theirs, 12345, 12346)
+    done = _sh(["sh", str(script)], tmp_path)
+    assert done.returncode == 1 and f"skipped {copy}: not moved" in done.stderr, done.stderr
+    assert copy.read_bytes() == b"the same bytes\n"
+    assert list(elsewhere.iterdir()) == []
+    assert planted == "a link" or list(theirs.rglob("*")) == []
