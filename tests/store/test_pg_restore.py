@@ -7,6 +7,7 @@ dump ended, and a resume past that is refused. Ordinary restarts and reconnects 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,9 @@ def test_two_writers_finding_the_log_gone_backwards_at_once_begin_one_run(
 
 
 def _wait_for_lock_waiters(conn: psycopg.Connection[Any], name: str, count: int) -> None:
-    """Until ``count`` sessions wait for the writers' lock (a server-side wait, no sleep)."""
+    """Until ``count`` sessions wait for the writers' lock (polled on the server, for at most
+    60 s: a session that never queues for it fails the test with what it saw)."""
+    deadline = time.monotonic() + 60
     while True:
         row = conn.execute(
             "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
@@ -182,4 +185,5 @@ def _wait_for_lock_waiters(conn: psycopg.Connection[Any], name: str, count: int)
         ).fetchone()
         if row is not None and row[0] >= count:
             return
-        conn.execute("SELECT pg_sleep(0.01)")  # a wait for a state of the server
+        assert time.monotonic() < deadline, f"{row} sessions wait for the lock, not {count}"
+        conn.execute("SELECT pg_sleep(0.01)")  # the state of the server asked again
