@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from isccd.iscc import kernels
+from isccd.iscc.kernels import KEY_SHIFT, Kernels
 from isccd.model import UnitType
 
 _GROWTH = 1.5
@@ -61,6 +63,9 @@ _COST_CALL = 40.0
 #: this many and an eighth of the codes indexed; then it is built again (0.4 ms for 10,000
 #: codes, 70 ms for 1,000,000).
 _MIN_UNINDEXED = 1024
+#: A flat scan of this many distances or more loads the compiled kernels when they are not yet
+#: (about 3 ms of numpy; a family's scan is many times that).
+_COMPILED_CELLS = 1 << 22
 
 
 def code64(digest: bytes) -> int:
@@ -202,6 +207,36 @@ class _Blocks:
         # A pair close in several blocks was found in each: kept once.
         pairs, first_seen = np.unique(asked[keep] * self.size + slots[keep], return_index=True)
         return pairs // self.size, pairs % self.size, distances[keep][first_seen]
+
+
+def _spans(
+    exclude: Sequence[int], upto: Sequence[int] | None, queries: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """Per query, the file ids it leaves out as a span ``[lo, hi)`` (see
+    :meth:`HammingIndex.nearest_each`); ``None`` when they are not one span (ids not
+    consecutive)."""
+    if not len(exclude):
+        none = np.zeros(queries, dtype=np.int64)
+        return none, none
+    job = np.asarray(exclude, dtype=np.int64)
+    if not bool((np.diff(job) == 1).all()):
+        return None
+    first = int(job[0])
+    lo = np.full(queries, first, dtype=np.int64)
+    if upto is not None:
+        lo += np.asarray(upto, dtype=np.int64)
+    return lo, np.full(queries, first + len(job), dtype=np.int64)
+
+
+def _kernels(cells: int) -> Kernels | None:
+    """The compiled kernels for a flat scan of ``cells`` distances: once loaded (the workers'
+    machine code, a few tens of MB with llvmlite) for every scan; before, only for a scan large
+    enough that numpy's list of pairs would cost more (a family of near-identical files)."""
+    loaded = kernels.load_kernels.cache_info().currsize > 0
+    if not loaded and cells < _COMPILED_CELLS:
+        return None
+    found = kernels.load_kernels()
+    return found if found.accelerated else None
 
 
 def _pays(radius: int, count: int, queries: int) -> bool:
@@ -425,7 +460,14 @@ class HammingIndex:
         if self._n == 0 or radius < 0 or not found:
             return found, totals
         queries = np.asarray(codes, dtype=np.uint64)
-        asked, slots, distances = self._near(queries, radius, block)
+        pairs = self._indexed(queries, radius, block)
+        if pairs is None:
+            spans = _spans(exclude, upto, len(codes))
+            kernels = _kernels(self._n * len(codes)) if spans is not None else None
+            if kernels is not None and spans is not None:
+                return self._nearest_compiled(kernels, queries, spans, radius, limit)
+            pairs = self._scan(queries, radius, 0, self._n, block)
+        asked, slots, distances = pairs
         live = self._live[slots]
         ids = self._ids[slots]
         if len(exclude):
@@ -475,11 +517,45 @@ class HammingIndex:
             ]
         return found, totals
 
+    def _nearest_compiled(
+        self,
+        kernels: Kernels,
+        queries: npt.NDArray[np.uint64],
+        spans: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+        radius: int,
+        limit: int,
+    ) -> tuple[list[list[Hit]], list[int]]:
+        """:meth:`nearest_each` by the compiled flat scan: one pass over the codes a query,
+        keeping its ``limit`` nearest, with no list of every pair within ``radius``."""
+        n = self._n
+        slots, keys, counts = kernels.hamming_nearest(
+            self._codes[:n], self._ids[:n], self._live[:n], queries, spans, radius, limit
+        )
+        found: list[list[Hit]] = []
+        codes64 = self._codes
+        for picked, keyed in zip(slots.tolist(), keys.tolist(), strict=True):
+            hits = []
+            for slot, key in zip(picked, keyed, strict=True):
+                if slot < 0:
+                    break
+                file_id = int(self._ids[slot])
+                hits.append(Hit(file_id, (key + file_id) >> KEY_SHIFT, int(codes64[slot])))
+            found.append(hits)
+        return found, counts.tolist()
+
     def _near(
         self, queries: npt.NDArray[np.uint64], radius: int, block: int
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
         """Query positions, slots (live or not) and distances of every pair within
         ``radius``: through the block index where it costs less than the flat scan."""
+        found = self._indexed(queries, radius, block)
+        return self._scan(queries, radius, 0, self._n, block) if found is None else found
+
+    def _indexed(
+        self, queries: npt.NDArray[np.uint64], radius: int, block: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]] | None:
+        """What :meth:`_near` finds, through the block index; ``None`` where the flat scan
+        costs less."""
         n = self._n
         blocks = self._blocks
         if blocks is not None and n - blocks.size > max(_MIN_UNINDEXED, blocks.size // 8):
@@ -487,10 +563,10 @@ class HammingIndex:
         if blocks is None and _pays(radius, n, len(queries)):
             blocks = self._blocks = _Blocks(self._codes[:n])
         if blocks is None or not _pays(radius, blocks.size, len(queries)):
-            return self._scan(queries, radius, 0, n, block)
+            return None
         found = blocks.find(self._codes, queries, radius, block)
         if found is None:
-            return self._scan(queries, radius, 0, n, block)
+            return None
         parts = [found]
         if blocks.changed:
             changed = np.asarray(blocks.changed, dtype=np.intp)

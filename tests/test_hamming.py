@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import isccd.hashing  # noqa: F401 - the compiled kernels as the daemon loads them
+from isccd import hamming
 from isccd.hamming import HammingIndex, HammingSearch, Hit, code64
+from isccd.iscc.kernels import PYTHON_KERNELS, Kernels, load_kernels
 from isccd.model import UnitType
 
 codes = st.integers(min_value=0, max_value=2**64 - 1)
@@ -259,11 +262,20 @@ def test_a_family_filling_the_same_buckets_is_scanned_flat_and_answered_exactly(
     blocks = index._blocks
     assert blocks is not None
     assert blocks.find(index._codes, asked, 8, 1 << 17) is None  # the family's: scanned flat
-    hits, totals = index.nearest_each(asked.tolist(), 8, 16)
+    tracemalloc.start()
+    try:
+        hits, totals = index.nearest_each(asked.tolist(), 8, 16)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
     expected = brute_force_each(model, asked.tolist(), 8)
     for found, count, everything in zip(hits, totals, expected, strict=True):
         everything.sort(key=lambda h: (h.distance, -h.file_id))
         assert found == everything[:16] and count == len(everything) > 500
+    # The compiled scan keeps each query's nearest 16 as it goes: no list of the family's
+    # pairs (over 500 a query, 17 bytes each, in several arrays) is ever held.
+    assert sum(totals) > 20_000
+    assert peak < 17 * sum(totals)
 
 
 def test_the_block_index_compares_a_bounded_number_of_codes_a_pass() -> None:
@@ -293,16 +305,36 @@ def test_the_block_index_compares_a_bounded_number_of_codes_a_pass() -> None:
     assert index.within_each(asked[1490:1510], 8, block=2_000) == expected[1490:1510]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_kernels() -> Kernels:
+    """The compiled kernels, loaded once for the module (from the workers' machine code)."""
+    kernels = load_kernels()
+    assert kernels.accelerated
+    return kernels
+
+
+#: How nearest_each may scan flat: numpy's list of pairs, the compiled kernel, or the kernel's
+#: pure-Python fallback.
+SCANS = ("numpy", "compiled", "python")
+
+
+def scanning(how: str) -> object:
+    """What :func:`isccd.hamming._kernels` gives for ``how``."""
+    kernels = {"numpy": None, "compiled": load_kernels(), "python": PYTHON_KERNELS}[how]
+    return lambda cells: kernels
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(0, 2**32 - 1),
     st.integers(1, 300),
-    st.integers(1, 20),
+    st.integers(0, 20),
     st.integers(0, 64),
     st.booleans(),
+    st.sampled_from(SCANS),
 )
-def test_the_nearest_are_the_first_of_what_a_query_finds(
-    seed: int, n: int, limit: int, radius: int, consecutive: bool
+def test_the_nearest_are_the_first_of_what_a_query_finds(  # noqa: PLR0917 - Hypothesis's draws
+    seed: int, n: int, limit: int, radius: int, consecutive: bool, how: str
 ) -> None:
     rng = random.Random(seed)
     index = HammingIndex()
@@ -315,7 +347,14 @@ def test_the_nearest_are_the_first_of_what_a_query_finds(
     queries = [base ^ rng.getrandbits(8) for _ in range(5)]
     # A job of the last ids: each query leaves out the job's files from its own on.
     job, upto = ids[-5:], [0, 1, 2, 3, 4]
-    hits, totals = index.nearest_each(queries, radius, limit, exclude=job, upto=upto)
+    for gone in rng.sample(ids, n // 4):  # tombstones: live slots only
+        index.discard(gone)
+    chosen = hamming._kernels
+    hamming._kernels = scanning(how)  # type: ignore[assignment]
+    try:
+        hits, totals = index.nearest_each(queries, radius, limit, exclude=job, upto=upto)
+    finally:
+        hamming._kernels = chosen
     for q, code in enumerate(queries):
         everything = [h for h in index.within(code, radius) if h.file_id not in job[q:]]
         everything.sort(key=lambda h: (h.distance, -h.file_id))  # ties: the newest first

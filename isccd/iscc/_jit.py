@@ -33,7 +33,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from isccd.iscc._native import SIGNATURES, TEXT_BLOCK, TEXT_WORDS, MachineCode
+from isccd.iscc._native import KEY_SHIFT, SIGNATURES, TEXT_BLOCK, TEXT_WORDS, MachineCode
 from isccd.iscc._tables import CDC_GEAR, MAXH, MAXI64, MPA, MPB, MPRIME
 
 # numba imports coverage.py when it is installed (numba.misc.coverage_support), to report the
@@ -313,6 +313,73 @@ def _compress(minvec: np.ndarray, lsb: int, out: np.ndarray) -> None:
             pos += 1
 
 
+_B1 = np.uint64(0x5555555555555555)
+_B2 = np.uint64(0x3333333333333333)
+_B4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_B8 = np.uint64(0x0101010101010101)
+_U4 = np.uint64(4)
+_U56 = np.uint64(56)
+
+
+@_njit
+def _popcount(x: np.uint64) -> np.uint64:
+    # The bits set in x (LLVM turns this form into the popcnt instruction where there is one).
+    x = x - ((x >> _U1) & _B1)
+    x = (x & _B2) + ((x >> _U2) & _B2)
+    x = (x + (x >> _U4)) & _B4
+    return (x * _B8) >> _U56
+
+
+@_njit
+def _nearest(  # noqa: PLR0917 - the entry point's arguments, passed on
+    codes: np.ndarray,
+    ids: np.ndarray,
+    live: np.ndarray,
+    queries: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    radius: int,
+    limit: int,
+    out_slots: np.ndarray,
+    out_keys: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    # Per query: every live slot within radius whose id is not in [lo, hi) counted, and the
+    # limit nearest kept in out_slots/out_keys (sorted by key, -1 after the last).
+    n = codes.shape[0]
+    for q in range(queries.shape[0]):
+        query = queries[q]
+        first, last = lo[q], hi[q]
+        base = q * limit
+        found = 0
+        kept = 0
+        for s in range(n):
+            d = np.int64(_popcount(codes[s] ^ query))
+            if d > radius or live[s] == 0:
+                continue
+            fid = ids[s]
+            if first <= fid < last:
+                continue
+            found += 1
+            key = (d << KEY_SHIFT) - fid
+            if kept < limit:
+                j = kept
+                kept += 1
+            elif limit > 0 and key < out_keys[base + limit - 1]:
+                j = limit - 1
+            else:
+                continue
+            while j > 0 and out_keys[base + j - 1] > key:
+                out_keys[base + j] = out_keys[base + j - 1]
+                out_slots[base + j] = out_slots[base + j - 1]
+                j -= 1
+            out_keys[base + j] = key
+            out_slots[base + j] = s
+        counts[q] = found
+        for j in range(kept, limit):
+            out_slots[base + j] = -1
+
+
 # -- the entry points: C functions over pointers and lengths (isccd.iscc._native.SIGNATURES) --
 
 _C_TYPES = {
@@ -449,6 +516,21 @@ def text_digest(  # noqa: PLR0917 - a C signature
     _fresh(vec)
     _text_fold_at(utf8, nbytes, offsets, n, width, vec, block, words)
     _compress(vec, 4, _carray(out, _DIGEST_SIZE))
+
+
+@_entry
+def hamming_nearest(  # noqa: PLR0917 - a C signature
+    codes: Any, ids: Any, live: Any, n: int,
+    queries: Any, lo: Any, hi: Any, q: int,
+    radius: int, limit: int, out_slots: Any, out_keys: Any, counts: Any,
+) -> None:  # fmt: skip
+    """The ``limit`` nearest of ``n`` stored codes within ``radius`` of each of ``q`` queries,
+    and how many there are: see :func:`isccd.iscc.kernels.Kernels`."""
+    _nearest(
+        _carray(codes, n), _carray(ids, n), _carray(live, n),
+        _carray(queries, q), _carray(lo, q), _carray(hi, q), radius, limit,
+        _carray(out_slots, q * limit), _carray(out_keys, q * limit), _carray(counts, q),
+    )  # fmt: skip
 
 
 def addresses() -> dict[str, int]:

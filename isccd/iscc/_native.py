@@ -36,6 +36,7 @@ import numpy.typing as npt
 from isccd.iscc.cdc import CdcParams
 
 __all__ = [
+    "KEY_SHIFT",
     "SIGNATURES",
     "MachineCode",
     "MachineCodeError",
@@ -66,7 +67,16 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "text_digest": (
         "void", "u8*", "i64", "i64*", "i64", "i64", "u64*", "u64*", "u32*", "u8*",
     ),
+    # (codes, ids, live, n, queries, lo, hi, q, radius, limit, out slots, out keys, out counts)
+    "hamming_nearest": (
+        "void", "u64*", "i64*", "u8*", "i64", "u64*", "i64*", "i64*", "i64", "i64", "i64",
+        "i64*", "i64*", "i64*",
+    ),
 }  # fmt: skip
+
+#: A Hamming hit's key (``hamming_nearest``): its distance above this bit, less its file id, so
+#: that keys order hits nearest first, then by the larger file id.
+KEY_SHIFT = 47
 
 #: The entry points that hold the interpreter lock while they run: they share the scratch of
 #: their Kernels (see the module's docstring).
@@ -259,6 +269,7 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
     f = {name: _function(addresses[name], name) for name in SIGNATURES}
     scan, fold, pack, digest_data = f["data_scan"], f["hash_fold"], f["compress"], f["data_digest"]
     fold_text, digest_text = f["text_fold"], f["text_digest"]
+    nearest = f["hamming_nearest"]
     # The text kernels' scratch, used during a call only (they hold the lock): a block of
     # window hashes, the words read ahead for it, and the vector of a digest.
     block = (ctypes.c_uint64 * TEXT_BLOCK)()
@@ -314,6 +325,31 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
         digest_text(data, nbytes, offs, nchars, width, text_minvec, block, words, out)
         return bytes(out)
 
+    def hamming_nearest(  # noqa: PLR0917 - the Kernels field's arguments
+        codes: npt.NDArray[np.uint64],
+        ids: npt.NDArray[np.int64],
+        live: npt.NDArray[np.bool_],
+        queries: npt.NDArray[np.uint64],
+        spans: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+        radius: int,
+        limit: int,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        n, q = codes.size, queries.size
+        lo, hi = spans
+        if ids.size != n or live.size != n or lo.size != q or hi.size != q or limit < 0:
+            raise ValueError("the codes, ids and live flags, or the queries and spans, differ")
+        slots = np.empty(q * limit, dtype=np.int64)
+        keys = np.empty(q * limit, dtype=np.int64)
+        counts = np.empty(q, dtype=np.int64)
+        flags = live.view(np.uint8)
+        nearest(
+            _address(codes, np.uint64), _address(ids, np.int64), _address(flags, np.uint8), n,
+            _address(queries, np.uint64), _address(lo, np.int64), _address(hi, np.int64), q,
+            radius, limit, _address(slots, np.int64, written=True),
+            _address(keys, np.int64, written=True), _address(counts, np.int64, written=True),
+        )  # fmt: skip
+        return slots.reshape(q, limit), keys.reshape(q, limit), counts
+
     return Kernels(
         accelerated=True,
         data_scan=data_scan,
@@ -322,4 +358,5 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
         data_digest=data_digest,
         text_fold=text_fold,
         text_digest=text_digest,
+        hamming_nearest=hamming_nearest,
     )

@@ -1,12 +1,14 @@
 """The hot loops of the Data-Code and Text-Code, compiled with numba when it is available.
 
-Five kernels do all per-byte and per-window work, and one the digest:
+Five kernels do all per-byte and per-window work, one the digest, and one the index's search:
 
 - ``data_scan`` chunks a buffer (content-defined chunking), hashes each complete chunk with
   xxh32 and folds it into a running MinHash vector, in one pass and without a feature list;
 - ``hash_fold`` hashes and folds the last chunk the same way;
 - ``text_fold`` hashes every 13-character window of UTF-8 text and folds it the same way;
 - ``compress`` turns a MinHash vector into the 256-bit digest;
+- ``hamming_nearest`` is the Hamming search's flat scan: the nearest few stored codes of
+  each query and how many are near, in one pass without a list of pairs;
 - ``data_digest`` and ``text_digest`` are the Data-Hash of a whole buffer and the Text-Hash of
   a text at once, from a fresh vector to the digest in one call (a small file read whole, a
   text: for small inputs the calls around the hashing cost more than the hashing).
@@ -34,11 +36,12 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from isccd.iscc._native import native_kernels
+from isccd.iscc._native import KEY_SHIFT, native_kernels
 from isccd.iscc.cdc import CdcParams, alg_cdc_offset, alg_cdc_params
 from isccd.iscc.minhash import alg_minhash_compress, minhash_fold, minhash_init
 
 __all__ = [
+    "KEY_SHIFT",
     "PYTHON_KERNELS",
     "SMALL_DATA",
     "SMALL_TEXT",
@@ -81,6 +84,14 @@ class Kernels(NamedTuple):
     ``text_digest(utf8, offsets, width)`` is the 256-bit digest of that fold into a fresh
     vector.
 
+    ``hamming_nearest(codes, ids, live, queries, (lo, hi), radius, limit)`` is the search of the
+    index's flat scan (:mod:`isccd.hamming`): for each query, the live stored codes within
+    ``radius`` bits whose file id is not in ``[lo[q], hi[q])`` are counted, and the ``limit``
+    nearest kept, nearest first, then the larger file id. It returns their slots (``-1`` past
+    the last found) and keys (the distance shifted left by :data:`KEY_SHIFT`, less the id),
+    ``q x limit`` each, and the counts. One pass over the codes a query, no pair held: a query
+    in a family of thousands of near-identical files costs what a query among strangers does.
+
     Buffers are C-contiguous ``uint8`` arrays (or ``bytes`` where named), MinHash vectors
     ``uint64`` arrays of 64.
     """
@@ -92,6 +103,18 @@ class Kernels(NamedTuple):
     data_digest: Callable[[bytes | Bytes, CdcParams], bytes]
     text_fold: Callable[[bytes | Bytes, Offsets | None, int, MinVec], None]
     text_digest: Callable[[bytes | Bytes, Offsets | None, int], bytes]
+    hamming_nearest: Callable[
+        [
+            npt.NDArray[np.uint64],
+            npt.NDArray[np.int64],
+            npt.NDArray[np.bool_],
+            npt.NDArray[np.uint64],
+            tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+            int,
+            int,
+        ],
+        tuple[Offsets, Offsets, Offsets],
+    ]
 
 
 def _py_data_scan(
@@ -151,6 +174,33 @@ def _py_text_digest(utf8: bytes | Bytes, offsets: Offsets | None, width: int) ->
     return _py_compress(minvec)
 
 
+def _py_hamming_nearest(  # noqa: PLR0917 - the kernel's arguments
+    codes: npt.NDArray[np.uint64],
+    ids: npt.NDArray[np.int64],
+    live: npt.NDArray[np.bool_],
+    queries: npt.NDArray[np.uint64],
+    spans: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    radius: int,
+    limit: int,
+) -> tuple[Offsets, Offsets, Offsets]:
+    q = queries.size
+    slots = np.full((q, limit), -1, dtype=np.int64)
+    keys = np.zeros((q, limit), dtype=np.int64)
+    counts = np.zeros(q, dtype=np.int64)
+    stored, names, alive = codes.tolist(), ids.tolist(), live.tolist()
+    lo, hi = (span.tolist() for span in spans)
+    for at, (query, first, last) in enumerate(zip(queries.tolist(), lo, hi, strict=True)):
+        found = sorted(
+            ((int(code ^ query).bit_count() << KEY_SHIFT) - fid, slot)
+            for slot, (code, fid, ok) in enumerate(zip(stored, names, alive, strict=True))
+            if ok and (code ^ query).bit_count() <= radius and not first <= fid < last
+        )
+        counts[at] = len(found)
+        for j, (key, slot) in enumerate(found[:limit]):
+            keys[at, j], slots[at, j] = key, slot
+    return slots, keys, counts
+
+
 #: The pure-Python kernels: the reference chunker, the xxhash package and numpy MinHash.
 PYTHON_KERNELS = Kernels(
     accelerated=False,
@@ -160,6 +210,7 @@ PYTHON_KERNELS = Kernels(
     data_digest=_py_data_digest,
     text_fold=_py_text_fold,
     text_digest=_py_text_digest,
+    hamming_nearest=_py_hamming_nearest,
 )
 
 

@@ -29,6 +29,7 @@ from isccd.iscc.kernels import (
     PYTHON_KERNELS,
     SMALL_DATA,
     SMALL_TEXT,
+    Kernels,
     kernels_for,
     load_kernels,
     warmup,
@@ -42,6 +43,13 @@ ic = pytest.importorskip("iscc_core")
 jit = pytest.importorskip("isccd.iscc._jit", reason="numba is not installed")
 
 PACKAGE = Path(__file__).resolve().parents[2] / "isccd"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled() -> Kernels:
+    """The compiled kernels, loaded (or compiled: seconds, the first time in a run) once for
+    the module, before its first test."""
+    return load_kernels()
 
 
 def test_warmup_reports_compiled_kernels() -> None:
@@ -389,3 +397,53 @@ def test_read_only_install_computes_right_codes(tmp_path: Path, cache_at: str) -
     else:
         assert any(name.startswith("_jit.data_scan") for name in cached), cached
         assert {p.parent for p in tmp_path.rglob("*.nbi")} <= set(cache.rglob("*")) | {cache}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 400),
+    st.integers(0, 12),
+    st.integers(0, 64),
+    st.integers(0, 24),
+)
+def test_the_compiled_hamming_scan_keeps_what_the_python_one_keeps(  # noqa: PLR0917
+    compiled: Kernels, seed: int, n: int, queries: int, radius: int, limit: int
+) -> None:
+    # A family of codes a few bits apart, some repeated, some dead, and queries each leaving
+    # out a span of ids: the same counts, the same nearest in the same order (nearest first,
+    # then the larger id), the same keys.
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**64, dtype=np.uint64)
+    noise = rng.integers(0, 2**64, size=(3, n), dtype=np.uint64)
+    codes = base ^ (noise[0] & noise[1] & noise[2])
+    codes[: n // 3] = codes[n // 3 : 2 * (n // 3)]
+    ids = rng.permutation(np.arange(1, 2 * n + 2, dtype=np.int64))[:n].copy()
+    live = rng.random(n) < 0.8
+    asked = base ^ rng.integers(0, 256, size=queries, dtype=np.uint64)
+    lo = rng.integers(0, 2 * n + 2, size=queries, dtype=np.int64)
+    hi = lo + rng.integers(0, n + 1, size=queries, dtype=np.int64)
+    found = compiled.hamming_nearest(codes, ids, live, asked, (lo, hi), radius, limit)
+    python = PYTHON_KERNELS.hamming_nearest(codes, ids, live, asked, (lo, hi), radius, limit)
+    slots, keys, counts = found
+    assert np.array_equal(slots, python[0]) and np.array_equal(counts, python[2])
+    kept = slots >= 0
+    assert np.array_equal(keys[kept], python[1][kept])
+    for q in range(queries):
+        d = np.bitwise_count(codes ^ asked[q])
+        near = live & (d <= radius) & ~((lo[q] <= ids) & (ids < hi[q]))
+        assert counts[q] == int(near.sum())
+        assert int(kept[q].sum()) == min(limit, int(near.sum()))
+
+
+def test_the_compiled_hamming_scan_refuses_arrays_that_do_not_match(compiled: Kernels) -> None:
+    codes = np.zeros(4, dtype=np.uint64)
+    ids = np.arange(1, 5, dtype=np.int64)
+    span = np.zeros(2, dtype=np.int64)
+    scan = compiled.hamming_nearest
+    with pytest.raises(ValueError, match="differ"):
+        scan(codes, ids[:3], np.ones(4, dtype=np.bool_), codes[:2], (span, span), 8, 4)
+    with pytest.raises(ValueError, match="differ"):
+        scan(codes, ids, np.ones(4, dtype=np.bool_), codes[:2], (span[:1], span), 8, 4)
+    with pytest.raises(TypeError, match="contiguous"):
+        scan(codes[::2], ids[::2], np.ones(2, dtype=np.bool_), codes[:2], (span, span), 8, 4)
