@@ -150,7 +150,7 @@ def announce_relations(
     if change is None:
         return  # most files: nothing began, nothing ended
     limit, named = ix.options.others_limit, ix.options.near_named
-    files = {s.id: s for s in ix.store.files_by_id(announce.listed(change, limit, named))}
+    files = _files(ix, announce.listed(change, limit, named))
     commit_announcement(
         ix,
         stored.id,
@@ -167,6 +167,24 @@ def announce_relations(
     )
 
 
+def _known(ix: Index, stored: StoredFile) -> None:
+    """Remember a file a job of new files just stored (its row and key read as written)."""
+    if ix.job_files is not None and ix.job_keys is not None:
+        ix.job_files[stored.id] = stored
+        ix.job_keys[stored.id] = _key(stored.record, ix.store.host)
+
+
+def _files(ix: Index, ids: Sequence[int]) -> dict[int, StoredFile]:
+    """The stored files of ``ids``, by id: within a job of new files each read once."""
+    known = ix.job_files
+    if known is None:
+        return {s.id: s for s in ix.store.files_by_id(ids)}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        known.update((s.id, s) for s in ix.store.files_by_id(missing))
+    return {i: known[i] for i in ids if i in known}
+
+
 def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -> None:
     """Apply an announcement: delete the near links that ended, store those that began or
     changed distance (no statement when there are none: most files have no near relation),
@@ -175,7 +193,10 @@ def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -
     if found.remove:
         ix.store.remove_near(found.remove)
     if found.add:
-        ix.store.add_near(found.add)
+        if ix.job_near is None:
+            ix.store.add_near(found.add)
+        else:  # a job of new files: stored together at its end, before they are bounded
+            ix.job_near += found.add
         gained = [(p.other(file_id), p.unit) for p in found.add]
         if ix.unbounded is None:
             bound(ix, gained)
@@ -321,6 +342,7 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     # host's side of a duplicate (isccd.pipeline.announce) is logged as it comes.
     ix.queue = None if ix.store.shared else []
     ix.unbounded = []
+    ix.job_files, ix.job_keys, ix.job_near = {}, {}, []
     start, marks = len(ix.pending), [0]
     host = ix.store.host
     job: dict[int, FileRecord] = {}
@@ -339,23 +361,31 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
             # What each record finds is what it would find alone: the job's files before
             # it, not those after it.
             job[file_id] = record
+            _known(ix, StoredFile(file_id, root, record, now, host=host))
             if identity is not None:
                 by_identity.setdefault(identity, []).append(file_id)
             if record.datahash:
                 by_datahash.setdefault(_stored_hex(record.datahash), []).append(file_id)
+        began = ix.job_near
     finally:
         queue, ix.queue = ix.queue, None
         unbounded, ix.unbounded = ix.unbounded, None
-    _end_job(ix, queue, unbounded)
+        ix.job_files = ix.job_keys = ix.job_near = None
+    _end_job(ix, queue, unbounded, began)
     events = ix.since(start)
     return [events[a:b] for a, b in itertools.pairwise(marks)]
 
 
 def _end_job(
-    ix: Index, queue: list[NewEvent] | None, unbounded: Sequence[tuple[int, UnitType]] | None
+    ix: Index,
+    queue: list[NewEvent] | None,
+    unbounded: Sequence[tuple[int, UnitType]] | None,
+    began: Sequence[NearPair] | None,
 ) -> None:
-    """What a job of new files does once all its files are in: bound the relations its files
-    gave others, and log its events together."""
+    """What a job of new files does once all its files are in: store the near links they
+    began, bound the relations its files gave others, and log its events together."""
+    if began:
+        ix.store.add_near(began)
     if unbounded:
         bound(ix, unbounded)
     if queue is not None:

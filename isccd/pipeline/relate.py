@@ -158,8 +158,19 @@ def _near_sides(
         return  # most files: near nothing
     _content_of(ix.store, record, fresh, digests)
     host = ix.store.host
-    for other, key in ix.store.file_keys(fresh).items():
+    for other, key in _keys(ix, fresh).items():
         sides[other] = key_side(host, other, key, digests[other])
+
+
+def _keys(ix: Index, ids: Sequence[int]) -> dict[int, FileKey]:
+    """The keys of the stored files ``ids``: within a job of new files each read once."""
+    known = ix.job_keys
+    if known is None:
+        return ix.store.file_keys(ids)
+    missing = [i for i in ids if i not in known]
+    if missing:
+        known.update(ix.store.file_keys(missing))
+    return {i: known[i] for i in ids if i in known}
 
 
 def _content_of(
