@@ -20,10 +20,26 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+#: The types whose values are JSON values as they are (exactly these: an enum of ``str`` is not).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass, in order; ``None`` for another class."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def to_wire(value: Any) -> Any:
     """JSON values for ``value``: dataclasses become objects, enums their value, tuples lists."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    cls: type = type(value)
+    if cls in _PLAIN:
+        return value  # most values: a result's thousands of names, sizes and distances
+    names = _fields(cls)
+    if names is not None:
+        return {name: to_wire(getattr(value, name)) for name in names}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, tuple | list | frozenset):
