@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -73,6 +73,8 @@ _MIN_UNINDEXED = 1024
 #: A flat scan of this many distances or more loads the compiled kernels when they are not yet
 #: (about 3 ms of numpy; a family's scan is many times that).
 _COMPILED_CELLS = 1 << 22
+#: The most hits a query the compiled scan keeps (16 bytes each, per query of a call).
+_MOST_KEPT = 1024
 
 
 def code64(digest: bytes) -> int:
@@ -81,9 +83,9 @@ def code64(digest: bytes) -> int:
     return int.from_bytes(digest[:8].ljust(8, b"\0"), "big")
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One file found by a query.
+class Hit(NamedTuple):
+    """One file found by a query (a named tuple: a family's queries make them by the thousand,
+    and a tuple is made in a fraction of a frozen dataclass's time).
 
     Attributes:
         file_id: The file.
@@ -469,7 +471,9 @@ class HammingIndex:
         queries = np.asarray(codes, dtype=np.uint64)
         pairs = self._indexed(queries, radius, block)
         if pairs is None:
-            spans = _spans(exclude, upto, len(codes))
+            # The compiled scan holds ``limit`` hits a query: for a bounded number only (an
+            # index asked for every hit, with no max_links, lists them as they are found).
+            spans = _spans(exclude, upto, len(codes)) if limit <= _MOST_KEPT else None
             kernels = _kernels(self._n * len(codes)) if spans is not None else None
             if kernels is not None and spans is not None:
                 return self._nearest_compiled(kernels, queries, spans, radius, limit)
@@ -536,7 +540,7 @@ class HammingIndex:
         keeping its ``limit`` nearest, with no list of every pair within ``radius``."""
         n = self._n
         slots, keys, counts = kernels.hamming_nearest(
-            self._codes[:n], self._ids[:n], self._live[:n], queries, spans, radius, limit
+            self._codes[:n], self._ids[:n], self._live[:n], queries, spans, radius, min(limit, n)
         )
         found: list[list[Hit]] = []
         codes64 = self._codes

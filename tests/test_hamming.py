@@ -359,3 +359,25 @@ def test_the_nearest_are_the_first_of_what_a_query_finds(  # noqa: PLR0917 - Hyp
         everything = [h for h in index.within(code, radius) if h.file_id not in job[q:]]
         everything.sort(key=lambda h: (h.distance, -h.file_id))  # ties: the newest first
         assert hits[q] == everything[:limit] and totals[q] == len(everything)
+
+
+@pytest.mark.parametrize("limit", [0, 5, 300, 1024, 1025, 1 << 62])
+@pytest.mark.parametrize("how", SCANS)
+def test_any_limit_is_answered_in_full_by_every_scan(limit: int, how: str) -> None:
+    # More asked than stored (up to "every hit", as an index without max_links asks): what
+    # there is, nearest first, and never a buffer of ``limit`` hits a query.
+    rng = random.Random(limit)
+    index = HammingIndex()
+    base = rng.getrandbits(64)
+    for file_id in range(1, 201):
+        index.add(file_id, base ^ rng.getrandbits(64) & rng.getrandbits(64) & rng.getrandbits(64))
+    queries = [base ^ rng.getrandbits(6) for _ in range(3)]
+    chosen = hamming._kernels
+    hamming._kernels = scanning(how)  # type: ignore[assignment]
+    try:
+        hits, totals = index.nearest_each(queries, 20, limit)
+    finally:
+        hamming._kernels = chosen
+    for q, code in enumerate(queries):
+        everything = sorted(index.within(code, 20), key=lambda h: (h.distance, -h.file_id))
+        assert hits[q] == everything[:limit] and totals[q] == len(everything) > 0
