@@ -539,8 +539,9 @@ class HammingIndex:
         """:meth:`nearest_each` by the compiled flat scan: one pass over the codes a query,
         keeping its ``limit`` nearest, with no list of every pair within ``radius``."""
         n = self._n
+        kept = min(max(limit, 0), n)  # none kept below 0, as numpy's partition keeps
         slots, keys, counts = kernels.hamming_nearest(
-            self._codes[:n], self._ids[:n], self._live[:n], queries, spans, radius, min(limit, n)
+            self._codes[:n], self._ids[:n], self._live[:n], queries, spans, radius, kept
         )
         found: list[list[Hit]] = []
         codes64 = self._codes

@@ -381,3 +381,27 @@ def test_any_limit_is_answered_in_full_by_every_scan(limit: int, how: str) -> No
     for q, code in enumerate(queries):
         everything = sorted(index.within(code, 20), key=lambda h: (h.distance, -h.file_id))
         assert hits[q] == everything[:limit] and totals[q] == len(everything) > 0
+
+
+@pytest.mark.parametrize("radius", [-(1 << 64), -1, 65, 1 << 63, (1 << 64) + 3])
+@pytest.mark.parametrize("limit", [-1, -(1 << 40)])
+@pytest.mark.parametrize("how", SCANS)
+def test_every_scan_answers_a_radius_or_limit_past_the_ends_alike(
+    radius: int, limit: int, how: str
+) -> None:
+    # A radius below 0 finds nothing and one beyond 64 bits finds every code, whichever scan
+    # answers (the compiled one's C integers are 64 bits wide); a limit below 0 keeps no hit
+    # but counts them all, as numpy's partition does.
+    index = HammingIndex()
+    for file_id in range(1, 41):
+        index.add(file_id, (1 << (file_id % 64)) - 1)
+    chosen = hamming._kernels
+    hamming._kernels = scanning(how)  # type: ignore[assignment]
+    try:
+        hits, totals = index.nearest_each([0, 7], radius, limit, exclude=[40])
+    finally:
+        hamming._kernels = chosen
+    assert hits == [[], []]
+    assert totals == ([39, 39] if radius > 64 else [0, 0])
+    for some in (index.nearest_each([0, 7], radius, 50, exclude=[40])[0], hits):
+        assert all(h.distance <= 64 for found in some for h in found)

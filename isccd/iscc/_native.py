@@ -336,16 +336,21 @@ def native_kernels(addresses: Mapping[str, int]) -> Any:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         n, q = codes.size, queries.size
         lo, hi = spans
-        if ids.size != n or live.size != n or lo.size != q or hi.size != q or limit < 0:
+        if ids.size != n or live.size != n or lo.size != q or hi.size != q:
             raise ValueError("the codes, ids and live flags, or the queries and spans, differ")
+        if limit < 0:
+            raise ValueError(f"the hits kept a query must be at least 0, not {limit}")
+        # One byte a flag, read as such: a wider array's bytes are not its flags.
+        flags = live.view(np.uint8) if live.dtype == np.bool_ else live
         slots = np.empty(q * limit, dtype=np.int64)
-        keys = np.empty(q * limit, dtype=np.int64)
+        keys = np.zeros(q * limit, dtype=np.int64)  # 0 past the last found, as in Python
         counts = np.empty(q, dtype=np.int64)
-        flags = live.view(np.uint8)
         nearest(
             _address(codes, np.uint64), _address(ids, np.int64), _address(flags, np.uint8), n,
             _address(queries, np.uint64), _address(lo, np.int64), _address(hi, np.int64), q,
-            radius, limit, _address(slots, np.int64, written=True),
+            # A distance is 0 to 64: a radius past either end is one there (ctypes would wrap
+            # an integer beyond 64 bits around, not refuse it).
+            min(max(radius, -1), 64), limit, _address(slots, np.int64, written=True),
             _address(keys, np.int64, written=True), _address(counts, np.int64, written=True),
         )  # fmt: skip
         return slots.reshape(q, limit), keys.reshape(q, limit), counts

@@ -447,3 +447,40 @@ def test_the_compiled_hamming_scan_refuses_arrays_that_do_not_match(compiled: Ke
         scan(codes, ids, np.ones(4, dtype=np.bool_), codes[:2], (span[:1], span), 8, 4)
     with pytest.raises(TypeError, match="contiguous"):
         scan(codes[::2], ids[::2], np.ones(2, dtype=np.bool_), codes[:2], (span, span), 8, 4)
+
+
+@pytest.mark.parametrize(
+    "radius", [-(1 << 64), -(1 << 63) - 1, -1, 0, 3, 64, 65, 1 << 63, (1 << 64) + 3]
+)
+def test_the_compiled_hamming_scan_takes_any_radius_as_the_python_one(
+    compiled: Kernels, radius: int
+) -> None:
+    # Distances are 0 to 64: a radius past either end finds all or nothing, not what the radius
+    # is once cut to the 64 bits of a C integer. Keys past the last hit are 0 in both.
+    rng = np.random.default_rng(radius % 1000)
+    codes = rng.integers(0, 2**64, size=50, dtype=np.uint64)
+    ids = np.arange(1, 51, dtype=np.int64)
+    live = rng.random(50) < 0.8
+    asked = codes[:5] ^ np.uint64(1)
+    span = (np.full(5, 10, dtype=np.int64), np.full(5, 20, dtype=np.int64))
+    found = compiled.hamming_nearest(codes, ids, live, asked, span, radius, 60)
+    python = PYTHON_KERNELS.hamming_nearest(codes, ids, live, asked, span, radius, 60)
+    for ours, theirs in zip(found, python, strict=True):
+        assert np.array_equal(ours, theirs)
+
+
+def test_the_compiled_hamming_scan_reads_live_flags_of_one_byte_only(compiled: Kernels) -> None:
+    # Flags of another width would be read a byte at a time (the first flag's bytes as the
+    # first few flags): refused, not misread.
+    codes = np.zeros(4, dtype=np.uint64)
+    ids = np.arange(1, 5, dtype=np.int64)
+    span = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    for wide in (np.int64, np.int32, np.uint16, np.float64):
+        live = np.array([1, 0, 1, 1], dtype=wide)
+        with pytest.raises(TypeError, match="uint8"):
+            compiled.hamming_nearest(codes, ids, live, codes[:1], span, 8, 4)  # type: ignore[arg-type]
+    flags = np.array([1, 0, 1, 1], dtype=np.bool_)
+    _, _, counts = compiled.hamming_nearest(codes, ids, flags, codes[:1], span, 8, 4)
+    assert counts.tolist() == [3]
+    with pytest.raises(ValueError, match="at least 0"):
+        compiled.hamming_nearest(codes, ids, flags, codes[:1], span, 8, -1)
