@@ -29,6 +29,7 @@ Pure: no I/O besides numba's cache.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import NamedTuple, cast
 
@@ -218,24 +219,40 @@ PYTHON_KERNELS = Kernels(
 #: (:func:`use_loader`).
 _loader: list[Callable[[], Kernels]] = []
 
+#: Held while the kernels load: threads asking at once (the store's owner for the index, a
+#: command coding a file) wait for one load instead of each compiling or linking its own.
+_loading = threading.Lock()
+#: What the load found, kept while :func:`load_kernels`'s cache may be cleared to measure it.
+_first: list[Kernels] = []
+
 
 def use_loader(loader: Callable[[], Kernels] | None) -> None:
     """Get the compiled kernels from ``loader`` from now on (``None``: compile them with numba
     again), called once, at the first call that needs them. :mod:`isccd.hashing` sets
     :func:`isccd.hashing.machine.compiled_kernels`, which loads their machine code from its
     cache without numba."""
-    _loader[:] = [] if loader is None else [loader]
-    load_kernels.cache_clear()
+    with _loading:
+        _loader[:] = [] if loader is None else [loader]
+        _first.clear()
+        load_kernels.cache_clear()
 
 
 @functools.cache
 def load_kernels() -> Kernels:
-    """The fastest kernels this interpreter can run (loaded once per process).
+    """The fastest kernels this interpreter can run (loaded once per process, by one thread
+    while the others wait).
 
     Returns:
         The loader's kernels (:func:`use_loader`), else those numba compiles here (or loads
         from its cache), or :data:`PYTHON_KERNELS` when numba cannot be imported.
     """
+    with _loading:
+        if not _first:
+            _first.append(_load())
+        return _first[0]
+
+
+def _load() -> Kernels:
     if _loader:
         return _loader[0]()
     try:

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from isccd.iscc import _native
+from isccd.iscc import kernels as kernels_module
 from isccd.iscc._tables import MPA, MPB
 from isccd.iscc.cdc import alg_cdc_params
 from isccd.iscc.data import DataHasherV0
@@ -484,3 +486,51 @@ def test_the_compiled_hamming_scan_reads_live_flags_of_one_byte_only(compiled: K
     assert counts.tolist() == [3]
     with pytest.raises(ValueError, match="at least 0"):
         compiled.hamming_nearest(codes, ids, flags, codes[:1], span, 8, -1)
+
+
+def test_threads_asking_for_the_kernels_at_once_share_one_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two threads ask before either has them (the store's owner for a family's scan, another
+    # coding a file): the first loads while the other waits, and both get what it loaded.
+    # The loader holds the first until the other is seen: waiting on the lock, or, were
+    # there no lock, loading too.
+    seen = threading.Event()
+    loads: list[Kernels] = []
+
+    class Watched:
+        """The loading lock, telling when a thread finds it held."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def __enter__(self) -> None:
+            if not self.lock.acquire(blocking=False):
+                seen.set()
+                self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            self.lock.release()
+
+    def loader() -> Kernels:
+        made = PYTHON_KERNELS._replace()  # a new object for each load
+        loads.append(made)
+        if len(loads) > 1:
+            seen.set()
+        assert seen.wait(timeout=60), "no other thread asked"
+        return made
+
+    chosen = list(kernels_module._loader)
+    monkeypatch.setattr(kernels_module, "_loading", Watched(), raising=False)
+    kernels_module.use_loader(loader)
+    got: list[Kernels] = []
+    try:
+        threads = [threading.Thread(target=lambda: got.append(load_kernels())) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        kernels_module.use_loader(chosen[0] if chosen else None)
+    assert len(loads) == 1
+    assert len(got) == 2 and got[0] is got[1] is loads[0]
