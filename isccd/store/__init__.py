@@ -37,6 +37,7 @@ __all__ = [
     "Store",
     "StoredFile",
     "default_host",
+    "is_postgres_url",
     "open_store",
     "redact_url",
     "state_url",

@@ -20,6 +20,12 @@ from typing import Any, Protocol
 from isccd.errors import StoreError
 from isccd.model import UnitType
 
+
+class WatchlistRefused(StoreError):
+    """A change to the watchlists that their rows refuse: an unknown watchlist or
+    reference, a threshold other than the watchlist's."""
+
+
 #: The property counting changes to the watchlists.
 VERSION_PROPERTY = "watchlists"
 #: Unit rows per ``IN (...)`` list.
@@ -180,7 +186,7 @@ def add(
     else:
         list_id = int(row[0])
         if threshold is not None and row[1] != threshold:
-            raise StoreError(
+            raise WatchlistRefused(
                 f"the watchlist {name!r} has the threshold {row[1]}, not {threshold}: remove "
                 "it first to change its threshold"
             )
@@ -207,14 +213,14 @@ def remove(execute: Execute, name: str, ref: int | None) -> int:
     """
     row = execute("SELECT id FROM watchlists WHERE name = ?", (name,)).fetchone()
     if row is None:
-        raise StoreError(f"there is no watchlist {name!r}")
+        raise WatchlistRefused(f"there is no watchlist {name!r}")
     list_id = int(row[0])
     if ref is not None:
         found = execute(
             "SELECT count(*) FROM watch_refs WHERE id = ? AND watchlist_id = ?", (ref, list_id)
         ).fetchone()
         if not found[0]:
-            raise StoreError(f"the watchlist {name!r} has no reference {ref}")
+            raise WatchlistRefused(f"the watchlist {name!r} has no reference {ref}")
         execute("DELETE FROM watch_units WHERE ref_id = ?", (ref,))
         execute("DELETE FROM watch_refs WHERE id = ?", (ref,))
         return 1
