@@ -63,7 +63,7 @@ def added(result: subprocess.CompletedProcess[str]) -> None:
     assert result.returncode == 0, result.stderr
 
 
-async def matched(daemon: Daemon, path: Path, write: Callable[[], None]) -> Event:
+async def matched(daemon: Daemon, path: Path, write: Callable[[], object]) -> Event:
     """The ``watch.match`` of ``path`` once ``write`` made it."""
     async with await daemon.client() as client:
         await client.subscribe(types=[EventType.WATCH_MATCH.value])
