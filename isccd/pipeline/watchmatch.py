@@ -12,6 +12,11 @@ threshold over the units' common length (:func:`isccd.match.within`), and announ
   type), or the ``[match]`` threshold of the type when the watchlist has none. A type that
   ``[match]`` switches off (the Meta-Code by default) is matched only by a watchlist with a
   threshold of its own;
+- but a near Data- or Meta-Code is no match where the file and the reference both have a
+  Content-Code of one type that is beyond the watchlist's threshold (its own, else the type's
+  ``[match]`` one): the content decides, as it does for duplicates
+  (:func:`isccd.match.content_apart`), so a letter from the reference's Word template does not
+  match it by the template's ZIP;
 - files smaller than ``[match] min_size`` (empty files) match nothing, as they duplicate
   nothing.
 
@@ -26,12 +31,14 @@ or on another host of a fleet) is matched from the next batch on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from isccd.hamming import HammingIndex, code64
-from isccd.match import NEAR_UNITS, Thresholds, within
+from isccd.match import CONTAINER_UNITS, NEAR_UNITS, Thresholds, content_apart, within
 from isccd.model import FileRecord, UnitType
 from isccd.pipeline.peers import size_of
 from isccd.store import Store
@@ -144,33 +151,93 @@ class Watchlists:
                     wanted.add(hit.file_id)
         if not wanted:
             return [[] for _ in records]
-        refs = {u.id: u for u in store.watch_units_by_id(sorted(wanted))}
-        return [self._judged(some, refs, thresholds) for some in found]
+        units = store.watch_refs_of_units(sorted(wanted))
+        refs, ref_digests = {u.id: u for u in units}, digests_of(units)
+        return [
+            self._judged(some, refs, {u.type: u.digest for u in record.units}, ref_digests,
+                         thresholds)
+            for some, record in zip(found, records, strict=True)
+        ]  # fmt: skip
 
     @staticmethod
     def _judged(
         candidates: Sequence[tuple[int, UnitType, bytes, str]],
         refs: dict[int, WatchUnit],
+        digests: Mapping[UnitType, bytes],
+        ref_digests: Mapping[int, Mapping[UnitType, bytes]],
         thresholds: Thresholds,
     ) -> list[WatchHit]:
         hits = []
-        for row, unit_type, digest, code in candidates:
+        for row, _, digest, code in candidates:
             ref = refs.get(row)
             if ref is None:  # removed since the search was built: the next batch reloads
                 continue
-            if unit_type is UnitType.INSTANCE:
-                bits = 8 * min(len(digest), len(ref.digest))
-                if bits and digest[: bits // 8] == ref.digest[: bits // 8]:
-                    hits.append(WatchHit(ref, unit_type, 0, 0, bits, code))
-                continue
-            base = ref.threshold if ref.threshold is not None else thresholds.of(unit_type)
-            if base is None:
-                continue
-            near = within(digest, ref.digest, base)
-            if near is not None:
-                distance, limit, bits = near
-                hits.append(WatchHit(ref, unit_type, distance, limit, bits, code))
+            hit = judge(
+                ref, digest, code, thresholds, digests=digests, ref_digests=ref_digests[ref.ref]
+            )
+            if hit is not None:
+                hits.append(hit)
         return sorted(hits, key=WatchHit.rank)
+
+
+def digests_of(units: Iterable[WatchUnit]) -> dict[int, dict[UnitType, bytes]]:
+    """Each reference's digests, by unit type, by reference id."""
+    found: dict[int, dict[UnitType, bytes]] = {}
+    for unit in units:
+        found.setdefault(unit.ref, {})[unit.type] = unit.digest
+    return found
+
+
+def judge(
+    ref: WatchUnit,
+    digest: bytes,
+    code: str,
+    thresholds: Thresholds,
+    *,
+    digests: Mapping[UnitType, bytes],
+    ref_digests: Mapping[UnitType, bytes],
+) -> WatchHit | None:
+    """Whether a file's unit of ``ref``'s type matches the reference unit ``ref`` (the rule
+    of the module docstring), for the live ``watch.match`` and the questions alike.
+
+    Args:
+        ref: The reference unit.
+        digest: The file's unit of that type.
+        code: That unit as an ISCC.
+        thresholds: The ``[match]`` policy (the types' thresholds where the watchlist has
+            none of its own).
+        digests: All the file's digests, by unit type.
+        ref_digests: All the reference's digests, by unit type.
+    """
+    unit_type = ref.type
+    if unit_type is UnitType.INSTANCE:
+        bits = 8 * min(len(digest), len(ref.digest))
+        if bits and digest[: bits // 8] == ref.digest[: bits // 8]:
+            return WatchHit(ref, unit_type, 0, 0, bits, code)
+        return None
+    policy = policy_of(ref.threshold, thresholds)
+    base = policy.of(unit_type)
+    if base is None:
+        return None
+    near = within(digest, ref.digest, base)
+    if near is None:
+        return None
+    # A Data- or Meta-Code near the reference's is its container's, or its name's: where both
+    # have a Content-Code of one type, it decides (as for duplicates: isccd.match).
+    if unit_type in CONTAINER_UNITS and content_apart(digests, ref_digests, policy):
+        return None
+    distance, limit, bits = near
+    return WatchHit(ref, unit_type, distance, limit, bits, code)
+
+
+@functools.lru_cache(maxsize=64)
+def policy_of(threshold: int | None, thresholds: Thresholds) -> Thresholds:
+    """The thresholds a watchlist matches by: its own ``threshold`` for every unit type, else
+    the ``[match]`` policy's."""
+    if threshold is None:
+        return thresholds
+    every = dict.fromkeys((t.value for t in NEAR_UNITS), threshold)
+    return dataclasses.replace(thresholds, **every)
 
 
 def payloads(record: FileRecord, hits: Sequence[WatchHit]) -> list[dict[str, Any]]:

@@ -458,6 +458,10 @@ class Store(Transactional, Protocol):
         """Reference units by their rows, in row order."""
         ...
 
+    def watch_refs_of_units(self, ids: Sequence[int]) -> list[WatchUnit]:
+        """Every unit of the references holding the unit rows ``ids``, in row order."""
+        ...
+
     def watch_units_of_list(self, name: str) -> list[WatchUnit]:
         """Every unit of a watchlist's references, by reference."""
         ...

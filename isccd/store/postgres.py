@@ -770,6 +770,10 @@ class PostgresStore(PgDatabase):
         """Reference units by their rows."""
         return wl.units_by_id(self._pg, ids)
 
+    def watch_refs_of_units(self, ids: Sequence[int]) -> list[wl.WatchUnit]:
+        """Every unit of the references holding these unit rows."""
+        return wl.units_of_refs_of(self._pg, ids)
+
     def watch_units_of_list(self, name: str) -> list[wl.WatchUnit]:
         """Every unit of a watchlist's references."""
         return wl.units_of_list(self._pg, name)

@@ -741,6 +741,10 @@ class SqliteStore(Database):
         """Reference units by their rows."""
         return wl.units_by_id(self._exec, ids)
 
+    def watch_refs_of_units(self, ids: Sequence[int]) -> list[wl.WatchUnit]:
+        """Every unit of the references holding these unit rows."""
+        return wl.units_of_refs_of(self._exec, ids)
+
     def watch_units_of_list(self, name: str) -> list[wl.WatchUnit]:
         """Every unit of a watchlist's references."""
         return wl.units_of_list(self._exec, name)

@@ -78,6 +78,7 @@ class WatchUnit:
         type: The unit type.
         iscc: The unit as an ISCC.
         digest: The unit's digest (its body, without the header).
+        reference: The reference's ISCC-CODE (or the single unit it was given as).
     """
 
     id: int
@@ -89,6 +90,7 @@ class WatchUnit:
     type: UnitType
     iscc: str
     digest: bytes
+    reference: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,15 +103,17 @@ class NewRef:
 
 
 _UNIT = (
-    "SELECT u.id, r.id, r.label, w.id, w.name, w.threshold, u.type, u.iscc, u.digest "
+    "SELECT u.id, r.id, r.label, w.id, w.name, w.threshold, u.type, u.iscc, u.digest, r.iscc "
     "FROM watch_units u JOIN watch_refs r ON r.id = u.ref_id "
     "JOIN watchlists w ON w.id = r.watchlist_id"
 )
 
 
 def _unit(row: Sequence[Any]) -> WatchUnit:
-    uid, ref, label, wid, name, threshold, type_, iscc, digest = row
-    return WatchUnit(uid, ref, label, wid, name, threshold, UnitType(type_), iscc, bytes(digest))
+    uid, ref, label, wid, name, threshold, type_, iscc, digest, reference = row
+    return WatchUnit(
+        uid, ref, label, wid, name, threshold, UnitType(type_), iscc, bytes(digest), reference
+    )
 
 
 def version(execute: Execute, property_row: tuple[str, Sequence[Any]]) -> int:
@@ -149,6 +153,19 @@ def units_by_id(execute: Execute, ids: Sequence[int]) -> list[WatchUnit]:
         rows = execute(f"{_UNIT} WHERE u.id IN ({marks})", chunk).fetchall()
         found += [_unit(r) for r in rows]
     return sorted(found, key=lambda u: u.id)
+
+
+def units_of_refs_of(execute: Execute, ids: Sequence[int]) -> list[WatchUnit]:
+    """Every unit of the references that hold the unit rows ``ids`` (those rows included),
+    in id order: what judges a match by a unit also needs the reference's other units."""
+    found: list[WatchUnit] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        marks = ",".join("?" * len(chunk))
+        inner = f"SELECT ref_id FROM watch_units WHERE id IN ({marks})"  # noqa: S608 -- only ?s
+        rows = execute(f"{_UNIT} WHERE u.ref_id IN ({inner})", chunk).fetchall()
+        found += [_unit(r) for r in rows]
+    return sorted({u.id: u for u in found}.values(), key=lambda u: u.id)
 
 
 def units_of_list(execute: Execute, name: str) -> list[WatchUnit]:

@@ -1,14 +1,17 @@
 """Watchlists against real daemons: references taken from files, from a codes list and from
 iscc-sdk-style JSON lines, written by ``isccd watchlist`` beside a running daemon, and the
 ``watch.match`` events of the files that match them, live and on a rescan; a bad codes line
-adds nothing; in a fleet, a watchlist added for one host matches on another."""
+adds nothing; in a fleet, a watchlist added for one host matches on another; a letter from a
+reference's Word template does not match it."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,13 +20,16 @@ from typing import Any
 import pytest
 from PIL import Image, ImageDraw
 
-from isccd.model import Event, EventType
+from isccd.hashing import compute_record
+from isccd.match import Thresholds, content_apart, near_unit
+from isccd.model import Event, EventType, UnitType
 from isccd.protocol import RescanRequest
 from tests.cli.test_engine import COMMAND
 from tests.pg import PgServer
 from tests.schemas import check
+from tests.test_content_decides import template_corpus
 
-from .conftest import Daemon, daemons, next_event, of_type
+from .conftest import Daemon, daemons, events_until, next_event, of_type
 
 #: Each test runs a real daemon process.
 pytestmark = pytest.mark.slow
@@ -200,3 +206,39 @@ def test_a_watchlist_added_on_one_host_matches_on_another(
         assert event.data["relation"] == "exact"
 
     asyncio.run(scenario())
+
+
+def test_a_letter_from_the_references_template_does_not_match_it(
+    make_daemon: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """Two unrelated letters from one Word template have near Data-Codes (the template's ZIP)
+    and far Text-Codes: the text decides, as it does for duplicates."""
+    letters = sorted(p for p in template_corpus(tmp_path) if p.suffix == ".docx")
+    records = {p: compute_record(str(p)) for p in letters}
+    policy = Thresholds()
+
+    def digests(path: Path) -> dict[UnitType, bytes]:
+        return {u.type: u.digest for u in records[path].units}
+
+    pairs = [
+        (a, b) for a, b in itertools.combinations(letters, 2)
+        if near_unit(UnitType.DATA, digests(a)[UnitType.DATA], digests(b)[UnitType.DATA], policy)
+        and content_apart(digests(a), digests(b), policy)
+    ]  # fmt: skip
+    assert pairs, "no two letters of the template are near by their Data-Codes"
+    reference, unrelated = pairs[0]
+    daemon = make_daemon(ISCCD_WATCH__SETTLE="0.1")
+    daemon.start()
+    added(isccd("watchlist", "add", "letters", str(reference), "--state", str(daemon.state)))
+
+    async def scenario() -> tuple[int, int]:
+        async with await daemon.client() as client:
+            since = await client.sync()
+            shutil.copyfile(unrelated, daemon.root / "unrelated.docx")
+            shutil.copyfile(reference, daemon.root / "copy.docx")
+            return since, await client.sync()
+
+    since, last = asyncio.run(scenario())
+    events = asyncio.run(events_until(daemon, since, last))
+    watched = [e for e in events if e.type is EventType.WATCH_MATCH]
+    assert [e.path for e in watched] == [str(daemon.root / "copy.docx")]
