@@ -1,8 +1,9 @@
 """Watchlists against real daemons: references taken from files, from a codes list and from
 iscc-sdk-style JSON lines, written by ``isccd watchlist`` beside a running daemon, and the
 ``watch.match`` events of the files that match them, live and on a rescan; a bad codes line
-adds nothing; in a fleet, a watchlist added for one host matches on another; a letter from a
-reference's Word template does not match it."""
+adds nothing; in a fleet, a watchlist added for one host matches on another; the library's
+files that match a watchlist, asked of the daemon and of its store (``similar --watchlist``,
+``dupes --watchlist``); a letter from a reference's Word template matches it by neither."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from PIL import Image, ImageDraw
 from isccd.hashing import compute_record
 from isccd.match import Thresholds, content_apart, near_unit
 from isccd.model import Event, EventType, UnitType
-from isccd.protocol import RescanRequest
+from isccd.protocol import RescanRequest, WatchedRequest
+from isccd.results import WatchedQuery
 from tests.cli.test_engine import COMMAND
 from tests.pg import PgServer
 from tests.schemas import check
@@ -208,7 +210,61 @@ def test_a_watchlist_added_on_one_host_matches_on_another(
     asyncio.run(scenario())
 
 
-def test_a_letter_from_the_references_template_does_not_match_it(
+def test_similar_and_dupes_of_a_watchlist_from_the_daemon_and_the_store(
+    make_daemon: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    daemon = make_daemon(ISCCD_WATCH__SETTLE="0.1")
+    daemon.start()
+    (tmp_path / "report.txt").write_text(TEXT)
+    (daemon.root / "copy.txt").write_text(TEXT)
+    (daemon.root / "again.txt").write_text(TEXT + "one more line\n")
+    (daemon.root / "other.txt").write_text("Nothing like the reference, a shopping list.\n" * 9)
+    added(isccd("watchlist", "add", "press", str(tmp_path / "report.txt"),
+                "--state", str(daemon.state)))  # fmt: skip
+
+    async def indexed() -> None:
+        async with await daemon.client() as client:
+            await client.sync()
+
+    asyncio.run(indexed())
+    socket = ("--socket", str(daemon.socket))
+    asked = isccd("similar", "--watchlist", "press", "--json", *socket)
+    assert asked.returncode == 0, asked.stderr
+    answer = json.loads(asked.stdout)
+    check("watched", answer)
+    [group] = answer["groups"]
+    assert (group["label"], answer["references"]) == ("report.txt", 1)
+    found = {Path(m["path"]).name: (m["relation"], m["unit"]) for m in group["matches"]}
+    assert found == {"copy.txt": ("exact", "instance"), "again.txt": ("near", "text")}
+    # The store read directly, beside the running daemon, gives the same answer.
+    read = isccd("similar", "--watchlist", "press", "--json", "--state", str(daemon.state))
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout) == answer
+    exact = isccd("dupes", "--watchlist", "press", "--csv", *socket)
+    assert exact.returncode == 0, exact.stderr
+    header, *rows = exact.stdout.splitlines()
+    assert header.startswith("watchlist,group,ref,label,reference,member,link,path,")
+    assert [row.split(",")[7] for row in rows] == [str(daemon.root / "copy.txt")]
+    near = isccd("dupes", "--watchlist", "press", "--near", *socket)
+    assert near.returncode == 0, near.stderr
+    assert "reference 1 report.txt" in near.stdout and "~" in near.stdout
+    for where in (socket, ("--state", str(daemon.state))):
+        unknown = isccd("similar", "--watchlist", "nope", *where)
+        assert unknown.returncode == 1
+        assert "there is no watchlist 'nope' (not_found)" in unknown.stderr
+
+    async def refused_then_answered() -> None:
+        async with await daemon.client() as client:
+            reply = await client.request(WatchedRequest(0, WatchedQuery("nope")))
+            assert reply.error is not None and reply.error.code == "not_found"
+            reply = await client.request(WatchedRequest(0, WatchedQuery("press", near=False)))
+            [again] = reply.unwrap()["groups"]
+            assert [m["path"] for m in again["matches"]] == [str(daemon.root / "copy.txt")]
+
+    asyncio.run(refused_then_answered())
+
+
+def test_a_letter_from_the_references_template_matches_neither_live_nor_asked(
     make_daemon: Callable[..., Daemon], tmp_path: Path
 ) -> None:
     """Two unrelated letters from one Word template have near Data-Codes (the template's ZIP)
@@ -242,3 +298,7 @@ def test_a_letter_from_the_references_template_does_not_match_it(
     events = asyncio.run(events_until(daemon, since, last))
     watched = [e for e in events if e.type is EventType.WATCH_MATCH]
     assert [e.path for e in watched] == [str(daemon.root / "copy.docx")]
+    asked = isccd("similar", "--watchlist", "letters", "--json", "--socket", str(daemon.socket))
+    assert asked.returncode == 0, asked.stderr
+    [group] = json.loads(asked.stdout)["groups"]
+    assert [Path(m["path"]).name for m in group["matches"]] == ["copy.docx"]
