@@ -51,6 +51,7 @@ from isccd.protocol import (
     UnknownEvent,
     UnsubscribeRequest,
     UnsubscribeResult,
+    WatchedRequest,
     decode_message,
     encode_request,
     from_wire,
@@ -63,6 +64,8 @@ from isccd.results import (
     FileInfo,
     SimilarQuery,
     SimilarResult,
+    WatchedQuery,
+    WatchedResult,
 )
 
 T = TypeVar("T")
@@ -218,6 +221,10 @@ class Client:
     def dupes(self, query: DupesQuery | None = None) -> DupesResult:
         """Duplicate groups."""
         return self._call(DupesResult, lambda i: DupesRequest(i, query or DupesQuery()))
+
+    def watched(self, query: WatchedQuery) -> WatchedResult:
+        """The indexed files matching a watchlist's references."""
+        return self._call(WatchedResult, lambda i: WatchedRequest(i, query))
 
     def rescan(self, path: str | None = None) -> RescanResult:
         """Start a rescan of the root holding ``path``, or of every root."""

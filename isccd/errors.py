@@ -32,8 +32,9 @@
     |                             lost: retryable; the batch failed whole, the next one reconnects
     |-- ProtocolError             a bad client request: an error reply; the connection carries on
     |   |-- InvalidCodeError      a code asked about cannot be decoded (``invalid_argument``)
-    |   `-- NotIndexedError       a file asked about is not indexed and cannot be coded
-    |                             (``not_found``)
+    |   |-- NotIndexedError       a file asked about is not indexed and cannot be coded
+    |   |                         (``not_found``)
+    |   `-- UnknownWatchlistError a watchlist asked about does not exist (``not_found``)
     |-- SocketSetupError          the socket cannot be set up safely (insecure directory, another
     |                             daemon answering): fatal at start-up, clear message
     |-- DaemonUnavailableError    client side: no daemon answers on the socket
@@ -200,6 +201,13 @@ class InvalidCodeError(ProtocolError):
 
 class NotIndexedError(ProtocolError):
     """A file asked about is not in the index and cannot be coded; the message says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("not_found", message)
+
+
+class UnknownWatchlistError(ProtocolError):
+    """A watchlist asked about (``similar --watchlist``) does not exist."""
 
     def __init__(self, message: str) -> None:
         super().__init__("not_found", message)

@@ -200,6 +200,16 @@ def near_unit(
     return None if base is None else _near(a, b, base)
 
 
+def within(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
+    """Whether two digests of one unit type are within ``base`` bits of 64 (scaled to their
+    common length, the first 64 bits within ``base`` too).
+
+    Returns:
+        ``(distance, threshold, bits)`` when they are, else ``None``.
+    """
+    return _near(a, b, base)
+
+
 def _near(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
     bits = min(len(a), len(b)) * 8
     if bits == 0 or hamming(a[:8], b[:8]) > base:

@@ -332,6 +332,8 @@ class EventType(enum.StrEnum):
     """Events were lost (kernel queue overflow); the root is being reconciled."""
     WATCH_DEGRADED = "watch.degraded"
     """Part of a root cannot be watched: it is polled instead, or cannot be read."""
+    WATCH_MATCH = "watch.match"
+    """A new or changed file matches a watchlist's reference (exactly, or near by a unit)."""
     ROOT_UNAVAILABLE = "root.unavailable"
     """A root is gone (moved away, deleted, its disk unmounted); its index is kept."""
     ROOT_AVAILABLE = "root.available"

@@ -16,7 +16,17 @@ from typing import TextIO
 from isccd.cli.escape import shown
 from isccd.cli.output import format_size
 from isccd.model import RelationKind
-from isccd.results import DupesResult, DupGroup, DupKind, FileInfo, Match, SimilarResult, Totals
+from isccd.results import (
+    DupesResult,
+    DupGroup,
+    DupKind,
+    FileInfo,
+    Match,
+    SimilarResult,
+    Totals,
+    WatchedResult,
+    WatchGroup,
+)
 
 
 def format_file(info: FileInfo, here: str = "") -> str:
@@ -115,6 +125,79 @@ def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
                     member.unit.value, member.distance, member.threshold, nearest,
                     member.iscc or "", member.code or "",
                     "" if member.allocated is None else member.allocated, centre,
+                ))  # fmt: skip
+    stream.flush()
+
+
+def format_watched(result: WatchedResult, here: str = "") -> str:
+    """``similar --watchlist``: per reference that matched, its id, label and code, then one
+    line per matching file as ``similar`` prints it."""
+    where = _hosts([m.host for g in result.groups for m in g.matches], here)
+    lines = [_watched_head(result)]
+    for group in result.groups:
+        lines.append(_reference(group))
+        for match in group.matches:
+            lines.append(f"{_relation(match):>24}  {where(match.host, match.path)}")
+            lines += [f"{'':>24}  = {shown(link)} (hardlink)" for link in match.links]
+    if result.truncated:
+        lines.append("(more references not shown: raise --limit)")
+    return "\n".join(lines) + "\n"
+
+
+def format_watched_dupes(result: WatchedResult, here: str = "") -> str:
+    """``dupes --watchlist``: per reference that matched, its id, label and code, then its
+    matching files as ``dupes`` lists a group's members (``~d/t by unit`` to the reference)."""
+    where = _hosts([m.host for g in result.groups for m in g.matches], here)
+    lines = [_watched_head(result)]
+    for group in result.groups:
+        lines.append(f"{_reference(group)}: {len(group.matches)} files")
+        for i, match in enumerate(group.matches, start=1):
+            apart = "  exact" if match.relation is RelationKind.EXACT else (
+                f"  ~{match.distance}/{match.threshold} by {match.unit.value}"
+            )  # fmt: skip
+            name = where(match.host, match.path)
+            lines.append(f"  #{i:<3}{_size(match.size):>10}  {name}{apart}")
+            lines += [f"{'':>16}= {shown(link)} (hardlink)" for link in match.links]
+    if result.truncated:
+        lines.append(f"(only the first {len(result.groups):,} references shown: raise --limit)")
+    return "\n".join(lines) + "\n"
+
+
+def _watched_head(result: WatchedResult) -> str:
+    threshold = "[match]" if result.threshold is None else f"{result.threshold} bits"
+    return (
+        f"watchlist {shown(result.watchlist)} (threshold {threshold}): {len(result.groups):,} "
+        f"of {result.references:,} references matched"
+    )
+
+
+def _reference(group: WatchGroup) -> str:
+    return f"reference {group.ref} {shown(group.label)} {group.iscc or ''}".rstrip()
+
+
+#: The columns of ``dupes --watchlist --csv``: one row per file name of every reference's
+#: matches, a file's hardlinks on rows of their own with the same ``member`` (and ``link``
+#: true).
+WATCHED_CSV_COLUMNS = (
+    "watchlist", "group", "ref", "label", "reference", "member", "link", "path", "root",
+    "host", "size", "relation", "unit", "distance", "threshold", "iscc", "code",
+)  # fmt: skip
+
+
+def write_watched_csv(result: WatchedResult, stream: TextIO) -> None:
+    """``dupes --watchlist --csv``: a header, then a row per file name of every reference's
+    matches (references and members numbered from 1), in the order of the text."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(WATCHED_CSV_COLUMNS)
+    for g, group in enumerate(result.groups, start=1):
+        for m, match in enumerate(group.matches, start=1):
+            for link, path in enumerate((match.path, *match.links)):
+                writer.writerow((
+                    result.watchlist, g, group.ref, group.label, group.iscc or "", m,
+                    "true" if link else "false", path, match.root, match.host,
+                    "" if match.size is None else match.size, match.relation.value,
+                    match.unit.value, match.distance, match.threshold, match.iscc or "",
+                    match.code or "",
                 ))  # fmt: skip
     stream.flush()
 

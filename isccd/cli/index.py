@@ -81,6 +81,7 @@ from isccd.results import (
     SIMILAR_LIMIT_MAX,
     DupesQuery,
     SimilarQuery,
+    WatchedQuery,
 )
 
 # The layers behind the commands (hashing, pipeline, store, the client) are imported by the
@@ -251,6 +252,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="only near relations within N bits of 64 (default: each unit type's threshold)",
     )  # fmt: skip
     dup.add_argument(
+        "--watchlist", metavar="NAME",
+        help="instead of groups: the files matching the watchlist's references, a group per "
+        "reference (exact matches; near ones too with --near)",
+    )  # fmt: skip
+    dup.add_argument(
         "--csv", action="store_true",
         help="print CSV: a header, then one row per file name (columns in the README)",
     )  # fmt: skip
@@ -276,6 +282,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     what = sim.add_mutually_exclusive_group(required=True)
     what.add_argument("path", metavar="PATH", nargs="?", help="a file (indexed or not)")
     what.add_argument("--code", metavar="ISCC", help="an ISCC-CODE or ISCC unit instead of a file")
+    what.add_argument(
+        "--watchlist", metavar="NAME",
+        help="the files matching the watchlist's references instead, a group per reference",
+    )  # fmt: skip
     sim.add_argument(
         "--unit", dest="units", action="append", choices=_UNIT_NAMES, metavar="UNIT",
         help="compare only this unit type (repeatable; instance: exact copies and hardlinks): "
@@ -507,6 +517,8 @@ def _print_scan(stats: ScanStats) -> None:
 
 def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
+    if args.watchlist is not None:
+        return _watched(args, near=args.near, csv=args.csv)
     query = DupesQuery(
         near=args.near,
         root=os.path.realpath(args.root) if args.root else None,
@@ -530,6 +542,36 @@ def run_dupes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _watched(args: argparse.Namespace, *, near: bool, csv: bool) -> int:
+    """``similar --watchlist`` and ``dupes --watchlist``: the files matching a watchlist's
+    references, by the watchlist's own rule (so ``--max-distance`` does not apply)."""
+    if args.max_distance is not None:
+        return fail("--max-distance does not apply to --watchlist: its threshold does", EXIT_USAGE)
+    filters = vars(args)
+    query = WatchedQuery(
+        watchlist=args.watchlist,
+        near=near,
+        root=os.path.realpath(filters["root"]) if filters.get("root") else None,
+        limit=args.limit,
+        host=args.host,
+        units=_unit_types(args.units),
+        min_size=filters.get("min_size", 0),
+        types=tuple(dict.fromkeys(filters["types"])) if filters.get("types") else None,
+    )
+    try:
+        result = answer(args, lambda c: c.watched(query), lambda index, _: index.watched(query))
+    except Failed as exc:
+        return fail(str(exc), exc.status)
+    from isccd.cli import answers  # noqa: PLC0415 - see _print
+
+    if csv:
+        answers.write_watched_csv(result, sys.stdout)
+    else:
+        text = answers.format_watched_dupes if args.handler is run_dupes else answers.format_watched
+        _print(args, result, text)
+    return EXIT_OK
+
+
 def _unit_types(names: list[str] | None) -> tuple[UnitType, ...] | None:
     return tuple(dict.fromkeys(UnitType(n) for n in names)) if names else None
 
@@ -537,6 +579,8 @@ def _unit_types(names: list[str] | None) -> tuple[UnitType, ...] | None:
 def run_similar(args: argparse.Namespace) -> int:
     """``isccd similar``: about a file, or a code. A file outside the daemon's roots (it
     answers ``outside_roots``) is coded here and asked about by its code."""
+    if args.watchlist is not None:
+        return _watched(args, near=True, csv=False)
     units = _unit_types(args.units)
     path = None if args.path is None else file_path(args.path)
     query = SimilarQuery(

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "isccd.cli.index",
     "isccd.cli.errors",
     "isccd.cli.dedupe",
+    "isccd.cli.watchlist",
     "isccd.cli.report",
     "isccd.cli.service",
 )

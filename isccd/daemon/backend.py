@@ -33,6 +33,8 @@ from isccd.results import (
     FileInfo,
     SimilarQuery,
     SimilarResult,
+    WatchedQuery,
+    WatchedResult,
 )
 from isccd.server import LogBounds
 
@@ -107,6 +109,10 @@ class DaemonBackend:
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return await self._pipeline.dupes(query)
+
+    async def watched(self, query: WatchedQuery) -> WatchedResult:
+        """The indexed files matching a watchlist's references."""
+        return await self._pipeline.watched(query)
 
     async def rescan(self, path: str | None) -> RescanResult:
         """Start reconciles of every root, or of the directory ``path`` (a root or a directory

@@ -21,6 +21,9 @@ closed: callers use what this package hands on, never the store.
 - :mod:`.policy`: the duplicate policy the stored relations were decided under, and the
   re-evaluation that switches them to another (at a reload, or when a pipeline opens the store
   under another policy).
+- :mod:`.watchmatch`: the watchlists in memory, and the ``watch.match`` events of the files
+  that match them; :class:`WatchlistEditor` (:mod:`.watchlists`): the watchlists changed by
+  ``isccd watchlist``, beside the store's writer.
 """
 
 from __future__ import annotations
@@ -32,6 +35,15 @@ from isccd.pipeline.policy import Adopted
 from isccd.pipeline.policy import encode as encode_policy
 from isccd.pipeline.reader import IndexReader
 from isccd.pipeline.reconcile import ScanStats
+from isccd.pipeline.watchlists import (
+    NewRef,
+    Watchlist,
+    WatchlistEditor,
+    WatchlistRefused,
+    WatchUnit,
+    ref_of_code,
+    ref_of_record,
+)
 from isccd.store import LOG_MARK_NAME
 
 __all__ = [
@@ -44,10 +56,17 @@ __all__ = [
     "Hasher",
     "IndexReader",
     "IndexUpdate",
+    "NewRef",
     "Pipeline",
     "PipelineOptions",
     "ScanStats",
+    "WatchUnit",
+    "Watchlist",
+    "WatchlistEditor",
+    "WatchlistRefused",
     "encode_policy",
     "profile_is_stale",
     "read_update",
+    "ref_of_code",
+    "ref_of_record",
 ]

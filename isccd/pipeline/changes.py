@@ -56,6 +56,7 @@ from isccd.pipeline import announce, relate
 from isccd.pipeline import events as payload
 from isccd.pipeline.index import Index
 from isccd.pipeline.peers import size_of
+from isccd.pipeline.watchmatch import WatchHit, payloads
 from isccd.store import FileKey, NearPair, NewEvent, StoredFile
 
 #: Issue codes meaning "there is no regular file here any more".
@@ -338,6 +339,7 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     ids = ix.store.add_files(root, records, now)
     ix.index_new(ids, records)
     near = relate.near_each(ix, ids, records)
+    watched = ix.watchlists.match_each(ix.store, records, ix.options.thresholds)
     # The events are logged together at the end, except in a shared store: there another
     # host's side of a duplicate (isccd.pipeline.announce) is logged as it comes.
     ix.queue = None if ix.store.shared else []
@@ -355,7 +357,7 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
             if linked or copies:  # most files have neither
                 for o in sorted({*linked, *copies}):
                     mine[o] = keys[o] if o in keys else _key(job[o], host)
-            _added(ix, root, file_id, record, now, keys=mine, near=near[i])
+            _added(ix, root, file_id, record, now, keys=mine, near=near[i], watched=watched[i])
             queued = ix.queue
             marks.append(len(queued) if queued is not None else len(ix.pending) - start)
             # What each record finds is what it would find alone: the job's files before
@@ -409,9 +411,13 @@ def _added(
     *,
     keys: Mapping[int, FileKey] | None = None,
     near: Mapping[UnitType, Sequence[Hit]] | None = None,
+    watched: Sequence[WatchHit] | None = None,
 ) -> None:
     """Relate and announce a file just stored at ``now`` (``keys`` and ``near``: see
-    :meth:`relations`); the caller indexes it."""
+    :meth:`relations`; ``watched``: the watchlists' references it matches, when looked up
+    beforehand); the caller indexes it."""
+    if watched is None:
+        watched = ix.watchlists.match_each(ix.store, [record], ix.options.thresholds)[0]
     if keys is not None and not keys and near is not None and not near:
         # Looked up beforehand (add_new, which took the writers' lock): related to nothing,
         # as most files are. Its event and issues are all there is to it.
@@ -419,6 +425,7 @@ def _added(
         note(ix, EventType.FILE_ADDED, root, record.path, data, file_id=file_id, plain=True)
         if record.issues:
             _report_issues(ix, root, record, ())
+        _report_matches(ix, root, record, watched)
         return
     relations, counts = relate.related(ix, file_id, record, keys, near)
     links = [r.other for r in relations if r.kind is RelationKind.HARDLINK]
@@ -426,6 +433,7 @@ def _added(
     data = payload.content(record) | ({"links": paths} if paths else {})
     note(ix, EventType.FILE_ADDED, root, record.path, data, file_id=file_id, plain=True)
     _report_issues(ix, root, record, ())
+    _report_matches(ix, root, record, watched)
     if relations:  # a new file: nothing ended either
         stored = StoredFile(file_id, root, record, now, host=ix.store.host)
         announce_relations(ix, stored, relations, counts=counts)
@@ -449,6 +457,8 @@ def _update(ix: Index, root: str, existing: StoredFile, record: FileRecord) -> N
     data |= {"links": links} if links else {}
     emit(ix, EventType.FILE_CHANGED, root, record.path, data, file_id=existing.id)
     _report_issues(ix, root, record, old.issues)
+    watched = ix.watchlists.match_each(ix.store, [record], ix.options.thresholds)[0]
+    _report_matches(ix, root, record, watched)
     announce_relations(ix, stored, relations, old_exact=old_exact, old_near=old_near, counts=counts)
     ix.index_put(existing.id, record)
 
@@ -472,6 +482,12 @@ def _report_issues(ix: Index, root: str, record: FileRecord, before: Sequence[Fi
     errors = [i for i in record.issues if i.kind is IssueKind.ERROR]
     if errors and set(errors) != {i for i in before if i.kind is IssueKind.ERROR}:
         note(ix, EventType.FILE_ERROR, root, record.path, {"issues": payload.issues(errors)})
+
+
+def _report_matches(ix: Index, root: str, record: FileRecord, hits: Sequence[WatchHit]) -> None:
+    """Announce the watchlists a new or changed file matches (:mod:`.watchmatch`)."""
+    for data in payloads(record, hits) if hits else ():
+        note(ix, EventType.WATCH_MATCH, root, record.path, data, plain=True)
 
 
 def apply_unstable(ix: Index, root: str, path: str, attempts: int, reason: str) -> list[Event]:

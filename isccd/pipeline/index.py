@@ -24,6 +24,7 @@ from isccd.hamming import HammingSearch, code64
 from isccd.model import Event, FileRecord, UnitType
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.options import PipelineOptions
+from isccd.pipeline.watchmatch import Watchlists
 from isccd.store import FileKey, NearPair, NewEvent, Store, StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
@@ -78,6 +79,9 @@ class Index:
         # which it was asked the nearest only: read back by relate.related() as it decides.
         self.totals: dict[tuple[int, UnitType], int] = {}
         self._marks: list[tuple[int, int, bool]] = []
+        #: The watchlists every new or changed file is matched against, read again at the
+        #: start of a batch when the store's version of them changed.
+        self.watchlists = Watchlists()
         if load:
             for unit_type in self.options.thresholds.enabled():
                 self.ensure_loaded(unit_type)
@@ -164,6 +168,7 @@ class Index:
         """Start a batch."""
         self.refresh()
         self.store.begin()
+        self.watchlists.refresh(self.store)
         self._caught_up = False
         self._undo.clear()
         self._marks.clear()

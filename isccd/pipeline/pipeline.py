@@ -37,7 +37,7 @@ from isccd.model import (
     IssueKind,
     UnitType,
 )
-from isccd.pipeline import changes, composition, groups, policy, queries
+from isccd.pipeline import changes, composition, groups, policy, queries, watched
 from isccd.pipeline.batches import OwnerBatches
 from isccd.pipeline.changes import GONE, is_unstable, issue_codes
 from isccd.pipeline.fleetindex import FleetIndex
@@ -60,6 +60,8 @@ from isccd.results import (
     FileInfo,
     SimilarQuery,
     SimilarResult,
+    WatchedQuery,
+    WatchedResult,
 )
 from isccd.store import SqliteOptions, open_store
 from isccd.store.owner import OwnerOptions, StoreOwner
@@ -672,6 +674,14 @@ class Pipeline:
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return await self._call(lambda ix: groups.dupes(ix, query))
+
+    async def watched(self, query: WatchedQuery) -> WatchedResult:
+        """The indexed files matching a watchlist (see :mod:`isccd.pipeline.watched`).
+
+        Raises:
+            UnknownWatchlistError: There is no such watchlist.
+        """
+        return await self._call(lambda ix: watched.watched(ix, query))
 
     async def counts(self) -> Counts:
         """The live files per root and the last sequence number (every host's, in a store a

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from isccd.model import FileIssue, FileRecord
-from isccd.pipeline import groups, queries
+from isccd.pipeline import groups, queries, watched
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.results import (
@@ -20,12 +20,14 @@ from isccd.results import (
     FileInfo,
     SimilarQuery,
     SimilarResult,
+    WatchedQuery,
+    WatchedResult,
 )
 from isccd.store import open_store
 
 
 class IndexReader:
-    """Answers ``get``, ``similar`` and ``dupes`` from a store, read-only.
+    """Answers ``get``, ``similar``, ``dupes`` and ``watched`` from a store, read-only.
 
     Args:
         store_url: Where the store lives (see :func:`isccd.store.open_store`).
@@ -83,6 +85,14 @@ class IndexReader:
     def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return groups.dupes(self._ix, query)
+
+    def watched(self, query: WatchedQuery) -> WatchedResult:
+        """The indexed files matching a watchlist, as :meth:`isccd.pipeline.Pipeline.watched`.
+
+        Raises:
+            UnknownWatchlistError: There is no such watchlist.
+        """
+        return watched.watched(self._ix, query)
 
     def roots(self) -> tuple[str, ...]:
         """The roots this host's live files are under, as the store records them (a shared

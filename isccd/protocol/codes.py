@@ -30,6 +30,8 @@ class Command(enum.StrEnum):
     """Indexed files within a Hamming distance of a file's or a code's units."""
     DUPES = "dupes"
     """Duplicate groups, the most reclaimable bytes first."""
+    WATCHED = "watched"
+    """The indexed files that match a watchlist's references, a group per reference."""
     RESCAN = "rescan"
     """Start a reconcile scan of one root, a directory inside one, or every root."""
     SYNC = "sync"

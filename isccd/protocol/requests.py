@@ -33,6 +33,7 @@ from isccd.results import (
     SIMILAR_LIMIT_MAX,
     DupesQuery,
     SimilarQuery,
+    WatchedQuery,
 )
 
 from .codes import Command, ErrorCode
@@ -47,6 +48,8 @@ MAX_ID_CHARS = 256
 MAX_STORE_ID_CHARS = 64
 #: Longest host name accepted (as ``[store] host``).
 MAX_HOST_CHARS = 255
+#: Longest watchlist name accepted.
+MAX_WATCHLIST_CHARS = 1024
 #: Most items in a list argument (event types, roots).
 MAX_LIST_ITEMS = 256
 
@@ -152,6 +155,14 @@ class DupesRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class WatchedRequest:
+    """``watched``."""
+
+    id: RequestId
+    query: WatchedQuery
+
+
+@dataclass(frozen=True, slots=True)
 class RescanRequest:
     """``rescan``: a root or a directory inside one; ``None`` for every root."""
 
@@ -175,6 +186,7 @@ Request = (
     | GetRequest
     | SimilarRequest
     | DupesRequest
+    | WatchedRequest
     | RescanRequest
     | SyncRequest
 )
@@ -263,6 +275,15 @@ def request_to_wire(request: Request) -> dict[str, Any]:
             obj["max_distance"] = q.max_distance
             obj["min_size"] = q.min_size or None
             obj["types"] = None if q.types is None else list(q.types)
+        case WatchedRequest(query=q):
+            obj = {"cmd": Command.WATCHED, "watchlist": q.watchlist}
+            obj["near"] = None if q.near else False
+            obj["root"] = q.root
+            obj["limit"] = None if q.limit == DUPES_LIMIT else q.limit
+            obj["host"] = q.host
+            obj["units"] = None if q.units is None else [u.value for u in q.units]
+            obj["min_size"] = q.min_size or None
+            obj["types"] = None if q.types is None else list(q.types)
         case RescanRequest(path=path):
             obj = {"cmd": Command.RESCAN, "path": path}
         case SyncRequest(path=path):
@@ -319,9 +340,12 @@ class _Args:
         return default if value is None else value
 
     def boolean(self, key: str) -> bool:
+        return self.boolean_or(key, default=False)
+
+    def boolean_or(self, key: str, *, default: bool) -> bool:
         value = self._rest.pop(key, None)
         if value is None:
-            return False
+            return default
         if not isinstance(value, bool):
             raise self.error(f'"{key}" must be true or false')
         return value
@@ -462,14 +486,29 @@ def _dupes(request_id: RequestId, args: _Args) -> DupesRequest:
     units = _units(args)
     max_distance = args.integer("max_distance", minimum=0, maximum=MAX_DISTANCE)
     min_size = args.integer("min_size", minimum=0) or 0
+    query = DupesQuery(near, root, limit, host, units, max_distance, min_size, _types(args))
+    return DupesRequest(request_id, query)
+
+
+def _types(args: _Args) -> tuple[str, ...] | None:
     types = args.strings("types")
     if types is not None and not set(types) <= set(FILE_TYPES):
         raise args.error(f'"types" names an unknown file type; known: {", ".join(FILE_TYPES)}')
-    query = DupesQuery(
-        near, root, limit, host, units, max_distance, min_size,
-        None if types is None else tuple(dict.fromkeys(types)),
-    )  # fmt: skip
-    return DupesRequest(request_id, query)
+    return None if types is None else tuple(dict.fromkeys(types))
+
+
+def _watched(request_id: RequestId, args: _Args) -> WatchedRequest:
+    watchlist = args.string("watchlist", max_chars=MAX_WATCHLIST_CHARS)
+    if watchlist is None:
+        raise args.error('"watchlist" is required')
+    near = args.boolean_or("near", default=True)
+    root = args.path("root")
+    limit = args.limit("limit", default=DUPES_LIMIT, maximum=DUPES_LIMIT_MAX)
+    host = args.string("host", max_chars=MAX_HOST_CHARS)
+    units = _units(args)
+    min_size = args.integer("min_size", minimum=0) or 0
+    query = WatchedQuery(watchlist, near, root, limit, host, units, min_size, _types(args))
+    return WatchedRequest(request_id, query)
 
 
 def _get(request_id: RequestId, args: _Args) -> GetRequest:
@@ -485,6 +524,7 @@ _BUILDERS: dict[Command, Callable[[RequestId, _Args], Request]] = {
     Command.GET: _get,
     Command.SIMILAR: _similar,
     Command.DUPES: _dupes,
+    Command.WATCHED: _watched,
     Command.RESCAN: lambda request_id, args: RescanRequest(request_id, args.path("path")),
     Command.SYNC: lambda request_id, args: SyncRequest(request_id, args.path("path")),
 }

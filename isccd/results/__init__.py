@@ -20,7 +20,10 @@ Imports only :mod:`isccd.model`, so every layer above may use it.
 - :mod:`.groups`: :class:`DupMember`, :class:`DupGroup`, :class:`Totals` (and the
   :class:`Footprint` of a file it counts), :class:`DupesResult`;
 - :mod:`.status`: :class:`DaemonStatus` and its parts;
-- :mod:`.queries`: :class:`SimilarQuery`, :class:`DupesQuery` and their limits.
+- :mod:`.queries`: :class:`SimilarQuery`, :class:`DupesQuery`, :class:`WatchedQuery` and
+  their limits;
+- :mod:`.watched`: :class:`WatchGroup`, :class:`WatchedResult` (the files matching a
+  watchlist).
 
 The submodules are imported on first use of one of their names (PEP 562): a command that only
 needs the limits of a query (the parser) loads neither the status nor the groups.
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
         SIMILAR_LIMIT_MAX,
         DupesQuery,
         SimilarQuery,
+        WatchedQuery,
     )
     from isccd.results.status import (
         DaemonStatus,
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
         ScanProgress,
         ServiceStatistics,
     )
+    from isccd.results.watched import WatchedResult, WatchGroup
 
 #: Where each public name lives. Submodules are imported on first use of one of their names
 #: (PEP 562). A test keeps this map, the imports above and ``__all__`` equal.
@@ -69,6 +74,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "SIMILAR_LIMIT_MAX",
         "DupesQuery",
         "SimilarQuery",
+        "WatchedQuery",
     ),
     "status": (
         "DaemonStatus",
@@ -79,6 +85,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "ScanProgress",
         "ServiceStatistics",
     ),
+    "watched": ("WatchedResult", "WatchGroup"),
 }
 __getattr__, __dir__ = on_first_use(__name__, _SUBMODULES, globals())
 
@@ -107,6 +114,9 @@ __all__ = [
     "SimilarQuery",
     "SimilarResult",
     "Totals",
+    "WatchGroup",
+    "WatchedQuery",
+    "WatchedResult",
     "file_type",
     "units_of",
 ]

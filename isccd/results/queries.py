@@ -76,3 +76,29 @@ class DupesQuery:
     max_distance: int | None = None
     min_size: int = 0
     types: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedQuery:
+    """Which indexed files ``similar --watchlist`` and ``dupes --watchlist`` list: those that
+    match a watchlist's references, by the rule of the ``watch.match`` events.
+
+    Attributes:
+        watchlist: The watchlist's name.
+        near: Near matches too, not only exact ones (the same bytes).
+        root: Only files under this path (resolved inside the roots).
+        limit: Most references (groups) returned.
+        host: Only files on this host; ``None``: every host's.
+        units: Only matches by these unit types (``instance``: exact); ``None``: every type.
+        min_size: Only files of at least this many bytes (besides the policy's ``min_size``).
+        types: Only files of these types (:data:`FILE_TYPES`); ``None``: every type.
+    """
+
+    watchlist: str
+    near: bool = True
+    root: str | None = None
+    limit: int = DUPES_LIMIT
+    host: str | None = None
+    units: tuple[UnitType, ...] | None = None
+    min_size: int = 0
+    types: tuple[str, ...] | None = None

@@ -25,6 +25,8 @@ from isccd.results import (
     FileInfo,
     SimilarQuery,
     SimilarResult,
+    WatchedQuery,
+    WatchedResult,
 )
 
 
@@ -93,6 +95,14 @@ class Backend(Protocol):
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first (``query.root`` resolved)."""
+        ...
+
+    async def watched(self, query: WatchedQuery) -> WatchedResult:
+        """The indexed files matching a watchlist's references (``query.root`` resolved).
+
+        Raises:
+            ProtocolError: ``not_found`` when there is no such watchlist.
+        """
         ...
 
     async def rescan(self, path: str | None) -> RescanResult:

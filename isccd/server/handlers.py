@@ -1,4 +1,5 @@
-"""The commands that ask the daemon something: hello, status, get, similar, dupes, rescan, sync.
+"""The commands that ask the daemon something: hello, status, get, similar, dupes, watched,
+rescan, sync.
 
 Each takes a validated request, resolves its paths inside the watched roots (in a thread, since
 that examines the file system), asks the :class:`~isccd.server.backend.Backend` and returns the
@@ -30,6 +31,7 @@ from isccd.protocol import (
     StatusRequest,
     SyncRequest,
     SyncResult,
+    WatchedRequest,
     object_to_wire,
 )
 from isccd.results import ServiceStatistics
@@ -39,7 +41,7 @@ from .broker import Broker
 from .options import ServerOptions
 from .paths import resolve_in_roots
 
-Query = HelloRequest | StatusRequest | GetRequest | SimilarRequest | DupesRequest
+Query = HelloRequest | StatusRequest | GetRequest | SimilarRequest | DupesRequest | WatchedRequest
 Action = RescanRequest | SyncRequest
 
 
@@ -103,6 +105,10 @@ async def handle(context: Context, request: Query | Action) -> dict[str, Any]:
             if query.root is not None:
                 query = dataclasses.replace(query, root=await resolve(context, query.root))
             result = await backend.dupes(query)
+        case WatchedRequest(query=watch):
+            if watch.root is not None:
+                watch = dataclasses.replace(watch, root=await resolve(context, watch.root))
+            result = await backend.watched(watch)
         case RescanRequest(path=path):
             target = None if path is None else await resolve(context, path)
             result = await backend.rescan(target)

@@ -37,6 +37,7 @@ __all__ = [
     "Store",
     "StoredFile",
     "default_host",
+    "is_postgres_url",
     "open_store",
     "redact_url",
     "state_url",
@@ -60,14 +61,18 @@ def default_host() -> str:
     return socket.gethostname()
 
 
-def _open_sqlite(location: str, host: str, readonly: bool, sqlite: SqliteOptions | None) -> Store:
+def _open_sqlite(
+    location: str, host: str, readonly: bool, sqlite: SqliteOptions | None, beside: bool
+) -> Store:
     if not location:
         raise StoreError("a sqlite store URL needs a path: sqlite:///path/to/isccd.db")
     path = os.fsdecode(urllib.parse.unquote_to_bytes(location))
-    return SqliteStore(Path(path), host=host, readonly=readonly, options=sqlite)
+    return SqliteStore(Path(path), host=host, readonly=readonly, options=sqlite, beside=beside)
 
 
-def _open_postgres(url: str, host: str, readonly: bool, log_mark: Path | None) -> Store:
+def _open_postgres(
+    url: str, host: str, readonly: bool, log_mark: Path | None, beside: bool
+) -> Store:
     # Checked here, not by libpq: its messages about a URL it refuses quote the URL whole.
     fault = url_fault(url)
     if fault is not None:
@@ -80,7 +85,7 @@ def _open_postgres(url: str, host: str, readonly: bool, log_mark: Path | None) -
             f"the store {redact_url(url)} is a PostgreSQL database, and its driver is not "
             f"installed ({exc}): pip install 'isccd[fleet]'"
         ) from None
-    return PostgresStore(url, host=host, readonly=readonly, log_mark=log_mark)
+    return PostgresStore(url, host=host, readonly=readonly, log_mark=log_mark, beside=beside)
 
 
 def open_store(
@@ -90,6 +95,7 @@ def open_store(
     readonly: bool = False,
     sqlite: SqliteOptions | None = None,
     log_mark: Path | None = None,
+    beside: bool = False,
 ) -> Store:
     """Open the store a URL names.
 
@@ -101,6 +107,10 @@ def open_store(
         log_mark: Where a writer of a shared database remembers how far it followed the event
             log, to tell when the database was restored from an older dump (the file
             :data:`LOG_MARK_NAME` of its state directory); ``None``: while it is open only.
+        beside: Open an existing store at this isccd's schema to write beside its writer (a
+            running daemon): the watchlists only, which every writer reloads by the version
+            it polls at each batch; each transaction takes the database's write lock (the
+            fleet's writers' lock for PostgreSQL).
 
     Returns:
         The open backend, checked and migrated when opened for writing.
@@ -110,13 +120,13 @@ def open_store(
     """
     host = host or default_host()
     if is_postgres_url(url):
-        return _open_postgres(url, host, readonly, log_mark)
+        return _open_postgres(url, host, readonly, log_mark, beside)
     scheme, sep, location = url.partition("://")
     if not sep:
-        return _open_sqlite(urllib.parse.quote(os.fsencode(url)), host, readonly, sqlite)
+        return _open_sqlite(urllib.parse.quote(os.fsencode(url)), host, readonly, sqlite, beside)
     if scheme.lower() != "sqlite":
         raise StoreError(
             f"unknown store URL scheme {scheme!r} in {redact_url(url)!r} "
             "(known: sqlite, postgresql, postgres)"
         )
-    return _open_sqlite(location, host, readonly, sqlite)
+    return _open_sqlite(location, host, readonly, sqlite, beside)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from isccd.model import Event, EventType, FileIssue, FileRecord, FileStat, UnitType
+from isccd.store.watchlists import NewRef, Watchlist, WatchUnit
 
 #: The property holding the store's identity (:attr:`Store.identity`).
 IDENTITY_PROPERTY = "store_id"
@@ -438,6 +439,52 @@ class Store(Transactional, Protocol):
         """Record ``value`` under ``name`` in the current transaction, replacing any."""
 
     # -- events ------------------------------------------------------------------------------
+
+    # Watchlists (isccd.store.watchlists): the fleet's, in a shared database.
+
+    def watchlist_version(self) -> int:
+        """The count of changes to the watchlists: a writer polls it once per batch."""
+        ...
+
+    def watchlists(self) -> list[Watchlist]:
+        """Every watchlist, by name."""
+        ...
+
+    def watch_units_of_type(self, unit_type: UnitType) -> list[tuple[int, int, bytes]]:
+        """``(unit row, watchlist, digest)`` of every reference unit of one type."""
+        ...
+
+    def watch_units_by_id(self, ids: Sequence[int]) -> list[WatchUnit]:
+        """Reference units by their rows, in row order."""
+        ...
+
+    def watch_refs_of_units(self, ids: Sequence[int]) -> list[WatchUnit]:
+        """Every unit of the references holding the unit rows ``ids``, in row order."""
+        ...
+
+    def watch_units_of_list(self, name: str) -> list[WatchUnit]:
+        """Every unit of a watchlist's references, by reference."""
+        ...
+
+    def add_watch_refs(
+        self, name: str, threshold: int | None, refs: Sequence[NewRef], now: float
+    ) -> tuple[int, list[int]]:
+        """Add references to a watchlist, made with ``threshold`` when new, in the current
+        transaction; the watchlist's id and the references' ids.
+
+        Raises:
+            StoreError: The watchlist exists with another threshold.
+        """
+        ...
+
+    def remove_watch(self, name: str, ref: int | None) -> int:
+        """Remove a watchlist, or its reference ``ref``, in the current transaction; how
+        many references went.
+
+        Raises:
+            StoreError: No such watchlist or reference.
+        """
+        ...
 
     def append_event(
         self,

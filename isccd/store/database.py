@@ -95,6 +95,7 @@ class Database:
         host: str = "",
         readonly: bool = False,
         options: SqliteOptions | None = None,
+        beside: bool = False,
     ) -> None:
         """Open (and for writing create, check and migrate) the database at ``path``.
 
@@ -103,6 +104,10 @@ class Database:
             host: The host name its files are reported on (one database, one host).
             readonly: Open for reading only.
             options: Tuning.
+            beside: Open an existing database at this isccd's schema for writing beside its
+                writer, without the writer lock: only what every writer reloads by a
+                version it polls at each batch (the watchlists) may be written this way,
+                each transaction under SQLite's own write lock.
 
         Raises:
             StoreError: It cannot be opened, is locked, or was written by a newer isccd.
@@ -119,11 +124,12 @@ class Database:
         self._conn: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
         self._identity: tuple[int, int] | None = None
+        self._beside = beside and not readonly
         try:
-            if not readonly:
+            if not readonly and not beside:
                 self._lock_fd = self._take_writer_lock()
             self._conn = self._connect()
-            if readonly:
+            if readonly or beside:
                 self._check_version_readable()
             else:
                 self._prepare_writer()
@@ -178,12 +184,13 @@ class Database:
 
     def _connect(self) -> sqlite3.Connection:
         timeout = self._options.busy_timeout
-        if self._readonly:
+        if self._readonly or self._beside:
             if not Path(self._path).is_file():
                 raise StoreError(
                     f"no index at {self._path}: run `isccd scan` or start the daemon first"
                 )
-            uri = "file:" + urllib.parse.quote(self._path) + "?mode=ro"
+            mode = "rw" if self._beside else "ro"
+            uri = "file:" + urllib.parse.quote(self._path) + "?mode=" + mode
             conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         else:
             Path(self._path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)

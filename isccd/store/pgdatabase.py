@@ -119,6 +119,7 @@ class PgDatabase:
         readonly: bool = False,
         options: PostgresOptions | None = None,
         log_mark: Path | None = None,
+        beside: bool = False,
     ) -> None:
         """Connect, then (for writing) migrate, register the host, take its lock, and check
         that the event log did not go backwards.
@@ -131,6 +132,10 @@ class PgDatabase:
             log_mark: A file of this host's own (in its state directory) that remembers, from
                 one run of the writer to the next, how far it followed the event log
                 (:mod:`isccd.store.pgruns`); ``None``: remembered while it is open only.
+            beside: Open for writing beside the host's daemon, without its host lock or a
+                migration: only what every writer reloads by a version it polls at each
+                batch (the watchlists) may be written this way, each transaction under the
+                fleet's writers' lock as every write is.
 
         Raises:
             StoreUnavailableError: The server cannot be reached in time.
@@ -141,7 +146,9 @@ class PgDatabase:
         self._url = url
         self._redacted = redact_url(url)
         self._host = host
-        self._readonly = readonly
+        # Opened beside the writer: as a reader (no host lock, no migration), but writable.
+        self._readonly = readonly or beside
+        self._read_only_session = readonly
         self._options = options or PostgresOptions()
         self._conn: psycopg.Connection[Any] | None = None
         self._in_transaction = False
@@ -188,7 +195,7 @@ class PgDatabase:
             except PoolTimeout:
                 self._connect_failed()
             conn = self._session()
-            if not readonly:
+            if not self._readonly:
                 self._migrate(conn)
         except BaseException:
             self.close()
@@ -215,7 +222,7 @@ class PgDatabase:
         conn.execute(
             sql.SQL("SET idle_in_transaction_session_timeout = {}").format(sql.Literal(timeout_ms))
         )
-        if self._readonly:
+        if self._read_only_session:
             conn.execute("SET default_transaction_read_only = on")
 
     @staticmethod

@@ -7,7 +7,7 @@ transaction together with its row, under an advisory lock (:data:`MIGRATION_LOCK
 daemons starting at once migrate once and a crash leaves a whole version. A migration, once
 released, never changes: new needs are new migrations appended to :data:`MIGRATIONS`.
 
-Layout (version 1). One database holds the index of a whole fleet; every row that describes a
+Layout (version 5). One database holds the index of a whole fleet; every row that describes a
 host's files carries that host's name (``host``), and each daemon reads and writes its own
 host's rows, except where it asks for the fleet's (exact matches, unit digests, the event log):
 
@@ -37,6 +37,9 @@ host's rows, except where it asks for the fleet's (exact matches, unit digests, 
   empty host name, the database's own: its identity (``store_id``) and the runs of its log
   that began when it was found restored from an older dump (``run``, ``run:<uuid>``, see
   :mod:`isccd.store.pgruns`).
+- ``watchlists``, ``watch_refs``, ``watch_units``: the fleet's watchlists (named sets of
+  reference content, shared by every host); the database's property ``watchlists`` counts
+  their changes, which each daemon polls at every batch.
 """
 
 from __future__ import annotations
@@ -221,6 +224,36 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the 512-byte blocks a file takes on disk (st_blocks), which is what removing it "
         "frees (NULL for the files stored before: not known until they are stored again)",
         ("ALTER TABLE files ADD COLUMN blocks bigint",),
+    ),
+    Migration(
+        5,
+        "watchlists: named sets of reference codes every new or changed file is matched "
+        "against, shared by the fleet, and a count of their changes",
+        (
+            """CREATE TABLE watchlists (
+                id bigserial PRIMARY KEY,
+                name text NOT NULL UNIQUE,
+                threshold integer,
+                created double precision NOT NULL
+            )""",
+            """CREATE TABLE watch_refs (
+                id bigserial PRIMARY KEY,
+                watchlist_id bigint NOT NULL REFERENCES watchlists(id) ON DELETE CASCADE,
+                label text NOT NULL,
+                iscc text
+            )""",
+            "CREATE INDEX watch_refs_list ON watch_refs (watchlist_id)",
+            """CREATE TABLE watch_units (
+                id bigserial PRIMARY KEY,
+                ref_id bigint NOT NULL REFERENCES watch_refs(id) ON DELETE CASCADE,
+                type text NOT NULL,
+                iscc text NOT NULL,
+                digest bytea NOT NULL
+            )""",
+            "CREATE INDEX watch_units_ref ON watch_units (ref_id)",
+            "INSERT INTO properties (host, name, value) VALUES ('', 'watchlists', '0') "
+            "ON CONFLICT DO NOTHING",
+        ),
     ),
 )
 

@@ -28,6 +28,7 @@ from isccd.model import (
     UnitType,
     sort_units,
 )
+from isccd.store import watchlists as wl
 from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
@@ -745,3 +746,58 @@ class PostgresStore(PgDatabase):
             "SELECT name, greatest(opened_at, seen_at), last_seq FROM hosts ORDER BY name"
         ).fetchall()
         return [KnownHost(name, heard, int(last)) for name, heard, last in rows]
+
+    # -- watchlists (the fleet's: under the database's own host name, "") -------------------
+
+    def _pg(self, sql: str, params: Sequence[Any]) -> wl.Rows:
+        """:meth:`_exec` of a statement written with ``?`` placeholders."""
+        return self._exec(sql.replace("?", "%s"), params)
+
+    def watchlist_version(self) -> int:
+        """The count of changes to the fleet's watchlists."""
+        sql = "SELECT value::bigint FROM properties WHERE host = '' AND name = %s"
+        return wl.version(self._exec, (sql, (wl.VERSION_PROPERTY,)))
+
+    def watchlists(self) -> list[wl.Watchlist]:
+        """Every watchlist, by name."""
+        return wl.watchlists(self._pg)
+
+    def watch_units_of_type(self, unit_type: UnitType) -> list[tuple[int, int, bytes]]:
+        """``(unit row, watchlist, digest)`` of every reference unit of one type."""
+        return wl.units_of_type(self._pg, unit_type)
+
+    def watch_units_by_id(self, ids: Sequence[int]) -> list[wl.WatchUnit]:
+        """Reference units by their rows."""
+        return wl.units_by_id(self._pg, ids)
+
+    def watch_refs_of_units(self, ids: Sequence[int]) -> list[wl.WatchUnit]:
+        """Every unit of the references holding these unit rows."""
+        return wl.units_of_refs_of(self._pg, ids)
+
+    def watch_units_of_list(self, name: str) -> list[wl.WatchUnit]:
+        """Every unit of a watchlist's references."""
+        return wl.units_of_list(self._pg, name)
+
+    def add_watch_refs(
+        self, name: str, threshold: int | None, refs: Sequence[wl.NewRef], now: float
+    ) -> tuple[int, list[int]]:
+        """Add references to a watchlist (made when new), in the current transaction."""
+
+        def insert_id(sql: str, params: Sequence[Any]) -> int:
+            return int(self._pg(sql, params).fetchone()[0])
+
+        added = wl.add(self._pg, name, threshold, refs, now, insert_id=insert_id)
+        self._watchlists_changed()
+        return added
+
+    def remove_watch(self, name: str, ref: int | None) -> int:
+        """Remove a watchlist or one of its references, in the current transaction."""
+        removed = wl.remove(self._pg, name, ref)
+        self._watchlists_changed()
+        return removed
+
+    def _watchlists_changed(self) -> None:
+        self._exec(
+            "UPDATE properties SET value = (value::bigint + 1)::text WHERE host = '' AND name = %s",
+            (wl.VERSION_PROPERTY,),
+        )

@@ -6,7 +6,7 @@ bump, so a crash leaves the database at a whole version. A migration, once relea
 changes: new needs are new migrations appended to :data:`MIGRATIONS` (``tests/store`` migrates a
 database created at every older version).
 
-Layout (version 8):
+Layout (version 9):
 
 - ``roots``, ``dirs``, ``profiles``: interned strings. Paths are stored as BLOBs of
   ``os.fsencode(path)``, so names that are not valid UTF-8 are kept byte-exact, and byte order is
@@ -34,6 +34,10 @@ Layout (version 8):
   were decided under), each a text the layer above interprets; and ``store_id``, the store's
   identity: a random UUID (version 4) made when the database is created, or migrated from a
   version before 6.
+- ``watchlists``, ``watch_refs``, ``watch_units``: named sets of reference content, each
+  reference one item (a file the codes were computed from, a line of a codes list) with its
+  label and units; ``properties.watchlists`` counts the changes to them, so that a writer
+  polling it at each batch sees a watchlist another process added.
 """
 
 from __future__ import annotations
@@ -225,6 +229,36 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the 512-byte blocks a file takes on disk (st_blocks), which is what removing it "
         "frees (NULL for the files stored before: not known until they are stored again)",
         ("ALTER TABLE files ADD COLUMN blocks INTEGER",),
+    ),
+    Migration(
+        9,
+        "watchlists: named sets of reference codes every new or changed file is matched "
+        "against, and a count of their changes",
+        (
+            """CREATE TABLE watchlists (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                name TEXT NOT NULL UNIQUE,
+                threshold INTEGER,
+                created REAL NOT NULL
+            )""",
+            """CREATE TABLE watch_refs (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                watchlist_id INTEGER NOT NULL REFERENCES watchlists(id) ON DELETE CASCADE,
+                label TEXT NOT NULL,
+                iscc TEXT
+            )""",
+            "CREATE INDEX watch_refs_list ON watch_refs(watchlist_id)",
+            # One row per unit, its own id the key of the in-memory search.
+            """CREATE TABLE watch_units (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                ref_id INTEGER NOT NULL REFERENCES watch_refs(id) ON DELETE CASCADE,
+                type TEXT NOT NULL,
+                iscc TEXT NOT NULL,
+                digest BLOB NOT NULL
+            )""",
+            "CREATE INDEX watch_units_ref ON watch_units(ref_id)",
+            "INSERT OR IGNORE INTO properties (name, value) VALUES ('watchlists', '0')",
+        ),
     ),
 )
 

@@ -23,6 +23,7 @@ from isccd.model import (
     UnitType,
     sort_units,
 )
+from isccd.store import watchlists as wl
 from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
@@ -720,3 +721,54 @@ class SqliteStore(Database):
     def purge_events(self, before: float) -> int:
         """Delete events older than ``before``."""
         return self._exec("DELETE FROM events WHERE time < ?", (before,)).rowcount
+
+    # -- watchlists ----------------------------------------------------------------------------
+
+    def watchlist_version(self) -> int:
+        """The count of changes to the watchlists."""
+        sql = "SELECT CAST(value AS INTEGER) FROM properties WHERE name = ?"
+        return wl.version(self._exec, (sql, (wl.VERSION_PROPERTY,)))
+
+    def watchlists(self) -> list[wl.Watchlist]:
+        """Every watchlist, by name."""
+        return wl.watchlists(self._exec)
+
+    def watch_units_of_type(self, unit_type: UnitType) -> list[tuple[int, int, bytes]]:
+        """``(unit row, watchlist, digest)`` of every reference unit of one type."""
+        return wl.units_of_type(self._exec, unit_type)
+
+    def watch_units_by_id(self, ids: Sequence[int]) -> list[wl.WatchUnit]:
+        """Reference units by their rows."""
+        return wl.units_by_id(self._exec, ids)
+
+    def watch_refs_of_units(self, ids: Sequence[int]) -> list[wl.WatchUnit]:
+        """Every unit of the references holding these unit rows."""
+        return wl.units_of_refs_of(self._exec, ids)
+
+    def watch_units_of_list(self, name: str) -> list[wl.WatchUnit]:
+        """Every unit of a watchlist's references."""
+        return wl.units_of_list(self._exec, name)
+
+    def add_watch_refs(
+        self, name: str, threshold: int | None, refs: Sequence[wl.NewRef], now: float
+    ) -> tuple[int, list[int]]:
+        """Add references to a watchlist (made when new), in the current transaction."""
+
+        def insert_id(sql: str, params: Sequence[Any]) -> int:
+            return int(self._exec(sql, params).fetchone()[0])
+
+        added = wl.add(self._exec, name, threshold, refs, now, insert_id=insert_id)
+        self._watchlists_changed()
+        return added
+
+    def remove_watch(self, name: str, ref: int | None) -> int:
+        """Remove a watchlist or one of its references, in the current transaction."""
+        removed = wl.remove(self._exec, name, ref)
+        self._watchlists_changed()
+        return removed
+
+    def _watchlists_changed(self) -> None:
+        self._exec(
+            "UPDATE properties SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE name = ?",
+            (wl.VERSION_PROPERTY,),
+        )

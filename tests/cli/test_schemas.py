@@ -1,6 +1,7 @@
 """Real outputs of the commands that need no daemon, validated against docs/schema/: ``code``,
-``explain``, ``compare``, ``selftest``, ``scan``, and ``get``, ``similar`` and ``dupes`` read
-from a store. (A real daemon's replies and events: tests/e2e/test_index_clients.py.)"""
+``explain``, ``compare``, ``selftest``, ``scan``, and ``get``, ``similar`` and ``dupes`` (of a
+watchlist too) read from a store. (A real daemon's replies and events:
+tests/e2e/test_index_clients.py.)"""
 
 from __future__ import annotations
 
@@ -81,6 +82,27 @@ def test_get_similar_and_dupes_from_a_store(library: tuple[Path, Path, dict[str,
     dupes = json.loads(output("dupes", "--near", *where))
     check("dupes", dupes)
     assert {g["kind"] for g in dupes["groups"]} == {"exact", "near"}
+
+
+@pytest.mark.slow
+def test_similar_and_dupes_of_a_watchlist_from_a_store(
+    library: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    root, state, _ = library
+    where = ("--state", str(state), "--json")
+    output("watchlist", "add", "docs", str(root / "docs" / "report.txt"), *where)
+    similar = json.loads(output("similar", "--watchlist", "docs", *where))
+    check("watched", similar)
+    [group] = similar["groups"]
+    assert group["label"] == "report.txt"
+    exact_copies = {m["path"] for m in group["matches"] if m["relation"] == "exact"}
+    assert str(root / "docs" / "report.txt") in exact_copies
+    dupes = json.loads(output("dupes", "--watchlist", "docs", "--near", *where))
+    check("watched", dupes)
+    assert dupes == similar
+    exact = json.loads(output("dupes", "--watchlist", "docs", *where))
+    check("watched", exact)
+    assert {m["relation"] for g in exact["groups"] for m in g["matches"]} == {"exact"}
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from isccd.errors import ProtocolError, StoreError
+from isccd.errors import ProtocolError, StoreError, UnknownWatchlistError
 from isccd.model import Event, EventType, RelationKind, UnitType
 from isccd.protocol import ErrorCode, RescanResult
 from isccd.results import (
@@ -23,6 +23,8 @@ from isccd.results import (
     RootStatus,
     SimilarQuery,
     SimilarResult,
+    WatchedQuery,
+    WatchedResult,
 )
 from isccd.server import Backend, Broker, LogBounds, Server, ServerOptions, ServerStatistics
 
@@ -140,6 +142,13 @@ class FakeBackend:
         self.calls.append(("dupes", query))
         self._check()
         return DupesResult(())
+
+    async def watched(self, query: WatchedQuery) -> WatchedResult:
+        self.calls.append(("watched", query))
+        self._check()
+        if query.watchlist != "brand":
+            raise UnknownWatchlistError(f"there is no watchlist {query.watchlist!r}")
+        return WatchedResult("brand", None, 0, ())
 
     async def rescan(self, path: str | None) -> RescanResult:
         self.calls.append(("rescan", path))
