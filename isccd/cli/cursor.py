@@ -16,8 +16,10 @@ One JSON object (docs/schema/cursor.schema.json)::
 
 The file is written whole, mode 0600, as a new file (``FILE.tmp``, flushed to disk) renamed over
 the name, and its directory flushed: a crash leaves the old cursor or the new one, never a part.
-``FILE.lock`` (kept, as lock files must be) is flocked while a subscriber uses the cursor, so
-that two subscribers cannot run one hook's events twice.
+``FILE.lock`` (kept, as lock files must be) is flocked while a subscriber uses the cursor, and
+its commands inherit it: a subscriber started again waits until no other subscriber, and no
+command of a subscriber that was killed, holds it, so that no event's command runs twice at
+once.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import dataclasses
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,12 +140,16 @@ def write_cursor(path: Path, cursor: Cursor) -> None:
 
 
 @contextlib.contextmanager
-def holding(path: Path) -> Iterator[None]:
-    """Hold ``path``'s lock (``FILE.lock``) for the block; its directory is made (0700) when
+def holding(path: Path, on_wait: Callable[[str], None]) -> Iterator[int]:
+    """Hold ``path``'s lock (``FILE.lock``) for the block, waiting for it while another holds
+    it (``on_wait`` is told so, once); the lock's descriptor. The folder is made (0700) when
     missing.
 
+    The lock is an open file: a command given the descriptor holds it too, until it and every
+    process it started that kept the descriptor have ended.
+
     Raises:
-        CursorError: Another subscriber holds it, or the lock cannot be made.
+        CursorError: The lock cannot be made.
     """
     lock = path.with_name(path.name + ".lock")
     try:
@@ -155,9 +161,11 @@ def holding(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise CursorError(
-                f"another isccd subscribe uses the cursor {str(path)!r} ({str(lock)!r} is locked)"
-            ) from None
-        yield
+            on_wait(
+                f"waiting for {str(lock)!r}: another isccd subscribe with this cursor, or a "
+                "command a subscriber started, still holds it"
+            )
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
     finally:
         os.close(fd)

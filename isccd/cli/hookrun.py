@@ -13,7 +13,8 @@ of its command line. What an event says reaches it only as data:
   this event before: a retry, or an event run again after the subscriber was killed; else ``0``).
 
 It runs as a session and process group of its own, in the subscriber's working directory, with
-the subscriber's standard output and error. When it outlives ``timeout`` seconds, its process
+the subscriber's standard output and error, and the cursor's lock open
+(:func:`isccd.cli.cursor.holding`). When it outlives ``timeout`` seconds, its process
 group is sent SIGTERM, and SIGKILL ``kill_grace`` seconds later if the command is still running.
 """
 
@@ -130,12 +131,18 @@ async def run_command(
     *,
     timeout: float | None,
     kill_grace: float = 5.0,
+    keep_fds: tuple[int, ...] = (),
 ) -> Outcome:
     """Run ``argv`` with ``line`` on its standard input and wait for it, up to ``timeout``
-    seconds (``None``: as long as it takes)."""
+    seconds (``None``: as long as it takes); ``keep_fds`` stay open in it (the cursor's
+    lock)."""
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, env=dict(env), start_new_session=True
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,
+            pass_fds=keep_fds,
         )
     except (OSError, ValueError) as exc:
         return Outcome(error=str(exc))

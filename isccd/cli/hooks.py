@@ -132,9 +132,14 @@ def run(args: argparse.Namespace, roots: list[str] | None) -> int:
 
     cursor_path: Path | None = args.cursor
     try:
-        with holding(cursor_path) if cursor_path else contextlib.nullcontext():
-            cursor = read_cursor(cursor_path) if cursor_path else None
-            runner = HookRunner(options, subscription, connect, cursor_path, cursor)
+        with contextlib.ExitStack() as stack:
+            cursor, lock = None, None
+            if cursor_path is not None:
+                lock = stack.enter_context(holding(cursor_path, _say))
+                cursor = read_cursor(cursor_path)
+            runner = HookRunner(
+                options, subscription, connect, cursor_path=cursor_path, cursor=cursor, lock=lock
+            )
             return asyncio.run(runner.run())
     except CursorError as exc:
         print(f"isccd: {exc}; nothing was run", file=sys.stderr)
@@ -144,6 +149,10 @@ def run(args: argparse.Namespace, roots: list[str] | None) -> int:
 def _usage(message: str) -> int:
     print(f"isccd subscribe: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _say(message: str) -> None:
+    print(f"isccd: {message}", file=sys.stderr, flush=True)
 
 
 def _not_runnable(program: str) -> str | None:
@@ -176,6 +185,7 @@ class HookRunner:
         connect: A new connection to the daemon.
         cursor_path: The cursor file (held by the caller), or ``None``.
         cursor: What it holds (``None``: there is none yet).
+        lock: The descriptor of the cursor's lock, which every command inherits.
     """
 
     def __init__(
@@ -183,10 +193,13 @@ class HookRunner:
         options: HookOptions,
         subscription: Subscription,
         connect: Callable[[], Coroutine[Any, Any, AsyncClient]],
+        *,
         cursor_path: Path | None,
         cursor: Cursor | None,
+        lock: int | None = None,
     ) -> None:
         self._options = options
+        self._keep_fds = () if lock is None else (lock,)
         self._subscription = subscription
         self._connect = connect
         self._cursor_path = cursor_path
@@ -329,7 +342,12 @@ class HookRunner:
                     self._env, event_to_wire(item.event), self._store or "", redelivered=redelivered
                 )
                 outcome = await run_command(
-                    options.argv, line, env, timeout=options.timeout, kill_grace=options.kill_grace
+                    options.argv,
+                    line,
+                    env,
+                    timeout=options.timeout,
+                    kill_grace=options.kill_grace,
+                    keep_fds=self._keep_fds,
                 )
                 if outcome.ok:
                     self._handled(item)

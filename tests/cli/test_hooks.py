@@ -4,8 +4,12 @@ event, and the usage errors."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,13 +20,14 @@ from isccd.cli.main import main
 from isccd.errors import CursorError
 from tests.schemas import check
 
+ISCCD = [sys.executable, "-m", "isccd"]
 STORE = "5f0c2a8e-93d4-4b6e-a1f2-7c3d9e0b4a17"
 
 
 def test_a_cursor_is_written_whole_mode_0600_and_read_back(tmp_path: Path) -> None:
     path = tmp_path / "hooks" / "notify.cursor"
     assert read_cursor(path) is None  # a new cursor
-    with holding(path):  # makes the folder
+    with holding(path, print):  # makes the folder
         cursor = Cursor(STORE, 41, frozenset({43}), frozenset({42, 44}))
         write_cursor(path, cursor)
         assert read_cursor(path) == cursor
@@ -103,16 +108,30 @@ def test_what_is_not_a_cursor_is_refused_and_nothing_runs(
     assert not marker.exists()
 
 
-def test_a_cursor_another_subscriber_holds_is_refused(
-    short_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_subscriber_waits_for_the_cursor_another_holds(short_dir: Path) -> None:
     path = short_dir / "c.cursor"
-    with holding(path):
-        with pytest.raises(CursorError, match="another isccd subscribe uses"), holding(path):
-            pass
-        command = ["subscribe", "--socket", str(short_dir / "none.sock"), "--cursor", str(path)]
-        assert main([*command, "--exec", "true"]) == 65
-        assert "another isccd subscribe uses the cursor" in capsys.readouterr().err
+    command = [*ISCCD, "subscribe", "--socket", str(short_dir / "none.sock")]
+    with holding(path, print) as fd:
+        waiting = subprocess.Popen(
+            [*command, "--cursor", str(path), "--exec", "true"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert waiting.stderr is not None
+        line = waiting.stderr.readline()
+        assert "isccd: waiting for" in line and "c.cursor.lock" in line
+        # Another open file of the lock cannot take it either: it is held.
+        with pytest.raises(BlockingIOError):
+            other = os.open(f"{path}.lock", os.O_RDWR)
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(other)
+        assert fd >= 0
+    # Let go: it takes the lock, and then finds no daemon.
+    assert waiting.wait(60) == 1
+    with waiting.stderr:
+        assert "no isccd daemon is listening" in waiting.stderr.read()
 
 
 def test_parse_cursor_takes_what_write_cursor_writes() -> None:
