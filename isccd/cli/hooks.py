@@ -2,8 +2,9 @@
 subscriber's own process, as its user. The daemon only sends events; it never runs a command.
 
 Order and bound: at most ``--jobs`` commands run at once (default 1: one after another, in the
-order of the events). Reading waits while that many run; a subscriber that falls so far behind
-that the daemon lags it resumes from where the daemon says, by itself.
+order of the events). Reading waits while that many run (at most 8 MiB of events are read
+ahead); a subscriber that falls so far behind that the daemon lags it (``subscriber.lagged``)
+subscribes again after the notice's ``seq``, by itself, and catches up from the log.
 
 Failures (a non-zero exit status, a signal, the timeout, a command that cannot be started) are
 reported on stderr with the event's ``seq``, and then, by ``--on-failure``:
@@ -64,6 +65,12 @@ EXIT_COMMAND_FAILED = 75
 EXIT_CURSOR = 65
 #: The cursor cannot be written (EX_IOERR: a full disk).
 EXIT_CURSOR_WRITE = 74
+
+#: The longest event line taken (a ``watch.degraded`` of 100 paths of 4,096 bytes, each byte
+#: escaped, is 2.4 MB); twice as much is read ahead while the commands run, no more: a
+#: subscriber whose commands fall further behind is lagged by the daemon and resumes from
+#: its log.
+EVENT_LINE_BYTES = 4 << 20
 
 #: Notices that are not part of the event log: run when they arrive, never replayed, and they
 #: do not move the cursor (their ``seq`` is an earlier event's).
@@ -126,7 +133,7 @@ def run(args: argparse.Namespace, roots: list[str] | None) -> int:
         from isccd.client import AsyncClient  # noqa: PLC0415 -- the parser does without it
 
         try:
-            return await AsyncClient.connect(daemon.socket)
+            return await AsyncClient.connect(daemon.socket, limit=EVENT_LINE_BYTES)
         except DaemonUnavailableError as exc:
             raise daemon.unavailable(exc) from None
 

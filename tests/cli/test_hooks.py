@@ -7,18 +7,26 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from isccd.cli.cursor import Cursor, holding, parse_cursor, read_cursor, write_cursor
 from isccd.cli.hookrun import command_environment, event_environment
 from isccd.cli.main import main
 from isccd.errors import CursorError
+from isccd.model import EventType
+from tests.e2e.test_hooks import HOOK
 from tests.schemas import check
+from tests.server.fakes import FakeBackend, ServerThread
 
 ISCCD = [sys.executable, "-m", "isccd"]
 STORE = "5f0c2a8e-93d4-4b6e-a1f2-7c3d9e0b4a17"
@@ -215,3 +223,59 @@ def test_out_of_range_options_are_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["subscribe", "--exec", "true", *argv])
     assert exited.value.code == 2
+
+
+@pytest.mark.slow
+def test_a_subscriber_whose_commands_fall_behind_is_lagged_and_resumes_by_itself(
+    short_dir: Path,
+) -> None:
+    root = short_dir / "root"
+    root.mkdir()
+    hook = short_dir / "hook.py"
+    hook.write_text(HOOK)
+    where = short_dir / "hook"
+    where.mkdir()
+    backend = FakeBackend([str(root)])
+    options = {"queue_size": 10, "write_buffer_bytes": 4096, "close_timeout": 60}
+    command = f"{sys.executable} -I {hook} hold-on {where} first"
+    with (
+        capture_logs(),
+        ServerThread(backend, short_dir, **options) as daemon,
+        subprocess.Popen(
+            [*ISCCD, "subscribe", "--socket", str(daemon.path), "--since", "0", "--exec", command],
+            stderr=subprocess.PIPE,
+        ) as process,
+    ):
+        try:
+            daemon.publish(EventType.FILE_ADDED, str(root), f"{root}/first")
+            wait_until("the first command", (where / "waiting").exists, where)
+            count = 0
+            # Its command holds the subscriber: it reads no more, and the daemon lags it.
+            while daemon.statistics().broker.lagged == 0:
+                count += 1
+                assert count < 5000
+                pad = "x" * 100_000  # a few hundred events fill what is read ahead
+                daemon.publish(EventType.FILE_ADDED, str(root), f"{root}/{count}", pad=pad)
+            # Lagged after about 8 MiB read ahead and what the sockets hold, not hundreds.
+            assert count < 400
+            (where / "release").touch()
+            wait_until("every event run", lambda: len(_runs(where)) == count + 1, where)
+            assert process.poll() is None  # it went on, after the lag
+            assert daemon.statistics().broker.lagged == 1
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(60) == 0
+        finally:
+            process.kill()
+    assert [r["seq"] for r in _runs(where)] == list(range(1, count + 2))  # each once, in order
+
+
+def _runs(where: Path) -> list[dict[str, Any]]:
+    path = where / "runs"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def wait_until(what: str, test: Callable[[], bool], where: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not test():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {_runs(where)}"
+        time.sleep(0.02)

@@ -77,6 +77,9 @@ elif mode == "hang-on" and base == name:
     note("hung", json.dumps([os.getpid(), child.pid]))
     while True:
         signal.pause()
+elif mode == "hold-on" and base == name:
+    note("waiting", "")
+    wait_for("release")
 elif mode == "gate":
     live = os.path.join(where, "live")
     os.makedirs(live, exist_ok=True)
