@@ -4,7 +4,8 @@
 Every one finds the daemon as :func:`isccd.cli.connect.find_socket` does (``--socket PATH``,
 ``ISCCD_SERVER__SOCKET``, ``[server] socket`` of ``--config FILE``, the default socket). When
 no daemon answers they say so on stderr and exit with status 1. Results are readable text,
-whether stdout is a terminal or not, and JSON with ``--json``.
+whether stdout is a terminal or not, and JSON with ``--json``. ``subscribe --exec CMD`` runs a
+command for each event instead (:mod:`isccd.cli.hooks`).
 """
 
 from __future__ import annotations
