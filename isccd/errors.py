@@ -44,9 +44,9 @@
     |                             authentic: nothing is touched
     |-- ActionLogError            the action log (or its key) cannot be written: the run stops
     |                             before its next action; what was done is logged
-    `-- CursorError               ``isccd subscribe --cursor``: the cursor file cannot be read,
-                                  is not a cursor, or another subscriber holds it: no command
-                                  is run, exit 65
+    `-- CursorError               ``isccd subscribe --cursor``: the cursor file or its lock cannot
+                                  be read or made, or it is not a cursor: no command is run,
+                                  exit 65
 
 The pure algorithms in :mod:`isccd.iscc` raise their own :class:`isccd.iscc.IsccError` (a
 ``ValueError``) and ``TypeError`` for wrong argument types; they know nothing of this tree.
@@ -247,5 +247,5 @@ class ActionLogError(IsccdError):
 
 class CursorError(IsccdError):
     """The cursor file of ``isccd subscribe --exec --cursor`` cannot be used: it cannot be read,
-    it is not a cursor (corrupt, another program's, a newer version), or another subscriber
-    holds it. Nothing is run: a subscriber never starts again from scratch on its own."""
+    or its lock cannot be made, or it is not a cursor (corrupt, another program's, a newer
+    version). Nothing is run: a subscriber never starts again from scratch on its own."""

@@ -60,8 +60,8 @@ if TYPE_CHECKING:
 
 #: A command failed under ``--on-failure stop`` (EX_TEMPFAIL: a service manager may try again).
 EXIT_COMMAND_FAILED = 75
-#: The cursor cannot be used: corrupt, not a cursor, another store's log, held by another
-#: subscriber (EX_DATAERR: it needs someone to look; never retried by the unit).
+#: The cursor cannot be used: corrupt, not a cursor, another store's log (EX_DATAERR: it needs
+#: someone to look; never retried by the unit).
 EXIT_CURSOR = 65
 #: The cursor cannot be written (EX_IOERR: a full disk).
 EXIT_CURSOR_WRITE = 74

@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "no daemon answers, the daemon closed the connection, or the subscriber lagged (it "
         "read too slowly; resume with --since N); 2 for a usage error or an --exec command "
         "that cannot be found; 65 when the --cursor file cannot be used (corrupt, not a "
-        "cursor, another subscriber holds it, or the daemon's store is not the one it counts: "
+        "cursor, or the daemon's store is not the one it counts: "
         "nothing is run); 74 when the cursor cannot be written; 75 when a command failed "
         "under --on-failure stop; 78 when the configuration cannot be read. The daemon is "
         "found as for `isccd status`.",
