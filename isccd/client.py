@@ -335,14 +335,20 @@ class AsyncClient:
         self._state = _State()
 
     @classmethod
-    async def connect(cls, path: Path | str) -> AsyncClient:
+    async def connect(cls, path: Path | str, *, limit: int = MAX_REPLY_BYTES) -> AsyncClient:
         """Connect to the daemon at ``path``.
+
+        Args:
+            path: The daemon's socket.
+            limit: The longest line accepted. Up to twice as much is read ahead of the
+                caller; past that the socket is left unread, so that a subscriber reading
+                slowly is lagged by the daemon rather than buffer without bound.
 
         Raises:
             DaemonUnavailableError: Nothing answers there.
         """
         try:
-            reader, writer = await asyncio.open_unix_connection(path, limit=MAX_REPLY_BYTES)
+            reader, writer = await asyncio.open_unix_connection(path, limit=limit)
         except OSError as exc:
             raise _unavailable(Path(path), exc) from None
         return cls(Path(path), reader, writer)

@@ -43,8 +43,11 @@
     |   |-- StaleFileError        a file is no longer what the plan recorded: skipped untouched
     |   `-- PlanFileError         a plan file or action log cannot be read, or a log is not
     |                             authentic: nothing is touched
-    `-- ActionLogError            the action log (or its key) cannot be written: the run stops
-                                  before its next action; what was done is logged
+    |-- ActionLogError            the action log (or its key) cannot be written: the run stops
+    |                             before its next action; what was done is logged
+    `-- CursorError               ``isccd subscribe --cursor``: the cursor file or its lock cannot
+                                  be read or made, or it is not a cursor: no command is run,
+                                  exit 65
 
 The pure algorithms in :mod:`isccd.iscc` raise their own :class:`isccd.iscc.IsccError` (a
 ``ValueError``) and ``TypeError`` for wrong argument types; they know nothing of this tree.
@@ -248,3 +251,9 @@ class ActionLogError(IsccdError):
     """The action log of ``isccd dedupe`` cannot be written (a full disk, an I/O error), or
     its key cannot be made or read: the run stops before its next action, since an action
     that cannot be logged must not be done."""
+
+
+class CursorError(IsccdError):
+    """The cursor file of ``isccd subscribe --exec --cursor`` cannot be used: it cannot be read,
+    or its lock cannot be made, or it is not a cursor (corrupt, another program's, a newer
+    version). Nothing is run: a subscriber never starts again from scratch on its own."""

@@ -4,7 +4,8 @@
 Every one finds the daemon as :func:`isccd.cli.connect.find_socket` does (``--socket PATH``,
 ``ISCCD_SERVER__SOCKET``, ``[server] socket`` of ``--config FILE``, the default socket). When
 no daemon answers they say so on stderr and exit with status 1. Results are readable text,
-whether stdout is a terminal or not, and JSON with ``--json``.
+whether stdout is a terminal or not, and JSON with ``--json``. ``subscribe --exec CMD`` runs a
+command for each event instead (:mod:`isccd.cli.hooks`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from isccd.cli import EXIT_FAILURE, EXIT_OK
+from isccd.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from isccd.cli.connect import (
     add_config_option,
     add_socket_option,
@@ -79,8 +80,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "'isccd: last seq N store ID'.",
         epilog="exit status: 0 when stopped by SIGINT, SIGTERM or a closed output pipe; 1 when "
         "no daemon answers, the daemon closed the connection, or the subscriber lagged (it "
-        "read too slowly; resume with --since N); 78 when the configuration cannot be read. "
-        "The daemon is found as for `isccd status`.",
+        "read too slowly; resume with --since N); 2 for a usage error or an --exec command "
+        "that cannot be found; 65 when the --cursor file cannot be used (corrupt, not a "
+        "cursor, or the daemon's store is not the one it counts: "
+        "nothing is run); 74 when the cursor cannot be written; 75 when a command failed "
+        "under --on-failure stop; 78 when the configuration cannot be read. The daemon is "
+        "found as for `isccd status`.",
     )
     add_socket_option(subscribe)
     add_config_option(subscribe)
@@ -116,6 +121,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "host's, including duplicates other hosts found of its files)",
     )
     subscribe.add_argument("--json", action="store_true", help="print one JSON object per line")
+    _register_exec(subscribe)
     subscribe.set_defaults(handler=run_subscribe)
 
     rescan = subparsers.add_parser(
@@ -255,11 +261,84 @@ def _sigterm_stops() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _register_exec(subscribe: argparse.ArgumentParser) -> None:
+    hooks = subscribe.add_argument_group(
+        "running a command for each event",
+        "CMD is split into words as a shell would, once, and run without a shell, as you: "
+        "the event's JSON object on its standard input, its fields in ISCCD_EVENT_* variables "
+        "(ISCCD_EVENT_TYPE, ISCCD_EVENT_SEQ, ISCCD_EVENT_PATH, ISCCD_EVENT_ROOT, ...; a member "
+        "of an object member joined by _, ISCCD_EVENT_PREVIOUS_ISCC), ISCCD_HOOK_STORE and "
+        "ISCCD_HOOK_REDELIVERED (1 when a command may have run for this event before). No "
+        "event field is ever part of its command line; for a pipeline, run a script, or "
+        "sh -c '... \"$ISCCD_EVENT_PATH\" ...' with every variable in double quotes. Failures "
+        "are reported on stderr with the event's seq. With --cursor FILE an event is recorded "
+        "as handled once its command succeeded, and the next start resumes after the last "
+        "one handled: none is missed, none handled is run again; one whose command was "
+        "running when the subscriber was killed is run again, with ISCCD_HOOK_REDELIVERED=1.",
+    )
+    hooks.add_argument(
+        "--exec", metavar="CMD", help="run CMD for each event (instead of printing it)"
+    )
+    hooks.add_argument(
+        "--cursor",
+        type=Path,
+        metavar="FILE",
+        help="keep the last event handled and the store's identity in FILE, and resume from "
+        "it; --since and --store only say where a new cursor starts",
+    )
+    hooks.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="end a command that runs longer (SIGTERM to its process group, SIGKILL 5 s "
+        "later), a failure (default 60; 0: no limit)",
+    )
+    hooks.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="run up to N commands at once (default 1: one at a time, in the events' order)",
+    )
+    hooks.add_argument(
+        "--on-failure",
+        choices=("stop", "skip", "retry"),
+        help="after a command failed: stop (default: exit 75 before the event, which the "
+        "next start runs again), skip it, or retry it with growing pauses until it succeeds",
+    )
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 86_400 * 7:
+        raise argparse.ArgumentTypeError(f"{text} is not 0 to 604800 seconds")
+    return value
+
+
+def _jobs(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"{text} is not 1 to 256")
+    return value
+
+
 def run_subscribe(args: argparse.Namespace) -> int:
     """``isccd subscribe``."""
 
     as_json = output_format(args) != "text"
     roots = [os.path.realpath(r) for r in args.roots] if args.roots else None
+    hook_options = {"--cursor": args.cursor, "--timeout": args.timeout, "--jobs": args.jobs}
+    hook_options["--on-failure"] = args.on_failure
+    if args.exec is not None:
+        if args.json:
+            return _usage("--json and --exec: the output is the commands'")
+        from isccd.cli import hooks  # noqa: PLC0415 -- only --exec needs it
+
+        args.timeout = 60.0 if args.timeout is None else args.timeout
+        args.jobs = args.jobs or 1
+        args.on_failure = args.on_failure or "stop"
+        return hooks.run(args, roots)
+    if given := [name for name, value in hook_options.items() if value is not None]:
+        return _usage(f"{', '.join(given)} without --exec")
     client: Client | None = None
     status = EXIT_FAILURE
     try:
@@ -291,6 +370,11 @@ def run_subscribe(args: argparse.Namespace) -> int:
                 store = f" store {client.store}" if client.store else ""
                 print(f"isccd: last seq {client.last_seq}{store}", file=sys.stderr)
     return status
+
+
+def _usage(message: str) -> int:
+    print(f"isccd subscribe: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _stream(client: Client, as_json: bool, out: TextIO, *, fleet: bool = False) -> int:

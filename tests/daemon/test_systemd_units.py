@@ -1,5 +1,5 @@
 """The systemd units: what the daemon relies on is declared, the system unit is hardened to an
-exposure of 2.0 or better, and systemd's own verifier accepts it."""
+exposure of 2.0 or better, and systemd's own verifier accepts them, the hook template too."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_UNIT = ROOT / "systemd" / "isccd.service"
 USER_UNIT = ROOT / "systemd" / "user" / "isccd.service"
+HOOK_UNIT = ROOT / "systemd" / "user" / "isccd-hook@.service"
 
 
 def _directives(unit: Path) -> dict[str, list[str]]:
@@ -67,22 +68,45 @@ def test_the_system_unit_is_hardened() -> None:
     assert float(match.group(1)) <= 2.0
 
 
-@pytest.mark.parametrize("unit_file", [SYSTEM_UNIT, USER_UNIT], ids=["system", "user"])
+@pytest.mark.parametrize(
+    "unit_file", [SYSTEM_UNIT, USER_UNIT, HOOK_UNIT], ids=["system", "user", "hook"]
+)
 def test_systemd_verifies_the_unit(tmp_path: Path, unit_file: Path) -> None:
     tool = _analyze()
-    # The verifier checks that ExecStart= exists; isccd is not installed at /opt/isccd here.
-    # The user unit is verified by the system manager too (a user manager needs a session):
-    # its syntax and directives are checked alike.
+    # The verifier checks that ExecStart='s program exists; isccd is not installed at
+    # /opt/isccd or ~/.local/bin here: /bin/true stands for it, with the arguments kept.
+    # The user units are verified by the system manager too (a user manager needs a session):
+    # their syntax and directives are checked alike.
     text = unit_file.read_text(encoding="utf-8")
-    unit = tmp_path / "isccd.service"
-    unit.write_text(re.sub(r"^ExecStart=.*$", "ExecStart=/bin/true", text, flags=re.M))
+    unit = tmp_path / unit_file.name
+    program = re.compile(r"^ExecStart=\S+", flags=re.M)
+    unit.write_text(program.sub("ExecStart=/bin/true", text))
     result = subprocess.run(
         [tool, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
     )
     if "Failed to initialize manager" in result.stderr:
         pytest.skip(f"systemd-analyze verify cannot run here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
-    assert "isccd.service" not in result.stderr, result.stderr
+    assert unit_file.name not in result.stderr, result.stderr
+
+
+def test_the_hook_template_runs_one_subscriber_per_hook_from_its_config() -> None:
+    d = _directives(HOOK_UNIT)
+    assert d["EnvironmentFile"] == ["%h/.config/isccd/hooks/%i.conf"]
+    (start,) = d["ExecStart"]
+    words = start.split()
+    assert words[:2] == ["%h/.local/bin/isccd", "subscribe"]
+    # The command line is one argument (${...}), the options split into words ($...).
+    assert words[words.index("--exec") + 1] == "${ISCCD_HOOK_EXEC}"
+    assert words[words.index("--cursor") + 1] == "%S/isccd/hooks/%i.cursor"
+    assert words[-1] == "$ISCCD_HOOK_OPTIONS"
+    assert d["StateDirectory"] == ["isccd/hooks"] and d["StateDirectoryMode"] == ["0700"]
+    # A usage error, an unusable cursor, a failed command and a bad configuration need
+    # someone; the rest (no daemon yet, a cursor not written) is retried.
+    assert d["RestartPreventExitStatus"] == ["2 65 75 78"]
+    assert d["Restart"] == ["on-failure"]
+    # Commands running are let finish within their timeout (60 s) when the unit stops.
+    assert d["KillMode"] == ["mixed"] and d["TimeoutStopSec"] == ["90s"]
 
 
 FLEET_DROP_IN = ROOT / "systemd" / "isccd-fleet.conf"
