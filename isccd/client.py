@@ -32,6 +32,7 @@ from isccd.errors import DaemonUnavailableError, ProtocolError
 from isccd.model import Event, EventType
 from isccd.protocol import (
     PROTOCOL_VERSION,
+    DirsRequest,
     DupesRequest,
     ErrorCode,
     EventFilter,
@@ -67,6 +68,8 @@ from isccd.results import (
     WatchedQuery,
     WatchedResult,
 )
+from isccd.results.folders import DirsResult
+from isccd.results.queries import DirsQuery
 
 T = TypeVar("T")
 
@@ -221,6 +224,10 @@ class Client:
     def dupes(self, query: DupesQuery | None = None) -> DupesResult:
         """Duplicate groups."""
         return self._call(DupesResult, lambda i: DupesRequest(i, query or DupesQuery()))
+
+    def dup_dirs(self, query: DirsQuery) -> DirsResult:
+        """Duplicate folders."""
+        return self._call(DirsResult, lambda i: DirsRequest(i, query))
 
     def watched(self, query: WatchedQuery) -> WatchedResult:
         """The indexed files matching a watchlist's references."""

@@ -17,6 +17,8 @@ from isccd.cli.escape import shown
 from isccd.cli.output import format_size
 from isccd.model import RelationKind
 from isccd.results import (
+    DirGroup,
+    DirsResult,
     DupesResult,
     DupGroup,
     DupKind,
@@ -126,6 +128,84 @@ def write_dupes_csv(result: DupesResult, stream: TextIO) -> None:
                     member.iscc or "", member.code or "",
                     "" if member.allocated is None else member.allocated, centre,
                 ))  # fmt: skip
+    stream.flush()
+
+
+def format_dirs(result: DirsResult, here: str = "") -> str:
+    """``dupes --dirs``: each group of folders, then the totals.
+
+    An exact group lists its folders (the first is the one keeping it would keep), with what
+    keeping only the first frees. A near group lists its centre first, then each other folder
+    with its share (``91% shared with #1``) and, below it, its files with no duplicate in the
+    centre (``+ name``) and the centre's with none in it (``- name``).
+    """
+    if not result.groups:
+        return "no duplicate folders\n"
+    where = _hosts([m.host for g in result.groups for m in g.members], here)
+    lines = []
+    for group in result.groups:
+        lines += _dir_lines(group, where)
+    if result.truncated:
+        lines.append(f"(only the first {len(result.groups):,} groups shown: raise --limit)")
+    groups = "group" if len(result.groups) == 1 and not result.truncated else "groups"
+    folders = "folder" if result.folders == 1 else "folders"
+    lines.append(
+        f"{len(result.groups):,}{'+' if result.truncated else ''} {groups}, "
+        f"{result.folders:,} {folders}, {format_size(result.reclaimable)} reclaimable"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _dir_lines(group: DirGroup, where: Callable[[str, str], str]) -> list[str]:
+    first = group.members[0]
+    head = f"{first.files:,} {'file' if first.files == 1 else 'files'}"
+    if group.kind is DupKind.EXACT:
+        lines = [f"exact folders: {head} each, {format_size(group.reclaimable)} reclaimable"]
+    else:
+        lines = [f"near folders: centre of {head}"]
+    for i, member in enumerate(group.members, start=1):
+        note = ""
+        if group.kind is DupKind.NEAR:
+            note = "  centre" if i == 1 else f"  {_percent(member.share)} shared with #1"
+        size = format_size(member.size)
+        lines.append(f"  #{i:<3}{size:>10}  {where(member.host, member.path)}/{note}")
+        lines += [f"{'':>16}+ {shown(name)}" for name in member.unmatched]
+        if member.unmatched_count > len(member.unmatched):
+            lines.append(f"{'':>16}+ ({member.unmatched_count - len(member.unmatched):,} more)")
+        lines += [f"{'':>16}- {shown(name)}" for name in member.missing]
+        if member.missing_count > len(member.missing):
+            lines.append(f"{'':>16}- ({member.missing_count - len(member.missing):,} more)")
+    return lines
+
+
+def _percent(share: float) -> str:
+    """A share as a whole percentage, never rounded up to 100 unless it is."""
+    percent = int(share * 100) if share < 1 else 100
+    return f"{percent}%"
+
+
+#: The columns of ``dupes --dirs --csv``: one row per folder.
+DIRS_CSV_COLUMNS = (
+    "group", "kind", "reclaimable", "member", "path", "root", "host", "files", "size",
+    "share", "unmatched", "missing", "centre",
+)  # fmt: skip
+
+
+def write_dirs_csv(result: DirsResult, stream: TextIO) -> None:
+    """``dupes --dirs --csv``: a header, then a row per folder of every group (numbered from
+    1; ``unmatched`` and ``missing`` count the files of a near group's member with no
+    duplicate in the centre, and the centre's with none in it; ``centre`` true on a near
+    group's centre)."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(DIRS_CSV_COLUMNS)
+    for g, group in enumerate(result.groups, start=1):
+        for m, member in enumerate(group.members, start=1):
+            centre = "true" if group.kind is DupKind.NEAR and m == 1 else "false"
+            writer.writerow((
+                g, group.kind.value, group.reclaimable, m, member.path, member.root,
+                member.host, member.files, member.size, f"{member.share:.4f}",
+                member.unmatched_count, member.missing_count, centre,
+            ))  # fmt: skip
     stream.flush()
 
 

@@ -73,12 +73,14 @@ from isccd.fspath import is_under
 from isccd.model import UNIT_BITS, FileIssue, FileRecord, IssueKind, UnitType
 from isccd.protocol import ErrorCode, to_wire
 from isccd.results import (
+    DIRS_SHARE,
     DUPES_LIMIT,
     DUPES_LIMIT_MAX,
     FILE_TYPES,
     MAX_DISTANCE,
     SIMILAR_LIMIT,
     SIMILAR_LIMIT_MAX,
+    DirsQuery,
     DupesQuery,
     SimilarQuery,
     WatchedQuery,
@@ -255,6 +257,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--watchlist", metavar="NAME",
         help="instead of groups: the files matching the watchlist's references, a group per "
         "reference (exact matches; near ones too with --near)",
+    )  # fmt: skip
+    dup.add_argument(
+        "--dirs", action="store_true",
+        help="instead of files: folders holding the same file contents as another folder "
+        "(names and layout aside; with --near, folders sharing at least --share of their "
+        "files), each at the highest level that qualifies",
+    )  # fmt: skip
+    dup.add_argument(
+        "--share", type=_percent, metavar="PERCENT", default=None,
+        help=f"with --dirs --near: the least share of two folders' files that have a duplicate "
+        f"in the other (default {round(DIRS_SHARE * 100)})",
     )  # fmt: skip
     dup.add_argument(
         "--csv", action="store_true",
@@ -515,10 +528,27 @@ def _print_scan(stats: ScanStats) -> None:
 # -- read-only commands --------------------------------------------------------------------------
 
 
+def _percent(text: str) -> float:
+    """A ``--share``: a percentage above 0 and at most 100, as a fraction."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0 and at most 100")
+    return value / 100
+
+
 def run_dupes(args: argparse.Namespace) -> int:
     """``isccd dupes``."""
     if args.watchlist is not None:
+        if args.dirs:
+            return fail("--dirs and --watchlist do not go together", EXIT_USAGE)
         return _watched(args, near=args.near, csv=args.csv)
+    if args.dirs:
+        return _dirs(args)
+    if args.share is not None:
+        return fail("--share applies to --dirs --near only", EXIT_USAGE)
     query = DupesQuery(
         near=args.near,
         root=os.path.realpath(args.root) if args.root else None,
@@ -539,6 +569,42 @@ def run_dupes(args: argparse.Namespace) -> int:
         write_dupes_csv(result, sys.stdout)
     else:
         _print(args, result, format_dupes)
+    return EXIT_OK
+
+
+def _dirs(args: argparse.Namespace) -> int:
+    """``dupes --dirs``: duplicate folders (the file filters do not apply: a folder is all of
+    its files)."""
+    given = [
+        flag
+        for flag, value in (
+            ("--unit", args.units), ("--max-distance", args.max_distance),
+            ("--min-size", args.min_size), ("--type", args.types),
+        )
+        if value
+    ]  # fmt: skip
+    if given:
+        return fail(f"{', '.join(given)} does not apply to --dirs: a folder is all its files",
+                    EXIT_USAGE)  # fmt: skip
+    if args.share is not None and not args.near:
+        return fail("--share applies to --dirs --near only", EXIT_USAGE)
+    query = DirsQuery(
+        near=args.near,
+        share=DIRS_SHARE if args.share is None else args.share,
+        root=os.path.realpath(args.root) if args.root else None,
+        limit=args.limit,
+        host=args.host,
+    )
+    try:
+        result = answer(args, lambda c: c.dup_dirs(query), lambda index, _: index.dup_dirs(query))
+    except Failed as exc:
+        return fail(str(exc), exc.status)
+    from isccd.cli import answers  # noqa: PLC0415 - see _print
+
+    if args.csv:
+        answers.write_dirs_csv(result, sys.stdout)
+    else:
+        _print(args, result, answers.format_dirs)
     return EXIT_OK
 
 

@@ -36,6 +36,8 @@ from isccd.results import (
     WatchedQuery,
     WatchedResult,
 )
+from isccd.results.folders import DirsResult
+from isccd.results.queries import DirsQuery
 from isccd.server import LogBounds
 
 
@@ -109,6 +111,10 @@ class DaemonBackend:
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return await self._pipeline.dupes(query)
+
+    async def dup_dirs(self, query: DirsQuery) -> DirsResult:
+        """Duplicate folders, exact then near."""
+        return await self._pipeline.dup_dirs(query)
 
     async def watched(self, query: WatchedQuery) -> WatchedResult:
         """The indexed files matching a watchlist's references."""

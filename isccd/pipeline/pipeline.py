@@ -37,7 +37,7 @@ from isccd.model import (
     IssueKind,
     UnitType,
 )
-from isccd.pipeline import changes, composition, groups, policy, queries, watched
+from isccd.pipeline import changes, composition, folders, groups, policy, queries, watched
 from isccd.pipeline.batches import OwnerBatches
 from isccd.pipeline.changes import GONE, is_unstable, issue_codes
 from isccd.pipeline.fleetindex import FleetIndex
@@ -63,6 +63,8 @@ from isccd.results import (
     WatchedQuery,
     WatchedResult,
 )
+from isccd.results.folders import DirsResult
+from isccd.results.queries import DirsQuery
 from isccd.store import SqliteOptions, open_store
 from isccd.store.owner import OwnerOptions, StoreOwner
 from isccd.walk import NO_FILE, Listing, ScanOptions, examine
@@ -674,6 +676,10 @@ class Pipeline:
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return await self._call(lambda ix: groups.dupes(ix, query))
+
+    async def dup_dirs(self, query: DirsQuery) -> DirsResult:
+        """Duplicate folders, exact then near (see :mod:`isccd.pipeline.folders`)."""
+        return await self._call(lambda ix: folders.dup_dirs(ix, query))
 
     async def watched(self, query: WatchedQuery) -> WatchedResult:
         """The indexed files matching a watchlist (see :mod:`isccd.pipeline.watched`).

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from isccd.model import FileIssue, FileRecord
-from isccd.pipeline import groups, queries, watched
+from isccd.pipeline import folders, groups, queries, watched
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.results import (
@@ -23,6 +23,8 @@ from isccd.results import (
     WatchedQuery,
     WatchedResult,
 )
+from isccd.results.folders import DirsResult
+from isccd.results.queries import DirsQuery
 from isccd.store import open_store
 
 
@@ -85,6 +87,10 @@ class IndexReader:
     def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first."""
         return groups.dupes(self._ix, query)
+
+    def dup_dirs(self, query: DirsQuery) -> DirsResult:
+        """Duplicate folders, as :meth:`isccd.pipeline.Pipeline.dup_dirs`."""
+        return folders.dup_dirs(self._ix, query)
 
     def watched(self, query: WatchedQuery) -> WatchedResult:
         """The indexed files matching a watchlist, as :meth:`isccd.pipeline.Pipeline.watched`.

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         lagged_event,
     )
     from isccd.protocol.requests import (
+        DirsRequest,
         DupesRequest,
         EventFilter,
         GetRequest,
@@ -99,6 +100,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "SyncRequest",
         "UnsubscribeRequest",
         "WatchedRequest",
+        "DirsRequest",
         "decode_request",
         "encode_request",
         "normalize_path",
@@ -121,6 +123,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",
     "Command",
+    "DirsRequest",
     "DupesRequest",
     "ErrorCode",
     "EventFilter",

@@ -30,6 +30,8 @@ class Command(enum.StrEnum):
     """Indexed files within a Hamming distance of a file's or a code's units."""
     DUPES = "dupes"
     """Duplicate groups, the most reclaimable bytes first."""
+    DIRS = "dirs"
+    """Duplicate folders, exact then near."""
     WATCHED = "watched"
     """The indexed files that match a watchlist's references, a group per reference."""
     RESCAN = "rescan"

@@ -35,6 +35,7 @@ from isccd.results import (
     SimilarQuery,
     WatchedQuery,
 )
+from isccd.results.queries import DIRS_SHARE, DirsQuery
 
 from .codes import Command, ErrorCode
 
@@ -155,6 +156,14 @@ class DupesRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class DirsRequest:
+    """``dirs``: duplicate folders."""
+
+    id: RequestId
+    query: DirsQuery = DirsQuery()  # noqa: RUF009 (a frozen dataclass)
+
+
+@dataclass(frozen=True, slots=True)
 class WatchedRequest:
     """``watched``."""
 
@@ -186,6 +195,7 @@ Request = (
     | GetRequest
     | SimilarRequest
     | DupesRequest
+    | DirsRequest
     | WatchedRequest
     | RescanRequest
     | SyncRequest
@@ -275,6 +285,12 @@ def request_to_wire(request: Request) -> dict[str, Any]:
             obj["max_distance"] = q.max_distance
             obj["min_size"] = q.min_size or None
             obj["types"] = None if q.types is None else list(q.types)
+        case DirsRequest(query=d):
+            obj = {"cmd": Command.DIRS, "near": d.near or None}
+            obj["share"] = None if d.share == DIRS_SHARE else d.share
+            obj["root"] = d.root
+            obj["limit"] = None if d.limit == DUPES_LIMIT else d.limit
+            obj["host"] = d.host
         case WatchedRequest(query=q):
             obj = {"cmd": Command.WATCHED, "watchlist": q.watchlist}
             obj["near"] = None if q.near else False
@@ -334,6 +350,17 @@ class _Args:
             bound = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
             raise self.error(f'"{key}" must be {bound}, not {value}')
         return value
+
+    def fraction(self, key: str, *, default: float) -> float:
+        """A number above 0 and at most 1."""
+        value = self._rest.pop(key, None)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(f'"{key}" must be a number')
+        if not 0 < value <= 1:
+            raise self.error(f'"{key}" must be above 0 and at most 1, not {value}')
+        return float(value)
 
     def limit(self, key: str, *, default: int, maximum: int) -> int:
         value = self.integer(key, minimum=1, maximum=maximum)
@@ -497,6 +524,15 @@ def _types(args: _Args) -> tuple[str, ...] | None:
     return None if types is None else tuple(dict.fromkeys(types))
 
 
+def _dirs(request_id: RequestId, args: _Args) -> DirsRequest:
+    near = args.boolean("near")
+    share = args.fraction("share", default=DIRS_SHARE)
+    root = args.path("root")
+    limit = args.limit("limit", default=DUPES_LIMIT, maximum=DUPES_LIMIT_MAX)
+    host = args.string("host", max_chars=MAX_HOST_CHARS)
+    return DirsRequest(request_id, DirsQuery(near, share, root, limit, host))
+
+
 def _watched(request_id: RequestId, args: _Args) -> WatchedRequest:
     watchlist = args.string("watchlist", max_chars=MAX_WATCHLIST_CHARS)
     if watchlist is None:
@@ -524,6 +560,7 @@ _BUILDERS: dict[Command, Callable[[RequestId, _Args], Request]] = {
     Command.GET: _get,
     Command.SIMILAR: _similar,
     Command.DUPES: _dupes,
+    Command.DIRS: _dirs,
     Command.WATCHED: _watched,
     Command.RESCAN: lambda request_id, args: RescanRequest(request_id, args.path("path")),
     Command.SYNC: lambda request_id, args: SyncRequest(request_id, args.path("path")),

@@ -19,6 +19,8 @@ Imports only :mod:`isccd.model`, so every layer above may use it.
 - :mod:`.files`: :class:`Match`, :class:`FileInfo`, :class:`SimilarResult`;
 - :mod:`.groups`: :class:`DupMember`, :class:`DupGroup`, :class:`Totals` (and the
   :class:`Footprint` of a file it counts), :class:`DupesResult`;
+- :mod:`.folders`: :class:`DirMember`, :class:`DirGroup`, :class:`DirsResult` (duplicate
+  folders);
 - :mod:`.status`: :class:`DaemonStatus` and its parts;
 - :mod:`.queries`: :class:`SimilarQuery`, :class:`DupesQuery`, :class:`WatchedQuery` and
   their limits;
@@ -37,14 +39,17 @@ from isccd.submodules import on_first_use
 
 if TYPE_CHECKING:
     from isccd.results.files import FileInfo, Match, SimilarResult, file_type, units_of
+    from isccd.results.folders import DIRS_NAMES_SHOWN, DirGroup, DirMember, DirsResult
     from isccd.results.groups import DupesResult, DupGroup, DupKind, DupMember, Footprint, Totals
     from isccd.results.queries import (
+        DIRS_SHARE,
         DUPES_LIMIT,
         DUPES_LIMIT_MAX,
         FILE_TYPES,
         MAX_DISTANCE,
         SIMILAR_LIMIT,
         SIMILAR_LIMIT_MAX,
+        DirsQuery,
         DupesQuery,
         SimilarQuery,
         WatchedQuery,
@@ -64,14 +69,17 @@ if TYPE_CHECKING:
 #: (PEP 562). A test keeps this map, the imports above and ``__all__`` equal.
 _SUBMODULES: dict[str, tuple[str, ...]] = {
     "files": ("FileInfo", "Match", "SimilarResult", "file_type", "units_of"),
+    "folders": ("DIRS_NAMES_SHOWN", "DirGroup", "DirMember", "DirsResult"),
     "groups": ("DupesResult", "DupGroup", "DupKind", "DupMember", "Footprint", "Totals"),
     "queries": (
+        "DIRS_SHARE",
         "DUPES_LIMIT",
         "DUPES_LIMIT_MAX",
         "FILE_TYPES",
         "MAX_DISTANCE",
         "SIMILAR_LIMIT",
         "SIMILAR_LIMIT_MAX",
+        "DirsQuery",
         "DupesQuery",
         "SimilarQuery",
         "WatchedQuery",
@@ -90,6 +98,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
 __getattr__, __dir__ = on_first_use(__name__, _SUBMODULES, globals())
 
 __all__ = [
+    "DIRS_NAMES_SHOWN",
+    "DIRS_SHARE",
     "DUPES_LIMIT",
     "DUPES_LIMIT_MAX",
     "FILE_TYPES",
@@ -98,6 +108,10 @@ __all__ = [
     "SIMILAR_LIMIT_MAX",
     "DaemonStatus",
     "DatabaseStatus",
+    "DirGroup",
+    "DirMember",
+    "DirsQuery",
+    "DirsResult",
     "DupGroup",
     "DupKind",
     "DupMember",

@@ -102,3 +102,27 @@ class WatchedQuery:
     units: tuple[UnitType, ...] | None = None
     min_size: int = 0
     types: tuple[str, ...] | None = None
+
+
+#: Default share of a near duplicate folder's files that have a duplicate in the other folder.
+DIRS_SHARE = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class DirsQuery:
+    """Which duplicate folders ``dupes --dirs`` lists.
+
+    Attributes:
+        near: Near duplicate folders too, not only exact ones.
+        share: For near folders, the least share of the two folders' files that have an
+            exact or near duplicate in the other one, above 0 and at most 1.
+        root: Only groups with a folder at or under this path (resolved inside the roots).
+        limit: Most groups returned.
+        host: Only groups with a folder on this host; ``None``: every group of the fleet.
+    """
+
+    near: bool = False
+    share: float = DIRS_SHARE
+    root: str | None = None
+    limit: int = DUPES_LIMIT
+    host: str | None = None

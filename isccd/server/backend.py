@@ -28,6 +28,8 @@ from isccd.results import (
     WatchedQuery,
     WatchedResult,
 )
+from isccd.results.folders import DirsResult
+from isccd.results.queries import DirsQuery
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,10 @@ class Backend(Protocol):
 
     async def dupes(self, query: DupesQuery) -> DupesResult:
         """Duplicate groups, the most reclaimable bytes first (``query.root`` resolved)."""
+        ...
+
+    async def dup_dirs(self, query: DirsQuery) -> DirsResult:
+        """Duplicate folders, exact then near (``query.root`` resolved)."""
         ...
 
     async def watched(self, query: WatchedQuery) -> WatchedResult:

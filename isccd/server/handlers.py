@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from isccd.errors import ProtocolError
 from isccd.model import EventType
@@ -21,6 +21,7 @@ from isccd.protocol import (
     PROTOCOL_VERSION,
     SUPPORTED_VERSIONS,
     Command,
+    DirsRequest,
     DupesRequest,
     ErrorCode,
     GetRequest,
@@ -34,15 +35,24 @@ from isccd.protocol import (
     WatchedRequest,
     object_to_wire,
 )
-from isccd.results import ServiceStatistics
+from isccd.results import DirsQuery, DupesQuery, ServiceStatistics, WatchedQuery
 
 from .backend import Backend
 from .broker import Broker
 from .options import ServerOptions
 from .paths import resolve_in_roots
 
-Query = HelloRequest | StatusRequest | GetRequest | SimilarRequest | DupesRequest | WatchedRequest
+Query = (
+    HelloRequest
+    | StatusRequest
+    | GetRequest
+    | SimilarRequest
+    | DupesRequest
+    | DirsRequest
+    | WatchedRequest
+)
 Action = RescanRequest | SyncRequest
+_Rooted = TypeVar("_Rooted", DupesQuery, DirsQuery, WatchedQuery)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +112,11 @@ async def handle(context: Context, request: Query | Action) -> dict[str, Any]:
                 query = dataclasses.replace(query, path=await resolve(context, query.path))
             result = await backend.similar(query)
         case DupesRequest(query=query):
-            if query.root is not None:
-                query = dataclasses.replace(query, root=await resolve(context, query.root))
-            result = await backend.dupes(query)
+            result = await backend.dupes(await _rooted(context, query))
+        case DirsRequest(query=folders):
+            result = await backend.dup_dirs(await _rooted(context, folders))
         case WatchedRequest(query=watch):
-            if watch.root is not None:
-                watch = dataclasses.replace(watch, root=await resolve(context, watch.root))
-            result = await backend.watched(watch)
+            result = await backend.watched(await _rooted(context, watch))
         case RescanRequest(path=path):
             target = None if path is None else await resolve(context, path)
             result = await backend.rescan(target)
@@ -116,6 +124,13 @@ async def handle(context: Context, request: Query | Action) -> dict[str, Any]:
             target = None if path is None else await resolve(context, path)
             result = SyncResult(await backend.sync(target))
     return object_to_wire(result)
+
+
+async def _rooted(context: Context, query: _Rooted) -> _Rooted:
+    """The query with its ``root`` (if any) resolved inside the watched roots."""
+    if query.root is None:
+        return query
+    return dataclasses.replace(query, root=await resolve(context, query.root))
 
 
 def _hello(context: Context, request: HelloRequest) -> HelloResult:

@@ -20,7 +20,15 @@ import urllib.parse
 from pathlib import Path
 
 from isccd.errors import StoreError
-from isccd.store.base import FileKey, NearPair, NewEvent, StaleUnits, Store, StoredFile
+from isccd.store.base import (
+    FileKey,
+    FolderFile,
+    NearPair,
+    NewEvent,
+    StaleUnits,
+    Store,
+    StoredFile,
+)
 from isccd.store.database import SqliteOptions
 from isccd.store.pgurl import is_postgres_url, libpq_url, redact_url, url_fault
 from isccd.store.sqlite import SqliteStore
@@ -29,6 +37,7 @@ __all__ = [
     "DB_NAME",
     "LOG_MARK_NAME",
     "FileKey",
+    "FolderFile",
     "NearPair",
     "NewEvent",
     "SqliteOptions",

@@ -147,6 +147,31 @@ class NearPair(NamedTuple):
         return self.b if file_id == self.a else self.a
 
 
+class FolderFile(NamedTuple):
+    """A live file as duplicate folders read it (:meth:`Store.folder_files`; a named tuple,
+    read by the million).
+
+    Attributes:
+        id: The store's number for the file.
+        host: The host it is on.
+        root: Its root.
+        dir: Its directory.
+        name: Its name in that directory.
+        size: Its size in bytes, if known.
+        datahash: Its raw Instance datahash (multihash bytes), if computed.
+        identity: ``(st_dev, st_ino)``, if known (on its host).
+    """
+
+    id: int
+    host: str
+    root: str
+    dir: str
+    name: str
+    size: int | None
+    datahash: bytes | None
+    identity: tuple[int, int] | None
+
+
 @dataclass(frozen=True, slots=True)
 class StaleUnits:
     """A live file with units made by an outdated profile, or skipped under one (a component
@@ -313,6 +338,13 @@ class Store(Transactional, Protocol):
     def files_under(self, path: str) -> list[StoredFile]:
         """Live files at ``path`` (a file) or anywhere below it (a directory), ordered by
         directory, then name (as bytes)."""
+        ...
+
+    def folder_files(
+        self, chunk: int = 65536, *, fleet: bool = False
+    ) -> Iterator[list[FolderFile]]:
+        """Every live file's place, size, datahash and identity, in chunks by id (``fleet``:
+        on every host): what duplicate folders are made of, without the files' records."""
         ...
 
     def issues_under(

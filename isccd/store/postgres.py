@@ -32,6 +32,7 @@ from isccd.store import watchlists as wl
 from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
+    FolderFile,
     NearPair,
     NewEvent,
     StaleUnits,
@@ -312,6 +313,46 @@ class PostgresStore(PgDatabase):
             f"f.removed_at IS NULL AND (({cond}) OR ({at})) ORDER BY d.path, f.name",
             (*params, *at_params),
         )
+
+    def folder_files(
+        self, chunk: int = 65536, *, fleet: bool = False
+    ) -> Iterator[list[FolderFile]]:
+        """Every live file's place, size, datahash and identity, in chunks by id (``fleet``:
+        on every host)."""
+        names: dict[bytes, str] = {}  # directories and roots, decoded once each
+
+        def name(blob: bytes) -> str:
+            found = names.get(blob)
+            if found is None:
+                found = names[blob] = from_fs(blob)
+            return found
+
+        host = "" if fleet else "AND f.host = %s "
+        last = -1
+        while True:
+            rows = self._exec(
+                "SELECT f.id, f.host, r.path, d.path, f.name, coalesce(f.filesize, f.size), "  # noqa: S608 -- fixed fragments
+                "f.datahash, f.dev, f.ino FROM files f JOIN dirs d ON d.id = f.dir_id "
+                "JOIN roots r ON r.id = f.root_id "
+                f"WHERE f.id > %s AND f.removed_at IS NULL {host}ORDER BY f.id LIMIT %s",
+                (last, *(() if fleet else (self._host,)), chunk),
+            ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [
+                FolderFile(
+                    file_id,
+                    on,
+                    name(root),
+                    name(directory),
+                    from_fs(base),
+                    size,
+                    None if digest is None else bytes(digest),
+                    None if dev is None or ino is None else (dev, ino),
+                )
+                for file_id, on, root, directory, base, size, digest, dev, ino in rows
+            ]
 
     def issues_under(
         self, path: str, *, actionable: bool = False

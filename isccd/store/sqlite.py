@@ -27,6 +27,7 @@ from isccd.store import watchlists as wl
 from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
+    FolderFile,
     NearPair,
     NewEvent,
     StaleUnits,
@@ -298,6 +299,45 @@ class SqliteStore(Database):
             "ORDER BY d.path, f.name",
             (*params, to_fs(directory), to_fs(name)),
         )
+
+    def folder_files(
+        self, chunk: int = 65536, *, fleet: bool = False
+    ) -> Iterator[list[FolderFile]]:
+        """Every live file's place, size, datahash and identity, in chunks by id."""
+        names: dict[bytes, str] = {}  # directories and roots, decoded once each
+
+        def name(blob: bytes) -> str:
+            found = names.get(blob)
+            if found is None:
+                found = names[blob] = from_fs(blob)
+            return found
+
+        host = self._host
+        last = -1
+        while True:
+            rows = self._exec(
+                "SELECT f.id, r.path, d.path, f.name, coalesce(f.filesize, f.size), f.datahash, "
+                "f.dev, f.ino FROM files f JOIN dirs d ON d.id = f.dir_id "
+                "JOIN roots r ON r.id = f.root_id "
+                "WHERE f.id > ? AND f.removed_at IS NULL ORDER BY f.id LIMIT ?",
+                (last, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [
+                FolderFile(
+                    file_id,
+                    host,
+                    name(root),
+                    name(directory),
+                    from_fs(base),
+                    size,
+                    None if digest is None else bytes(digest),
+                    None if dev is None or ino is None else (dev, ino),
+                )
+                for file_id, root, directory, base, size, digest, dev, ino in rows
+            ]
 
     def issues_under(
         self, path: str, *, actionable: bool = False

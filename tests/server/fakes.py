@@ -26,6 +26,8 @@ from isccd.results import (
     WatchedQuery,
     WatchedResult,
 )
+from isccd.results.folders import DirsResult
+from isccd.results.queries import DirsQuery
 from isccd.server import Backend, Broker, LogBounds, Server, ServerOptions, ServerStatistics
 
 T = TypeVar("T")
@@ -142,6 +144,11 @@ class FakeBackend:
         self.calls.append(("dupes", query))
         self._check()
         return DupesResult(())
+
+    async def dup_dirs(self, query: DirsQuery) -> DirsResult:
+        self.calls.append(("dirs", query))
+        self._check()
+        return DirsResult(())
 
     async def watched(self, query: WatchedQuery) -> WatchedResult:
         self.calls.append(("watched", query))

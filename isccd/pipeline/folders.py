@@ -1,0 +1,430 @@
+"""Duplicate folders (``dupes --dirs``): folders whose files duplicate another folder's.
+
+**Exact.** Two folders are exact duplicates when they hold the same file contents: the same
+multiset of contents (Instance datahashes) at any depth below them, whatever the files' names
+and the folders' layout, as ``rmlint -D`` means it. Empty files are no content and are not
+counted; a folder holding a file whose content was not computed (unreadable, or not yet
+indexed) is no exact duplicate of anything. Folders are bucketed by a sum of their files'
+hashes (a multiset hash, added up from the leaves in one pass over the directories), and the
+members of each bucket are then compared by their sorted contents, so that no two folders are
+called exact duplicates by a collision of the sums.
+
+**Near.** Two folders are near duplicates when at least a share (``--share``, 90 % unless
+asked otherwise) of both folders' files have an exact or near duplicate in the other one (a
+near duplicate by the stored relations, under the same policy as file groups). A file is
+matched in the other folder at the same depth below it: ``A/x/f`` matches in ``B`` when its
+duplicate is ``B/<one folder>/g``, as a copied or re-encoded tree keeps its shape. Near pairs
+become groups around a centre folder by the rule of file groups (:mod:`isccd.pipeline.centres`),
+each member with its share and the files matched in neither direction.
+
+**Highest level.** A folder whose contents are all in one subfolder is the same duplicate as
+that subfolder and is shown instead of it; a group all of whose folders' parents are in one
+group is not shown (the parents' group says it); a near pair whose parents are a near or
+exact pair is not either. A folder is never a duplicate of a folder above or below it.
+
+:func:`folder_groups` is pure: it takes the store's rows (:meth:`isccd.store.Store.folder_files`)
+and the held near relations; :func:`dup_dirs` reads them through the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from isccd.fspath import is_under
+from isccd.pipeline.centres import centred
+from isccd.pipeline.index import Index
+from isccd.pipeline.queries import holds
+from isccd.results import (
+    DIRS_NAMES_SHOWN,
+    DirGroup,
+    DirMember,
+    DirsQuery,
+    DirsResult,
+    DupKind,
+)
+from isccd.store import FolderFile
+
+#: A folder: ``(host, path)``.
+Folder = tuple[str, str]
+
+_MASK = (1 << 128) - 1
+
+
+def dup_dirs(ix: Index, query: DirsQuery) -> DirsResult:
+    """Duplicate folders of the store (every host's in a fleet), exact then near, by
+    :func:`folder_groups` (``query.root``, if given, must be resolved as the store keeps
+    paths)."""
+    files = [f for chunk in ix.store.folder_files(fleet=True) for f in chunk]
+    near: dict[int, set[int]] = {}
+    if query.near and ix.options.thresholds.enabled():
+        near = _held_near(ix)
+    groups = folder_groups(files, near, share=query.share if query.near else None)
+    if query.host is not None:
+        groups = [g for g in groups if any(m.host == query.host for m in g.members)]
+    if query.root is not None:
+        top = query.root
+        groups = [g for g in groups if any(is_under(m.path, top) for m in g.members)]
+    return DirsResult(
+        tuple(groups[: query.limit]),
+        truncated=len(groups) > query.limit,
+        folders=len({(m.host, m.path) for g in groups for m in g.members}),
+        reclaimable=sum(g.reclaimable for g in groups),
+    )
+
+
+def _held_near(ix: Index) -> dict[int, set[int]]:
+    """The files each file is near by a stored relation that holds under the policy."""
+    policy = ix.options.thresholds
+    pairs = list(ix.store.near_pairs(fleet=True))
+    ids = sorted({i for p in pairs for i in (p.a, p.b)})
+    records = {s.id: s for s in ix.store.files_by_id(ids)}
+    near: dict[int, set[int]] = {}
+    for pair in pairs:
+        a, b = records.get(pair.a), records.get(pair.b)
+        if a is None or b is None or not (a.live and b.live):
+            continue
+        if holds(pair, a.record, b.record, policy) is not None:
+            near.setdefault(pair.a, set()).add(pair.b)
+            near.setdefault(pair.b, set()).add(pair.a)
+    return near
+
+
+@dataclass(slots=True)
+class _Node:
+    """A folder of the tree: its place, what is below it, and how it adds up."""
+
+    host: str
+    path: str
+    root: str
+    parent: int  # -1: a root (nothing above it is a folder of the library)
+    depth: int
+    children: list[int]
+    own: list[int]  # indices of its own files (in the list of files)
+    files: int = 0  # files with content at any depth
+    size: int = 0
+    blank: int = 0  # files whose content is unknown
+    sum: int = 0  # the multiset hash of the contents
+
+
+def folder_groups(
+    files: Sequence[FolderFile],
+    near: Mapping[int, Iterable[int]],
+    *,
+    share: float | None = None,
+) -> list[DirGroup]:
+    """The duplicate folders of ``files``: exact groups, the most reclaimable first, then, with
+    a ``share``, near groups, the largest centre first.
+
+    Args:
+        files: Every live file (:meth:`isccd.store.Store.folder_files`).
+        near: For a file id, the ids of the files it is a near duplicate of (relations that
+            hold; either direction may be given).
+        share: Near groups too: the least share of two folders' files that have a duplicate
+            in the other (above 0, at most 1).
+
+    Raises:
+        ValueError: ``share`` is not above 0 and at most 1.
+    """
+    if share is not None and not 0 < share <= 1:
+        raise ValueError(f"share {share} is not above 0 and at most 1")
+    tree = _Tree([f for f in files if f.size != 0])
+    exact, member_of, covered_by = tree.exact_groups()
+    groups = [tree.exact_group(g) for g in exact]
+    groups.sort(key=lambda g: (-g.reclaimable, -g.members[0].size, g.members[0].host,
+                               g.members[0].path))  # fmt: skip
+    if share is not None:
+        groups += tree.near_groups(near, share, member_of, covered_by)
+    return groups
+
+
+class _Tree:
+    """The folders of a list of files, each with what is below it."""
+
+    def __init__(self, files: list[FolderFile]) -> None:
+        self.files = files
+        self.nodes: list[_Node] = []
+        self.slot: dict[Folder, int] = {}
+        self.leaf: list[int] = []  # the folder of each file
+        for index, f in enumerate(files):
+            at = self._node(f.host, f.dir, f.root)
+            self.nodes[at].own.append(index)
+            self.leaf.append(at)
+        for folder in self.nodes:
+            for index in folder.own:
+                f = files[index]
+                if f.datahash is None:
+                    folder.blank += 1
+                else:
+                    folder.sum += int.from_bytes(f.datahash[-16:], "big")
+                folder.files += 1
+                folder.size += f.size or 0
+            folder.sum &= _MASK
+        # Children before parents: deeper first.
+        for folder in sorted(self.nodes, key=lambda n: -n.depth):
+            if folder.parent >= 0:
+                up = self.nodes[folder.parent]
+                up.files += folder.files
+                up.size += folder.size
+                up.blank += folder.blank
+                up.sum = (up.sum + folder.sum) & _MASK
+
+    def _node(self, host: str, path: str, root: str) -> int:
+        """The folder at ``path``, made with the folders between it and its root."""
+        found = self.slot.get((host, path))
+        if found is not None:
+            return found
+        missing = [path]  # from the folder up to the first one known (or the root)
+        while True:
+            here = missing[-1]
+            if here in (root, "/") or not is_under(here, root):
+                parent = -1
+                break
+            up = here.rsplit("/", 1)[0] or "/"
+            known = self.slot.get((host, up))
+            if known is not None:
+                parent = known
+                break
+            missing.append(up)
+        for here in reversed(missing):
+            depth = 0 if parent < 0 else self.nodes[parent].depth + 1
+            index = len(self.nodes)
+            self.nodes.append(_Node(host, here, root, parent, depth, [], []))
+            self.slot[(host, here)] = index
+            if parent >= 0:
+                self.nodes[parent].children.append(index)
+            parent = index
+        return parent
+
+    def below(self, node: int) -> list[int]:
+        """The indices of the files at any depth below ``node``."""
+        found: list[int] = []
+        todo = [node]
+        while todo:
+            n = self.nodes[todo.pop()]
+            found += n.own
+            todo += n.children
+        return found
+
+    def relative(self, node: int, index: int) -> str:
+        """A file's path relative to the folder ``node``."""
+        f = self.files[index]
+        base = self.nodes[node].path.rstrip("/")
+        return f"{f.dir}/{f.name}"[len(base) + 1 :].lstrip("/")
+
+    # -- exact -----------------------------------------------------------------------------
+
+    def exact_groups(self) -> tuple[list[list[int]], dict[int, int], dict[int, int]]:
+        """The exact groups shown (folder nodes, by host and path); the group of each folder
+        in one, before the groups covered by their parents' were dropped; and the folder that
+        stands for each subfolder holding all of its contents."""
+        buckets: dict[tuple[int, int, int], list[int]] = {}
+        for index, node in enumerate(self.nodes):
+            if node.files and not node.blank:
+                buckets.setdefault((node.files, node.size, node.sum), []).append(index)
+        candidates: list[list[int]] = []
+        covered_by: dict[int, int] = {}
+        for bucket in buckets.values():
+            if len(bucket) > 1:
+                candidates += self._same_contents(bucket, covered_by)
+        member_of = {n: gi for gi, group in enumerate(candidates) for n in group}
+        for n, top in covered_by.items():  # a subfolder holding all of its folder's contents
+            if top in member_of:
+                member_of[n] = member_of[top]
+        shown = []
+        for group in candidates:
+            parents = {self.nodes[n].parent for n in group}
+            covered = (
+                -1 not in parents
+                and len(parents) == len(group)
+                and len({member_of.get(p, -1) for p in parents}) == 1
+                and member_of.get(next(iter(parents)), -1) >= 0
+            )
+            if not covered:
+                shown.append(sorted(group, key=lambda n: (self.nodes[n].host, self.nodes[n].path)))
+        return shown, member_of, covered_by
+
+    def _same_contents(self, bucket: list[int], covered_by: dict[int, int]) -> list[list[int]]:
+        """The folders of one bucket of sums with the same contents, each at its highest
+        level: a folder all of whose contents are in one subfolder stands for it (the
+        subfolder is noted in ``covered_by``)."""
+        inside = set(bucket)
+        tops = []
+        for n in bucket:
+            top = n
+            while self.nodes[top].parent in inside:
+                top = self.nodes[top].parent
+            if top == n:
+                tops.append(n)
+            else:
+                covered_by[n] = top
+        # The same sums are not the same contents until the contents say so.
+        by_contents: dict[tuple[bytes, ...], list[int]] = {}
+        for n in tops:
+            contents = sorted(self.files[i].datahash or b"" for i in self.below(n))
+            by_contents.setdefault(tuple(contents), []).append(n)
+        return [g for g in by_contents.values() if len(g) > 1]
+
+    def exact_group(self, group: list[int]) -> DirGroup:
+        """An exact group, its first folder kept."""
+        members = tuple(self._member(n) for n in group)
+        kept = {(self.files[i].host, self.files[i].identity) for i in self.below(group[0])}
+        freed: dict[object, int] = {}
+        for n in group[1:]:
+            for i in self.below(n):
+                f = self.files[i]
+                key = (f.host, f.identity) if f.identity is not None else ("id", f.id)
+                if key not in kept:
+                    freed[key] = f.size or 0
+        return DirGroup(DupKind.EXACT, members, sum(freed.values()))
+
+    def _member(self, node: int, **shown: object) -> DirMember:
+        n = self.nodes[node]
+        return DirMember(n.path, n.root, n.host, n.files, n.size, **shown)  # type: ignore[arg-type]
+
+    # -- near ------------------------------------------------------------------------------
+
+    def _up(self, node: int, levels: int) -> int:
+        for _ in range(levels):
+            node = self.nodes[node].parent
+            if node < 0:
+                return -1
+        return node
+
+    def _chain(self, node: int) -> list[int]:
+        chain = []
+        while node >= 0:
+            chain.append(node)
+            node = self.nodes[node].parent
+        return chain
+
+    def near_groups(
+        self,
+        near: Mapping[int, Iterable[int]],
+        share: float,
+        member_of: Mapping[int, int],
+        covered_by: Mapping[int, int],
+    ) -> list[DirGroup]:
+        """Near groups: folder pairs whose share of matched files is at least ``share``,
+        grouped around centres (a subfolder holding all of a folder's contents shown as
+        that folder)."""
+        matches = self._matches(near)
+        pairs: dict[tuple[int, int], float] = {}
+        measured: dict[tuple[int, int], tuple[int, int]] = {}  # shown pair -> folders measured
+        for (x, y), found in self._near_pairs(self._pair_counts(matches), share, member_of).items():
+            tx, ty = covered_by.get(x, x), covered_by.get(y, y)
+            if tx != ty:
+                pairs[(min(tx, ty), max(tx, ty))] = found
+                measured[(tx, ty)], measured[(ty, tx)] = (x, y), (y, x)
+        nodes = sorted({n for pair in pairs for n in pair})
+        slot = {n: i for i, n in enumerate(nodes)}
+        key = [(-self.nodes[n].files, self.nodes[n].host, self.nodes[n].path) for n in nodes]
+        order = [0] * len(nodes)
+        for position, i in enumerate(sorted(range(len(nodes)), key=lambda i: key[i])):
+            order[i] = position
+        edges = {
+            (slot[x], slot[y]): (round((1 - found) * 1_000_000), 0)
+            for (x, y), found in pairs.items()
+        }
+        groups = []
+        for group in centred(edges, order):
+            centre = nodes[group.centre]
+
+            def share_of(m: int, centre: int = centre) -> float:
+                return pairs[(min(m, centre), max(m, centre))]
+
+            members = sorted((nodes[m] for m in group.members),
+                             key=lambda m: (-share_of(m), key[slot[m]]))  # fmt: skip
+            shown = [self._member(centre)]
+            for m in members:
+                mine, theirs = measured[(m, centre)]
+                unmatched = self._unmatched(mine, theirs, matches)
+                missing = self._unmatched(theirs, mine, matches)
+                shown.append(
+                    self._member(
+                        m,
+                        share=share_of(m),
+                        unmatched=tuple(unmatched[:DIRS_NAMES_SHOWN]),
+                        unmatched_count=len(unmatched),
+                        missing=tuple(missing[:DIRS_NAMES_SHOWN]),
+                        missing_count=len(missing),
+                    )
+                )
+            groups.append(DirGroup(DupKind.NEAR, tuple(shown)))
+        return groups
+
+    def _pair_counts(self, matches: Mapping[int, set[int]]) -> dict[tuple[int, int], int]:
+        """``(x, y) -> n``: ``n`` files below the folder ``x`` have a duplicate at their depth
+        below the folder ``y`` (neither folder above the other)."""
+        chains = {node: self._chain(node) for node in set(self.leaf)}
+        ancestors = {node: set(chain) for node, chain in chains.items()}
+        counts: dict[tuple[int, int], int] = {}
+        for index, others in matches.items():
+            mine = chains[self.leaf[index]]
+            seen: set[tuple[int, int]] = set()
+            for other in others:
+                theirs = chains[self.leaf[other]]
+                for x, y in zip(mine, theirs, strict=False):
+                    if x == y or x in ancestors[theirs[0]] or y in ancestors[mine[0]]:
+                        break
+                    if (x, y) not in seen:
+                        seen.add((x, y))
+                        counts[(x, y)] = counts.get((x, y), 0) + 1
+        return counts
+
+    def _near_pairs(
+        self, counts: Mapping[tuple[int, int], int], share: float, member_of: Mapping[int, int]
+    ) -> dict[tuple[int, int], float]:
+        """The near pairs ``(x, y)``, ``x < y``, and their shares: at least ``share``, not in
+        one exact group, and not below a near or exact pair of their parents."""
+        pairs: dict[tuple[int, int], float] = {}
+        for (x, y), there in counts.items():
+            if x > y:
+                continue
+            found = (there + counts.get((y, x), 0)) / (self.nodes[x].files + self.nodes[y].files)
+            same = member_of.get(x, -1)
+            if found >= share and not (same >= 0 and same == member_of.get(y, -2)):
+                pairs[(x, y)] = found
+        shown = {}
+        for (x, y), found in pairs.items():
+            px, py = self.nodes[x].parent, self.nodes[y].parent
+            above = (min(px, py), max(px, py)) in pairs or member_of.get(px, -1) == member_of.get(
+                py, -2
+            )
+            if not (px >= 0 and py >= 0 and px != py and above):
+                shown[(x, y)] = found
+        return shown
+
+    def _matches(self, near: Mapping[int, Iterable[int]]) -> dict[int, set[int]]:
+        """For each file, the files that duplicate it: the same content, or near by a held
+        relation (files in the tree only)."""
+        index_of: dict[int, int] = {f.id: i for i, f in enumerate(self.files)}
+        by_content: dict[bytes, list[int]] = {}
+        for i, f in enumerate(self.files):
+            if f.datahash is not None:
+                by_content.setdefault(f.datahash, []).append(i)
+        matches: dict[int, set[int]] = {}
+        for same in by_content.values():
+            if len(same) > 1:
+                for i in same:
+                    matches.setdefault(i, set()).update(j for j in same if j != i)
+        for file_id, others in near.items():
+            mine = index_of.get(file_id)
+            if mine is None:
+                continue
+            for other in others:
+                theirs = index_of.get(other)
+                if theirs is not None and theirs != mine:
+                    matches.setdefault(mine, set()).add(theirs)
+                    matches.setdefault(theirs, set()).add(mine)
+        return matches
+
+    def _unmatched(self, node: int, other: int, matches: Mapping[int, set[int]]) -> list[str]:
+        """The files below ``node`` with no duplicate at their depth below ``other``."""
+        depth = self.nodes[node].depth
+        left = []
+        for i in self.below(node):
+            levels = self.nodes[self.leaf[i]].depth - depth
+            if not any(self._up(self.leaf[j], levels) == other for j in matches.get(i, ())):
+                left.append(self.relative(node, i))
+        return sorted(left)
