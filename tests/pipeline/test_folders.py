@@ -71,7 +71,7 @@ def test_a_folder_whose_contents_are_all_in_one_subfolder_stands_for_it() -> Non
 
 def test_a_third_copy_of_a_subfolder_is_still_told() -> None:
     files = tree("/lib/a", ALBUM) + tree("/lib/b", ALBUM)
-    files += tree("/lib/c/raw", {"x.cr2": "RA", "y.cr2": "RB"}) + [row("/lib/c/new", "N")]
+    files += [*tree("/lib/c/raw", {"x.cr2": "RA", "y.cr2": "RB"}), row("/lib/c/new", "N")]
     assert shown(folder_groups(files, {})) == [
         ["/lib/a", "/lib/b"],
         ["/lib/a/raw", "/lib/b/raw", "/lib/c/raw"],
@@ -178,7 +178,7 @@ def test_every_exact_group_holds_equal_contents_at_its_highest_level(
             here = here.rsplit("/", 1)[0]
     groups = folder_groups(files, {})
     in_group = {m.path: i for i, g in enumerate(groups) for m in g.members}
-    for i, group in enumerate(groups):
+    for group in groups:
         paths = [m.path for m in group.members]
         assert len(paths) == len(set(paths)) >= 2
         # Equal contents, counted here from the rows.
@@ -191,17 +191,19 @@ def test_every_exact_group_holds_equal_contents_at_its_highest_level(
         assert not (len(set(parents)) == len(paths) and len(above) == 1 and None not in above)
     # Every pair of distinct placements of one part at different bases whose folders hold
     # nothing else is found, at their level or above.
-    for (n, (part, base)), (m, (other, base2)) in itertools.combinations(enumerate(placement), 2):
+    for (n, (_, base)), (m, (_, base2)) in itertools.combinations(enumerate(placement), 2):
         a, b = f"{base}/{n}", f"{base2}/{m}"
         if by_dir[a] != by_dir[b]:
             continue
+
         def at_or_above(path: str, group: DirGroup) -> set[int]:
             return {i for i, x in enumerate(group.members)
                     if path == x.path or path.startswith(x.path + "/")}  # fmt: skip
 
         covered = any(
             len(at_or_above(a, g) | at_or_above(b, g)) > 1
-            and at_or_above(a, g) and at_or_above(b, g)
+            and at_or_above(a, g)
+            and at_or_above(b, g)
             for g in groups
         )
         assert covered, (a, b, [[x.path for x in g.members] for g in groups])
