@@ -287,6 +287,7 @@ def pipeline_options(
         wide=settings.code.wide,
         hash_concurrency=hash_concurrency,
         follow_symlinks=settings.watch.follow_symlinks,
+        folder_settle=settings.watch.folder_settle,
     )
 
 

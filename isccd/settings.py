@@ -114,6 +114,10 @@ class WatchSettings(_Section):
     """Distinct paths allowed to wait for settling; beyond it a root is reconciled instead."""
     follow_symlinks: bool = False
     """Follow symbolic links while scanning, as long as they stay beneath their root."""
+    folder_settle: float = Field(default=_PIPELINE.folder_settle, ge=0, le=3600)
+    """Seconds a folder's files must stay quiet before the daemon announces that it became an
+    exact duplicate of other folders (``dir.dup``) or stopped being one (``dir.resolved``); 0
+    turns these events off."""
     ignore: tuple[str, ...] = (
         ".git/",
         ".hg/",

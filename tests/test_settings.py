@@ -29,6 +29,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, Any]] = {
     ("watch", "reconcile_interval"): ("0", 0.0),
     ("watch", "max_pending"): ("500", 500),
     ("watch", "follow_symlinks"): ("1", True),
+    ("watch", "folder_settle"): ("0", 0.0),
     ("watch", "ignore"): ('["*.tmp"]', ("*.tmp",)),
     ("store", "state_dir"): ("/var/tmp/isccd", Path("/var/tmp/isccd")),
     ("store", "url"): (

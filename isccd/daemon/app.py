@@ -38,7 +38,7 @@ from isccd.hashing import current_versions
 from isccd.hashing.pool import WorkerPool
 from isccd.logconf import configure_logging
 from isccd.model import Event, EventType
-from isccd.pipeline import Counts, Pipeline, encode_policy
+from isccd.pipeline import FILE_EVENTS, Counts, Pipeline, encode_policy
 from isccd.results import DaemonStatus, HashingStatus, RootStatus
 from isccd.sdnotify import Notifier
 from isccd.server import Broker, Server
@@ -107,6 +107,8 @@ class Daemon:
         self._state = "starting"
         self._started = time.time()
         self._stop = asyncio.Event()
+        # Set from the store's thread when a committed batch changed files (folder events).
+        self._files_changed = asyncio.Event()
         self._reload_requested = asyncio.Event()
         self._progress = Progress(
             limit=config.workers.file_timeout + 60,
@@ -302,6 +304,9 @@ class Daemon:
             self._on_ready()
         # Re-evaluating relations and composing codes again resume where they were.
         start("adopt", self._adopt_stored, Policy.RESTART)
+        if self.config.pipeline.folder_settle > 0:
+            # Its sums are read again from the store when it restarts.
+            start("folders", self._folders, Policy.RESTART)
         for root in self.config.roots:
             self._scans.request(root, "startup")
         await self._stop.wait()
@@ -680,10 +685,26 @@ class Daemon:
 
     def _committed(self, events: Sequence[Event]) -> None:
         """On the store's thread: hand a committed batch to the loop, in order (a shared log's
-        events are its follower's to publish, in the log's one order)."""
-        if self._loop is not None and events and self._fleet is None:
-            with contextlib.suppress(RuntimeError):  # the loop is gone: shutting down
+        events are its follower's to publish, in the log's one order), and wake the folders'
+        loop when files changed."""
+        if self._loop is None or not events:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is gone: shutting down
+            if self._fleet is None:
                 self._loop.call_soon_threadsafe(self._publish, list(events))
+            if any(e.type in FILE_EVENTS for e in events):
+                self._loop.call_soon_threadsafe(self._files_changed.set)
+
+    async def _folders(self) -> None:
+        """Duplicate folders kept current: once the files of changed folders have been
+        quiet long enough, the ``dir.dup`` and ``dir.resolved`` events are logged."""
+        await self._pipeline.watch_folders(self.config.pipeline.folder_settle)
+        while True:
+            await self._files_changed.wait()
+            self._files_changed.clear()
+            while (due := await self._pipeline.folders_due()) is not None:
+                await asyncio.sleep(max(0.0, due - time.time()))
+                await self._pipeline.settle_folders()
 
     def _publish(self, events: list[Event]) -> None:
         self._head = max(self._head, events[-1].seq)

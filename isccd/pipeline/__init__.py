@@ -28,6 +28,7 @@ closed: callers use what this package hands on, never the store.
 
 from __future__ import annotations
 
+from isccd.pipeline.dirwatch import FILE_EVENTS
 from isccd.pipeline.fleetindex import FleetIndex, IndexUpdate, read_update
 from isccd.pipeline.options import DAY, PipelineOptions, profile_is_stale
 from isccd.pipeline.pipeline import BatchHasher, Counts, Hasher, Pipeline
@@ -48,6 +49,7 @@ from isccd.store import LOG_MARK_NAME
 
 __all__ = [
     "DAY",
+    "FILE_EVENTS",
     "LOG_MARK_NAME",
     "Adopted",
     "BatchHasher",

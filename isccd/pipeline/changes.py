@@ -54,6 +54,7 @@ from isccd.model import (
 )
 from isccd.pipeline import announce, relate
 from isccd.pipeline import events as payload
+from isccd.pipeline.dirwatch import FolderWatch
 from isccd.pipeline.index import Index
 from isccd.pipeline.peers import size_of
 from isccd.pipeline.watchmatch import WatchHit, payloads
@@ -642,6 +643,37 @@ def recompose(ix: Index, file_ids: Sequence[int], wide: bool) -> list[Event]:
 
 
 # -- retention -----------------------------------------------------------------------------
+
+
+def watch_folders(ix: Index, settle: float) -> None:
+    """Keep the folders' sums from now on, and announce duplicate folders once their files
+    have been quiet for ``settle`` seconds (:mod:`isccd.pipeline.dirwatch`)."""
+    if ix.folders is None:
+        folders = FolderWatch(settle)
+        folders.load(ix.store)
+        ix.folders = folders
+
+
+def folders_due(ix: Index) -> float | None:
+    """When :func:`settle_folders` has something to decide (Unix time), or ``None``.
+
+    Raises:
+        RuntimeError: The folders' sums were dropped after a failure (logged): watch them
+            again.
+    """
+    if ix.folders is None:
+        raise RuntimeError("the folders' sums are not kept (a failure dropped them)")
+    return ix.folders.due()
+
+
+def settle_folders(ix: Index) -> list[Event]:
+    """Log the ``dir.dup`` and ``dir.resolved`` events of the folders quiet long enough."""
+    if ix.folders is None:
+        return []
+    mark = len(ix.pending)
+    for event in ix.folders.settle(ix.clock(), ix.store):
+        emit(ix, event.type, event.root, event.path, event.data)
+    return ix.since(mark)
 
 
 def purge(ix: Index) -> tuple[int, int]:

@@ -23,71 +23,24 @@ group is not shown (the parents' group says it); a near pair whose parents are a
 exact pair is not either. A folder is never a duplicate of a folder above or below it.
 
 :func:`folder_groups` is pure: it takes the store's rows (:meth:`isccd.store.Store.folder_files`)
-and the held near relations; :func:`dup_dirs` reads them through the index.
+and the held near relations (:func:`isccd.pipeline.groups.dup_dirs` reads them through the
+index); :class:`FolderTree` is kept current by :mod:`isccd.pipeline.dirwatch` too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from isccd.fspath import is_under
 from isccd.pipeline.centres import centred
-from isccd.pipeline.index import Index
-from isccd.pipeline.queries import holds
-from isccd.results import (
-    DIRS_NAMES_SHOWN,
-    DirGroup,
-    DirMember,
-    DirsQuery,
-    DirsResult,
-    DupKind,
-)
+from isccd.results import DIRS_NAMES_SHOWN, DirGroup, DirMember, DupKind
 from isccd.store import FolderFile
 
 #: A folder: ``(host, path)``.
 Folder = tuple[str, str]
 
 _MASK = (1 << 128) - 1
-
-
-def dup_dirs(ix: Index, query: DirsQuery) -> DirsResult:
-    """Duplicate folders of the store (every host's in a fleet), exact then near, by
-    :func:`folder_groups` (``query.root``, if given, must be resolved as the store keeps
-    paths)."""
-    files = [f for chunk in ix.store.folder_files(fleet=True) for f in chunk]
-    near: dict[int, set[int]] = {}
-    if query.near and ix.options.thresholds.enabled():
-        near = _held_near(ix)
-    groups = folder_groups(files, near, share=query.share if query.near else None)
-    if query.host is not None:
-        groups = [g for g in groups if any(m.host == query.host for m in g.members)]
-    if query.root is not None:
-        top = query.root
-        groups = [g for g in groups if any(is_under(m.path, top) for m in g.members)]
-    return DirsResult(
-        tuple(groups[: query.limit]),
-        truncated=len(groups) > query.limit,
-        folders=len({(m.host, m.path) for g in groups for m in g.members}),
-        reclaimable=sum(g.reclaimable for g in groups),
-    )
-
-
-def _held_near(ix: Index) -> dict[int, set[int]]:
-    """The files each file is near by a stored relation that holds under the policy."""
-    policy = ix.options.thresholds
-    pairs = list(ix.store.near_pairs(fleet=True))
-    ids = sorted({i for p in pairs for i in (p.a, p.b)})
-    records = {s.id: s for s in ix.store.files_by_id(ids)}
-    near: dict[int, set[int]] = {}
-    for pair in pairs:
-        a, b = records.get(pair.a), records.get(pair.b)
-        if a is None or b is None or not (a.live and b.live):
-            continue
-        if holds(pair, a.record, b.record, policy) is not None:
-            near.setdefault(pair.a, set()).add(pair.b)
-            near.setdefault(pair.b, set()).add(pair.a)
-    return near
 
 
 @dataclass(slots=True)
@@ -128,7 +81,7 @@ def folder_groups(
     """
     if share is not None and not 0 < share <= 1:
         raise ValueError(f"share {share} is not above 0 and at most 1")
-    tree = _Tree([f for f in files if f.size != 0])
+    tree = FolderTree([f for f in files if f.size != 0])
     exact, member_of, covered_by = tree.exact_groups()
     groups = [tree.exact_group(g) for g in exact]
     groups.sort(key=lambda g: (-g.reclaimable, -g.members[0].size, g.members[0].host,
@@ -138,11 +91,24 @@ def folder_groups(
     return groups
 
 
-class _Tree:
-    """The folders of a list of files, each with what is below it."""
+class FolderTree:
+    """Folders, each with what is below it: made from a list of files (their rows kept, for
+    near groups and to compare contents), or kept current file by file (:meth:`count`).
 
-    def __init__(self, files: list[FolderFile]) -> None:
+    Args:
+        files: The files (empty files left out).
+        contents: A fingerprint of the contents of the files below a folder (by its host and
+            path), equal for folders holding the same contents, when the rows are not kept:
+            how two folders with equal sums are told to hold equal contents.
+    """
+
+    def __init__(
+        self,
+        files: list[FolderFile],
+        contents: Callable[[str, str], bytes] | None = None,
+    ) -> None:
         self.files = files
+        self._contents = contents
         self.nodes: list[_Node] = []
         self.slot: dict[Folder, int] = {}
         self.leaf: list[int] = []  # the folder of each file
@@ -168,6 +134,43 @@ class _Tree:
                 up.size += folder.size
                 up.blank += folder.blank
                 up.sum = (up.sum + folder.sum) & _MASK
+
+    def forget_rows(self, contents: Callable[[str, str], bytes]) -> None:
+        """Keep only the folders' sums from now on, ``contents`` telling equal sums apart."""
+        self.files = []
+        self.leaf = []
+        for node in self.nodes:
+            node.own = []
+        self._contents = contents
+
+    def count(self, file: FolderFile, sign: int) -> list[int]:
+        """Add (``sign`` 1) or take away (-1) one file from the sums of its folder and every
+        folder above it (an empty file counts for nothing; its id and identity are not read).
+
+        Returns:
+            The folders whose sums changed, the file's own first.
+        """
+        size, datahash = file.size, file.datahash
+        if size == 0:
+            return []
+        chain = []
+        node = self._node(file.host, file.dir, file.root)
+        while node >= 0:
+            chain.append(node)
+            folder = self.nodes[node]
+            folder.files += sign
+            folder.size += sign * (size or 0)
+            if datahash is None:
+                folder.blank += sign
+            else:
+                folder.sum = (folder.sum + sign * int.from_bytes(datahash[-16:], "big")) & _MASK
+            node = folder.parent
+        return chain
+
+    def key(self, node: int) -> Folder:
+        """``(host, path)`` of a folder."""
+        folder = self.nodes[node]
+        return folder.host, folder.path
 
     def _node(self, host: str, path: str, root: str) -> int:
         """The folder at ``path``, made with the folders between it and its root."""
@@ -258,11 +261,17 @@ class _Tree:
                 tops.append(n)
             else:
                 covered_by[n] = top
+        if len(tops) < 2:
+            return []
         # The same sums are not the same contents until the contents say so.
-        by_contents: dict[tuple[bytes, ...], list[int]] = {}
+        by_contents: dict[object, list[int]] = {}
         for n in tops:
-            contents = sorted(self.files[i].datahash or b"" for i in self.below(n))
-            by_contents.setdefault(tuple(contents), []).append(n)
+            contents: object
+            if self._contents is not None:
+                contents = self._contents(self.nodes[n].host, self.nodes[n].path)
+            else:
+                contents = tuple(sorted(self.files[i].datahash or b"" for i in self.below(n)))
+            by_contents.setdefault(contents, []).append(n)
         return [g for g in by_contents.values() if len(g) > 1]
 
     def exact_group(self, group: list[int]) -> DirGroup:

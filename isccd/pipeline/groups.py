@@ -1,4 +1,5 @@
-"""Duplicate groups (``dupes``): the files with the same bytes, and per unit type the files
+"""Duplicate groups (``dupes``, and ``dupes --dirs`` by :mod:`isccd.pipeline.folders`): the
+files with the same bytes, and per unit type the files
 within the threshold of a centre by the stored near relations (:mod:`isccd.pipeline.centres`),
 one member per file (its hardlinks folded in), each near member with its distance to the
 centre.
@@ -19,10 +20,21 @@ from isccd.fspath import is_under
 from isccd.match import NEAR_UNITS, Thresholds
 from isccd.model import UnitType
 from isccd.pipeline.centres import Centred, centred
+from isccd.pipeline.folders import folder_groups
 from isccd.pipeline.index import Index
 from isccd.pipeline.peers import identity_of, size_of
 from isccd.pipeline.queries import holds
-from isccd.results import DupesQuery, DupesResult, DupGroup, DupKind, DupMember, Totals, file_type
+from isccd.results import (
+    DirsQuery,
+    DirsResult,
+    DupesQuery,
+    DupesResult,
+    DupGroup,
+    DupKind,
+    DupMember,
+    Totals,
+    file_type,
+)
 from isccd.store import NearPair, StoredFile
 
 #: A member: the stored names of one file, the first one naming it.
@@ -57,6 +69,50 @@ def dupes(ix: Index, query: DupesQuery) -> DupesResult:
     return DupesResult(
         tuple(groups[: query.limit]), truncated=len(groups) > query.limit, totals=Totals.of(groups)
     )
+
+
+def dup_dirs(ix: Index, query: DirsQuery) -> DirsResult:
+    """Duplicate folders of the store (every host's in a fleet), exact then near, by
+    :func:`folder_groups` (``query.root``, if given, must be resolved as the store keeps
+    paths)."""
+    files = [f for chunk in ix.store.folder_files(fleet=True) for f in chunk]
+    near: dict[int, set[int]] = {}
+    if query.near and ix.options.thresholds.enabled():
+        near = _held_near(ix)
+    groups = folder_groups(files, near, share=query.share if query.near else None)
+    if query.host is not None:
+        groups = [g for g in groups if any(m.host == query.host for m in g.members)]
+    if query.root is not None:
+        top = query.root
+        # A group whose folders are, or hold, the folder asked about.
+        groups = [
+            g
+            for g in groups
+            if any(is_under(m.path, top) or is_under(top, m.path) for m in g.members)
+        ]
+    return DirsResult(
+        tuple(groups[: query.limit]),
+        truncated=len(groups) > query.limit,
+        folders=len({(m.host, m.path) for g in groups for m in g.members}),
+        reclaimable=sum(g.reclaimable for g in groups),
+    )
+
+
+def _held_near(ix: Index) -> dict[int, set[int]]:
+    """The files each file is near by a stored relation that holds under the policy."""
+    policy = ix.options.thresholds
+    pairs = list(ix.store.near_pairs(fleet=True))
+    ids = sorted({i for p in pairs for i in (p.a, p.b)})
+    records = {s.id: s for s in ix.store.files_by_id(ids)}
+    near: dict[int, set[int]] = {}
+    for pair in pairs:
+        a, b = records.get(pair.a), records.get(pair.b)
+        if a is None or b is None or not (a.live and b.live):
+            continue
+        if holds(pair, a.record, b.record, policy) is not None:
+            near.setdefault(pair.a, set()).add(pair.b)
+            near.setdefault(pair.b, set()).add(pair.a)
+    return near
 
 
 def narrowed(policy: Thresholds, query: DupesQuery) -> Thresholds:

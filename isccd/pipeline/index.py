@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from isccd.hamming import HammingSearch, code64
 from isccd.model import Event, FileRecord, UnitType
+from isccd.pipeline.dirwatch import FolderWatch
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.watchmatch import Watchlists
@@ -82,6 +83,9 @@ class Index:
         #: The watchlists every new or changed file is matched against, read again at the
         #: start of a batch when the store's version of them changed.
         self.watchlists = Watchlists()
+        #: The folders' sums and the duplicate folders announced, once the daemon asks for
+        #: them (:func:`isccd.pipeline.changes.watch_folders`); kept current at each commit.
+        self.folders: FolderWatch | None = None
         if load:
             for unit_type in self.options.thresholds.enabled():
                 self.ensure_loaded(unit_type)
@@ -198,6 +202,12 @@ class Index:
         self.store.commit()
         self._undo.clear()
         committed, self._pending = self._pending, []
+        if committed and self.folders is not None:
+            try:
+                self.folders.note(committed, self.store, self.clock())
+            except Exception:  # the batch is committed; the folders are found again at a start
+                _log.exception("folder_sums_failed", extra={"events": len(committed)})
+                self.folders = None
         if committed and self._on_commit is not None:
             try:
                 self._on_commit(committed)

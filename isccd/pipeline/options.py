@@ -39,6 +39,9 @@ class PipelineOptions:
             so that it never idles).
         follow_symlinks: Paths a watcher reports are examined following symbolic links that
             stay beneath their root (as the reconcile walk's options say); else none.
+        folder_settle: Seconds a folder's files must be quiet before the daemon says it
+            became, or stopped being, a duplicate of other folders (``dir.dup``,
+            ``dir.resolved``); 0: no folder events.
     """
 
     thresholds: Thresholds = field(default_factory=Thresholds)
@@ -52,6 +55,7 @@ class PipelineOptions:
     unstable_delay: float = 0.5
     hash_concurrency: int = 8
     follow_symlinks: bool = False
+    folder_settle: float = 5.0
 
 
 def profile_is_stale(profile: str, versions: Mapping[str, str]) -> bool:

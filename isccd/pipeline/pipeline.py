@@ -37,7 +37,7 @@ from isccd.model import (
     IssueKind,
     UnitType,
 )
-from isccd.pipeline import changes, composition, folders, groups, policy, queries, watched
+from isccd.pipeline import changes, composition, groups, policy, queries, watched
 from isccd.pipeline.batches import OwnerBatches
 from isccd.pipeline.changes import GONE, is_unstable, issue_codes
 from isccd.pipeline.fleetindex import FleetIndex
@@ -621,6 +621,23 @@ class Pipeline:
             call(functools.partial(composition.record, wide=wide))
             return events
 
+    async def watch_folders(self, settle: float) -> None:
+        """Keep the folders' sums and announce duplicate folders from now on, each once its
+        files have been quiet for ``settle`` seconds (reads every file once)."""
+        await self._call(functools.partial(changes.watch_folders, settle=settle))
+
+    async def folders_due(self) -> float | None:
+        """When :meth:`settle_folders` has something to decide (Unix time), or ``None``.
+
+        Raises:
+            RuntimeError: The folders' sums were dropped after a failure (logged).
+        """
+        return await self._call(changes.folders_due)
+
+    async def settle_folders(self) -> list[Event]:
+        """Log the ``dir.dup`` and ``dir.resolved`` events of the folders quiet long enough."""
+        return await self._call(changes.settle_folders)
+
     async def purge(self) -> tuple[int, int]:
         """Forget tombstones and events past their retention."""
         return await self._call(changes.purge)
@@ -679,7 +696,7 @@ class Pipeline:
 
     async def dup_dirs(self, query: DirsQuery) -> DirsResult:
         """Duplicate folders, exact then near (see :mod:`isccd.pipeline.folders`)."""
-        return await self._call(lambda ix: folders.dup_dirs(ix, query))
+        return await self._call(lambda ix: groups.dup_dirs(ix, query))
 
     async def watched(self, query: WatchedQuery) -> WatchedResult:
         """The indexed files matching a watchlist (see :mod:`isccd.pipeline.watched`).

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from isccd.model import FileIssue, FileRecord
-from isccd.pipeline import folders, groups, queries, watched
+from isccd.pipeline import groups, queries, watched
 from isccd.pipeline.index import Index
 from isccd.pipeline.options import PipelineOptions
 from isccd.results import (
@@ -90,7 +90,7 @@ class IndexReader:
 
     def dup_dirs(self, query: DirsQuery) -> DirsResult:
         """Duplicate folders, as :meth:`isccd.pipeline.Pipeline.dup_dirs`."""
-        return folders.dup_dirs(self._ix, query)
+        return groups.dup_dirs(self._ix, query)
 
     def watched(self, query: WatchedQuery) -> WatchedResult:
         """The indexed files matching a watchlist, as :meth:`isccd.pipeline.Pipeline.watched`.

@@ -116,7 +116,8 @@ class DirsQuery:
         near: Near duplicate folders too, not only exact ones.
         share: For near folders, the least share of the two folders' files that have an
             exact or near duplicate in the other one, above 0 and at most 1.
-        root: Only groups with a folder at or under this path (resolved inside the roots).
+        root: Only groups with a folder at or under this path, or holding it (resolved inside
+            the roots).
         limit: Most groups returned.
         host: Only groups with a folder on this host; ``None``: every group of the fleet.
     """
