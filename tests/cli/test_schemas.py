@@ -1,6 +1,6 @@
 """Real outputs of the commands that need no daemon, validated against docs/schema/: ``code``,
 ``explain``, ``compare``, ``selftest``, ``scan``, and ``get``, ``similar`` and ``dupes`` (of a
-watchlist too) read from a store. (A real daemon's replies and events:
+watchlist too, and of folders) read from a store. (A real daemon's replies and events:
 tests/e2e/test_index_clients.py.)"""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from isccd.cli.main import main
-from tests.cli.test_index_cli import make_library
+from tests.cli.test_index_cli import make_library, prose
 from tests.schemas import check
 
 
@@ -103,6 +103,27 @@ def test_similar_and_dupes_of_a_watchlist_from_a_store(
     exact = json.loads(output("dupes", "--watchlist", "docs", *where))
     check("watched", exact)
     assert {m["relation"] for g in exact["groups"] for m in g["matches"]} == {"exact"}
+
+
+@pytest.mark.slow
+def test_duplicate_folders_from_a_store(tmp_path: Path) -> None:
+    root = tmp_path.resolve() / "folders"
+    for folder in ("a", "b/copy", "c"):
+        (root / folder / "sub").mkdir(parents=True)
+        (root / folder / "one.txt").write_text(prose(11))
+        (root / folder / "sub" / "two.txt").write_text(prose(12))
+    (root / "c" / "sub" / "three.txt").write_text(prose(13))
+    state = str(tmp_path / "state")
+    output("scan", "--state", state, "--json", str(root))
+    dirs = json.loads(output("dupes", "--dirs", "--near", "--share", "80", "--state", state,
+                             "--json"))  # fmt: skip
+    check("dirs", dirs)
+    exact, near = dirs["groups"]
+    assert [m["path"] for m in exact["members"]] == [str(root / "a"), str(root / "b")]
+    assert [m["path"] for m in near["members"]] == [str(root / f) for f in ("c", "a", "b")]
+    assert [m["missing"] for m in near["members"]] == [[], ["sub/three.txt"], ["sub/three.txt"]]
+    with pytest.raises(jsonschema.ValidationError):
+        check("dirs", {**dirs, "groups": [{**near, "members": near["members"][:1]}]})
 
 
 @pytest.mark.slow
