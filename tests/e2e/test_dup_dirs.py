@@ -245,12 +245,17 @@ def test_the_store_read_directly_gives_the_same_answer(library: Library) -> None
         assert dirs(library, *args, where=store) == dirs(library, *args)
 
 
-def test_root_limits_the_groups_to_those_with_a_folder_under_it(library: Library) -> None:
+def test_root_limits_the_groups_to_those_with_a_folder_at_under_or_above_it(
+    library: Library,
+) -> None:
     everything = dirs(library, "--near")["groups"]
     exact, near = everything
     assert dirs(library, "--near", "--root", library.folder("extra"))["groups"] == [near]
     assert dirs(library, "--near", "--root", library.folder("wrap"))["groups"] == everything
-    nothing = dirs(library, "--near", "--root", library.folder("album/sub"))
+    # A subfolder of a copied tree is in its tree's groups.
+    assert dirs(library, "--root", library.folder("album/sub"))["groups"] == [exact]
+    assert dirs(library, "--near", "--root", library.folder("wrap/album"))["groups"] == everything
+    nothing = dirs(library, "--root", library.folder("reenc"))
     assert nothing == {"groups": [], "truncated": False, "folders": 0, "reclaimable": 0}
     assert dirs(library, "--root", library.folder("copy-2019"))["groups"] == [exact]
     # The root as another path to it names the same folders.
