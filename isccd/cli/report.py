@@ -1,8 +1,11 @@
 """``isccd report``: the duplicate groups as one self-contained HTML page, with previews.
 
 The groups come from the daemon or a store exactly as ``isccd dupes --near`` lists them
-(:func:`isccd.cli.ask.answer`), become the report's view through
-:func:`isccd.report.adapt.view_of_dupes`, and each file is looked at now: its identity (for a
+(:func:`isccd.cli.ask.answer`), and the duplicate folders from the same source as
+``isccd dupes --dirs --near`` lists them; they become the report's view through
+:func:`isccd.report.adapt.view_of_dupes` and :func:`~isccd.report.adapt.view_of_dirs`. Folders
+that cannot be listed (a daemon older than the ``dirs`` request) leave the file groups shown,
+and the page says why. Each file is looked at now: its identity (for a
 plan) and a preview, from the preview cache or made in this command's own low-priority worker
 processes (:mod:`isccd.report.thumbs`), never in the daemon.
 """
@@ -25,12 +28,15 @@ from isccd.cli.output import Progress
 from isccd.dirs import default_cache_dir
 from isccd.errors import ConfigError
 from isccd.extract.tools import ToolOptions
-from isccd.results import DUPES_LIMIT, DUPES_LIMIT_MAX, DupesQuery
+from isccd.results import DUPES_LIMIT, DUPES_LIMIT_MAX, DirsQuery, DupesQuery
 
 if TYPE_CHECKING:
     # Imported by the handler: building the parser must stay cheap.
+    from collections.abc import Callable, Mapping
+
     from isccd.client import Client
-    from isccd.results import DupesResult
+    from isccd.report.model import FileFacts, FoldersView, ReportView
+    from isccd.results import DirsResult, DupesResult
 
 #: Seconds ffmpeg may take for one video frame.
 FRAME_TIMEOUT = 30.0
@@ -39,9 +45,11 @@ _DESCRIPTION = """\
 Write the duplicate groups as one HTML page to look at in a browser: exact and near duplicates
 apart, the most reclaimable space first, each file with a preview (a picture of an image or a
 video frame, the first lines of a text or document, an icon otherwise), its path, size, date,
-and its distance to the group. The page filters by type, unit, root and distance, searches
-paths, sorts, and is driven from the keyboard (j/k, h/l, space, /). Mark the file each group
-keeps and save the choice as a plan for `isccd dedupe --plan FILE`.
+and its distance to the group; and the duplicate folders, as `isccd dupes --dirs --near` lists
+them (with --no-near, exact ones only), each with its files, size and, in a near group, its
+share of the centre and the files matched in neither. The page filters by type, unit, root
+and distance, searches paths, sorts, and is driven from the keyboard (j/k, h/l, space, /).
+Mark the file each group keeps and save the choice as a plan for `isccd dedupe --plan FILE`.
 
 The page is self-contained: it loads nothing (no network, no external script or font) and
 works from file://. The groups come from the daemon (or with --state DIR from that index, read
@@ -135,22 +143,25 @@ def run_report(args: argparse.Namespace) -> int:
         return fail(str(exc), EXIT_CONFIG)
     root = os.path.realpath(args.root) if args.root else None
     query = DupesQuery(near=args.near, root=root, limit=args.limit, host=args.host)
+    dirs = DirsQuery(near=args.near, root=root, limit=args.limit, host=args.host)
     daemon: list[Path] = []
 
-    def ask(client: Client) -> DupesResult:
+    def ask(client: Client) -> tuple[DupesResult, DirsResult | str]:
         daemon.append(config.socket)
-        return client.dupes(query)
+        return client.dupes(query), _folders(lambda: client.dup_dirs(dirs))
 
     try:
-        result, roots = answer_with_roots(args, ask, lambda index, _: index.dupes(query))
+        (result, found), roots = answer_with_roots(
+            args, ask, lambda index, _: (index.dupes(query), _folders(lambda: index.dup_dirs(dirs)))
+        )
     except Failed as exc:
         return fail(str(exc), exc.status)
     source = f"the daemon on {daemon[0]}" if daemon else f"the index in {config.state_dir}"
     if result.truncated:
         print(f"isccd: more than {args.limit:,} groups: the first are shown; raise --limit",
               file=sys.stderr)  # fmt: skip
-
-    view = view_of_dupes(result, config.store_host)
+    folders = _folders_view(found, config.store_host, args.limit)
+    view = view_of_dupes(result, config.store_host, folders)
     code = config.code
     options = PreviewOptions(
         max_pixels=code.max_image_pixels,
@@ -179,12 +190,7 @@ def run_report(args: argparse.Namespace) -> int:
         where_to = _write(args.out, page)
     except OSError as exc:
         return fail(f"cannot write {args.out}: {exc.strerror}")
-    from isccd.cli.answers import format_totals  # noqa: PLC0415 - the parser does without it
-
-    without = sum(1 for f in facts.values() if f.preview.note)
-    summary = format_totals(view.totals())
-    if without:
-        summary += f"; {without:,} files without a preview (the page says why)"
+    summary = _summary(view, facts)
     if where_to is None:
         print(f"isccd: report: {summary}", file=sys.stderr)
         return EXIT_OK
@@ -193,6 +199,53 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"isccd: no web browser could be started; open {where_to}", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _summary(view: ReportView, facts: Mapping[str, FileFacts]) -> str:
+    """What the report holds, in a line: the totals, the groups of folders, the files without
+    a preview."""
+    from isccd.cli.answers import format_totals  # noqa: PLC0415 - the parser does without it
+
+    summary = format_totals(view.totals())
+    folders = view.folders
+    if folders.groups:
+        count = len(folders.groups)
+        summary += f"; {count:,}{'+' if folders.truncated else ''} "
+        summary += f"group{'' if count == 1 and not folders.truncated else 's'} of folders"
+    without = sum(1 for f in facts.values() if f.preview.note)
+    if without:
+        summary += f"; {without:,} files without a preview (the page says why)"
+    return summary
+
+
+def _folders(ask: Callable[[], DirsResult]) -> DirsResult | str:
+    """The duplicate folders, or why they cannot be had: the report shows its file groups
+    without them (a daemon older than the ``dirs`` request answers ``unknown_command``)."""
+    from isccd.errors import DaemonUnavailableError, ProtocolError, StoreError  # noqa: PLC0415
+    from isccd.protocol import ErrorCode  # noqa: PLC0415
+
+    try:
+        return ask()
+    except ProtocolError as exc:
+        if exc.code == ErrorCode.UNKNOWN_COMMAND:
+            return "the daemon does not list duplicate folders (it is older than this isccd)"
+        return f"{exc.message} ({exc.code})"
+    except (DaemonUnavailableError, StoreError) as exc:
+        return str(exc)
+
+
+def _folders_view(found: DirsResult | str, host: str, limit: int) -> FoldersView:
+    """The page's duplicate folders; what was cut, or why there are none, said on stderr."""
+    from isccd.report.adapt import view_of_dirs  # noqa: PLC0415
+    from isccd.report.model import FoldersView  # noqa: PLC0415
+
+    if isinstance(found, str):
+        print(f"isccd: duplicate folders not shown: {found}", file=sys.stderr)
+        return FoldersView(error=found)
+    if found.truncated:
+        print(f"isccd: more than {limit:,} groups of folders: the first are shown; raise --limit",
+              file=sys.stderr)  # fmt: skip
+    return view_of_dirs(found, host)
 
 
 def _write(out: Path, page: str) -> Path | None:

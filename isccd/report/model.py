@@ -1,7 +1,8 @@
 """The report's view of the duplicates: groups and members as the page shows them.
 
-The view is made from the ``dupes`` answer by :func:`isccd.report.adapt.view_of_dupes`, the
-one function that knows that answer's shape; everything else in the report reads only these
+The view is made from the ``dupes`` answer by :func:`isccd.report.adapt.view_of_dupes`, and
+the duplicate folders from the ``dirs`` answer by :func:`isccd.report.adapt.view_of_dirs`, the
+functions that know those answers' shapes; everything else in the report reads only these
 frozen dataclasses. What the files are now on disk (times, identity, a preview) is looked up
 when the report is made and kept apart, in :class:`FileFacts`.
 """
@@ -90,16 +91,89 @@ class GroupView:
 
 
 @dataclass(frozen=True, slots=True)
+class FolderView:
+    """One folder of a group of duplicate folders.
+
+    Attributes:
+        path: The folder.
+        root: The watched root it is in.
+        files: Its files with content, at any depth below it.
+        size: Their bytes.
+        host: The host it is on, when that is another host of a fleet sharing the index;
+            ``""`` for this host's.
+        centre: It is its near group's centre.
+        share: The share of its and the centre's files that have a duplicate in the other
+            (1 for the centre, and in exact groups).
+        unmatched: Its files (relative to it) with no duplicate in the centre, the first of
+            them.
+        unmatched_count: How many there are in all.
+        missing: The centre's files (relative to the centre) with no duplicate in it, the
+            first of them.
+        missing_count: How many there are in all.
+    """
+
+    path: str
+    root: str
+    files: int
+    size: int
+    host: str = ""
+    centre: bool = False
+    share: float = 1.0
+    unmatched: tuple[str, ...] = ()
+    unmatched_count: int = 0
+    missing: tuple[str, ...] = ()
+    missing_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FolderGroupView:
+    """Duplicate folders.
+
+    Attributes:
+        kind: ``"exact"`` (the same contents) or ``"near"`` (a share of them).
+        reclaimable: Bytes keeping only the first folder of an exact group frees (0 in near
+            groups).
+        members: The folders: the centre first in a near group.
+    """
+
+    kind: str
+    reclaimable: int
+    members: tuple[FolderView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FoldersView:
+    """The duplicate folders of a report, as ``dupes --dirs`` lists them.
+
+    Attributes:
+        groups: Exact groups, then near ones.
+        truncated: The answer was cut at the group limit.
+        folders: Folders in every group matched (those cut too).
+        reclaimable: What every exact group matched frees.
+        error: Why the folders could not be listed (e.g. a daemon that does not know the
+            request); ``""`` when they were.
+    """
+
+    groups: tuple[FolderGroupView, ...] = ()
+    truncated: bool = False
+    folders: int = 0
+    reclaimable: int = 0
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ReportView:
     """The groups of a report, the most reclaimable bytes first.
 
     Attributes:
         groups: Exact and near groups.
         truncated: The answer was cut at the group limit.
+        folders: The duplicate folders.
     """
 
     groups: tuple[GroupView, ...]
     truncated: bool = False
+    folders: FoldersView = FoldersView()
 
     def totals(self) -> Totals:
         """Groups, files and reclaimable bytes of the whole report, as ``dupes`` counts them

@@ -28,10 +28,19 @@ from typing import Any
 
 from isccd.extract.mediatype import mediatype_to_mode
 from isccd.fspath import shown
-from isccd.report.model import FileFacts, GroupView, MemberView, Preview, PreviewKind, ReportView
+from isccd.report.model import (
+    FileFacts,
+    FoldersView,
+    FolderView,
+    GroupView,
+    MemberView,
+    Preview,
+    PreviewKind,
+    ReportView,
+)
 
-#: The version of the page's data (the JSON in ``#report-data``).
-DATA_VERSION = 1
+#: The version of the page's data (the JSON in ``#report-data``): 2 added ``folders``.
+DATA_VERSION = 2
 
 _MARKER = re.compile(r"\{\{(\w+)\}\}")
 _UNSAFE_IN_SCRIPT = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
@@ -90,7 +99,14 @@ def page_data(
         members = [_member(m, _facts_of(m, facts), thumbs) for m in group.members]
         groups.append(_group(group, members))
     totals = view.totals()
+    folders = _folders(view.folders)
     names = {n for g in groups for m in g["members"] for n in (m["path"], m["root"], *m["links"])}
+    names |= {
+        n
+        for g in folders["groups"]
+        for m in g["members"]
+        for n in (m["path"], m["root"], *m["unmatched"], *m["missing"])
+    }
     return {
         "version": DATA_VERSION,
         "source": source,
@@ -107,6 +123,7 @@ def page_data(
             "data:image/webp;base64," + base64.b64encode(picture).decode() for picture in thumbs
         ],
         "groups": groups,
+        "folders": folders,
         # How each name that does not print as it is is shown (the script shows the others
         # as they are).
         "shown": {name: shown(name) for name in sorted(names) if shown(name) != name},
@@ -126,6 +143,40 @@ def _group(group: GroupView, members: list[dict[str, Any]]) -> dict[str, Any]:
         "reclaimable": group.reclaimable,
         "type": kind,
         "members": members,
+    }
+
+
+def _folders(folders: FoldersView) -> dict[str, Any]:
+    return {
+        "groups": [
+            {
+                "kind": group.kind,
+                "reclaimable": group.reclaimable,
+                "members": [_folder(m) for m in group.members],
+            }
+            for group in folders.groups
+        ],
+        "truncated": folders.truncated,
+        "folders": folders.folders,
+        "reclaimable": folders.reclaimable,
+        "error": folders.error,
+    }
+
+
+def _folder(folder: FolderView) -> dict[str, Any]:
+    # Another host's folder is shown as host:path, as its files are.
+    where = f"{folder.host}:" if folder.host else ""
+    return {
+        "path": where + folder.path,
+        "root": where + folder.root,
+        "files": folder.files,
+        "size": folder.size,
+        "centre": folder.centre,
+        "share": folder.share,
+        "unmatched": list(folder.unmatched),
+        "unmatched_count": folder.unmatched_count,
+        "missing": list(folder.missing),
+        "missing_count": folder.missing_count,
     }
 
 

@@ -9,6 +9,9 @@ The library holds, besides unrelated files:
 - exact copies of one text under hostile names: ``</script>`` across two path components,
   quotes and ``&``, a newline, a byte that is not UTF-8 and a right-to-left override.
 
+A second library, of folders (:func:`make_folders`), holds an exact copy of a folder under a
+hostile name and a copy of a folder with one file more (a hostile name too).
+
 Every test of the package runs without the system's configuration and with its own preview
 cache (``CONFIGURATION_DIRECTORY`` and ``CACHE_DIRECTORY`` point into a temporary directory).
 """
@@ -109,6 +112,46 @@ def make_library(root: Path) -> None:
         path.write_text(HOSTILE_TEXT)
 
 
+#: A folder's hostile name: markup, quotes, ``&``, a newline and a right-to-left override.
+HOSTILE_DIR = "<img src=x onerror=\"window.pwned=3\"> 'q' &\nline\u202eexe"
+
+#: The hostile name of the file only the larger of the near folders holds.
+HOSTILE_BONUS = "bonus <b>\"x\" & 'y'\n\u202e.bin"
+
+#: The sizes of the near folders' shared files (``music/summer`` and ``backup/summer-plus``).
+SUMMER = (3000, 3001, 3002, 3003, 3004)
+
+#: The size of the file only ``backup/summer-plus`` holds.
+BONUS = 5000
+
+#: The sizes of ``docs`` and its exact copy's files.
+DOCS = {"notes/n0.bin": 2000, "notes/n1.bin": 2001, "readme.bin": 2500}
+
+
+def make_folders(root: Path) -> None:
+    """Write the library of folders under ``root``: ``docs`` and its exact copy
+    :data:`HOSTILE_DIR`; ``music/summer`` and its copy with one file more,
+    ``backup/summer-plus`` (their share 10/11, above the 90 % of near folders); a file
+    of its own beside each, so that neither ``music`` nor ``backup`` stands for its folder.
+    Every file holds random bytes of its own (no two are near by content)."""
+    rng = random.Random(11)
+    for name, size in DOCS.items():
+        for folder in ("docs", HOSTILE_DIR):
+            (root / folder / name).parent.mkdir(parents=True, exist_ok=True)
+        data = rng.randbytes(size)
+        (root / "docs" / name).write_bytes(data)
+        (root / HOSTILE_DIR / name).write_bytes(data)
+    (root / "music" / "summer").mkdir(parents=True)
+    (root / "backup" / "summer-plus").mkdir(parents=True)
+    for i, size in enumerate(SUMMER):
+        data = rng.randbytes(size)
+        (root / "music" / "summer" / f"track{i}.bin").write_bytes(data)
+        (root / "backup" / "summer-plus" / f"track{i}.bin").write_bytes(data)
+    (root / "backup" / "summer-plus" / HOSTILE_BONUS).write_bytes(rng.randbytes(BONUS))
+    (root / "music" / "other.bin").write_bytes(rng.randbytes(1000))
+    (root / "backup" / "unrelated.bin").write_bytes(rng.randbytes(1100))
+
+
 @pytest.fixture(autouse=True)
 def _own_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "etc").mkdir(exist_ok=True)
@@ -121,6 +164,19 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
     """The library, scanned into a store (once per module)."""
     base = tmp_path_factory.mktemp("report")
     make_library(base / "library")
+    with pytest.MonkeyPatch.context() as patch:
+        (base / "etc").mkdir()
+        patch.setenv("CONFIGURATION_DIRECTORY", str(base / "etc"))
+        status = main(["scan", "--state", str(base / "state"), str(base / "library")])
+    assert status == 0
+    yield Library(base / "library", base / "state")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+    """The library of folders, scanned into a store (once per module)."""
+    base = tmp_path_factory.mktemp("folders")
+    make_folders(base / "library")
     with pytest.MonkeyPatch.context() as patch:
         (base / "etc").mkdir()
         patch.setenv("CONFIGURATION_DIRECTORY", str(base / "etc"))

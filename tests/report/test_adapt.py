@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 from isccd.model import UnitType
-from isccd.report.adapt import view_of_dupes
+from isccd.report.adapt import view_of_dirs, view_of_dupes
 from isccd.report.model import (
     FileFacts,
     FileStat,
+    FolderGroupView,
+    FoldersView,
+    FolderView,
     GroupView,
     MemberView,
     Preview,
     PreviewKind,
 )
 from isccd.report.page import page_data
-from isccd.results import DupesResult, DupGroup, DupKind, DupMember, Totals
+from isccd.results import (
+    DirGroup,
+    DirMember,
+    DirsResult,
+    DupesResult,
+    DupGroup,
+    DupKind,
+    DupMember,
+    Totals,
+)
 
 INSTANCE = "ISCC:IAAZV3ZSNCAD3X7B"
 
@@ -109,3 +121,41 @@ def test_another_hosts_file_is_shown_and_never_looked_at_here() -> None:
         ("there:/r/a", "there:/r", True),  # no plan can name it
     ]
     assert "on host there" in shown[1]["note"]
+
+
+def test_folders_keep_their_order_centre_share_and_names() -> None:
+    near = DirGroup(
+        DupKind.NEAR,
+        (
+            DirMember("/r/plus", "/r", "here", 6, 600),
+            DirMember("/r/a", "/r", "there", 5, 500, 10 / 11, (), 0, ("bonus",), 1),
+        ),
+    )
+    exact = DirGroup(
+        DupKind.EXACT,
+        (DirMember("/r/x", "/r", "here", 2, 20), DirMember("/r/y", "/r", "here", 2, 20)),
+        20,
+    )
+    view = view_of_dirs(DirsResult((exact, near), True, 4, 20), "here")
+    assert view == FoldersView(
+        (
+            FolderGroupView(
+                "exact", 20, (FolderView("/r/x", "/r", 2, 20), FolderView("/r/y", "/r", 2, 20))
+            ),
+            FolderGroupView(
+                "near",
+                0,
+                (
+                    FolderView("/r/plus", "/r", 6, 600, centre=True),
+                    FolderView("/r/a", "/r", 5, 500, "there", share=10 / 11, missing=("bonus",),
+                               missing_count=1),
+                ),
+            ),
+        ),
+        truncated=True,
+        folders=4,
+        reclaimable=20,
+    )  # fmt: skip
+    # The file groups' view carries them; by default, none.
+    assert view_of_dupes(DupesResult(()), "here", view).folders is view
+    assert view_of_dupes(DupesResult(())).folders == FoldersView()

@@ -20,6 +20,9 @@ import pytest
 from isccd.cli.main import main
 from isccd.report.model import (
     FileFacts,
+    FolderGroupView,
+    FoldersView,
+    FolderView,
     GroupView,
     MemberView,
     Preview,
@@ -308,3 +311,132 @@ def test_a_screenshot(page: Page, tmp_path: Path) -> None:
     head = shot.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", head[16:24]) == (1280, 900)
+
+
+@pytest.fixture(scope="module")
+def folders_report(folders: Library, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report page of the library of folders."""
+    base = tmp_path_factory.mktemp("folders-page")
+    out = base / "report.html"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CACHE_DIRECTORY", str(base / "cache"))
+        assert main(["report", "--state", str(folders.state), "-o", str(out)]) == 0
+    return out
+
+
+def _open(browser: Browser, page: Path) -> Page:
+    tab = browser.open(page.as_uri())
+    tab.wait_for("document.documentElement.dataset.ready")
+    return tab
+
+
+#: Each folder group as the page shows it: its header, then each folder's path (its title),
+#: text and names listed.
+FOLDER_CARDS = """[...document.querySelectorAll('#folder-groups section.dirgroup')].map(g => ({
+  head: [...g.querySelectorAll('header span')].map(s => s.textContent),
+  folders: [...g.querySelectorAll('li.folder')].map(f => ({
+    title: f.querySelector('.path').title,
+    path: f.querySelector('.path').textContent,
+    facts: f.querySelector('.facts').textContent,
+    centre: f.classList.contains('centre'),
+    names: [...f.querySelectorAll('.names li')].map(n => n.textContent),
+  })),
+}))"""
+
+
+def test_the_duplicate_folders_are_shown(browser: Browser, folders_report: Path,
+                                         folders: Library) -> None:  # fmt: skip
+    tab = _open(browser, folders_report)
+    copy = folders.path("<img src=x onerror=\"window.pwned=3\"> 'q' &\\nline\\u202eexe")
+    assert tab.evaluate(FOLDER_CARDS) == [
+        {
+            "head": ["exact", "6.3 KiB reclaimable", "2 folders"],
+            "folders": [
+                {"title": copy, "path": copy + "/", "facts": "3 files \u00b7 6.3 KiB",
+                 "centre": False, "names": []},
+                {"title": folders.path("docs"), "path": folders.path("docs") + "/",
+                 "facts": "3 files \u00b7 6.3 KiB", "centre": False, "names": []},
+            ],
+        },
+        {
+            "head": ["near", "2 folders"],
+            "folders": [
+                {"title": folders.path("backup/summer-plus"),
+                 "path": folders.path("backup/summer-plus") + "/",
+                 "facts": "6 files \u00b7 19.5 KiB \u00b7 centre", "centre": True, "names": []},
+                {"title": folders.path("music/summer"), "path": folders.path("music/summer") + "/",
+                 "facts": "5 files \u00b7 14.7 KiB \u00b7 90% shared with the centre",
+                 "centre": False, "names": ["- bonus <b>\"x\" & 'y'\\n\\u202e.bin"]},
+            ],
+        },
+    ]  # fmt: skip
+    assert tab.evaluate("document.getElementById('folders-totals').textContent") == (
+        "2 groups, 4 folders, 6.3 KiB reclaimable"
+    )
+    assert tab.evaluate("document.documentElement.dataset.folderGroups") == "2"
+    # The hostile names are text: no element, no script ran.
+    assert tab.evaluate("typeof window.pwned") == "undefined"
+    assert tab.evaluate("document.querySelectorAll('#folders img, #folders b').length") == 0
+    assert tab.evaluate("document.getElementById('folders-note').hidden")
+    assert tab.evaluate("document.getElementById('folders-truncated').hidden")
+    # The file groups are there too, below.
+    assert tab.evaluate("document.querySelectorAll('main section.group').length") == 8
+    errors = tab.errors
+    tab.close()
+    assert errors == []
+
+
+def test_a_page_without_duplicate_folders_says_so(page: Page) -> None:
+    assert page.evaluate("document.querySelector('#folder-groups .empty').textContent") == (
+        "No duplicate folders."
+    )
+    assert page.evaluate("document.querySelectorAll('section.dirgroup').length") == 0
+
+
+def _folder_page(tmp_path: Path, dirs: FoldersView) -> Path:
+    """A page of one exact file group and the folders ``dirs``."""
+    (tmp_path / "a").write_bytes(b"a")
+    seen = FileFacts(file_stat(os.lstat(tmp_path / "a")), Preview(PreviewKind.ICON))
+    facts = {str(tmp_path / name): seen for name in ("a", "b")}
+    members = tuple(MemberView(p, (), str(tmp_path), 1, "instance", 0, "ISCC:IAAZV3ZSNCAD3X7B")
+                    for p in facts)  # fmt: skip
+    view = ReportView((GroupView("exact", "instance", 0, 1, members),), folders=dirs)
+    page_file = tmp_path / "page.html"
+    page_file.write_text(render_page(view, facts, source="a test", generated=1.0))
+    return page_file
+
+
+def test_names_past_those_listed_are_counted(browser: Browser, tmp_path: Path) -> None:
+    evil = "/r/</script><script>window.pwned=5</script>"
+    centre = FolderView(evil, "/r", 40, 4000, centre=True)
+    member = FolderView(
+        "/r/b", "/r", 41, 4100, host="nas", share=0.58, unmatched=("x<i>1</i>", "x2"),
+        unmatched_count=25, missing=("gone\u202e",), missing_count=3,
+    )  # fmt: skip
+    dirs = FoldersView((FolderGroupView("near", 0, (centre, member)),), truncated=True, folders=9)
+    tab = _open(browser, _folder_page(tmp_path, dirs))
+    [card] = tab.evaluate(FOLDER_CARDS)
+    assert [(f["path"], f["facts"], f["names"]) for f in card["folders"]] == [
+        (evil + "/", "40 files \u00b7 3.9 KiB \u00b7 centre", []),
+        ("nas:/r/b/", "41 files \u00b7 4.0 KiB \u00b7 58% shared with the centre",
+         ["+ x<i>1</i>", "+ x2", "+ 23 more", "- gone\\u202e", "- 2 more"]),
+    ]  # fmt: skip
+    assert not tab.evaluate("document.getElementById('folders-truncated').hidden")
+    assert tab.evaluate("typeof window.pwned") == "undefined"
+    assert tab.evaluate("document.querySelectorAll('#folders i, #folders script').length") == 0
+    assert tab.errors == []
+    tab.close()
+
+
+def test_folders_that_could_not_be_listed_are_said_so(browser: Browser, tmp_path: Path) -> None:
+    note = "the daemon does not list duplicate folders (it is older than this isccd)"
+    tab = _open(browser, _folder_page(tmp_path, FoldersView(error=note)))
+    assert tab.evaluate("document.getElementById('folders-note').hidden") is False
+    assert tab.evaluate("document.getElementById('folders-note').textContent") == (
+        f"Duplicate folders could not be listed: {note}."
+    )
+    assert tab.evaluate("document.querySelectorAll('#folder-groups > *').length") == 0
+    # The file groups are shown.
+    assert tab.evaluate("document.querySelectorAll('main section.group').length") == 1
+    assert tab.errors == []
+    tab.close()

@@ -13,6 +13,9 @@ from isccd.fspath import shown
 from isccd.report.model import (
     FileFacts,
     FileStat,
+    FolderGroupView,
+    FoldersView,
+    FolderView,
     GroupView,
     MemberView,
     Preview,
@@ -134,3 +137,50 @@ def test_the_page_shows_a_name_as_the_command_line_does() -> None:
     assert data["shown"] == {n: shown(n) for n in names if shown(n) != n}
     # The script escapes nothing itself: it shows the forms it is given.
     assert '"\\\\x" + hex' not in _page(names)
+
+
+def test_hostile_folder_names_reach_the_page_only_as_json_text() -> None:
+    folder = "/r/<img src=x onerror=\"pwned=1\"> 'q' &\nline\u202e"
+    unmatched = "</script><script>pwned=2</script>"
+    missing = os.fsdecode(b"caf\xe9<u>")
+    dirs = FoldersView(
+        (
+            FolderGroupView(
+                "near",
+                0,
+                (
+                    FolderView(folder, "/r", 3, 30, centre=True),
+                    FolderView("/r/b", "/r", 3, 30, share=0.9, unmatched=(unmatched,),
+                               unmatched_count=1, missing=(missing,), missing_count=4),
+                ),
+            ),
+        ),
+        folders=2,
+    )  # fmt: skip
+    view = ReportView(_view(["/r/a", "/r/c"]).groups, folders=dirs)
+    page = render_page(view, _facts(["/r/a", "/r/c"], Preview(PreviewKind.ICON)), source="t",
+                       generated=1.0)  # fmt: skip
+    raw = ("<img", "<script>pwned", "<u>", "\nline", "\u202e", "\udce9")
+    assert [r for r in raw if r in page] == []
+    assert page.count("<script") == 2
+    data = page_data(page)
+    centre, member = data["folders"]["groups"][0]["members"]
+    assert (centre["path"], centre["centre"]) == (folder, True)
+    assert (member["unmatched"], member["missing"], member["missing_count"]) == (
+        [unmatched], [missing], 4
+    )  # fmt: skip
+    assert data["shown"][folder] == "/r/<img src=x onerror=\"pwned=1\"> 'q' &\\nline\\u202e"
+    assert data["shown"][missing] == "caf\\xe9<u>"
+    assert unmatched not in data["shown"]  # it prints as it is
+
+
+def test_a_page_without_folders_has_an_empty_list_and_an_error_when_asked() -> None:
+    data = page_data(_page(["/r/a", "/r/b"]))
+    assert data["folders"] == {
+        "groups": [], "truncated": False, "folders": 0, "reclaimable": 0, "error": ""
+    }  # fmt: skip
+    view = ReportView(_view(["/r/a", "/r/b"]).groups, folders=FoldersView(error="refused"))
+    facts = _facts(["/r/a", "/r/b"], Preview(PreviewKind.ICON))
+    data = page_data(render_page(view, facts, source="t", generated=1.0))
+    assert (data["folders"]["groups"], data["folders"]["error"]) == ([], "refused")
+    assert data["groups"][0]["members"][0]["path"] == "/r/a"

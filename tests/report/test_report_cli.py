@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from isccd.cli.main import main
+from isccd.protocol.messages import encode_error
 from tests.e2e.conftest import daemons
-from tests.report.conftest import HOSTILE_TEXT, Library, dupes, page_data
+from tests.report.conftest import (
+    HOSTILE_BONUS,
+    HOSTILE_DIR,
+    HOSTILE_TEXT,
+    Library,
+    dupes,
+    page_data,
+)
 
 
 def report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -205,3 +219,187 @@ def test_a_folder_named_isccd_in_the_working_directory_leaves_the_previews_made(
         for m in g["members"]
     }
     assert kinds["photos/beach.jpg"] == "image", done.stderr
+
+
+def dirs(library: Library, *args: str) -> dict[str, Any]:
+    """What ``isccd dupes --dirs --json`` says of the library."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["dupes", "--dirs", "--json", "--state", str(library.state), *args]) == 0
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
+
+
+def folder_rows(data: dict[str, Any]) -> list[tuple[str, int, list[tuple[str, int, int, bool]]]]:
+    return [
+        (
+            g["kind"],
+            g["reclaimable"],
+            [(m["path"], m["files"], m["size"], m["centre"]) for m in g["members"]],
+        )
+        for g in data["folders"]["groups"]
+    ]
+
+
+@pytest.mark.slow
+def test_the_report_shows_the_duplicate_folders(
+    folders: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report.html"
+    status, stdout, err = report(capsys, "--state", str(folders.state), "-o", str(out))
+    assert (status, err) == (0, "")
+    assert stdout.startswith(f"{out}: 8 groups, 16 files, ")
+    assert stdout.endswith(" reclaimable; 2 groups of folders\n")
+    data = page_data(out.read_text())
+    docs, copy = folders.path("docs"), folders.path(HOSTILE_DIR)
+    summer, plus = folders.path("music/summer"), folders.path("backup/summer-plus")
+    assert folder_rows(data) == [
+        ("exact", 6501, [(copy, 3, 6501, False), (docs, 3, 6501, False)]),
+        ("near", 0, [(plus, 6, 20010, True), (summer, 5, 15010, False)]),
+    ]
+    centre, near = data["folders"]["groups"][1]["members"]
+    assert centre["share"] == 1
+    assert near["share"] == pytest.approx(10 / 11)
+    assert (near["unmatched"], near["unmatched_count"]) == ([], 0)
+    assert (near["missing"], near["missing_count"]) == ([HOSTILE_BONUS], 1)
+    assert {k: data["folders"][k] for k in ("truncated", "folders", "reclaimable", "error")} == {
+        "truncated": False, "folders": 4, "reclaimable": 6501, "error": ""
+    }  # fmt: skip
+    # The hostile names come with the forms the command line shows them in.
+    assert data["shown"][copy] == folders.path(
+        "<img src=x onerror=\"window.pwned=3\"> 'q' &\\nline\\u202eexe"
+    )
+    assert data["shown"][HOSTILE_BONUS] == "bonus <b>\"x\" & 'y'\\n\\u202e.bin"
+    # As `dupes --dirs --near` lists them.
+    listed = dirs(folders, "--near")
+    assert [[m["path"] for m in g["members"]] for g in listed["groups"]] == [
+        [m["path"] for m in g["members"]] for g in data["folders"]["groups"]
+    ]
+
+
+@pytest.mark.slow
+def test_the_folders_follow_near_root_and_limit(
+    folders: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.html"
+    state = str(folders.state)
+    assert report(capsys, "--state", state, "--no-near", "-o", str(out))[0] == 0
+    assert [g[0] for g in folder_rows(page_data(out.read_text()))] == ["exact"]
+
+    assert report(capsys, "--state", state, "--root", folders.path("music"), "-o", str(out))[0] == 0
+    [(kind, _, members)] = folder_rows(page_data(out.read_text()))
+    assert (kind, members[1][0]) == ("near", folders.path("music/summer"))
+
+    status, stdout, err = report(capsys, "--state", state, "--limit", "1", "-o", str(out))
+    assert status == 0
+    assert err.splitlines() == [
+        "isccd: more than 1 groups: the first are shown; raise --limit",
+        "isccd: more than 1 groups of folders: the first are shown; raise --limit",
+    ]
+    assert stdout.endswith("; 1+ groups of folders\n")
+    data = page_data(out.read_text())["folders"]
+    assert (len(data["groups"]), data["truncated"], data["folders"]) == (1, True, 4)
+
+
+@pytest.mark.slow
+def test_a_library_without_duplicate_folders_says_none(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.html"
+    status, stdout, _ = report(capsys, "--state", str(library.state), "-o", str(out))
+    assert status == 0
+    assert "folders" not in stdout
+    folders = page_data(out.read_text())["folders"]
+    assert (folders["groups"], folders["error"]) == ([], "")
+
+
+@contextlib.contextmanager
+def without_dirs(upstream: Path, path: Path) -> Iterator[Path]:
+    """A socket at ``path`` that passes every request on to the daemon at ``upstream`` and its
+    replies back, but answers ``dirs`` as a daemon older than that request does:
+    ``unknown_command``."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    threads: list[threading.Thread] = []
+    connections: list[socket.socket] = []
+
+    def serve(client: socket.socket) -> None:
+        daemon = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        daemon.connect(str(upstream))
+        connections.append(daemon)
+        lock = threading.Lock()
+
+        def replies() -> None:
+            with contextlib.suppress(OSError):
+                for line in daemon.makefile("rb"):
+                    with lock:
+                        client.sendall(line)
+
+        back = threading.Thread(target=replies, daemon=True)
+        back.start()
+        threads.append(back)
+        with contextlib.suppress(OSError):
+            for line in client.makefile("rb"):
+                request = json.loads(line)
+                if request.get("cmd") == "dirs":
+                    with lock:
+                        client.sendall(encode_error(request["id"], "unknown_command",
+                                                    "unknown command 'dirs'"))  # fmt: skip
+                else:
+                    daemon.sendall(line)
+        daemon.shutdown(socket.SHUT_RDWR)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = listener.accept()
+                connections.append(client)
+                thread = threading.Thread(target=serve, args=(client,), daemon=True)
+                thread.start()
+                threads.append(thread)
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        yield path
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        for thread in (acceptor, *threads):
+            thread.join(timeout=10)
+        for connection in connections:
+            connection.close()
+
+
+@pytest.mark.slow  # a daemon started, a root indexed
+def test_the_daemon_gives_the_folders_and_an_older_one_the_files_alone(
+    folders: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with daemons() as make:
+        daemon = make()
+        shutil.copytree(folders.root, daemon.root, dirs_exist_ok=True)
+        daemon.start()
+        assert main(["rescan", "--wait", "--socket", str(daemon.socket)]) == 0
+        capsys.readouterr()
+        asked, old = tmp_path / "asked.html", tmp_path / "old.html"
+        status, _, err = report(capsys, "--socket", str(daemon.socket), "-o", str(asked))
+        assert (status, err) == (0, "")
+        with without_dirs(daemon.socket, daemon.base / "old.sock") as older:
+            status, stdout, err = report(capsys, "--socket", str(older), "-o", str(old))
+        assert daemon.stop() == 0
+    note = "the daemon does not list duplicate folders (it is older than this isccd)"
+    assert status == 0
+    assert err == f"isccd: duplicate folders not shown: {note}\n"
+    assert "folders" not in stdout
+    a, b = page_data(asked.read_text()), page_data(old.read_text())
+    assert [g[0] for g in folder_rows(a)] == ["exact", "near"]
+    assert a["folders"]["groups"][1]["members"][0]["path"] == str(
+        daemon.root / "backup/summer-plus"
+    )
+    # The file groups are all there; the page says why the folders are not.
+    assert b["groups"] == a["groups"] and len(b["groups"]) == 8
+    assert (b["folders"]["groups"], b["folders"]["error"]) == ([], note)

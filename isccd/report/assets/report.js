@@ -320,6 +320,69 @@
     observer.observe($("more"));
   }
 
+  // -- duplicate folders -----------------------------------------------------------------------
+
+  // A share as a whole percentage, never rounded up to 100 unless it is (as the command line
+  // shows it; the small margin keeps 0.58 from showing as 57).
+  const percent = (share) => (share >= 1 ? 100 : Math.min(99, Math.floor(share * 100 + 1e-9)));
+
+  function folderNames(list, count, sign, cls) {
+    const items = list.map((name) => el("li", cls, `${sign} ${shown(name)}`));
+    if (count > list.length) {
+      items.push(el("li", `${cls} more-names`, `${sign} ${(count - list.length).toLocaleString("en")} more`));
+    }
+    return items;
+  }
+
+  function folderCard(g, m) {
+    const item = el("li", m.centre ? "folder centre" : "folder");
+    const path = el("div", "path", shown(m.path) + "/");
+    path.title = shown(m.path);
+    const facts = [plural(m.files, "file"), size(m.size)];
+    if (m.centre) facts.push("centre");
+    else if (g.kind === "near") facts.push(`${percent(m.share)}% shared with the centre`);
+    item.append(path, el("div", "facts", facts.join(" \u00b7 ")));
+    const names = [
+      ...folderNames(m.unmatched, m.unmatched_count, "+", "unmatched"),
+      ...folderNames(m.missing, m.missing_count, "-", "missing"),
+    ];
+    if (names.length) {
+      const list = el("ul", "names");
+      list.append(...names);
+      item.append(list);
+    }
+    return item;
+  }
+
+  function renderFolders() {
+    const folders = data.folders ?? { groups: [], error: "", truncated: false };
+    const box = $("folder-groups");
+    $("folders-truncated").hidden = !folders.truncated;
+    if (folders.error) {
+      $("folders-note").hidden = false;
+      $("folders-note").textContent = `Duplicate folders could not be listed: ${folders.error}.`;
+      $("folders-totals").textContent = "";
+    } else if (!folders.groups.length) {
+      box.append(el("p", "empty", "No duplicate folders."));
+    } else {
+      $("folders-totals").textContent = `${plural(folders.groups.length, "group")}, ` +
+        `${plural(folders.folders, "folder")}, ${size(folders.reclaimable)} reclaimable`;
+    }
+    folders.groups.forEach((g, i) => {
+      const card = el("section", "dirgroup");
+      card.dataset.dirgroup = String(i);
+      const head = el("header");
+      head.append(el("span", `badge ${g.kind}`, g.kind === "exact" ? "exact" : "near"));
+      if (g.kind === "exact") head.append(el("span", "", `${size(g.reclaimable)} reclaimable`));
+      head.append(el("span", "muted", plural(g.members.length, "folder")));
+      const list = el("ol", "folder-list");
+      list.append(...g.members.map((m) => folderCard(g, m)));
+      card.append(head, list);
+      box.append(card);
+    });
+    root.dataset.folderGroups = String(folders.groups.length);
+  }
+
   // -- keep marks and the plan -----------------------------------------------------------------
 
   function setKeep(gi, mi, on) {
@@ -496,6 +559,7 @@
   });
 
   showDistance();
+  renderFolders();
   apply();
   root.dataset.ready = "1";
   // After the first frame is painted: the time to first render, for the benchmark.
