@@ -180,7 +180,8 @@ def _dir_lines(group: DirGroup, where: Callable[[str, str], str]) -> list[str]:
 
 def _percent(share: float) -> str:
     """A share as a whole percentage, never rounded up to 100 unless it is."""
-    percent = int(share * 100) if share < 1 else 100
+    # The margin keeps a share such as 29/50 from showing as 57% by its float's last bit.
+    percent = min(int(share * 100 + 1e-9), 99) if share < 1 else 100
     return f"{percent}%"
 
 

@@ -18,9 +18,11 @@ become groups around a centre folder by the rule of file groups (:mod:`isccd.pip
 each member with its share and the files matched in neither direction.
 
 **Highest level.** A folder whose contents are all in one subfolder is the same duplicate as
-that subfolder and is shown instead of it; a group all of whose folders' parents are in one
-group is not shown (the parents' group says it); a near pair whose parents are a near or
-exact pair is not either. A folder is never a duplicate of a folder above or below it.
+that subfolder and is shown instead of it; an exact group all of whose folders' parents are
+in one exact group is not shown (the parents' group says it); a near pair whose parents are
+a near or exact pair is not either. (An exact group below a near pair is shown: those
+subfolders are copies, and what removing one frees is counted.) A folder is never a
+duplicate of a folder above or below it.
 
 :func:`folder_groups` is pure: it takes the store's rows (:meth:`isccd.store.Store.folder_files`)
 and the held near relations (:func:`isccd.pipeline.groups.dup_dirs` reads them through the

@@ -3,9 +3,19 @@ names a host other than this one."""
 
 from __future__ import annotations
 
-from isccd.cli.answers import format_dupes, format_similar
+from isccd.cli.answers import format_dirs, format_dupes, format_similar
 from isccd.model import RelationKind, UnitType
-from isccd.results import DupesResult, DupGroup, DupKind, DupMember, Match, SimilarResult
+from isccd.results import (
+    DirGroup,
+    DirMember,
+    DirsResult,
+    DupesResult,
+    DupGroup,
+    DupKind,
+    DupMember,
+    Match,
+    SimilarResult,
+)
 
 
 def _group(*hosts: str) -> DupGroup:
@@ -44,3 +54,15 @@ def test_an_answer_naming_only_another_host_names_it() -> None:
     assert "b:" not in format_similar(result, "b")
     assert "a:/srv/0.txt" in format_dupes(DupesResult((_group("a", "a"),)), "b")
     assert "a:" not in format_dupes(DupesResult((_group("a", "a"),)), "a")
+
+
+def test_a_near_folders_share_is_shown_as_its_whole_percent_never_rounded_up() -> None:
+    def shown(share: float) -> str:
+        centre = DirMember("/srv/a", "/srv", "h", 50, 100)
+        member = DirMember("/srv/b", "/srv", "h", 50, 100, share=share)
+        text = format_dirs(DirsResult((DirGroup(DupKind.NEAR, (centre, member)),), folders=2))
+        return text.split("  /srv/b/  ", 1)[1].split(" ", 1)[0]
+
+    # 29/50, 57/100 and 7/25 are a bit below their percent as floats.
+    expected = {29 / 50: "58%", 57 / 100: "57%", 7 / 25: "28%", 0.999: "99%", 1.0: "100%"}
+    assert {share: shown(share) for share in expected} == expected
