@@ -13,7 +13,10 @@ Measured, in the same run and on the same store:
   ``SELECT dir_id, name, size, datahash, dev, ino FROM files``);
 - ``read``: the store's ``folder_files`` (the same rows, decoded into named tuples);
 - ``exact``: ``dupes --dirs`` as the index answers it (read and group), exact folders only;
-- ``near``: the same with ``--near`` (exact copies matched file by file, shares counted).
+- ``near``: the same with ``--near`` (exact copies matched file by file, shares counted);
+- ``load``: the daemon reading the folders' sums once (:class:`FolderWatch`, at its start);
+- ``change``: one file added to a folder that was a copy, then the folders settled (what the
+  daemon does per change for ``dir.dup``/``dir.resolved``), the median of ``CHANGES``.
 
 Medians of ``--rounds`` rounds, each ratio to the floor, and the growth exponent of ``exact``
 and ``near`` over the sizes (1.0: linear).
@@ -34,6 +37,7 @@ import time
 from pathlib import Path
 
 PER_FOLDER = 100
+CHANGES = 20
 
 
 def build(path: Path, files: int) -> tuple[int, int]:
@@ -113,6 +117,35 @@ def timed(path: Path, what: str) -> tuple[float, int]:
         return time.perf_counter() - started, groups
 
 
+def watched(path: Path) -> tuple[float, float, int]:
+    """Seconds to load the folders' sums, the median seconds of one change settled, and the
+    folder events the changes made."""
+    from isccd.model import Event, EventType
+    from isccd.pipeline.dirwatch import FolderWatch
+    from isccd.store import open_store, state_url
+
+    store = open_store(state_url(path), host="bench", readonly=True)
+    try:
+        watch = FolderWatch(1.0)
+        started = time.perf_counter()
+        watch.load(store)
+        load = time.perf_counter() - started
+        changes, told = [], 0
+        for n in range(CHANGES):
+            folder = 20 * n + 1  # a copy (see build)
+            path_of = f"/lib/set{folder // 100}/folder{folder}/new{n}"
+            digest = hashlib.blake2b(f"change{n}".encode(), digest_size=32).hexdigest()
+            data = {"datahash": "1e20" + digest, "size": 777}
+            event = Event(n + 1, EventType.FILE_ADDED, 0.0, "/lib", path_of, data, "bench")
+            started = time.perf_counter()
+            watch.note([event], store, float(n * 10))
+            told += len(watch.settle(float(n * 10 + 5), store))
+            changes.append(time.perf_counter() - started)
+        return load, statistics.median(changes), told
+    finally:
+        store.close()
+
+
 def exponent(sizes: list[int], seconds: list[float]) -> float:
     xs = [math.log(s) for s in sizes]
     ys = [math.log(t) for t in seconds]
@@ -133,13 +166,23 @@ def main() -> None:
     for files in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             folders, copies = build(Path(tmp), files)
-            times: dict[str, list[float]] = {"floor": [], "read": [], "exact": [], "near": []}
+            times: dict[str, list[float]] = {
+                "floor": [],
+                "read": [],
+                "exact": [],
+                "near": [],
+                "load": [],
+                "change": [],
+            }
             found: dict[str, int] = {}
             for _ in range(args.rounds):
                 times["floor"].append(floor(Path(tmp)))
                 for what in ("read", "exact", "near"):
                     took, found[what] = timed(Path(tmp), what)
                     times[what].append(took)
+                load, change, found["told"] = watched(Path(tmp))
+                times["load"].append(load)
+                times["change"].append(change)
             median = {k: statistics.median(v) for k, v in times.items()}
             print(
                 f"{files:>9,} files in {folders:,} folders ({copies:,} copies): "
@@ -149,6 +192,11 @@ def main() -> None:
                     for k in ("read", "exact", "near")
                 )
                 + f"; groups exact {found['exact']:,}, with near {found['near']:,}"
+            )
+            print(
+                f"{'':>9}  daemon: load {median['load']:.2f} s "
+                f"({median['load'] / median['floor']:.1f}x); one change settled "
+                f"{median['change'] * 1000:.1f} ms, {found['told']} events for {CHANGES} changes"
             )
             results["exact"].append(median["exact"])
             results["near"].append(median["near"])

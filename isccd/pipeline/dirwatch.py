@@ -30,13 +30,12 @@ Runs on the store's owner thread, as part of the index.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from isccd.model import Event, EventType
-from isccd.pipeline.folders import Folder, FolderTree
+from isccd.pipeline.folders import Folder, FolderTree, fingerprint
 from isccd.pipeline.peers import size_of
 from isccd.store import FolderFile, Store
 from isccd.store.base import split_path
@@ -95,6 +94,10 @@ class FolderWatch:
         tree = FolderTree(files)
         shown, _, _ = tree.exact_groups()
         self._announced = _groups(tree, shown)
+        # The contents compared now need not be read again until their sums change.
+        for node, digest in tree.compared.items():
+            folder = tree.nodes[node]
+            self._verified[tree.key(node)] = ((folder.files, folder.size, folder.sum), digest)
         tree.forget_rows(self._contents)
         self._tree = tree
         self._store = store
@@ -206,12 +209,11 @@ class FolderWatch:
         known = self._verified.get((host, path))
         if known is not None and known[0] == state:
             return known[1]
-        digests = sorted(
+        digest = fingerprint(
             bytes.fromhex(s.record.datahash or "")
             for s in store.files_under(path)
             if s.record.datahash is not None and size_of(s.record) != 0
         )
-        digest = hashlib.blake2b(b"".join(digests), digest_size=32).digest()
         self._verified[(host, path)] = (state, digest)
         return digest
 

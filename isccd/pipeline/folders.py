@@ -31,6 +31,7 @@ index); :class:`FolderTree` is kept current by :mod:`isccd.pipeline.dirwatch` to
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,13 @@ from isccd.store import FolderFile
 
 #: A folder: ``(host, path)``.
 Folder = tuple[str, str]
+
+
+def fingerprint(contents: Iterable[bytes]) -> bytes:
+    """What two folders holding the same contents (raw datahashes, in any order) share, and
+    two folders holding other contents do not (a BLAKE2b digest of the sorted contents)."""
+    return hashlib.blake2b(b"".join(sorted(contents)), digest_size=32).digest()
+
 
 _MASK = (1 << 128) - 1
 
@@ -114,6 +122,8 @@ class FolderTree:
         self.nodes: list[_Node] = []
         self.slot: dict[Folder, int] = {}
         self.leaf: list[int] = []  # the folder of each file
+        #: The fingerprint of the contents of each folder compared (:func:`fingerprint`).
+        self.compared: dict[int, bytes] = {}
         for index, f in enumerate(files):
             at = self._node(f.host, f.dir, f.root)
             self.nodes[at].own.append(index)
@@ -266,13 +276,13 @@ class FolderTree:
         if len(tops) < 2:
             return []
         # The same sums are not the same contents until the contents say so.
-        by_contents: dict[object, list[int]] = {}
+        by_contents: dict[bytes, list[int]] = {}
         for n in tops:
-            contents: object
             if self._contents is not None:
                 contents = self._contents(self.nodes[n].host, self.nodes[n].path)
             else:
-                contents = tuple(sorted(self.files[i].datahash or b"" for i in self.below(n)))
+                contents = fingerprint(self.files[i].datahash or b"" for i in self.below(n))
+            self.compared[n] = contents
             by_contents.setdefault(contents, []).append(n)
         return [g for g in by_contents.values() if len(g) > 1]
 
