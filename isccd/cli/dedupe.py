@@ -156,6 +156,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--near", action="store_true", help="also near-duplicate groups (only with --move)"
     )
     parser.add_argument(
+        "--dirs", action="store_true",
+        help="act on exact duplicate folders (as `isccd dupes --dirs` lists them): every file "
+        "of a duplicate folder, each with its copy in the folder kept; a folder that changed "
+        "since the plan is left whole",
+    )  # fmt: skip
+    parser.add_argument(
         "--keep", action="append", default=[], metavar="RULE",
         help="which file stays: oldest, newest, largest, shortest-path or path=PREFIX; "
         "repeat to break ties in order (default: oldest, then shortest-path; at last the path)",
@@ -222,6 +228,22 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise _Usage("a plan file says which file each group keeps; --keep does not apply")
     if args.plan is not None and (args.root or args.min_size or args.types):
         raise _Usage("--root, --min-size and --type choose groups; a plan has them")
+    if args.dirs:
+        _check_dirs(args)
+
+
+def _check_dirs(args: argparse.Namespace) -> None:
+    if args.plan is not None:
+        raise _Usage("a plan file has its groups (of folders too); --dirs does not apply")
+    if args.near:
+        raise _Usage("--dirs acts on exact duplicate folders only; --near does not apply")
+    if args.script:
+        raise _Usage("--dirs checks each folder whole before acting; use --apply, not --script")
+    if args.min_size or args.types:
+        raise _Usage("--min-size and --type choose files; --dirs acts on folders whole")
+    for rule in _rules(args) if args.keep else ():
+        if rule.by.value not in ("shortest-path", "path"):
+            raise _Usage(f"--keep {rule} chooses files; with --dirs: shortest-path or path=DIR")
 
 
 def run_dedupe(args: argparse.Namespace) -> int:
@@ -330,6 +352,8 @@ def _read_groups(args: argparse.Namespace) -> _Groups:
         roots = _plan_roots(args)
         check_roots(plan, roots, str(args.plan))
         return _Groups(plan, (), str(args.plan), roots)
+    if args.dirs:
+        return _read_folder_groups(args)
     rules = _rules(args)
     root = _folder(Path(args.root)) if args.root else None
     query = DupesQuery(
@@ -349,6 +373,35 @@ def _read_groups(args: argparse.Namespace) -> _Groups:
     source = f"index in {args.state}" if args.state else "the index"
     plan = build_plan(found.groups, rules, keep_in, found.thresholds)
     return _Groups(plan, found.excluded, source, roots)
+
+
+def _read_folder_groups(args: argparse.Namespace) -> _Groups:
+    """The plan of ``--dirs``: the exact duplicate folders, each file with its copy kept.
+
+    Raises:
+        Failed: The groups (or this host's roots) cannot be read.
+    """
+    from isccd.cli.folderplan import folder_plan  # noqa: PLC0415
+    from isccd.cli.roots import answer_with_roots  # noqa: PLC0415
+    from isccd.results import DirsQuery  # noqa: PLC0415
+
+    root = _folder(Path(args.root)) if args.root else None
+    query = DirsQuery(root=root, limit=args.limit, files=True)
+    result, roots = answer_with_roots(
+        args, lambda c: c.dup_dirs(query), lambda index, _: index.dup_dirs(query)
+    )
+    if result.truncated:
+        print(
+            f"isccd: more than {args.limit:,} folder groups: these first; run again for the rest",
+            file=sys.stderr,
+        )
+    prefixes = [r.prefix for r in _rules(args) if r.prefix is not None] if args.keep else []
+    made = folder_plan(
+        result, roots, host=configure(args).store_host,
+        keep_in=tuple(_folder(d) for d in args.keep_in), prefix=prefixes[0] if prefixes else None,
+    )  # fmt: skip
+    source = f"index in {args.state}" if args.state else "the index"
+    return _Groups(made.plan, made.excluded, source, roots)
 
 
 def _move_dir(args: argparse.Namespace, plan: Plan, watched: Sequence[str]) -> str | None:
@@ -380,6 +433,10 @@ def _run(args: argparse.Namespace) -> int:
     move_to = _move_dir(args, plan, roots)
     keep_in = tuple(_folder(d) for d in args.keep_in)
     steps, untouched = steps_of(plan, action, near=args.near, move_to=move_to, protected=keep_in)
+    if any(g.folder is not None for g in plan.groups):
+        if args.script:
+            return fail("this plan acts on folders whole; use --apply, not --script", EXIT_USAGE)
+        steps, untouched = _folders_unchanged(plan, steps, untouched)
     refused: tuple[Untouched, ...] = ()
     if not args.apply:
         # What --apply would refuse for the owners is left, in a dry run and a script alike
@@ -414,6 +471,22 @@ def _run(args: argparse.Namespace) -> int:
         args, plan=plan, action=action, steps=steps, move_to=move_to, untouched=untouched,
         excluded=excluded,
     )  # fmt: skip
+
+
+def _folders_unchanged(
+    plan: Plan, steps: Sequence[Step], untouched: Sequence[Untouched]
+) -> tuple[tuple[Step, ...], tuple[Untouched, ...]]:
+    """The steps of the folders that still hold what the plan says; the others' files are
+    left, each with why (a folder is acted on whole or not at all)."""
+    from isccd.dedupe.folders import changed  # noqa: PLC0415
+    from isccd.dedupe.plan import Untouched  # noqa: PLC0415
+
+    left = changed(plan)
+    if not left:
+        return tuple(steps), tuple(untouched)
+    kept = tuple(s for s in steps if s.group not in left)
+    gone = tuple(Untouched(s.group, s.path, left[s.group]) for s in steps if s.group in left)
+    return kept, (*untouched, *gone)
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -469,7 +542,24 @@ def _print_dry_run(
         by_group.setdefault(s.group, {})[s.member.path] = s.action.value
     notes = {(u.group, u.path): u.reason for u in untouched}
     out = []
+    folder: tuple[str, str] | None = None
     for g, group in enumerate(plan.groups):
+        if group.folder is not None:
+            # A duplicate folder: its files, each with its copy kept, under one heading.
+            here = (group.folder.path, group.folder.kept)
+            if here != folder:
+                folder = here
+                count = sum(1 for x in plan.groups if x.folder == group.folder)
+                out.append(
+                    f"folder {show(here[0])}/: {count:,} files, each a copy of one in "
+                    f"{show(here[1])}/ (kept)"
+                )
+            member = next(m for i, m in enumerate(group.members) if i != group.keep)
+            verb = by_group.get(g, {}).get(member.path, "leave")
+            note = notes.get((g, member.path))
+            line = f"  {verb:<7} {show(member.path)}  = {show(group.kept.path)}"
+            out.append(line + (f"  ({note})" if note else ""))
+            continue
         size = format_size(group.kept.size)
         out.append(f"{group.kind.value} group {g + 1}: {len(group.members)} files, {size} each")
         for i, member in enumerate(group.members):
@@ -549,6 +639,9 @@ def _apply(
             _locked(stack.enter_context(tree_lock(roots)))
         except TreeLockedError as exc:
             return fail(str(exc))
+        if any(g.folder is not None for g in plan.groups):
+            # Read again now that no other run can act on these roots.
+            steps, untouched = _folders_unchanged(plan, steps, untouched)
         try:
             log = _open_log(log_path, key, action)
         except ActionLogError as exc:
@@ -562,6 +655,7 @@ def _apply(
                 f"{exc}; stopped before the next file (each file is untouched or done, as "
                 f"logged so far: isccd dedupe --undo {log_path})"
             )
+        emptied = _emptied(plan, outcomes) if action.value == "remove" else 0
     bad = [o for o in outcomes if o.status in (Status.SKIPPED, Status.FAILED)]
     done = [o.step for o in outcomes if o.status is Status.DONE]
     if args.json:
@@ -572,6 +666,7 @@ def _apply(
                 "outcomes": [_outcome_json(o) for o in outcomes],
                 "left": [{"path": u.path, "reason": u.reason} for u in untouched],
                 "excluded": [{"path": e.path, "reason": e.reason} for e in excluded],
+                "folders_removed": emptied,
             },
             indent=1,
         )
@@ -579,8 +674,33 @@ def _apply(
         for e in excluded:
             print(f"left out {show(e.path)}: {e.reason}")
         print(f"{_summary(action, done, plan, dry=False)}; {len(bad):,} skipped or failed")
+        if emptied:
+            print(f"removed {emptied:,} folders left empty")
         print(f"action log: {log_path} (undo: isccd dedupe --undo {log_path})")
     return EXIT_FAILURE if bad else EXIT_OK
+
+
+def _emptied(plan: Plan, outcomes: Sequence[Outcome]) -> int:
+    """After ``--remove`` of duplicate folders: each folder all of whose files were removed
+    is removed with its folders, where empty (a folder holding anything else stays)."""
+    from isccd.dedupe.apply import Status  # noqa: PLC0415
+    from isccd.dedupe.folders import remove_empty  # noqa: PLC0415
+
+    status: dict[tuple[str, str], bool] = {}
+    for group in plan.groups:
+        if group.folder is not None:
+            status.setdefault((group.folder.root, group.folder.path), False)
+    acted: dict[tuple[str, str], list[bool]] = {}
+    for outcome in outcomes:
+        folder = plan.groups[outcome.step.group].folder
+        if folder is not None:
+            done = outcome.status in (Status.DONE, Status.NOTHING)
+            acted.setdefault((folder.root, folder.path), []).append(done)
+    removed = 0
+    for key in status:
+        if acted.get(key) and all(acted[key]):
+            removed += remove_empty(*key)
+    return removed
 
 
 def _open_log(path: Path, key: bytes, action: Action) -> ActionLog:

@@ -103,6 +103,29 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True)
+class FolderGuard:
+    """The folder a group's file belongs to, when the plan acts on duplicate folders
+    (``dedupe --dirs``): the folder is acted on whole or not at all.
+
+    Attributes:
+        path: The duplicate folder, whose files are acted on.
+        root: The watched root it is inside.
+        kept: The folder whose files stay (its exact duplicate).
+        listing: What the folder held when the plan was made: a digest of every name below it
+            with its type, device, inode, size and modification time
+            (:func:`isccd.dedupe.folders.listing`). If it holds anything else when the plan
+            is carried out, none of its files is touched.
+        entries: How many names that was.
+    """
+
+    path: str
+    root: str
+    kept: str
+    listing: str
+    entries: int
+
+
+@dataclass(frozen=True, slots=True)
 class Group:
     """Duplicates of one another, and the member that stays.
 
@@ -112,12 +135,14 @@ class Group:
         keep: Index in ``members`` of the one kept.
         threshold: For near groups, the largest distance (in bits of the kept file's unit) at
             which a member is near the kept file, and so may be moved.
+        folder: For a duplicate folder's file (``dedupe --dirs``), its folder.
     """
 
     kind: GroupKind
     members: tuple[Member, ...]
     keep: int
     threshold: int | None = None
+    folder: FolderGuard | None = None
 
     @property
     def kept(self) -> Member:

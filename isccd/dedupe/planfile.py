@@ -24,7 +24,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from isccd.dedupe.plan import PLAN_VERSION, Action, Group, GroupKind, Member, Plan, Step, Untouched
+from isccd.dedupe.plan import (
+    PLAN_VERSION,
+    Action,
+    FolderGuard,
+    Group,
+    GroupKind,
+    Member,
+    Plan,
+    Step,
+    Untouched,
+)
 from isccd.dedupe.schemacheck import Check, compile_schema
 from isccd.errors import PlanFileError
 from isccd.fspath import is_below
@@ -179,8 +189,36 @@ def plan_from_document(document: object, name: str = "the plan") -> Plan:
         keep = next(i for i, data in enumerate(group["members"]) if data["keep"])
         kind = GroupKind(group["kind"])
         threshold = group.get("threshold") if kind is GroupKind.NEAR else None
-        groups.append(Group(kind, tuple(members), keep, threshold))
+        folder = _folder(group, members, keep, name, f"groups[{g}]")
+        groups.append(Group(kind, tuple(members), keep, threshold, folder))
     return Plan(tuple(groups), document["version"])
+
+
+def _folder(
+    group: Mapping[str, Any], members: Sequence[Member], keep: int, name: str, where: str
+) -> FolderGuard | None:
+    """A group's folder: normalized, inside its root, holding every member acted on, and not
+    holding the member kept."""
+    data = group.get("folder")
+    if data is None:
+        return None
+    path, root, kept = data["path"], data["root"], data["kept"]
+    for value in (path, root, kept):
+        if "\0" in value or os.path.normpath(value) != value:
+            raise PlanFileError(
+                name, f"{where}.folder: {_short(repr(value))} is not a normalized path"
+            )
+    if not is_below(path, root) or not is_below(kept, root):
+        raise PlanFileError(name, f"{where}.folder: {_short(repr(path))} is not inside its root")
+    for i, member in enumerate(members):
+        inside = all(is_below(p, path) for p in member.paths)
+        if i == keep and any(is_below(p, path) for p in member.paths):
+            raise PlanFileError(
+                name, f"{where}.members[{i}]: the file kept is in the folder acted on"
+            )
+        if i != keep and not inside:
+            raise PlanFileError(name, f"{where}.members[{i}]: not inside the group's folder")
+    return FolderGuard(path, root, kept, data["listing"], data["entries"])
 
 
 def check_roots(plan: Plan, roots: Collection[str], name: str = "the plan") -> None:
@@ -317,6 +355,10 @@ def plan_document(
         shown: dict[str, Any] = {"kind": group.kind.value}
         if group.threshold is not None:
             shown["threshold"] = group.threshold
+        if group.folder is not None:
+            folder = group.folder
+            shown["folder"] = {"path": folder.path, "root": folder.root, "kept": folder.kept,
+                               "listing": folder.listing, "entries": folder.entries}  # fmt: skip
         groups.append(shown | {"members": members})
     document: dict[str, Any] = {"format": PLAN_FORMAT, "version": PLAN_VERSION}
     if created is not None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from isccd.fspath import is_under
 from isccd.pipeline.centres import centred
-from isccd.results import DIRS_NAMES_SHOWN, DirGroup, DirMember, DupKind
+from isccd.results import DIRS_NAMES_SHOWN, DirFile, DirGroup, DirMember, DupKind
 from isccd.store import FolderFile
 
 #: A folder: ``(host, path)``.
@@ -75,6 +75,7 @@ def folder_groups(
     near: Mapping[int, Iterable[int]],
     *,
     share: float | None = None,
+    contents: bool = False,
 ) -> list[DirGroup]:
     """The duplicate folders of ``files``: exact groups, the most reclaimable first, then, with
     a ``share``, near groups, the largest centre first.
@@ -85,6 +86,7 @@ def folder_groups(
             hold; either direction may be given).
         share: Near groups too: the least share of two folders' files that have a duplicate
             in the other (above 0, at most 1).
+        contents: Each exact group's folders with their files (:attr:`DirMember.contents`).
 
     Raises:
         ValueError: ``share`` is not above 0 and at most 1.
@@ -93,7 +95,7 @@ def folder_groups(
         raise ValueError(f"share {share} is not above 0 and at most 1")
     tree = FolderTree([f for f in files if f.size != 0])
     exact, member_of, covered_by = tree.exact_groups()
-    groups = [tree.exact_group(g) for g in exact]
+    groups = [tree.exact_group(g, contents=contents) for g in exact]
     groups.sort(key=lambda g: (-g.reclaimable, -g.members[0].size, g.members[0].host,
                                g.members[0].path))  # fmt: skip
     if share is not None:
@@ -286,9 +288,12 @@ class FolderTree:
             by_contents.setdefault(contents, []).append(n)
         return [g for g in by_contents.values() if len(g) > 1]
 
-    def exact_group(self, group: list[int]) -> DirGroup:
-        """An exact group, its first folder kept."""
-        members = tuple(self._member(n) for n in group)
+    def exact_group(self, group: list[int], *, contents: bool = False) -> DirGroup:
+        """An exact group, its first folder kept (``contents``: with their files)."""
+        members = tuple(
+            self._member(n, contents=self._contents_of(n)) if contents else self._member(n)
+            for n in group
+        )
         kept = {(self.files[i].host, self.files[i].identity) for i in self.below(group[0])}
         freed: dict[object, int] = {}
         for n in group[1:]:
@@ -298,6 +303,14 @@ class FolderTree:
                 if key not in kept:
                     freed[key] = f.size or 0
         return DirGroup(DupKind.EXACT, members, sum(freed.values()))
+
+    def _contents_of(self, node: int) -> tuple[DirFile, ...]:
+        found = []
+        for i in self.below(node):
+            f = self.files[i]
+            if f.datahash is not None:
+                found.append(DirFile(self.relative(node, i), f.size or 0, f.datahash.hex()))
+        return tuple(sorted(found, key=lambda d: d.name))
 
     def _member(self, node: int, **shown: object) -> DirMember:
         n = self.nodes[node]

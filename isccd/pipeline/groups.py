@@ -79,7 +79,9 @@ def dup_dirs(ix: Index, query: DirsQuery) -> DirsResult:
     near: dict[int, set[int]] = {}
     if query.near and ix.options.thresholds.enabled():
         near = _held_near(ix)
-    groups = folder_groups(files, near, share=query.share if query.near else None)
+    groups = folder_groups(
+        files, near, share=query.share if query.near else None, contents=query.files
+    )
     if query.host is not None:
         groups = [g for g in groups if any(m.host == query.host for m in g.members)]
     if query.root is not None:

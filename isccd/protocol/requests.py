@@ -291,6 +291,7 @@ def request_to_wire(request: Request) -> dict[str, Any]:
             obj["root"] = d.root
             obj["limit"] = None if d.limit == DUPES_LIMIT else d.limit
             obj["host"] = d.host
+            obj["files"] = d.files or None
         case WatchedRequest(query=q):
             obj = {"cmd": Command.WATCHED, "watchlist": q.watchlist}
             obj["near"] = None if q.near else False
@@ -530,7 +531,8 @@ def _dirs(request_id: RequestId, args: _Args) -> DirsRequest:
     root = args.path("root")
     limit = args.limit("limit", default=DUPES_LIMIT, maximum=DUPES_LIMIT_MAX)
     host = args.string("host", max_chars=MAX_HOST_CHARS)
-    return DirsRequest(request_id, DirsQuery(near, share, root, limit, host))
+    files = args.boolean("files")
+    return DirsRequest(request_id, DirsQuery(near, share, root, limit, host, files))
 
 
 def _watched(request_id: RequestId, args: _Args) -> WatchedRequest:

@@ -39,7 +39,7 @@ from isccd.submodules import on_first_use
 
 if TYPE_CHECKING:
     from isccd.results.files import FileInfo, Match, SimilarResult, file_type, units_of
-    from isccd.results.folders import DIRS_NAMES_SHOWN, DirGroup, DirMember, DirsResult
+    from isccd.results.folders import DIRS_NAMES_SHOWN, DirFile, DirGroup, DirMember, DirsResult
     from isccd.results.groups import DupesResult, DupGroup, DupKind, DupMember, Footprint, Totals
     from isccd.results.queries import (
         DIRS_SHARE,
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 #: (PEP 562). A test keeps this map, the imports above and ``__all__`` equal.
 _SUBMODULES: dict[str, tuple[str, ...]] = {
     "files": ("FileInfo", "Match", "SimilarResult", "file_type", "units_of"),
-    "folders": ("DIRS_NAMES_SHOWN", "DirGroup", "DirMember", "DirsResult"),
+    "folders": ("DIRS_NAMES_SHOWN", "DirFile", "DirGroup", "DirMember", "DirsResult"),
     "groups": ("DupesResult", "DupGroup", "DupKind", "DupMember", "Footprint", "Totals"),
     "queries": (
         "DIRS_SHARE",
@@ -108,6 +108,7 @@ __all__ = [
     "SIMILAR_LIMIT_MAX",
     "DaemonStatus",
     "DatabaseStatus",
+    "DirFile",
     "DirGroup",
     "DirMember",
     "DirsQuery",

@@ -15,6 +15,22 @@ from isccd.results.groups import DupKind
 
 
 @dataclass(frozen=True, slots=True)
+class DirFile:
+    """A file of an exact group's folder, as ``dedupe --dirs`` pairs them (asked for with
+    :attr:`~isccd.results.DirsQuery.files`).
+
+    Attributes:
+        name: Its path relative to the folder.
+        size: Its size in bytes.
+        datahash: Its Instance datahash (hex).
+    """
+
+    name: str
+    size: int
+    datahash: str
+
+
+@dataclass(frozen=True, slots=True)
 class DirMember:
     """One folder of a group.
 
@@ -32,6 +48,8 @@ class DirMember:
         missing: The centre's files (relative to the centre) with no duplicate in this folder,
             at most :data:`DIRS_NAMES_SHOWN`.
         missing_count: How many there are in all.
+        contents: In an exact group asked with ``files``: every file below the folder, by
+            name; else empty.
     """
 
     path: str
@@ -44,6 +62,7 @@ class DirMember:
     unmatched_count: int = 0
     missing: tuple[str, ...] = ()
     missing_count: int = 0
+    contents: tuple[DirFile, ...] = ()
 
 
 #: Most names of unmatched (or missing) files listed for a member of a near group.

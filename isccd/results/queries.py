@@ -120,6 +120,7 @@ class DirsQuery:
             the roots).
         limit: Most groups returned.
         host: Only groups with a folder on this host; ``None``: every group of the fleet.
+        files: Each exact group's folders with their files (what ``dedupe --dirs`` pairs).
     """
 
     near: bool = False
@@ -127,3 +128,4 @@ class DirsQuery:
     root: str | None = None
     limit: int = DUPES_LIMIT
     host: str | None = None
+    files: bool = False
