@@ -32,7 +32,7 @@ index); :class:`FolderTree` is kept current by :mod:`isccd.pipeline.dirwatch` to
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from isccd.fspath import is_under
@@ -387,23 +387,40 @@ class FolderTree:
             groups.append(DirGroup(DupKind.NEAR, tuple(shown)))
         return groups
 
-    def _pair_counts(self, matches: Mapping[int, set[int]]) -> dict[tuple[int, int], int]:
+    def _pair_counts(self, matches: _Matches) -> dict[tuple[int, int], int]:
         """``(x, y) -> n``: ``n`` files below the folder ``x`` have a duplicate at their depth
-        below the folder ``y`` (neither folder above the other)."""
-        chains = {node: self._chain(node) for node in set(self.leaf)}
-        ancestors = {node: set(chain) for node, chain in chains.items()}
+        below the folder ``y`` (neither folder above the other).
+
+        Files whose duplicates lie in the same folders count alike: they are counted by that
+        signature (their folder, and their duplicates' folders), and each signature's pairs
+        of folders are found once (a copied folder of a hundred files is one signature)."""
+        leaf = self.leaf
+        signatures: dict[tuple[int, frozenset[int]], int] = {}
+        for index in matches.files():
+            key = (leaf[index], frozenset(leaf[j] for j in matches.of(index)))
+            signatures[key] = signatures.get(key, 0) + 1
+        chains: dict[int, list[int]] = {}
+        ancestors: dict[int, set[int]] = {}
+
+        def chain(node: int) -> list[int]:
+            found = chains.get(node)
+            if found is None:
+                found = chains[node] = self._chain(node)
+                ancestors[node] = set(found)
+            return found
+
         counts: dict[tuple[int, int], int] = {}
-        for index, others in matches.items():
-            mine = chains[self.leaf[index]]
+        for (here, theirs_leaves), n in signatures.items():
+            mine = chain(here)
             seen: set[tuple[int, int]] = set()
-            for other in others:
-                theirs = chains[self.leaf[other]]
+            for there in theirs_leaves:
+                theirs = chain(there)
                 for x, y in zip(mine, theirs, strict=False):
-                    if x == y or x in ancestors[theirs[0]] or y in ancestors[mine[0]]:
+                    if x == y or x in ancestors[there] or y in ancestors[here]:
                         break
                     if (x, y) not in seen:
                         seen.add((x, y))
-                        counts[(x, y)] = counts.get((x, y), 0) + 1
+                        counts[(x, y)] = counts.get((x, y), 0) + n
         return counts
 
     def _near_pairs(
@@ -429,19 +446,39 @@ class FolderTree:
                 shown[(x, y)] = found
         return shown
 
-    def _matches(self, near: Mapping[int, Iterable[int]]) -> dict[int, set[int]]:
+    def _matches(self, near: Mapping[int, Iterable[int]]) -> _Matches:
         """For each file, the files that duplicate it: the same content, or near by a held
         relation (files in the tree only)."""
-        index_of: dict[int, int] = {f.id: i for i, f in enumerate(self.files)}
+        return _Matches(self.files, near)
+
+    def _unmatched(self, node: int, other: int, matches: _Matches) -> list[str]:
+        """The files below ``node`` with no duplicate at their depth below ``other``."""
+        depth = self.nodes[node].depth
+        left = []
+        for i in self.below(node):
+            levels = self.nodes[self.leaf[i]].depth - depth
+            if not any(self._up(self.leaf[j], levels) == other for j in matches.of(i)):
+                left.append(self.relative(node, i))
+        return sorted(left)
+
+
+class _Matches:
+    """The duplicates of each file of a list: the files with its content (kept as groups, a
+    copy held once, not once per file), and those near it by a held relation."""
+
+    def __init__(self, files: Sequence[FolderFile], near: Mapping[int, Iterable[int]]) -> None:
         by_content: dict[bytes, list[int]] = {}
-        for i, f in enumerate(self.files):
+        for i, f in enumerate(files):
             if f.datahash is not None:
                 by_content.setdefault(f.datahash, []).append(i)
-        matches: dict[int, set[int]] = {}
-        for same in by_content.values():
-            if len(same) > 1:
-                for i in same:
-                    matches.setdefault(i, set()).update(j for j in same if j != i)
+        self._groups = [same for same in by_content.values() if len(same) > 1]
+        del by_content
+        self._group_of = [-1] * len(files)
+        for g, same in enumerate(self._groups):
+            for i in same:
+                self._group_of[i] = g
+        index_of: dict[int, int] = {f.id: i for i, f in enumerate(files)} if near else {}
+        self._near: dict[int, set[int]] = {}
         for file_id, others in near.items():
             mine = index_of.get(file_id)
             if mine is None:
@@ -449,16 +486,23 @@ class FolderTree:
             for other in others:
                 theirs = index_of.get(other)
                 if theirs is not None and theirs != mine:
-                    matches.setdefault(mine, set()).add(theirs)
-                    matches.setdefault(theirs, set()).add(mine)
-        return matches
+                    self._near.setdefault(mine, set()).add(theirs)
+                    self._near.setdefault(theirs, set()).add(mine)
 
-    def _unmatched(self, node: int, other: int, matches: Mapping[int, set[int]]) -> list[str]:
-        """The files below ``node`` with no duplicate at their depth below ``other``."""
-        depth = self.nodes[node].depth
-        left = []
-        for i in self.below(node):
-            levels = self.nodes[self.leaf[i]].depth - depth
-            if not any(self._up(self.leaf[j], levels) == other for j in matches.get(i, ())):
-                left.append(self.relative(node, i))
-        return sorted(left)
+    def files(self) -> Iterator[int]:
+        """The files with at least one duplicate."""
+        for same in self._groups:
+            yield from same
+        group_of = self._group_of
+        yield from (i for i in self._near if group_of[i] < 0)
+
+    def of(self, index: int) -> Iterator[int]:
+        """The duplicates of one file (none twice)."""
+        g = self._group_of[index]
+        near = self._near.get(index, ())
+        if g >= 0:
+            same = self._groups[g]
+            yield from (j for j in same if j != index)
+            yield from (j for j in near if self._group_of[j] != g)
+        else:
+            yield from near
