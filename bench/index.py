@@ -18,7 +18,7 @@
 
 Medians of ``--rounds`` rounds; ratios above 1 mean isccd is faster.
 
-    python bench/index.py [--quick] [--only rescan,scan,query,store]
+    python bench/index.py [--quick] [--only rescan,scan,query,store] [--codes N] [--files N]
 """
 
 from __future__ import annotations
@@ -334,9 +334,10 @@ def bench_store(count: int) -> None:
         start = time.perf_counter()
         batch = 20_000
         for first in range(0, count, batch):
+            records = [synthetic_record(i, rng) for i in range(first, min(first + batch, count))]
             store.begin()
-            for i in range(first, min(first + batch, count)):
-                store.add_file("/srv/archive", synthetic_record(i, rng), 1.7e9)
+            # As the pipeline stores a scan's new files: a job's records in a few statements.
+            store.add_files("/srv/archive", records, 1.7e9)
             store.commit()
         inserted = time.perf_counter() - start
         db = Path(store.path)
@@ -368,6 +369,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--measure-open", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--codes", type=int, default=1_000_000, help="stored codes of the query figures"
+    )
+    parser.add_argument(
+        "--files", type=int, default=1_000_000, help="indexed files of the store figures"
+    )
     args = parser.parse_args()
     if args.measure_open:
         _open_and_measure(args.measure_open)
@@ -381,9 +388,9 @@ def main() -> None:
     if "scan" in only:
         bench_scan(20_000 // scale, args.jobs, sample=30)
     if "query" in only:
-        bench_query(1_000_000 // scale, 500)
+        bench_query(args.codes // scale, 500)
     if "store" in only:
-        bench_store(1_000_000 // scale)
+        bench_store(args.files // scale)
 
 
 if __name__ == "__main__":
