@@ -655,7 +655,7 @@ def _apply(
                 f"{exc}; stopped before the next file (each file is untouched or done, as "
                 f"logged so far: isccd dedupe --undo {log_path})"
             )
-        emptied = _emptied(plan, outcomes) if action.value == "remove" else 0
+        emptied = _emptied(plan, outcomes) if action.value == "remove" else []
     bad = [o for o in outcomes if o.status in (Status.SKIPPED, Status.FAILED)]
     done = [o.step for o in outcomes if o.status is Status.DONE]
     if args.json:
@@ -666,7 +666,7 @@ def _apply(
                 "outcomes": [_outcome_json(o) for o in outcomes],
                 "left": [{"path": u.path, "reason": u.reason} for u in untouched],
                 "excluded": [{"path": e.path, "reason": e.reason} for e in excluded],
-                "folders_removed": emptied,
+                "folders_emptied": emptied,
             },
             indent=1,
         )
@@ -674,33 +674,25 @@ def _apply(
         for e in excluded:
             print(f"left out {show(e.path)}: {e.reason}")
         print(f"{_summary(action, done, plan, dry=False)}; {len(bad):,} skipped or failed")
-        if emptied:
-            print(f"removed {emptied:,} folders left empty")
+        for path in emptied:
+            print(f"emptied {show(path)}/ (its folders are left in place, for undo)")
         print(f"action log: {log_path} (undo: isccd dedupe --undo {log_path})")
     return EXIT_FAILURE if bad else EXIT_OK
 
 
-def _emptied(plan: Plan, outcomes: Sequence[Outcome]) -> int:
-    """After ``--remove`` of duplicate folders: each folder all of whose files were removed
-    is removed with its folders, where empty (a folder holding anything else stays)."""
+def _emptied(plan: Plan, outcomes: Sequence[Outcome]) -> list[str]:
+    """After ``--remove`` of duplicate folders: the folders all of whose files went. They are
+    left in place, with every folder below them: undo then puts each file back in the folder
+    it was in, with that folder's owner and mode."""
     from isccd.dedupe.apply import Status  # noqa: PLC0415
-    from isccd.dedupe.folders import remove_empty  # noqa: PLC0415
 
-    status: dict[tuple[str, str], bool] = {}
-    for group in plan.groups:
-        if group.folder is not None:
-            status.setdefault((group.folder.root, group.folder.path), False)
-    acted: dict[tuple[str, str], list[bool]] = {}
+    acted: dict[str, list[bool]] = {}
     for outcome in outcomes:
         folder = plan.groups[outcome.step.group].folder
         if folder is not None:
             done = outcome.status in (Status.DONE, Status.NOTHING)
-            acted.setdefault((folder.root, folder.path), []).append(done)
-    removed = 0
-    for key in status:
-        if acted.get(key) and all(acted[key]):
-            removed += remove_empty(*key)
-    return removed
+            acted.setdefault(folder.path, []).append(done)
+    return sorted(path for path, done in acted.items() if all(done))
 
 
 def _open_log(path: Path, key: bytes, action: Action) -> ActionLog:

@@ -127,6 +127,11 @@ def folder_plan(
             continue
         kept = members[kept_folder(members, keep_in, prefix)]
         claimed += [m.path for m in members]
+        try:
+            kept_folders = listing(kept.root, kept.path).folders
+        except OSError as exc:
+            excluded.append(Excluded(kept.path, f"cannot be read: {exc.strerror}"))
+            continue
         for member in members:
             if member is kept:
                 continue
@@ -136,11 +141,15 @@ def folder_plan(
                 excluded.append(Excluded(member.path, why))
                 continue
             try:
-                digest, entries = listing(member.root, member.path)
+                listed = listing(member.root, member.path)
             except OSError as exc:
                 excluded.append(Excluded(member.path, f"cannot be read: {exc.strerror}"))
                 continue
-            guard = FolderGuard(member.path, member.root, kept.path, digest, entries)
+            if listed.folders & kept_folders:
+                why = f"holds a folder of {kept.path} (a bind mount): its files are those kept"
+                excluded.append(Excluded(member.path, why))
+                continue
+            guard = FolderGuard(member.path, member.root, kept.path, listed.digest, listed.entries)
             seen = observe(paired.groups, roots)
             excluded += seen.excluded
             plan = build_plan(seen.groups, (), (kept.path,))

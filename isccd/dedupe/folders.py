@@ -9,60 +9,101 @@ a folder that changed since the plan is left whole.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
+from dataclasses import dataclass
 
 from isccd.beneath import RootDir
 from isccd.dedupe.plan import Plan
-from isccd.fspath import is_below
 
 #: Why a folder's files are left alone, when it changed since the plan.
 FOLDER_CHANGED = "its folder changed since the plan: the folder is left whole"
 
 
-def listing(root: str, path: str) -> tuple[str, int]:
-    """A digest of what the folder ``path`` holds (every name below it with its type,
-    device, inode, size and modification time), reached beneath ``root`` without following
-    any symbolic link, and how many names.
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What a folder holds.
+
+    Attributes:
+        digest: SHA-256 of every name below it with its type, device, inode, size and
+            modification time, sorted.
+        entries: How many names.
+        folders: ``(st_dev, st_ino)`` of the folder and of every folder below it: a folder
+            bind-mounted in another is the same folder in both.
+    """
+
+    digest: str
+    entries: int
+    folders: frozenset[tuple[int, int]]
+
+
+def listing(root: str, path: str) -> Listing:
+    """What the folder ``path`` holds, reached beneath ``root`` without following any
+    symbolic link.
 
     Raises:
-        OSError: The folder cannot be reached or read.
+        OSError: The folder cannot be reached or read, or holds a mount point of another file
+            system (``EXDEV``: what is mounted there may be any other folder).
     """
     with RootDir(root) as beneath:
         fd = beneath.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    lines = sorted(_entries(fd))
+    st = os.fstat(fd)
+    folders = {(st.st_dev, st.st_ino)}
+    lines = sorted(_entries(fd, path, folders))
     digest = hashlib.sha256(b"\n".join(lines)).hexdigest()
-    return digest, len(lines)
+    return Listing(digest, len(lines), frozenset(folders))
 
 
-def _entries(top: int) -> list[bytes]:
-    """Each name below the open directory ``top`` (closed here), as a line; no recursion,
-    so that no depth of folders is too deep."""
-    lines: list[bytes] = []
-    todo = [(top, b"")]
+def _entries(top: int, path: str, seen: set[tuple[int, int]]) -> list[bytes]:
+    """Each name below the open directory ``top`` (closed here), as a line: depth first,
+    without recursion, holding open only the folders from ``top`` down to the one listed."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    device = os.fstat(top).st_dev
+    lines: list[bytes] = []
+    # Each open folder with its prefix and the names of its folders not listed yet.
+    frames: list[tuple[int, bytes, list[str]]] = []
     try:
-        while todo:
-            fd, prefix = todo.pop()
-            try:
-                with os.scandir(fd) as listed:
-                    entries = list(listed)
-                for entry in entries:
-                    st = entry.stat(follow_symlinks=False)
-                    name = prefix + os.fsencode(entry.name)
-                    kind = stat.S_IFMT(st.st_mode)
-                    lines.append(b"%s\0%o\0%d\0%d\0%d\0%d" % (
-                        name, kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-                    ))  # fmt: skip
-                    if stat.S_ISDIR(st.st_mode):
-                        todo.append((os.open(entry.name, flags, dir_fd=fd), name + b"/"))
-            finally:
+        frames.append((top, b"", _listed(top, b"", device, lines, path, seen=seen)))
+        while frames:
+            fd, prefix, folders = frames[-1]
+            if not folders:
                 os.close(fd)
+                frames.pop()
+                continue
+            name = folders.pop()
+            child = os.open(name, flags, dir_fd=fd)
+            here = prefix + os.fsencode(name) + b"/"
+            frames.append((child, here, _listed(child, here, device, lines, path, seen=seen)))
     finally:
-        for fd, _ in todo:
+        for fd, _, _ in frames:
             os.close(fd)
     return lines
+
+
+def _listed(
+    fd: int, prefix: bytes, device: int, lines: list[bytes], path: str, *,
+    seen: set[tuple[int, int]],
+) -> list[str]:  # fmt: skip
+    """Add the lines of the names in the open folder ``fd``, and its folders to ``seen``;
+    return its folders' names."""
+    with os.scandir(fd) as listed:
+        entries = list(listed)
+    folders = []
+    for entry in entries:
+        st = entry.stat(follow_symlinks=False)
+        if st.st_dev != device:
+            raise OSError(errno.EXDEV, "it holds a mount point", path)
+        name = prefix + os.fsencode(entry.name)
+        kind = stat.S_IFMT(st.st_mode)
+        lines.append(b"%s\0%o\0%d\0%d\0%d\0%d" % (
+            name, kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+        ))  # fmt: skip
+        if stat.S_ISDIR(st.st_mode):
+            folders.append(entry.name)
+            seen.add((st.st_dev, st.st_ino))
+    return folders
 
 
 def changed(plan: Plan) -> dict[int, str]:
@@ -85,64 +126,7 @@ def changed(plan: Plan) -> dict[int, str]:
 
 def _verdict(root: str, path: str, recorded: str) -> str | None:
     try:
-        now, _ = listing(root, path)
+        now = listing(root, path)
     except OSError as exc:
         return f"its folder cannot be read now ({exc.strerror}): the folder is left whole"
-    return None if now == recorded else FOLDER_CHANGED
-
-
-def remove_empty(root: str, path: str) -> int:
-    """Remove the folder ``path`` and the folders below it that are empty, from the deepest
-    up, reached beneath ``root`` without following any symbolic link (after ``--remove`` took
-    a duplicate folder's files away). A folder that still holds anything stays, and so do
-    the folders above it: nothing but an empty folder is ever removed.
-
-    Returns:
-        How many folders were removed.
-    """
-    parent, _, name = path.rstrip("/").rpartition("/")
-    if not parent or not is_below(path, root):
-        return 0
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        with RootDir(root) as beneath:
-            up = beneath.open(parent or "/", flags)
-    except OSError:
-        return 0
-    try:
-        return _remove_below(up, name)
-    finally:
-        os.close(up)
-
-
-def _remove_below(parent: int, name: str) -> int:
-    """Remove the empty folders at and below ``name`` in the open folder ``parent``."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    removed = 0
-    # Depth first without recursion: (descriptor of a folder's parent, its name, its own
-    # descriptor once its children are on the stack above it, else -1).
-    stack: list[tuple[int, str, int]] = [(parent, name, -1)]
-    opened: list[int] = []
-    try:
-        while stack:
-            up, here, fd = stack.pop()
-            if fd < 0:
-                try:
-                    fd = os.open(here, flags, dir_fd=up)
-                except OSError:
-                    continue  # gone, a link, or no folder: nothing to remove
-                opened.append(fd)
-                stack.append((up, here, fd))
-                with os.scandir(fd) as entries:
-                    below = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
-                stack += [(fd, child, -1) for child in below]
-                continue
-            try:
-                os.rmdir(here, dir_fd=up)
-                removed += 1
-            except OSError:
-                pass  # not empty (a file it still holds, one made meanwhile): it stays
-    finally:
-        for fd in opened:
-            os.close(fd)
-    return removed
+    return None if now.digest == recorded else FOLDER_CHANGED

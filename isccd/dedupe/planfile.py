@@ -37,7 +37,7 @@ from isccd.dedupe.plan import (
 )
 from isccd.dedupe.schemacheck import Check, compile_schema
 from isccd.errors import PlanFileError
-from isccd.fspath import is_below
+from isccd.fspath import is_below, is_under
 from isccd.iscc import IsccError, iscc_decode
 from isccd.iscc.constants import MT
 
@@ -197,8 +197,9 @@ def plan_from_document(document: object, name: str = "the plan") -> Plan:
 def _folder(
     group: Mapping[str, Any], members: Sequence[Member], keep: int, name: str, where: str
 ) -> FolderGuard | None:
-    """A group's folder: normalized, inside its root, holding every member acted on, and not
-    holding the member kept."""
+    """A group's folder: normalized, inside its root (or the root itself), which is the root of
+    every member acted on, holding each of them and not the member kept. (The root is checked
+    to be one of this host's with the members', :func:`check_roots`.)"""
     data = group.get("folder")
     if data is None:
         return None
@@ -208,9 +209,14 @@ def _folder(
             raise PlanFileError(
                 name, f"{where}.folder: {_short(repr(value))} is not a normalized path"
             )
-    if not is_below(path, root) or not is_below(kept, root):
+    if not is_under(path, root):
         raise PlanFileError(name, f"{where}.folder: {_short(repr(path))} is not inside its root")
+    if not kept.startswith("/"):
+        raise PlanFileError(name, f"{where}.folder.kept: {_short(repr(kept))} is not absolute")
     for i, member in enumerate(members):
+        if i != keep and member.root != root:
+            why = f"its root is not the folder's root {_short(repr(root))}"
+            raise PlanFileError(name, f"{where}.members[{i}]: {why}")
         inside = all(is_below(p, path) for p in member.paths)
         if i == keep and any(is_below(p, path) for p in member.paths):
             raise PlanFileError(
@@ -230,6 +236,13 @@ def check_roots(plan: Plan, roots: Collection[str], name: str = "the plan") -> N
     """
     allowed = set(roots)
     for g, group in enumerate(plan.groups):
+        if group.folder is not None and group.folder.root not in allowed:
+            shown = _short(repr(group.folder.root))
+            raise PlanFileError(
+                name,
+                f"groups[{g}].folder: its root {shown} is not a watched root of this host "
+                f"({', '.join(sorted(allowed)) or 'none is known'})",
+            )
         for m, member in enumerate(group.members):
             if member.root not in allowed:
                 shown = _short(repr(member.root))

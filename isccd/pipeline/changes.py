@@ -54,7 +54,7 @@ from isccd.model import (
 )
 from isccd.pipeline import announce, relate
 from isccd.pipeline import events as payload
-from isccd.pipeline.dirwatch import FolderWatch
+from isccd.pipeline.dirwatch import FolderWatch, announced_property
 from isccd.pipeline.index import Index
 from isccd.pipeline.peers import size_of
 from isccd.pipeline.watchmatch import WatchHit, payloads
@@ -651,6 +651,8 @@ def watch_folders(ix: Index, settle: float) -> None:
     if ix.folders is None:
         folders = FolderWatch(settle)
         folders.load(ix.store)
+        if folders.unsaved:  # the first time: what holds now is taken as said, and kept
+            ix.store.set_property(announced_property(ix.store.host), folders.saved())
         ix.folders = folders
 
 
@@ -671,8 +673,12 @@ def settle_folders(ix: Index) -> list[Event]:
     if ix.folders is None:
         return []
     mark = len(ix.pending)
-    for event in ix.folders.settle(ix.clock(), ix.store):
+    folders = ix.folders
+    for event in folders.settle(ix.clock(), ix.store):
         emit(ix, event.type, event.root, event.path, event.data)
+    if folders.unsaved:
+        # Kept with the events that said it: a restart then says only what changed since.
+        ix.store.set_property(announced_property(ix.store.host), folders.saved())
     return ix.since(mark)
 
 

@@ -30,6 +30,7 @@ Runs on the store's owner thread, as part of the index.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,8 @@ class FolderWatch:
         self._direct: set[Folder] = set()  # dirty folders whose own files changed
         # Contents compared once per state of a folder's sums: (files, size, sum) -> digest.
         self._verified: dict[Folder, tuple[tuple[int, int, int], bytes]] = {}
+        #: What was announced changed since it was last kept in the store (:meth:`saved`).
+        self.unsaved = False
 
     @property
     def loaded(self) -> bool:
@@ -88,12 +91,23 @@ class FolderWatch:
         return self._tree is not None
 
     def load(self, store: Store) -> None:
-        """Read every live file of this host once, and take the duplicate folders found as
-        announced."""
+        """Read every live file of this host once, and what was announced (kept in the store
+        with the events that said it); a store that keeps none takes the duplicate folders
+        found now as announced."""
         files = [f for chunk in store.folder_files() for f in chunk if f.size != 0]
         tree = FolderTree(files)
         shown, _, _ = tree.exact_groups()
-        self._announced = _groups(tree, shown)
+        saved = _saved(store.get_property(announced_property(store.host)))
+        if saved is None:
+            self._announced = _groups(tree, shown)
+            self.unsaved = True
+        else:
+            self._announced = {}
+            for (host, root, path), others in saved.items():
+                tree.folder(host, path, root)
+                for other_host, other_root, other_path in others:
+                    tree.folder(other_host, other_path, other_root)
+                self._announced[(host, path)] = frozenset((h, p) for h, _, p in others)
         # The contents compared now need not be read again until their sums change.
         for node, digest in tree.compared.items():
             folder = tree.nodes[node]
@@ -155,12 +169,15 @@ class FolderWatch:
         events: list[FolderEvent] = []
         for folder in sorted(set(self._announced) | set(now_groups)):
             before, after = self._announced.get(folder), now_groups.get(folder)
-            if before == after or (before is not None and after is not None and before & after):
-                if after is not None:
-                    self._announced[folder] = after  # the group grew or shrank: no news
+            if before == after:
+                continue
+            if before is not None and after is not None and before & after:
+                self._announced[folder] = after  # the group grew or shrank: no news
+                self.unsaved = True
                 continue
             if {folder, *(before or ()), *(after or ())} & busy:
                 continue
+            self.unsaved = True
             if before is not None:
                 self._announced.pop(folder)
                 if folder not in covered:
@@ -174,6 +191,23 @@ class FolderWatch:
         self._dirty = {k: t for k, t in self._dirty.items() if k in busy}
         self._direct &= set(self._dirty)
         return events
+
+    def saved(self) -> str:
+        """What was announced, as the store keeps it (:func:`announced_property`), and taken
+        as kept."""
+        tree = self._tree
+        assert tree is not None
+        self.unsaved = False
+
+        def place(folder: Folder) -> list[str]:
+            node = tree.nodes[tree.slot[folder]]
+            return [node.host, node.root, node.path]
+
+        return json.dumps(
+            [[place(f), [place(o) for o in sorted(others)]]
+             for f, others in sorted(self._announced.items())],
+            separators=(",", ":"),
+        )  # fmt: skip
 
     # -- payloads --------------------------------------------------------------------------
 
@@ -216,6 +250,26 @@ class FolderWatch:
         )
         self._verified[(host, path)] = (state, digest)
         return digest
+
+
+def announced_property(host: str) -> str:
+    """The store property keeping the duplicate folders announced on ``host``."""
+    return f"folders_announced:{host}"
+
+
+def _saved(text: str | None) -> dict[tuple[str, str, str], list[tuple[str, str, str]]] | None:
+    """The announced folders a store kept, or ``None`` when it kept none or they cannot be
+    read (then what holds now is taken as announced)."""
+    if text is None:
+        return None
+    try:
+        items = json.loads(text)
+        return {
+            (str(f[0]), str(f[1]), str(f[2])): [(str(o[0]), str(o[1]), str(o[2])) for o in others]
+            for f, others in items
+        }
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
 
 
 def _below(path: str, folders: set[str]) -> bool:

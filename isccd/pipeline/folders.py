@@ -186,6 +186,11 @@ class FolderTree:
         folder = self.nodes[node]
         return folder.host, folder.path
 
+    def folder(self, host: str, path: str, root: str) -> int:
+        """The folder at ``path`` (made, with those between it and its root, if it holds no
+        file now)."""
+        return self._node(host, path, root)
+
     def _node(self, host: str, path: str, root: str) -> int:
         """The folder at ``path``, made with the folders between it and its root."""
         found = self.slot.get((host, path))

@@ -1,6 +1,6 @@
 """``isccd dedupe --dirs`` on a store made by ``isccd scan``: exact duplicate folders acted on
-whole, each file with its copy in the folder kept (the dry run, ``--remove --apply`` removing
-the folders left empty, ``--link``, undo restoring folder and files); a folder changed after
+whole, each file with its copy in the folder kept (the dry run, ``--remove --apply`` leaving
+the emptied folders in place, ``--link``, undo putting every file back); a folder changed after
 the plan (a file added, a file rewritten, the folder swapped for a symbolic link) left whole
 and every byte of it kept; a crafted plan whose folder does not hold its files refused; the
 arguments that do not go together."""
@@ -79,8 +79,9 @@ def test_a_duplicate_folder_is_removed_whole_and_undo_brings_it_back(
     assert "dry run: would remove 4 files in 4 of 4 groups" in out
     status, out, err = run(capsys, "dedupe", "--dirs", "--remove", "--apply", "--state", str(state))
     assert status == 0, err
-    assert "removed 4 files in 4 of 4 groups" in out and "removed 3 folders left empty" in out
-    assert not (root / "backup-photos").exists()
+    assert "removed 4 files in 4 of 4 groups" in out
+    assert f"emptied {root}/backup-photos/ (its folders are left in place, for undo)" in out
+    assert [p.name for p in sorted((root / "backup-photos").rglob("*"))] == ["sub", "deep"]
     assert tree(root / "photos") == {k[len("photos/"):]: v for k, v in before.items()
                                      if k.startswith("photos/")}  # fmt: skip
     log = next((state / "dedupe").glob("*.jsonl"))
@@ -99,7 +100,7 @@ def test_link_keeps_the_folder_and_makes_each_file_a_link_of_its_copy(
         assert (root / "backup-photos" / name).stat().st_ino == (
             root / "photos" / name
         ).stat().st_ino
-    assert "folders left empty" not in out
+    assert "emptied " not in out
 
 
 def test_keep_in_chooses_the_folder_kept(
@@ -162,10 +163,11 @@ def test_a_plan_whose_folder_does_not_hold_its_files_is_refused(
     document: dict[str, Any] = json.loads(plan.read_text())
     before = tree(root)
     # A folder that does not hold the member acted on; the root itself (which holds the
-    # member kept too); a path that is not normalized.
+    # member kept too); a path that is not normalized; a folder outside the root.
     crafted = [("path", str(root / "other"), "not inside the group's folder"),
-               ("path", str(root), "is not inside its root"),
-               ("path", f"{root}/backup-photos/../photos", "is not a normalized path")]  # fmt: skip
+               ("path", str(root), "the file kept is in the folder acted on"),
+               ("path", f"{root}/backup-photos/../photos", "is not a normalized path"),
+               ("path", str(root.parent), "is not inside its root")]  # fmt: skip
     for key, value, expected in crafted:
         bad = json.loads(json.dumps(document))
         bad["groups"][0]["folder"][key] = value

@@ -148,11 +148,6 @@ def test_a_file_renamed_into_another_folder_resolves_and_back_announces_again(
     assert [(e.type.value, e.path) for e in events] == [("dir.dup", h.p("copy"))]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a half-made copy found at start is taken as announced though it never was: once "
-    "finished, a dir.resolved is sent for a dir.dup no one received",
-)
 def test_a_restart_in_the_middle_of_a_copy_announces_it_once_finished(tmp_path: Path) -> None:
     h = Harness(tmp_path, options=PipelineOptions(folder_settle=SETTLE))
     try:
