@@ -86,6 +86,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "lagged_event",
     ),
     "requests": (
+        "DirsRequest",
         "DupesRequest",
         "EventFilter",
         "GetRequest",
@@ -100,7 +101,6 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "SyncRequest",
         "UnsubscribeRequest",
         "WatchedRequest",
-        "DirsRequest",
         "decode_request",
         "encode_request",
         "normalize_path",
