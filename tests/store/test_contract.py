@@ -470,6 +470,29 @@ def test_unit_digests_come_in_chunks_without_tombstones(store: Store) -> None:
     assert list(store.unit_digests(UnitType.IMAGE)) == []
 
 
+def test_folder_files_come_in_chunks_with_their_places_and_without_tombstones(
+    store: Store,
+) -> None:
+    store.begin()
+    ids = [
+        store.add_file(ROOT, make_record(f"/data/{d}/f{i}", ino=10 + i, size=100 + i,
+                                         datahash=hashed(i) if i != 4 else None), 1.0)
+        for i, d in enumerate(["a", "a", "a/b", "c", "c"])
+    ]  # fmt: skip
+    store.remove_file(ids[1], 2.0)
+    store.commit()
+    chunks = list(store.folder_files(chunk=2))
+    assert [len(c) for c in chunks] == [2, 2]
+    found = [f for c in chunks for f in c]
+    assert [f.id for f in found] == [ids[0], ids[2], ids[3], ids[4]]
+    first = found[0]
+    assert (first.host, first.root, first.dir, first.name) == ("host-a", ROOT, "/data/a", "f0")
+    assert (first.size, first.datahash, first.identity) == (100, bytes.fromhex(hashed(0)), (1, 10))
+    assert [(f.dir, f.name) for f in found[1:]] == [("/data/a/b", "f2"), ("/data/c", "f3"),
+                                                     ("/data/c", "f4")]  # fmt: skip
+    assert found[3].datahash is None
+
+
 def test_an_update_replaces_the_record(store: Store) -> None:
     store.begin()
     file_id = store.add_file(ROOT, make_record("/data/a", data=b"1" * 8, datahash=hashed(1)), 1.0)
