@@ -26,15 +26,11 @@ class FolderPairs:
     """A duplicate folder's files, each with its copy in the folder kept.
 
     Attributes:
-        folder: The duplicate folder.
-        kept: The folder kept.
-        groups: One exact group of two files for each file of ``folder``.
+        groups: One exact group of two files for each file of the folder.
         unpaired: Its files with no copy in the folder kept (none, unless the answer was not
             one of exact duplicates).
     """
 
-    folder: DirMember
-    kept: DirMember
     groups: tuple[FoundGroup, ...]
     unpaired: tuple[str, ...] = ()
 
@@ -58,7 +54,7 @@ def pairs(folder: DirMember, kept: DirMember) -> FolderPairs:
         keep = Found((found[turn % len(found)],), kept.root, file.size, blake3)
         mine = Found((_join(folder.path, file.name),), folder.root, file.size, blake3)
         groups.append(FoundGroup(GroupKind.EXACT, (keep, mine)))
-    return FolderPairs(folder, kept, tuple(groups), tuple(unpaired))
+    return FolderPairs(tuple(groups), tuple(unpaired))
 
 
 def _join(folder: str, name: str) -> str:

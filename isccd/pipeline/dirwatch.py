@@ -85,11 +85,6 @@ class FolderWatch:
         #: What was announced changed since it was last kept in the store (:meth:`saved`).
         self.unsaved = False
 
-    @property
-    def loaded(self) -> bool:
-        """The sums were loaded."""
-        return self._tree is not None
-
     def load(self, store: Store) -> None:
         """Read every live file of this host once, and what was announced (kept in the store
         with the events that said it); a store that keeps none takes the duplicate folders

@@ -102,19 +102,29 @@ def dup_dirs(ix: Index, query: DirsQuery) -> DirsResult:
 
 def _held_near(ix: Index) -> dict[int, set[int]]:
     """The files each file is near by a stored relation that holds under the policy."""
-    policy = ix.options.thresholds
-    pairs = list(ix.store.near_pairs(fleet=True))
-    ids = sorted({i for p in pairs for i in (p.a, p.b)})
-    records = {s.id: s for s in ix.store.files_by_id(ids)}
     near: dict[int, set[int]] = {}
-    for pair in pairs:
-        a, b = records.get(pair.a), records.get(pair.b)
-        if a is None or b is None or not (a.live and b.live):
-            continue
-        if holds(pair, a.record, b.record, policy) is not None:
-            near.setdefault(pair.a, set()).add(pair.b)
-            near.setdefault(pair.b, set()).add(pair.a)
+    for pair, _, _ in _held(ix, ix.options.thresholds, lambda _: True)[0]:
+        near.setdefault(pair.a, set()).add(pair.b)
+        near.setdefault(pair.b, set()).add(pair.a)
     return near
+
+
+def _held(
+    ix: Index, policy: Thresholds, keep: Callable[[StoredFile], bool]
+) -> tuple[list[tuple[NearPair, int, int]], dict[int, StoredFile]]:
+    """The stored near relations that hold under ``policy`` between live files that ``keep``
+    admits, each with its distance and threshold, and the files they join, by id."""
+    pairs = list(ix.store.near_pairs(fleet=True))
+    files = {s.id: s for s in ix.store.files_by_id(sorted({i for p in pairs for i in (p.a, p.b)}))}
+    held: list[tuple[NearPair, int, int]] = []
+    for pair in pairs:
+        a, b = files.get(pair.a), files.get(pair.b)
+        if a is None or b is None or not (a.live and b.live and keep(a) and keep(b)):
+            continue
+        near = holds(pair, a.record, b.record, policy)
+        if near is not None:
+            held.append((pair, *near))
+    return held, files
 
 
 def narrowed(policy: Thresholds, query: DupesQuery) -> Thresholds:
@@ -182,16 +192,7 @@ def _near_groups(
 ) -> list[DupGroup]:
     """The near groups of the stored relations that hold under ``policy`` between files that
     ``keep`` admits: per unit type, groups around centres (:mod:`isccd.pipeline.centres`)."""
-    pairs = list(ix.store.near_pairs(fleet=True))
-    files = {s.id: s for s in ix.store.files_by_id(sorted({i for p in pairs for i in (p.a, p.b)}))}
-    held: list[tuple[NearPair, int, int]] = []
-    for pair in pairs:
-        a, b = files.get(pair.a), files.get(pair.b)
-        if a is None or b is None or not (a.live and b.live and keep(a) and keep(b)):
-            continue
-        near = holds(pair, a.record, b.record, policy)
-        if near is not None:
-            held.append((pair, *near))
+    held, files = _held(ix, policy, keep)
     members = _names([files[i] for i in sorted({i for p, _, _ in held for i in (p.a, p.b)})])
     slot = {s.id: i for i, names in enumerate(members) for s in names}
     # Ties between centres go to the member listed first (the largest, then by name): what

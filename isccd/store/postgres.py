@@ -51,6 +51,7 @@ from isccd.store.rows import (
     event_json,
     file_from_row,
     from_fs,
+    from_fs_once,
     instance_range,
     issues_of,
     record_columns,
@@ -319,13 +320,7 @@ class PostgresStore(PgDatabase):
     ) -> Iterator[list[FolderFile]]:
         """Every live file's place, size, datahash and identity, in chunks by id (``fleet``:
         on every host)."""
-        names: dict[bytes, str] = {}  # directories and roots, decoded once each
-
-        def name(blob: bytes) -> str:
-            found = names.get(blob)
-            if found is None:
-                found = names[blob] = from_fs(blob)
-            return found
+        name = from_fs_once()  # directories and roots, decoded once each
 
         host = "" if fleet else "AND f.host = %s "
         last = -1

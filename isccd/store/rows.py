@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from isccd.model import FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Mode, Unit
@@ -43,6 +43,20 @@ def to_fs(path: str) -> bytes:
 def from_fs(blob: bytes) -> str:
     """The inverse of :func:`to_fs` (:func:`os.fsdecode`)."""
     return blob.decode(_FS_ENCODING, _FS_ERRORS)
+
+
+def from_fs_once() -> Callable[[bytes], str]:
+    """:func:`from_fs` remembering what it decoded: for the few directories and roots that a
+    million rows name again and again."""
+    names: dict[bytes, str] = {}
+
+    def name(blob: bytes) -> str:
+        found = names.get(blob)
+        if found is None:
+            found = names[blob] = from_fs(blob)
+        return found
+
+    return name
 
 
 #: The multihash prefix of a datahash: BLAKE3 (``0x1e``), 32 bytes (``0x20``).

@@ -44,6 +44,7 @@ from isccd.store.rows import (
     event_json,
     file_from_row,
     from_fs,
+    from_fs_once,
     instance_range,
     issues_of,
     record_columns,
@@ -304,13 +305,7 @@ class SqliteStore(Database):
         self, chunk: int = 65536, *, fleet: bool = False
     ) -> Iterator[list[FolderFile]]:
         """Every live file's place, size, datahash and identity, in chunks by id."""
-        names: dict[bytes, str] = {}  # directories and roots, decoded once each
-
-        def name(blob: bytes) -> str:
-            found = names.get(blob)
-            if found is None:
-                found = names[blob] = from_fs(blob)
-            return found
+        name = from_fs_once()  # directories and roots, decoded once each
 
         host = self._host
         last = -1

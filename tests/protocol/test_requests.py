@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from isccd.model import Event, EventType
 from isccd.protocol import (
+    DirsRequest,
     DupesRequest,
     ErrorCode,
     EventFilter,
@@ -27,7 +28,7 @@ from isccd.protocol import (
     encode_request,
 )
 from isccd.protocol.requests import RequestError
-from isccd.results import DupesQuery, SimilarQuery
+from isccd.results import DirsQuery, DupesQuery, SimilarQuery
 from tests.protocol.strategies import ids, normal_paths, paths
 
 limits = st.integers(min_value=1, max_value=10_000)
@@ -71,6 +72,19 @@ requests = st.one_of(
         DupesRequest,
         ids,
         st.builds(DupesQuery, st.booleans(), st.none() | paths, st.integers(1, 100_000)),
+    ),
+    st.builds(
+        DirsRequest,
+        ids,
+        st.builds(
+            DirsQuery,
+            st.booleans(),
+            st.floats(min_value=0.01, max_value=1.0),
+            st.none() | paths,
+            st.integers(1, 100_000),
+            st.none() | st.text(min_size=1, max_size=20),
+            st.booleans(),
+        ),
     ),
     st.builds(RescanRequest, ids, st.none() | paths),
     st.builds(SyncRequest, ids, st.none() | paths),
