@@ -23,7 +23,7 @@ import io
 import json
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,30 +159,27 @@ def _own_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CACHE_DIRECTORY", str(tmp_path / "cache"))
 
 
-@pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
-    """The library, scanned into a store (once per module)."""
-    base = tmp_path_factory.mktemp("report")
-    make_library(base / "library")
+def _scanned(base: Path, make: Callable[[Path], object]) -> Library:
+    """A tree made by ``make`` in ``base``, scanned into a store beside it."""
+    make(base / "library")
     with pytest.MonkeyPatch.context() as patch:
         (base / "etc").mkdir()
         patch.setenv("CONFIGURATION_DIRECTORY", str(base / "etc"))
         status = main(["scan", "--state", str(base / "state"), str(base / "library")])
     assert status == 0
-    yield Library(base / "library", base / "state")
+    return Library(base / "library", base / "state")
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+    """The library, scanned into a store (once per module)."""
+    yield _scanned(tmp_path_factory.mktemp("report"), make_library)
 
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
     """The library of folders, scanned into a store (once per module)."""
-    base = tmp_path_factory.mktemp("folders")
-    make_folders(base / "library")
-    with pytest.MonkeyPatch.context() as patch:
-        (base / "etc").mkdir()
-        patch.setenv("CONFIGURATION_DIRECTORY", str(base / "etc"))
-        status = main(["scan", "--state", str(base / "state"), str(base / "library")])
-    assert status == 0
-    yield Library(base / "library", base / "state")
+    yield _scanned(tmp_path_factory.mktemp("folders"), make_folders)
 
 
 def dupes(library: Library) -> dict[str, object]:
