@@ -23,7 +23,7 @@ from isccd.pipeline.centres import Centred, centred
 from isccd.pipeline.folders import folder_groups
 from isccd.pipeline.index import Index
 from isccd.pipeline.peers import identity_of, size_of
-from isccd.pipeline.queries import holds
+from isccd.pipeline.queries import digests_of, holds_between
 from isccd.results import (
     DirsQuery,
     DirsResult,
@@ -116,12 +116,17 @@ def _held(
     admits, each with its distance and threshold, and the files they join, by id."""
     pairs = list(ix.store.near_pairs(fleet=True))
     files = {s.id: s for s in ix.store.files_by_id(sorted({i for p in pairs for i in (p.a, p.b)}))}
+    # Each file is judged once, not once a relation: a family's file has a dozen.
+    admitted: dict[int, dict[UnitType, bytes] | None] = {}
+    for file_id, stored in files.items():
+        fit = stored.live and keep(stored) and policy.admits(size_of(stored.record))
+        admitted[file_id] = digests_of(stored.record) if fit else None
     held: list[tuple[NearPair, int, int]] = []
     for pair in pairs:
-        a, b = files.get(pair.a), files.get(pair.b)
-        if a is None or b is None or not (a.live and b.live and keep(a) and keep(b)):
+        a, b = admitted.get(pair.a), admitted.get(pair.b)
+        if a is None or b is None:
             continue
-        near = holds(pair, a.record, b.record, policy)
+        near = holds_between(pair.unit, a, b, policy)
         if near is not None:
             held.append((pair, *near))
     return held, files

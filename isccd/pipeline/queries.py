@@ -13,7 +13,7 @@ narrows them to the files of one host.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from isccd.errors import InvalidCodeError, NotIndexedError
 from isccd.iscc import IsccError, iscc_decode, iscc_decompose
@@ -164,20 +164,32 @@ def holds(
     """``(distance, threshold)`` when a stored near relation holds under ``policy``, else
     ``None``. The daemon re-evaluates its relations when its policy changes; a command reading
     the store may have been given a stricter one, and sees only what that policy reports."""
-    mine, theirs = a.unit(pair.unit), b.unit(pair.unit)
-    if mine is None or theirs is None:
-        return None
     if not (policy.admits(size_of(a)) and policy.admits(size_of(b))):
         return None
-    near = near_unit(pair.unit, mine.digest, theirs.digest, policy)
+    return holds_between(pair.unit, digests_of(a), digests_of(b), policy)
+
+
+def holds_between(
+    unit: UnitType,
+    a: Mapping[UnitType, bytes],
+    b: Mapping[UnitType, bytes],
+    policy: Thresholds,
+) -> tuple[int, int] | None:
+    """:func:`holds`, given the two files' digests by unit type (:func:`digests_of`), both
+    files admitted by the policy's size: for a caller that checks many relations of a file."""
+    mine, theirs = a.get(unit), b.get(unit)
+    if mine is None or theirs is None:
+        return None
+    near = near_unit(unit, mine, theirs, policy)
     if near is None:
         return None
-    if pair.unit in CONTAINER_UNITS and content_apart(_digests(a), _digests(b), policy):
+    if unit in CONTAINER_UNITS and content_apart(a, b, policy):
         return None  # a relation stored before the content decided
     return near[:2]
 
 
-def _digests(record: FileRecord) -> dict[UnitType, bytes]:
+def digests_of(record: FileRecord) -> dict[UnitType, bytes]:
+    """A record's unit digests by unit type."""
     return {u.type: u.digest for u in record.units}
 
 

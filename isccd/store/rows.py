@@ -106,8 +106,19 @@ def record_columns(record: FileRecord) -> tuple[Any, ...]:
     )
 
 
-def file_from_row(row: Sequence[Any], units: tuple[Unit, ...], host: str) -> StoredFile:
-    """A stored file on ``host`` from a row of :data:`FILE_COLUMNS` and its units."""
+#: Modes by their stored value (a dictionary is faster than the enumeration's call).
+_MODES = {m.value: m for m in Mode}
+
+
+def file_from_row(
+    row: Sequence[Any],
+    units: tuple[Unit, ...],
+    host: str,
+    name_of: Callable[[bytes], str] = from_fs,
+) -> StoredFile:
+    """A stored file on ``host`` from a row of :data:`FILE_COLUMNS` and its units
+    (``name_of``: how its root and directory are decoded, :func:`from_fs_once` for many
+    rows)."""
     (
         file_id, root, directory, name, dev, ino, size, mtime_ns, ctime_ns, nlink,
         datahash, iscc, mediatype, mode, meta_name, description, metahash,
@@ -119,10 +130,10 @@ def file_from_row(row: Sequence[Any], units: tuple[Unit, ...], host: str) -> Sto
         nlink = nlink if nlink is not None else 1
         stat = FileStat(dev, ino, size, mtime_ns, ctime_ns, nlink, blocks)
     record = FileRecord(
-        path=join_path(from_fs(directory), from_fs(name)),
+        path=join_path(name_of(directory), from_fs(name)),
         stat=stat,
         mediatype=mediatype,
-        mode=Mode(mode) if mode else None,
+        mode=_MODES[mode] if mode else None,
         iscc=iscc,
         name=meta_name,
         units=units,
@@ -138,7 +149,7 @@ def file_from_row(row: Sequence[Any], units: tuple[Unit, ...], host: str) -> Sto
         metahash=metahash,
         named_by_file=None if named_by_file is None else bool(named_by_file),
     )
-    return StoredFile(file_id, from_fs(root), record, indexed_at, removed_at, host)
+    return StoredFile(file_id, name_of(root), record, indexed_at, removed_at, host)
 
 
 def issues_to_json(issues: Sequence[FileIssue]) -> str | None:

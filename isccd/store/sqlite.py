@@ -105,16 +105,21 @@ class SqliteStore(Database):
         if not rows_list:
             return []
         units = self._units_of([row[0] for row in rows_list])
-        return [file_from_row(row, units.get(row[0], ()), self._host) for row in rows_list]
+        name, host = from_fs_once(), self._host  # the few roots and directories, decoded once
+        return [file_from_row(row, units.get(row[0], ()), host, name) for row in rows_list]
 
     def _units_of(self, ids: Sequence[int]) -> dict[int, tuple[Unit, ...]]:
         found: dict[int, list[Unit]] = {}
+        types, profile = _UNIT_TYPES, self._profile_name
         for chunk, marks in _chunks(ids):
             sql = "SELECT file_id, type, iscc, digest, profile_id FROM units WHERE file_id IN "
             for file_id, type_, iscc, digest, profile_id in self._exec(f"{sql}({marks})", chunk):
-                unit = Unit(UnitType(type_), iscc, bytes(digest), self._profile_name(profile_id))
-                found.setdefault(file_id, []).append(unit)
-        return {k: sort_units(v) for k, v in found.items()}
+                unit = Unit(types[type_], iscc, bytes(digest), profile(profile_id))
+                if (some := found.get(file_id)) is None:
+                    found[file_id] = [unit]
+                else:
+                    some.append(unit)
+        return {k: sort_units(v) if len(v) > 1 else (v[0],) for k, v in found.items()}
 
     def file_at(self, path: str) -> StoredFile | None:
         """The live file at ``path``."""
