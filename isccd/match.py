@@ -212,10 +212,11 @@ def within(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
 
 def _near(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
     bits = min(len(a), len(b)) * 8
+    if bits == 64:  # most units: one comparison
+        distance = (int.from_bytes(a[:8], "big") ^ int.from_bytes(b[:8], "big")).bit_count()
+        return (distance, base, 64) if distance <= base else None
     if bits == 0 or hamming(a[:8], b[:8]) > base:
         return None
-    if bits == 64:
-        return (hamming(a, b), base, 64)
     limit = base * bits // 64
     distance = hamming(a, b)
     return (distance, limit, bits) if distance <= limit else None
@@ -303,10 +304,11 @@ def _relate(
             found.append(
                 Relation(RelationKind.NEAR, other.file_id, unit_type, distance, limit, bits)
             )
-    if any(r.unit in CONTAINER_UNITS for r in found) and content_apart(
-        subject.digests, other.digests, thresholds
-    ):
-        return [r for r in found if r.unit not in CONTAINER_UNITS]
+    for relation in found:
+        if relation.unit in CONTAINER_UNITS:
+            if content_apart(subject.digests, other.digests, thresholds):
+                return [r for r in found if r.unit not in CONTAINER_UNITS]
+            break
     return found
 
 
