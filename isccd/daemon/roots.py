@@ -32,7 +32,7 @@ import structlog
 
 from isccd.daemon.feed import Feed
 from isccd.watch.presence import identity
-from isccd.watch.watcher import RootStatus, Watcher, WatcherOptions
+from isccd.watch.watcher import RootStatus, Watcher, WatcherClosedError, WatcherOptions
 
 
 class Roots:
@@ -80,9 +80,12 @@ class Roots:
         )
 
     async def close(self) -> None:
-        """Stop watching everything (idempotent)."""
-        if self._watcher is not None:
-            await asyncio.to_thread(self._watcher.close)
+        """Stop watching everything (idempotent). Until :meth:`start` makes another watcher,
+        nothing is watched again: the loop checking the roots may still run (a shutdown
+        closes the watcher first), and a check must not start what no one would stop."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            await asyncio.to_thread(watcher.close)
 
     async def watch(self, root: str) -> bool:
         """Watch a root (and its parent, to notice it come and go); one that cannot be read
@@ -98,6 +101,8 @@ class Roots:
         await asyncio.to_thread(watcher.track, root)
         try:
             status = await asyncio.to_thread(watcher.watch, root)
+        except WatcherClosedError:  # closed meanwhile (a shutdown, a rewatch): not this root's
+            return False
         except OSError as exc:
             note = f"not watched: {exc.strerror or exc}"
         else:

@@ -47,6 +47,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import threading
 import time
 import weakref
 from collections import deque
@@ -71,6 +72,11 @@ DEFAULT_WORKER_MEMORY = 2 << 30
 _RESPAWN_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 #: Workers that die while starting, before any ever started, that make :meth:`start` fail.
 _START_ATTEMPTS = 3
+#: Seconds :meth:`WorkerPool.close` waits for workers still starting. A start waits for the
+#: fork server, which may be loading the kernels for a long while on a busy machine (or be
+#: wedged): a worker that arrives later is stopped as it arrives, by the loop or, once the loop
+#: is gone, by the thread that started it.
+_START_WAIT = 5.0
 #: The default :attr:`WorkerOptions.idle_timeout`: long enough for a burst of changes to be one
 #: start, short enough that an idle daemon soon holds only its own process.
 DEFAULT_IDLE_TIMEOUT = 60.0
@@ -244,6 +250,7 @@ class WorkerPool:
         self._waiting: deque[_Job] = deque()
         self._slots = asyncio.Semaphore(options.max_in_flight or options.workers * options.depth)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._starting: set[asyncio.Future[None]] = set()  # worker starts in their threads
         self._next_job = 0
         self._next_worker = 0
         self._closing = False
@@ -367,8 +374,11 @@ class WorkerPool:
         while self._waiting:
             abandoned += _abandon(self._waiting.popleft())
         await asyncio.gather(*(asyncio.to_thread(_terminate, w) for w in workers))
-        # Workers still starting are stopped as they arrive (see _attach); wait for them, and
-        # for the stopping of replaced ones.
+        # Workers still starting are stopped as they arrive (see _attach and _spawn): waited
+        # for a while only, since a start waits for the fork server.
+        if self._starting:
+            await asyncio.wait(list(self._starting), timeout=_START_WAIT)
+        # The stopping of replaced workers (bounded: see _terminate).
         while self._tasks:
             await asyncio.wait(list(self._tasks))
         return abandoned
@@ -483,18 +493,28 @@ class WorkerPool:
 
     def _start_worker(self) -> None:
         """Start a worker process in a thread (the fork server may have to start first); it is
-        attached to the loop when it exists, whoever waits for it."""
+        attached to the loop when it exists, whoever waits for it.
+
+        The thread is a daemon thread of its own, not one of the loop's executor: a start
+        waits for the fork server without a bound, and neither the loop's end nor the
+        interpreter's may wait for it.
+        """
         assert self._loop is not None
         # Numbered here, on the loop: threads starting workers side by side must not share
         # a counter (two workers under one number, one of them lost to the pool).
         self._next_worker += 1
         self._spawning += 1
-        task = self._loop.create_task(asyncio.to_thread(self._spawn, self._next_worker))
-        self._tasks.add(task)
-        task.add_done_callback(self._spawned)
+        started: asyncio.Future[None] = self._loop.create_future()
+        self._starting.add(started)
+        started.add_done_callback(self._spawned)
+        number = self._next_worker
+        threading.Thread(
+            target=self._spawn, args=(number, started), name=f"isccd-worker-start-{number}",
+            daemon=True,
+        ).start()  # fmt: skip
 
-    def _spawned(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
+    def _spawned(self, task: asyncio.Future[None]) -> None:
+        self._starting.discard(task)
         if task.cancelled() or task.exception() is None:
             return  # attached (or stopped at once, the pool closing) by _attach
         self._spawning -= 1
@@ -522,25 +542,43 @@ class WorkerPool:
             return 0.0
         return _RESPAWN_BACKOFF[min(self._failed_starts, len(_RESPAWN_BACKOFF)) - 1]
 
-    def _spawn(self, number: int) -> None:
-        """Start worker ``number`` (blocking) and hand it to the loop."""
-        assert self._loop is not None
-        parent, child = self._context.Pipe(duplex=True)
-        process = self._context.Process(
-            target=worker_main,
-            args=(child, self._options.code, self._options.memory, self._options.follow_symlinks),
-            name=f"isccd-worker-{number}",
-            daemon=True,
-        )
-        # The fork server, started by the first worker (and again after an idle stop), must
-        # not import a folder named isccd in the working directory in place of the package.
-        with forkserver.import_from_here():
-            process.start()
-        child.close()
-        self._loop.call_soon_threadsafe(self._attach, _Worker(number, process, parent))
+    def _spawn(self, number: int, started: asyncio.Future[None]) -> None:
+        """Start worker ``number`` (blocking, on its own thread) and hand it to the loop;
+        ``started`` is resolved there. A worker the loop cannot take any more (it is closed) is
+        stopped here."""
+        loop = self._loop
+        assert loop is not None
+        try:
+            parent, child = self._context.Pipe(duplex=True)
+            process = self._context.Process(
+                target=worker_main,
+                args=(
+                    child, self._options.code, self._options.memory, self._options.follow_symlinks
+                ),
+                name=f"isccd-worker-{number}",
+                daemon=True,
+            )  # fmt: skip
+            # The fork server, started by the first worker (and again after an idle stop),
+            # must not import a folder named isccd in the working directory in place of the
+            # package.
+            with forkserver.import_from_here():
+                process.start()
+            child.close()
+        except Exception as exc:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to tell
+                loop.call_soon_threadsafe(_resolve, started, exc)
+            return
+        worker = _Worker(number, process, parent)
+        try:
+            loop.call_soon_threadsafe(self._attach, worker, started)
+        except RuntimeError:  # the loop is closed: no one will ever use or stop it
+            process.kill()
+            parent.close()
 
-    def _attach(self, worker: _Worker) -> None:
+    def _attach(self, worker: _Worker, started: asyncio.Future[None] | None = None) -> None:
         assert self._loop is not None
+        if started is not None:
+            _resolve(started, None)
         self._spawning -= 1
         if self._closing:  # it arrives too late: it has nothing to do
             worker.process.kill()
@@ -699,6 +737,16 @@ class WorkerPool:
         if len(self._workers) + self._spawning >= self._options.workers:
             return
         self._start_worker()
+
+
+def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
+    """Resolve a worker start's future (on the loop), with its error if it failed."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 def _abandon(job: _Job) -> int:

@@ -75,6 +75,7 @@ class ParentWatch:
         self._roots: dict[str, tuple[bytes, bytes]] = {}  # root -> (parent, name)
         self._watches: dict[bytes, WatchDescriptor] = {}  # parent -> wd
         self._id = CallbackId(id(self))
+        self._closed = False
 
     def add(self, root: str) -> bool:
         """Watch the parent of ``root`` (blocking; idempotent). Returns False when the parent
@@ -83,6 +84,8 @@ class ParentWatch:
         # Held while the watch is added (watchdog's reader calls back without its own lock
         # held, so this cannot deadlock): two roots in one parent add one watch.
         with self._lock:
+            if self._closed:  # a reader started now would be stopped by no one
+                return False
             self._roots[root] = (parent, name)
             if parent in self._watches:
                 return True
@@ -110,8 +113,10 @@ class ParentWatch:
                 inotify.remove_callbacks([(wd, self._id)])
 
     def close(self) -> None:
-        """Stop the reader thread (blocking); idempotent."""
+        """Stop the reader thread (blocking); idempotent. Nothing is watched afterwards:
+        :meth:`add` returns False."""
         with self._lock:
+            self._closed = True
             inotify, self._inotify = self._inotify, None
             self._watches.clear()
         if inotify is not None:

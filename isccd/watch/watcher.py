@@ -58,6 +58,14 @@ UNREADABLE = (
 )
 
 
+class WatcherClosedError(RuntimeError):
+    """The watcher was closed: the root is not watched (and nothing was started)."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(f"the watcher is closed: {root} is not watched")
+        self.root = root
+
+
 class WatchMode(enum.StrEnum):
     """How a root's changes are noticed."""
 
@@ -176,6 +184,7 @@ class Watcher:
         self._roots: dict[str, _Root] = {}
         self._failed: dict[str, dict[str, int]] = {}
         self._parents = presence.ParentWatch(loop, on_root)
+        self._closed = False
 
     def watch(self, root: str) -> RootStatus:
         """Start watching ``root`` (blocking). Watching a root twice does nothing.
@@ -186,13 +195,19 @@ class Watcher:
 
         Raises:
             OSError: The root cannot be read at all.
+            WatcherClosedError: The watcher was closed (before or during the call): nothing
+                is left watching.
         """
+        if self._closed:
+            raise WatcherClosedError(root)
         os.scandir(root).close()  # fail early on a missing or unreadable root
         table = mounts.read_mountinfo(self._options.mountinfo)
         real = mounts.resolve(root)
         mount = mounts.mount_of(real, table)
         state = _Root(root, mount.fstype if mount else "unknown", presence.identity(root))
         with self._lock:
+            if self._closed:
+                raise WatcherClosedError(root)
             if root in self._roots:
                 return self._status(self._roots[root])
             # Registered before the observer starts: watch failures found while it adds its
@@ -212,12 +227,9 @@ class Watcher:
             )
         else:
             try:
-                observer = self._start_inotify(state)
+                self._observe(state)
             except OSError as exc:
                 degradations.append(self._limit_degradation(root, root, exc))
-            else:
-                with self._lock:
-                    state.observer = observer
             for below in mounts.mounts_below(real, table):
                 if mounts.is_remote(below.fstype):
                     path = str(Path(root) / os.path.relpath(below.mount_point, real))
@@ -244,13 +256,17 @@ class Watcher:
         with self._lock:
             state = self._roots.pop(root, None)
         if state is not None and state.observer is not None:
-            state.observer.stop()
-            if state.observer.is_alive():
-                state.observer.join(_STOP_TIMEOUT)
+            _stop(state.observer)
 
     def close(self) -> None:
-        """Stop every observer (blocking); idempotent."""
-        for root in list(self._roots):
+        """Stop every observer (blocking); idempotent. A closed watcher watches nothing
+        again: :meth:`watch` raises :class:`WatcherClosedError` and :meth:`track` returns
+        False, so that a call made from a thread as the watcher closes leaves nothing
+        running."""
+        with self._lock:
+            self._closed = True
+            roots = list(self._roots)
+        for root in roots:
             self.unwatch(root)
         self._parents.close()
 
@@ -318,6 +334,20 @@ class Watcher:
                     if root in self._roots:
                         self._roots[root].polled.discard(path)
         return kept
+
+    def _observe(self, state: _Root) -> None:
+        """Start the root's observer and keep it, unless the watcher was closed (or the root
+        unwatched) while it started: that found the root without an observer to stop, and
+        nothing would ever stop this one."""
+        observer = self._start_inotify(state)
+        with self._lock:
+            kept = not self._closed and self._roots.get(state.root) is state
+            if kept:
+                state.observer = observer
+        if not kept:
+            _stop(observer)
+            if self._closed:
+                raise WatcherClosedError(state.root)
 
     def _start_inotify(self, state: _Root) -> InotifyObserver:
         root = state.root
@@ -479,6 +509,13 @@ class Watcher:
             state.overflows,
             hint,
         )
+
+
+def _stop(observer: InotifyObserver) -> None:
+    """Stop an observer and wait a while for its thread (blocking)."""
+    observer.stop()
+    if observer.is_alive():
+        observer.join(_STOP_TIMEOUT)
 
 
 def _outermost(paths: set[str], already: set[str]) -> set[str]:

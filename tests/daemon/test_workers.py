@@ -570,3 +570,57 @@ def test_a_file_arriving_as_the_quiet_period_ends_is_not_lost(tmp_path: Path) ->
             await pool.close(grace=0)
 
     _run(main)
+
+
+#: A process whose fork server never answers: it sleeps in its start until its parent is gone.
+_WEDGED_FORK_SERVER = """
+import os, sys, time
+if sys.argv[:1] == ["-c"]:  # the fork server (and the resource tracker)
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(0.05)
+    os._exit(0)
+"""
+
+_CLOSE_WHILE_STARTING = """
+import asyncio, sys, time
+from isccd.hashing.pool import WorkerOptions, WorkerPool
+
+async def main():
+    pool = WorkerPool(WorkerOptions(workers=1))
+    start = asyncio.create_task(pool.start())
+    while not pool._spawning:
+        await asyncio.sleep(0.01)
+    began = time.monotonic()
+    await pool.close(grace=0)
+    start.cancel()
+    print(round(time.monotonic() - began, 1), flush=True)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_closing_does_not_wait_for_a_fork_server_that_does_not_answer(tmp_path: Path) -> None:
+    # A worker's start waits for the fork server (which may be loading the kernels for long on
+    # a busy machine): a closing pool, and then the process, must not wait for it unbounded,
+    # or the daemon does not exit on SIGTERM.
+    import subprocess
+    import sys
+
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_WEDGED_FORK_SERVER)
+    script = tmp_path / "close.py"  # not run with -c: that is how the fork server is told
+    script.write_text(_CLOSE_WHILE_STARTING)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 30  # waited _START_WAIT, not for the fork server

@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 
 from isccd.watch.debounce import Change, ChangeKind, Recrawl, RecrawlReason
-from isccd.watch.watcher import Degradation, Watcher, WatcherOptions, WatchMode
+from isccd.watch.watcher import (
+    Degradation,
+    Watcher,
+    WatcherClosedError,
+    WatcherOptions,
+    WatchMode,
+)
 from tests.namespaces import unshare_tool
 
 Notice = Change | Recrawl | Degradation
@@ -486,3 +492,30 @@ def test_an_observer_that_fails_to_stop_is_let_go(
     assert [r for r in caplog.records if r.getMessage() == "watch_stop_failed"]
     # The inotify reader went too (the observer's own thread ends at its next poll).
     assert not [t for t in set(threading.enumerate()) - before if "Inotify" in type(t).__name__]
+
+
+def _inotify_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if "Inotify" in type(t).__name__}
+
+
+@pytest.mark.slow
+def test_a_closed_watcher_starts_no_thread(tmp_path: Path) -> None:
+    # The daemon closes its watcher first when it stops, while the loop that checks the roots
+    # still runs: a root's parent tracked, or a root watched, after the close must not start an
+    # inotify reader that nothing would ever stop.
+    root = tmp_path / "root"
+    root.mkdir()
+
+    async def main() -> None:
+        watcher = _watcher(Collector())
+        await asyncio.to_thread(watcher.track, str(root))
+        await asyncio.to_thread(watcher.watch, str(root))
+        await asyncio.to_thread(watcher.close)
+        before = _inotify_threads()
+        assert not await asyncio.to_thread(watcher.track, str(root))
+        with pytest.raises(WatcherClosedError):
+            await asyncio.to_thread(watcher.watch, str(root))
+        assert watcher.roots() == []
+        assert _inotify_threads() - before == set()
+
+    asyncio.run(main())
