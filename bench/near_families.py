@@ -13,7 +13,10 @@ For each tree: ``isccd scan`` into a new state directory (seconds, the store's s
 bytes of the events it logged),
 the near relations stored (rows, per file, the most of one file), ``isccd dupes --near --json``
 (seconds, the groups: the largest, and the largest connected component of the relations,
-which is what near groups were before they had centres), and an unchanged rescan (seconds).
+which is what near groups were before they had centres), an unchanged rescan (seconds), and the
+memory of a daemon (``isccd run``) on that store and tree once its start-up reconcile is done:
+the PSS (``/proc/PID/smaps_rollup``) of its main process, which holds the index and the near
+relations (the hashing workers are the same processes for every tree, and let go when idle).
 Each family is printed with its ratios to the unrelated tree of the same ``N``, and the growth
 exponent of scan time and store size from the smallest ``N`` to the largest.
 
@@ -29,6 +32,8 @@ import json
 import math
 import os
 import random
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -103,6 +108,47 @@ def relations(db: Path) -> tuple[int, int, int]:
     return len(rows), max(degree.values(), default=0), max(components.values(), default=0)
 
 
+def daemon_pss(root: Path, state: Path, n: int, env: dict[str, str]) -> float:
+    """PSS in MiB of the main process of ``isccd run`` on ``state`` watching ``root``, once it
+    has said ``READY=1`` and its status shows every file indexed and nothing queued."""
+    base = Path(tempfile.mkdtemp(prefix="nf-", dir="/tmp"))  # a socket path must be short
+    notify_path, sock = base / "notify", base / "s.sock"
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(notify_path))
+    notify.settimeout(600)
+    run_env = {
+        **env,
+        "NOTIFY_SOCKET": str(notify_path),
+        "ISCCD_LOG__LEVEL": "warning",
+        "CONFIGURATION_DIRECTORY": str(base),
+    }
+    command = [sys.executable, "-m", "isccd", "run", "--watch", str(root), "--state", str(state)]
+    proc = subprocess.Popen(
+        [*command, "--socket", str(sock)], env=run_env, cwd="/", stderr=subprocess.DEVNULL
+    )
+    try:
+        while b"READY=1" not in notify.recv(4096):
+            pass
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            _, out = isccd(["status", "--socket", str(sock), "--json"], env)
+            status = json.loads(out)
+            if status["files_indexed"] >= n and status["queue_depth"] == 0:
+                break
+            time.sleep(0.5)  # polling a real process, with a deadline
+        for line in Path(f"/proc/{proc.pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no Pss line")
+    finally:
+        notify.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        for f in base.iterdir():
+            f.unlink()
+        base.rmdir()
+
+
 def measure(shape: str, n: int, work: Path, env: dict[str, str]) -> dict[str, float]:
     root, state = work / f"{shape}-{n}", work / f"{shape}-{n}.state"
     make_tree(shape, n, root)
@@ -116,6 +162,7 @@ def measure(shape: str, n: int, work: Path, env: dict[str, str]) -> dict[str, fl
     dupes, out = isccd(asked, env)
     groups = [g for g in json.loads(out)["groups"] if g["kind"] == "near"]
     rescan, _ = isccd(["scan", "--state", str(state), str(root)], env)
+    pss = daemon_pss(root, state, n, env)
     return {
         "scan_s": scan,
         "store_mb": size / 1e6,
@@ -128,6 +175,7 @@ def measure(shape: str, n: int, work: Path, env: dict[str, str]) -> dict[str, fl
         "largest_group": max((len(g["members"]) for g in groups), default=0),
         "dupes_s": dupes,
         "rescan_s": rescan,
+        "pss_mib": pss,
     }
 
 
@@ -147,12 +195,15 @@ def main() -> None:
             found[(shape, n)] = m = measure(shape, n, work, env)
             print(f"{shape:>9} {n:>7,}: " + "  ".join(f"{k} {v:,.3g}" for k, v in m.items()))
             sys.stdout.flush()
-    print("\nratios to the unrelated tree of the same size (scan, store, events, dupes, rescan):")
+    print(
+        "\nratios to the unrelated tree of the same size (scan, store, events, dupes, rescan, "
+        "daemon PSS):"
+    )
     for n in args.sizes:
         plain = found[("unrelated", n)]
         for shape in SHAPES[1:]:
             m = found[(shape, n)]
-            keys = ("scan_s", "store_mb", "events_mb", "dupes_s", "rescan_s")
+            keys = ("scan_s", "store_mb", "events_mb", "dupes_s", "rescan_s", "pss_mib")
             ratios = [m[k] / plain[k] for k in keys]
             print(f"{shape:>9} {n:>7,}: " + "  ".join(f"{r:.2f}x" for r in ratios))
     low, high = min(args.sizes), max(args.sizes)
