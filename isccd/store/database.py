@@ -1,9 +1,13 @@
 """The isccd SQLite database file: opening it, its schema, its errors and its transactions.
 
 Opened for writing, the database is checked (``PRAGMA quick_check``) and migrated to the current
-schema (:mod:`isccd.store.schema`). Opened read-only (``isccd dupes`` next to a running daemon),
-it reads a consistent snapshot while another process writes: WAL lets readers and the one writer
-proceed together, and a busy timeout covers checkpoints.
+schema (:mod:`isccd.store.schema`). The check reads the whole file (15 s for 10 million files), so
+a large database is checked only when its last writer did not close it (a write-ahead log left
+behind, which SQLite removes when the last connection closes cleanly); damage found later, as
+the index is loaded or a file read, fails the same way with the same advice. Opened read-only
+(``isccd dupes`` next to a running daemon), it reads a consistent snapshot while another
+process writes: WAL lets readers and the one writer proceed together, and a busy timeout covers
+checkpoints.
 
 Only one process writes a database at a time (an advisory lock next to it); readers are not
 limited. A writer checks before each commit that its path still leads to the file it opened
@@ -57,12 +61,15 @@ class SqliteOptions:
         max_size: Refuse to grow the database beyond this many bytes (a full-disk error is
             raised instead); ``None`` for no limit other than the disk.
         quick_check: Run ``PRAGMA quick_check`` when opening for writing.
+        quick_check_below: A database this large or larger is checked only when its last
+            writer did not close it (its write-ahead log is still there).
     """
 
     busy_timeout: float = 5.0
     cache_kib: int = 8192
     max_size: int | None = None
     quick_check: bool = True
+    quick_check_below: int = 512 * 2**20
 
 
 #: The property naming the event log's current run (the store's identity now); each run is
@@ -128,11 +135,12 @@ class Database:
         try:
             if not readonly and not beside:
                 self._lock_fd = self._take_writer_lock()
+            check = self._needs_check()
             self._conn = self._connect()
             if readonly or beside:
                 self._check_version_readable()
             else:
-                self._prepare_writer()
+                self._prepare_writer(check=check)
                 self._identity = self._file_identity()
         except sqlite3.Error as exc:
             self.close()
@@ -219,7 +227,24 @@ class Database:
             finally:
                 os.close(fd)
 
-    def _prepare_writer(self) -> None:
+    def _needs_check(self) -> bool:
+        """Whether opening for writing runs ``PRAGMA quick_check``: always for a small
+        database; for a large one only when its last writer left its write-ahead log behind
+        (it ended without closing: a crash, a kill, a lost power). Asked under the writer
+        lock, before this process's own connection makes a log."""
+        if not self._options.quick_check:
+            return False
+        try:
+            size = Path(self._path).stat().st_size
+        except FileNotFoundError:
+            return False  # a new database: nothing to check
+        try:
+            left = Path(self._path + "-wal").stat().st_size > 0
+        except FileNotFoundError:
+            left = False
+        return left or size < self._options.quick_check_below
+
+    def _prepare_writer(self, *, check: bool) -> None:
         conn = self._db
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
@@ -228,7 +253,7 @@ class Database:
         if self._options.max_size is not None:
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
             conn.execute(f"PRAGMA max_page_count = {max(1, self._options.max_size // page_size)}")
-        if self._options.quick_check:
+        if check:
             problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
             if problems != ["ok"]:
                 raise StoreCorruptError(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import urllib.parse
 from pathlib import Path
 
@@ -106,6 +108,58 @@ def test_damaged_pages_fail_the_check_at_start(tmp_path: Path) -> None:
         raw[offset + 8 : offset + 200] = os.urandom(192)
     _db(tmp_path).write_bytes(bytes(raw))
     with pytest.raises(StoreCorruptError):
+        open_store(state_url(tmp_path))
+
+
+def _damaged_after(tmp_path: Path, *, crash: bool) -> None:
+    """A database of 400 files whose pages in the second half are overwritten (the schema,
+    at the start, is left readable), its last writer
+    having closed it (``crash=False``) or ended without closing it (a committed write still
+    in the write-ahead log)."""
+    store = open_store(state_url(tmp_path))
+    store.begin()
+    for i in range(400):
+        store.add_file(
+            ROOT, make_record(f"/data/{i:05d}" + "x" * 100, ino=i, datahash=hashed(i)), 1.0
+        )
+    store.commit()
+    store.close()
+    assert not Path(f"{_db(tmp_path)}-wal").exists()  # a clean close leaves no log behind
+    if crash:  # a writer that commits and dies: its log is left behind
+        code = (
+            "import os, sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+            "c.execute('PRAGMA journal_mode = WAL'); c.execute('PRAGMA user_version = "
+            f"{LATEST}'); os._exit(0)"
+        )
+        subprocess.run([sys.executable, "-c", code, str(_db(tmp_path))], check=True)
+        assert Path(f"{_db(tmp_path)}-wal").stat().st_size > 0
+    raw = bytearray(_db(tmp_path).read_bytes())
+    page = 4096
+    for offset in range(len(raw) // 2 // page * page, len(raw) - page, page):
+        raw[offset + 8 : offset + 200] = os.urandom(192)
+    _db(tmp_path).write_bytes(bytes(raw))
+
+
+def test_a_large_database_left_by_a_writer_that_did_not_close_it_is_checked(
+    tmp_path: Path,
+) -> None:
+    _damaged_after(tmp_path, crash=True)
+    with pytest.raises(StoreCorruptError, match="move it away"):
+        open_store(state_url(tmp_path), sqlite=SqliteOptions(quick_check_below=0))
+
+
+def test_a_large_database_closed_cleanly_is_not_read_whole_at_start(tmp_path: Path) -> None:
+    # Too large to read whole at every start (here: any size): it opens; the damage is
+    # found where the store reads it (as a StoreCorruptError with the same advice).
+    _damaged_after(tmp_path, crash=False)
+    open_store(state_url(tmp_path), sqlite=SqliteOptions(quick_check_below=0)).close()
+    conn = sqlite3.connect(_db(tmp_path))
+    try:
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] != "ok"  # damaged indeed
+    finally:
+        conn.close()
+    # The same database below the size: checked at start.
+    with pytest.raises(StoreCorruptError, match="move it away"):
         open_store(state_url(tmp_path))
 
 
