@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -382,19 +384,35 @@ class SqliteStore(Database):
     def unit_digests(
         self, unit_type: UnitType, chunk: int = 65536, *, fleet: bool = False
     ) -> Iterator[list[tuple[int, bytes]]]:
-        """``(file id, digest)`` of the live files' units of one type, in chunks."""
-        last = -1
+        """``(file id, digest)`` of the live files' units of one type, in chunks.
+
+        The units are read alone, not joined to their files (a lookup of a wide row for each
+        unit: a quarter of the time): the tombstones, whose units are kept, are read first
+        from their own index, 8 bytes each, and left out of each chunk."""
+        dead = array("q", sorted(
+            row[0] for row in self._exec("SELECT id FROM files WHERE removed_at IS NOT NULL")
+        ))  # fmt: skip
+        last, held = -1, list[tuple[int, bytes]]()
         while True:
             rows = self._exec(
-                "SELECT u.file_id, u.digest FROM units u JOIN files f ON f.id = u.file_id "
-                "WHERE u.type = ? AND u.file_id > ? AND f.removed_at IS NULL "
-                "ORDER BY u.file_id LIMIT ?",
+                "SELECT file_id, digest FROM units WHERE type = ? AND file_id > ? "
+                "ORDER BY file_id LIMIT ?",
                 (unit_type.value, last, chunk),
             ).fetchall()
             if not rows:
-                return
-            last = rows[-1][0]
-            yield [(file_id, bytes(digest)) for file_id, digest in rows]
+                break
+            first, last = rows[0][0], rows[-1][0]
+            gone = set(dead[bisect_left(dead, first) : bisect_right(dead, last)])
+            found = [(fid, bytes(digest)) for fid, digest in rows if fid not in gone]
+            if not held and len(found) == chunk:  # no tombstone here: the chunk as it came
+                yield found
+                continue
+            held += found
+            while len(held) >= chunk:
+                yield held[:chunk]
+                held = held[chunk:]
+        if held:
+            yield held
 
     def exact_datahashes(self, *, fleet: bool = False) -> list[str]:
         """Datahashes held by more than one live identity."""

@@ -470,6 +470,23 @@ def test_unit_digests_come_in_chunks_without_tombstones(store: Store) -> None:
     assert list(store.unit_digests(UnitType.IMAGE)) == []
 
 
+def test_unit_digests_leave_out_runs_of_tombstones_and_keep_chunks_full(store: Store) -> None:
+    store.begin()
+    ids = [
+        store.add_file(ROOT, make_record(f"/data/{i}", ino=i, data=bytes([i]) * 8), 1.0)
+        for i in range(20)
+    ]
+    dead = {0, 4, 5, 6, 7, 8, 12, 19}  # the first, a run across chunks, one alone, the last
+    for n in sorted(dead):
+        store.remove_file(ids[n], 2.0)
+    store.commit()
+    chunks = list(store.unit_digests(UnitType.DATA, chunk=3))
+    assert [len(c) for c in chunks] == [3, 3, 3, 3]
+    live = [n for n in range(20) if n not in dead]
+    assert [fid for c in chunks for fid, _ in c] == [ids[n] for n in live]
+    assert [d for c in chunks for _, d in c] == [bytes([n]) * 8 for n in live]
+
+
 def test_folder_files_come_in_chunks_with_their_places_and_without_tombstones(
     store: Store,
 ) -> None:
