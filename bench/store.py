@@ -116,7 +116,7 @@ def measure(name: str, store: Store, args: argparse.Namespace, size: Callable[[]
         median, p99 = latency(args.queries, ask)
         print(f"   {label:<13}{median:>10,.0f} µs median, {p99:,.0f} µs p99")
     start = time.perf_counter()
-    loaded = sum(len(chunk) for chunk in store.unit_digests(UnitType.DATA))
+    loaded = sum(len(ids) for ids, _ in store.unit_codes(UnitType.DATA))
     took = time.perf_counter() - start
     print(f"   load digests {loaded / took:>10,.0f} codes/s ({loaded:,} in {took:.2f} s)")
 

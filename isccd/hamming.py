@@ -83,6 +83,12 @@ def code64(digest: bytes) -> int:
     return int.from_bytes(digest[:8].ljust(8, b"\0"), "big")
 
 
+def codes64(packed: bytes) -> npt.NDArray[np.uint64]:
+    """:func:`code64` of each digest in ``packed``: their first 64 bits, 8 bytes each,
+    big-endian, one after the other (as the store reads them in bulk)."""
+    return np.frombuffer(packed, dtype=">u8").astype(np.uint64)
+
+
 class Hit(NamedTuple):
     """One file found by a query (a named tuple: a family's queries make them by the thousand,
     and a tuple is made in a fraction of a frozen dataclass's time).
@@ -344,7 +350,9 @@ class HammingIndex:
         self._live[n] = True
         self._n = n + 1
 
-    def add_many(self, file_ids: Sequence[int], codes: Sequence[int]) -> None:
+    def add_many(
+        self, file_ids: Sequence[int], codes: Sequence[int] | npt.NDArray[np.uint64]
+    ) -> None:
         """Append codes of files not in the index yet (bulk load; no duplicate check)."""
         count = len(file_ids)
         if not count:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from isccd.hamming import HammingSearch, code64
+from isccd.hamming import HammingSearch, codes64
 from isccd.model import Event, FileRecord, UnitType
 from isccd.pipeline.dirwatch import FolderWatch
 from isccd.pipeline.fleetindex import FleetIndex
@@ -102,8 +102,8 @@ class Index:
         if unit_type in self._loaded:
             return
         index = self.search.add_type(unit_type)
-        for chunk in self.store.unit_digests(unit_type, fleet=True):
-            index.add_many([fid for fid, _ in chunk], [code64(d) for _, d in chunk])
+        for ids, codes in self.store.unit_codes(unit_type, fleet=True):
+            index.add_many(ids, codes64(codes))
         self._loaded.add(unit_type)
 
     def refresh(self) -> None:

@@ -365,11 +365,13 @@ class Store(Transactional, Protocol):
         id order. ``is_stale`` is evaluated once per distinct profile."""
         ...
 
-    def unit_digests(
+    def unit_codes(
         self, unit_type: UnitType, chunk: int = 65536, *, fleet: bool = False
-    ) -> Iterator[list[tuple[int, bytes]]]:
-        """``(file id, digest)`` of every live file's unit of this type, in chunks, by id
-        (``fleet``: on every host)."""
+    ) -> Iterator[tuple[list[int], bytes]]:
+        """The 64-bit codes of every live file's unit of this type, in chunks, by id
+        (``fleet``: on every host): each chunk the files' ids and their codes, 8 bytes each,
+        big-endian, one after the other (the first 64 bits of the unit's digest, a shorter one
+        zero-padded on the right, as :func:`isccd.hamming.code64` reads it)."""
         ...
 
     def exact_datahashes(self, *, fleet: bool = False) -> list[str]:

@@ -381,38 +381,46 @@ class SqliteStore(Database):
         files = self.files_by_id(sorted(stale))
         return [StaleUnits(f, frozenset(stale[f.id])) for f in files]
 
-    def unit_digests(
+    def unit_codes(
         self, unit_type: UnitType, chunk: int = 65536, *, fleet: bool = False
-    ) -> Iterator[list[tuple[int, bytes]]]:
-        """``(file id, digest)`` of the live files' units of one type, in chunks.
+    ) -> Iterator[tuple[list[int], bytes]]:
+        """The live files' ids and 64-bit codes of one unit type, in chunks.
 
-        The units are read alone, not joined to their files (a lookup of a wide row for each
-        unit: a quarter of the time): the tombstones, whose units are kept, are read first
-        from their own index, 8 bytes each, and left out of each chunk."""
+        SQLite cuts each digest to its first 8 bytes (a shorter one is padded here), and the units
+        are read alone, not joined to their files (a lookup of a wide row for each unit: a
+        quarter of the time): the tombstones, whose units are kept, are read first from
+        their own index, 8 bytes each, and left out of each chunk."""
         dead = array("q", sorted(
             row[0] for row in self._exec("SELECT id FROM files WHERE removed_at IS NOT NULL")
         ))  # fmt: skip
-        last, held = -1, list[tuple[int, bytes]]()
+        last = -1
+        ids: list[int] = []
+        codes: list[bytes] = []
         while True:
             rows = self._exec(
-                "SELECT file_id, digest FROM units WHERE type = ? AND file_id > ? "
-                "ORDER BY file_id LIMIT ?",
+                "SELECT file_id, substr(digest, 1, 8) FROM units "
+                "WHERE type = ? AND file_id > ? ORDER BY file_id LIMIT ?",
                 (unit_type.value, last, chunk),
             ).fetchall()
             if not rows:
                 break
             first, last = rows[0][0], rows[-1][0]
             gone = set(dead[bisect_left(dead, first) : bisect_right(dead, last)])
-            found = [(fid, bytes(digest)) for fid, digest in rows if fid not in gone]
-            if not held and len(found) == chunk:  # no tombstone here: the chunk as it came
-                yield found
+            if gone:
+                rows = [row for row in rows if row[0] not in gone]
+            cut = [row[1] for row in rows]
+            if any(len(code) != 8 for code in cut):  # a digest shorter than 64 bits
+                cut = [bytes(code).ljust(8, b"\0") for code in cut]
+            if not ids and len(rows) == chunk:  # no tombstone here: the chunk as it came
+                yield [row[0] for row in rows], b"".join(cut)
                 continue
-            held += found
-            while len(held) >= chunk:
-                yield held[:chunk]
-                held = held[chunk:]
-        if held:
-            yield held
+            ids += [row[0] for row in rows]
+            codes += cut
+            while len(ids) >= chunk:
+                yield ids[:chunk], b"".join(codes[:chunk])
+                ids, codes = ids[chunk:], codes[chunk:]
+        if ids:
+            yield ids, b"".join(codes)
 
     def exact_datahashes(self, *, fleet: bool = False) -> list[str]:
         """Datahashes held by more than one live identity."""

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from isccd.errors import StoreError
+from isccd.hamming import code64, codes64
 from isccd.model import EventType, FileIssue, FileStat, IssueCode, IssueKind, UnitType
 from isccd.store import FileKey, NearPair, NewEvent, Store, open_store, state_url
 from tests.store.conftest import hashed, make_record
@@ -455,7 +456,7 @@ def test_stale_units_follow_the_profile_predicate(store: Store) -> None:
     assert text_only.units == {UnitType.TEXT}
 
 
-def test_unit_digests_come_in_chunks_without_tombstones(store: Store) -> None:
+def test_unit_codes_come_in_chunks_without_tombstones(store: Store) -> None:
     store.begin()
     ids = [
         store.add_file(ROOT, make_record(f"/data/{i}", ino=i, data=bytes([i]) * 8), 1.0)
@@ -463,14 +464,28 @@ def test_unit_digests_come_in_chunks_without_tombstones(store: Store) -> None:
     ]
     store.remove_file(ids[3], 2.0)
     store.commit()
-    chunks = list(store.unit_digests(UnitType.DATA, chunk=2))
-    assert [len(c) for c in chunks] == [2, 2, 2]
-    assert [fid for c in chunks for fid, _ in c] == [i for n, i in enumerate(ids) if n != 3]
-    assert chunks[0][0][1] == b"\x00" * 8
-    assert list(store.unit_digests(UnitType.IMAGE)) == []
+    chunks = list(store.unit_codes(UnitType.DATA, chunk=2))
+    assert [(len(c), len(packed)) for c, packed in chunks] == [(2, 16)] * 3
+    assert [fid for c, _ in chunks for fid in c] == [i for n, i in enumerate(ids) if n != 3]
+    assert chunks[0][1][:8] == b"\x00" * 8 and chunks[0][1][8:] == b"\x01" * 8
+    assert list(store.unit_codes(UnitType.IMAGE)) == []
 
 
-def test_unit_digests_leave_out_runs_of_tombstones_and_keep_chunks_full(store: Store) -> None:
+def test_unit_codes_are_the_first_64_bits_of_each_digest(store: Store) -> None:
+    digests = [bytes(range(16)), b"\xff" * 8, b"\xab\xcd"]  # longer, exact, shorter
+    store.begin()
+    ids = [
+        store.add_file(ROOT, make_record(f"/data/{i}", ino=i, data=d), 1.0)
+        for i, d in enumerate(digests)
+    ]
+    store.commit()
+    [(found, packed)] = list(store.unit_codes(UnitType.DATA))
+    assert found == ids
+    assert codes64(packed).tolist() == [code64(d) for d in digests]
+    assert packed == bytes(range(8)) + b"\xff" * 8 + b"\xab\xcd" + b"\0" * 6
+
+
+def test_unit_codes_leave_out_runs_of_tombstones_and_keep_chunks_full(store: Store) -> None:
     store.begin()
     ids = [
         store.add_file(ROOT, make_record(f"/data/{i}", ino=i, data=bytes([i]) * 8), 1.0)
@@ -480,11 +495,11 @@ def test_unit_digests_leave_out_runs_of_tombstones_and_keep_chunks_full(store: S
     for n in sorted(dead):
         store.remove_file(ids[n], 2.0)
     store.commit()
-    chunks = list(store.unit_digests(UnitType.DATA, chunk=3))
-    assert [len(c) for c in chunks] == [3, 3, 3, 3]
+    chunks = list(store.unit_codes(UnitType.DATA, chunk=3))
+    assert [len(c) for c, _ in chunks] == [3, 3, 3, 3]
     live = [n for n in range(20) if n not in dead]
-    assert [fid for c in chunks for fid, _ in c] == [ids[n] for n in live]
-    assert [d for c in chunks for _, d in c] == [bytes([n]) * 8 for n in live]
+    assert [fid for c, _ in chunks for fid in c] == [ids[n] for n in live]
+    assert b"".join(packed for _, packed in chunks) == b"".join(bytes([n]) * 8 for n in live)
 
 
 def test_folder_files_come_in_chunks_with_their_places_and_without_tombstones(

@@ -112,9 +112,9 @@ def test_hosts_share_exact_matches_and_keep_their_own_paths(pg_url: str) -> None
         assert [(f.id, f.host) for f in fleet] == [(on_a, "a"), (on_b, "b")]
         assert a.exact_datahashes() == []
         assert a.exact_datahashes(fleet=True) == [hashed(1), hashed(2)]
-        digests = [i for chunk in a.unit_digests(UnitType.DATA, fleet=True) for i, _ in chunk]
-        assert len(digests) == 4
-        assert [i for chunk in a.unit_digests(UnitType.DATA) for i, _ in chunk] == [on_a, copy_a]
+        coded = [i for ids, _ in a.unit_codes(UnitType.DATA, fleet=True) for i in ids]
+        assert len(coded) == 4
+        assert [i for ids, _ in a.unit_codes(UnitType.DATA) for i in ids] == [on_a, copy_a]
         # Lookups by id find any host's files.
         assert [f.host for f in a.files_by_id([on_b, on_a])] == ["b", "a"]
         # Relations, properties and purges stay with their host.
