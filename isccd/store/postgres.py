@@ -11,13 +11,14 @@ near relation between files of two hosts is stored once for each of them.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from isccd.errors import StoreCorruptError
+from isccd.errors import StoreCorruptError, StoreError
 from isccd.model import (
     Event,
     EventType,
@@ -72,6 +73,42 @@ _CHILDREN = (
     "unnest(%s::text[], %s::text[], %s::bytea[], %s::integer[]) AS t), "
     "s AS (INSERT INTO skips (file_id, type, profile_id) SELECT f.id, t.* FROM f, "
     "unnest(%s::text[], %s::integer[]) AS t)"
+)
+
+#: Files stored by one statement of :meth:`PostgresStore.add_files`.
+_BATCH = 1000
+#: The columns of a new file given as arrays, after its directory's id and its name: those of
+#: :func:`~isccd.store.rows.record_columns`, with their types.
+_ADD_TYPES = (
+    "bigint", "bytea", "bigint", "bigint", "bigint", "bigint", "bigint", "bigint", "bytea",
+    "text", "text", "text", "text", "text", "text", "bigint", "bigint", "bigint", "bigint",
+    "double precision", "text", "text", "boolean", "bigint",
+)  # fmt: skip
+_ADD_ARRAYS = len(_ADD_TYPES)
+_DURATION = 19  # its index in them
+_ADD_NAMES = (
+    "dir_id, name, dev, ino, size, mtime_ns, ctime_ns, nlink, datahash, iscc, mediatype, mode, "
+    "meta_name, description, metahash, filesize, characters, width, height, duration, "
+    "extractor, issues, named_by_file, blocks"
+)
+#: :meth:`PostgresStore.add_files` of a batch: the files from arrays, inserted in their order
+#: (``o``), each found again by its path (``m``) for its units and skips (arrays naming their
+#: file by its ``o``); ``(o, id)`` of each file.
+_ADD_UNNEST = ", ".join(f"%s::{t}[]" for t in _ADD_TYPES)
+_ADD_FILES = (
+    f"WITH a AS (SELECT * FROM unnest({_ADD_UNNEST}) "  # noqa: S608 -- fixed fragments; values are bound
+    f"WITH ORDINALITY AS a({_ADD_NAMES}, o)), "
+    f"f AS (INSERT INTO files (host, root_id, {_ADD_NAMES}, indexed_at) "
+    f"SELECT %s, %s, {_ADD_NAMES}, %s FROM a ORDER BY o RETURNING id, dir_id, name), "
+    "m AS (SELECT a.o, f.id FROM f JOIN a ON a.dir_id = f.dir_id AND a.name = f.name), "
+    "u AS (INSERT INTO units (file_id, type, iscc, digest, profile_id) "
+    "SELECT m.id, c.type, c.iscc, c.digest, c.profile_id FROM unnest(%s::bigint[], %s::text[], "
+    "%s::text[], %s::bytea[], %s::integer[]) AS c(o, type, iscc, digest, profile_id) "
+    "JOIN m ON m.o = c.o), "
+    "s AS (INSERT INTO skips (file_id, type, profile_id) SELECT m.id, c.type, c.profile_id "
+    "FROM unnest(%s::bigint[], %s::text[], %s::integer[]) AS c(o, type, profile_id) "
+    "JOIN m ON m.o = c.o) "
+    "SELECT o, id FROM m"
 )
 
 
@@ -478,8 +515,79 @@ class PostgresStore(PgDatabase):
         return int(row[0])
 
     def add_files(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
-        """Store new live files, in order; return their ids."""
-        return [self.add_file(root, record, now) for record in records]
+        """Store new live files, in order; return their ids: :meth:`add_file` of each, in a
+        statement for up to :data:`_BATCH` files with their units and skips (and one more for
+        their directories not interned yet)."""
+        ids: list[int] = []
+        for start in range(0, len(records), _BATCH):
+            ids += self._add_batch(root, records[start : start + _BATCH], now)
+        return ids
+
+    def _add_batch(self, root: str, records: Sequence[FileRecord], now: float) -> list[int]:
+        if not records:
+            return []
+        root_id = self._root_id(root)
+        split = [split_path(record.path) for record in records]
+        dir_ids = self._dir_ids([directory for directory, _ in split])
+        columns: list[list[Any]] = [[] for _ in range(_ADD_ARRAYS)]
+        for (directory, name), record in zip(split, records, strict=True):
+            values = (dir_ids[directory], to_fs(name), *record_columns(record))
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+        duration = columns[_DURATION]
+        columns[_DURATION] = [float(d) if d is not None else None for d in duration]
+        units: list[list[Any]] = [[], [], [], [], []]
+        skips: list[list[Any]] = [[], [], []]
+        for n, record in enumerate(records, 1):
+            for unit in record.units:
+                units[0].append(n)
+                units[1].append(unit.type.value)
+                units[2].append(unit.iscc)
+                units[3].append(unit.digest)
+                units[4].append(self._profile_id(unit.profile))
+            for unit_type, profile in skipped_units(record.issues).items():
+                skips[0].append(n)
+                skips[1].append(unit_type.value)
+                skips[2].append(self._profile_id(profile))
+        rows = self._exec(
+            _ADD_FILES, (*columns, self._host, root_id, now, *units, *skips)
+        ).fetchall()
+        # Each new row is found by its path (distinct in a call), not by RETURNING's order.
+        ids = [int(file_id) for _, file_id in sorted(rows)]
+        if len(ids) != len(records) or any(a >= b for a, b in itertools.pairwise(ids)):
+            raise StoreError(f"the index database {self._redacted} gave new file ids out of order")
+        return ids
+
+    def _dir_ids(self, directories: Sequence[str]) -> dict[str, int]:
+        """:meth:`_dir_id` of each directory: the ones not interned yet looked up, and those
+        not stored inserted, in one statement."""
+        found: dict[str, int] = {}
+        wanted: dict[bytes, str] = {}
+        cache = self._dirs
+        for directory in dict.fromkeys(directories):
+            value = to_fs(directory)
+            known = cache.get(value)
+            if known is not None:
+                found[directory] = known
+            else:
+                wanted[value] = directory
+        if not wanted:
+            return found
+        rows = self._exec(
+            "WITH v AS (SELECT p, o FROM unnest(%s::bytea[]) WITH ORDINALITY AS v(p, o)), "
+            "old AS (SELECT d.id, v.p, v.o FROM v JOIN dirs d "
+            "ON d.host = %s AND sha256(d.path) = sha256(v.p)), "
+            "new AS (INSERT INTO dirs (host, path) SELECT %s, v.p FROM v "
+            "WHERE v.o NOT IN (SELECT o FROM old) ORDER BY v.o RETURNING id, path) "
+            "SELECT id, p FROM old UNION ALL SELECT id, path FROM new",
+            (list(wanted), self._host, self._host),
+        ).fetchall()
+        for dir_id, path in rows:
+            value = bytes(path)
+            if len(cache) > 4096:  # as _intern_path: directories are many; keep it bounded
+                cache.clear()
+            cache[value] = found[wanted[value]] = int(dir_id)
+        return found
 
     def update_file(self, file_id: int, root: str, record: FileRecord, now: float) -> None:
         """Replace a live file's record, units and skips."""
@@ -719,9 +827,43 @@ class PostgresStore(PgDatabase):
         return Event(int(row[0]), type, now, root, path, data, about, file_id)
 
     def append_events(self, events: Sequence[NewEvent]) -> list[Event]:
-        """Log events in the current transaction, in order (each numbered as it is
-        inserted: see :meth:`append_event`)."""
-        return [self._append(e) for e in events]
+        """Log events in the current transaction, in order, in one statement (numbered in
+        the order given: see :meth:`append_event`)."""
+        if not events:
+            return []
+        texts = [event_json(e.data) for e in events]
+        abouts = [e.host or self._host for e in events]
+        self._notify_once(events[0].time)
+        rows = self._exec(
+            "INSERT INTO events (host, type, time, root, path, data, file_id) "
+            "SELECT host, type, time, root, path, data, file_id FROM unnest(%s::text[], "
+            "%s::text[], %s::float8[], %s::bytea[], %s::bytea[], %s::text[], %s::bigint[]) "
+            "WITH ORDINALITY AS e(host, type, time, root, path, data, file_id, o) "
+            "ORDER BY o RETURNING seq",
+            (
+                abouts,
+                [e.type.value for e in events],
+                [float(e.time) for e in events],
+                [to_fs(e.root) for e in events],
+                [to_fs(e.path) for e in events],
+                texts,
+                [e.file_id for e in events],
+            ),
+        ).fetchall()
+        # The sequence numbers the rows as the INSERT takes them, in the order of the SELECT.
+        seqs = sorted(int(row[0]) for row in rows)
+        if len(seqs) != len(events):
+            raise StoreError(f"the index database {self._redacted} numbered {len(seqs)} events")
+        logged = []
+        for seq, event, text, about in zip(seqs, events, texts, abouts, strict=True):
+            self._logged_about(about, seq)
+            data = event.data if event.plain else json.loads(text)
+            logged.append(
+                Event(
+                    seq, event.type, event.time, event.root, event.path, data, about, event.file_id
+                )
+            )
+        return logged
 
     def events_since(self, seq: int, limit: int = 1000, *, fleet: bool = False) -> list[Event]:
         """Committed events after ``seq``, of this host or every host."""
