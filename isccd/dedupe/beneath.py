@@ -37,13 +37,24 @@ def _components(root: str, path: str) -> list[str]:
     return parts
 
 
+def _resolved(fd: int, root: str) -> str:
+    """The path without links of the directory open as ``fd`` (opened by the name ``root``):
+    the kernel's name for it, one call (``os.path.realpath`` looks at every component of the
+    name); ``realpath`` where ``/proc`` is not mounted."""
+    try:
+        name = os.readlink(f"/proc/self/fd/{fd}")  # noqa: PTH115 - a str, no Path made
+    except OSError:
+        return os.path.realpath(root)
+    return name if name.startswith("/") else os.path.realpath(root)
+
+
 def _open_root(root: str, path: str) -> int:
     try:
         fd = os.open(root, _DIR_FLAGS)
     except OSError as exc:
         raise StaleFileError(path, f"its root {root} cannot be opened: {exc.strerror}") from None
     # A root is recorded resolved; one that is now reached through a link is not the same.
-    if os.path.realpath(root) != root:
+    if _resolved(fd, root) != root:
         os.close(fd)
         raise StaleFileError(path, f"its root {root} is now reached through a symbolic link")
     return fd

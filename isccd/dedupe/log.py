@@ -142,10 +142,20 @@ def split_line(line: bytes) -> tuple[bytes, bytes] | None:
     return line[:at] + b"}", line[at + len(MAC_FIELD) : -2]
 
 
+class _DiskFullError(OSError):
+    """A short write: the disk filled up after the first ``kept`` bytes of whole lines."""
+
+    def __init__(self, kept: int) -> None:
+        super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.kept = kept
+
+
 def _write_all(fd: int, data: bytes) -> None:
-    """Append ``data``; a short write (the disk filled up) is an ``ENOSPC`` error."""
-    if os.write(fd, data) != len(data):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    """Append ``data`` (whole lines); a short write (the disk filled up) is an ``ENOSPC``
+    error that says how many bytes of whole lines it wrote."""
+    written = os.write(fd, data)
+    if written != len(data):
+        raise _DiskFullError(data.rfind(b"\n", 0, written) + 1)
 
 
 class ActionLog:
@@ -169,6 +179,10 @@ class ActionLog:
         self._key = key
         self._seq = 0
         self._ids = 0
+        #: Intent and skip lines not yet written: they go to the log together, in one write
+        #: under one lock, at the next :meth:`sync` (before any of their actions), or before
+        #: the next line written at once.
+        self._held: list[bytes] = []
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, _OPEN, 0o600)
@@ -230,24 +244,46 @@ class ActionLog:
                 "(or by an older isccd): choose another --log"
             )
 
-    def _write(self, record: dict[str, Any], *, sync: bool) -> None:
+    def _line(self, record: dict[str, Any]) -> bytes:
+        """The next line of this run: ``record`` numbered and signed."""
         line = signed_line(
             self._key, {"op": record["op"], "run": self.run_id, "seq": self._seq} | record
         )
+        self._seq += 1
+        return line
+
+    def _write(self, record: dict[str, Any], *, sync: bool) -> None:
+        """Append the lines held back and ``record``'s, under the log's lock."""
+        self._append(self._line(record), sync=sync)
+
+    def _append(self, line: bytes, *, sync: bool) -> None:
+        """Append the lines held back, then ``line``, in one write under the log's lock (and
+        ``fsync`` when ``sync``); of a write that fails, only the whole lines it wrote first
+        stay (a full disk), none when it wrote nothing.
+
+        Raises:
+            ActionLogError: They cannot all be written.
+        """
+        data = b"".join(self._held) + line
+        self._held.clear()
+        if not data and not sync:
+            return
         with self._locked() as end:
             try:
-                _write_all(self._fd, line)
+                if data:
+                    _write_all(self._fd, data)
                 if sync:
                     os.fsync(self._fd)
             except OSError as exc:
-                # Take the line back (under the lock: nobody wrote after it), so that the log
-                # stays a sequence of whole lines.
+                # Take back what is not whole lines (under the lock: nobody wrote after
+                # them), so that the log stays a sequence of whole lines; the lines kept
+                # are intents not acted on (the sync their actions wait for failed) or skips.
+                kept = exc.kept if isinstance(exc, _DiskFullError) else 0
                 with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, end)
+                    os.ftruncate(self._fd, end + kept)
                 raise ActionLogError(
                     f"the action log {self.path} cannot be written: {exc.strerror}"
                 ) from None
-        self._seq += 1
 
     def run(self, action: Action | None, *, apply: bool) -> None:
         """Mark the start of a run (or of an undo, ``action`` ``None``).
@@ -264,20 +300,26 @@ class ActionLog:
         return self._ids
 
     def intent(self, intent: Intent) -> None:
-        """Record an action before doing it; :meth:`sync` before doing it.
+        """Record an action before doing it; :meth:`sync` before doing it (the line is held
+        back until then, or until a line written at once: an intent reaches the log only with
+        the sync that must precede its action).
 
         Raises:
-            ActionLogError: It cannot be written: do not do it.
+            ActionLogError: It cannot be written: do not do it (raised by :meth:`sync`).
         """
         record = {"op": "intent"} | {name: getattr(intent, name) for name in _INTENT_FIELDS}
-        self._write(record, sync=False)
+        self._held.append(self._line(record))
 
     def sync(self) -> None:
-        """Put everything written so far on disk (``fsync``).
+        """Write the lines held back and put everything written so far on disk (``fsync``).
 
         Raises:
-            ActionLogError: It cannot be.
+            ActionLogError: They cannot all be written, or the log cannot be synced: do not
+                act on any of them.
         """
+        if self._held:
+            self._append(b"", sync=True)
+            return
         try:
             os.fsync(self._fd)
         except OSError as exc:
@@ -310,12 +352,12 @@ class ActionLog:
         self._write(record, sync=False)
 
     def skip(self, path: str, reason: str) -> None:
-        """Record a file skipped untouched.
+        """Record a file skipped untouched (held back with the intents, see :meth:`intent`).
 
         Raises:
-            ActionLogError: It cannot be written.
+            ActionLogError: It cannot be written (raised by :meth:`sync`).
         """
-        self._write({"op": "skip", "path": path, "reason": reason}, sync=False)
+        self._held.append(self._line({"op": "skip", "path": path, "reason": reason}))
 
     def close(self) -> None:
         """Flush to disk and close (idempotent).
@@ -325,6 +367,12 @@ class ActionLog:
         """
         if self._fd < 0:
             return
+        try:
+            self._append(b"", sync=False)
+        except ActionLogError:
+            os.close(self._fd)
+            self._fd = -1
+            raise
         fd, self._fd = self._fd, -1
         try:
             os.fsync(fd)
