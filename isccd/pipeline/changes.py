@@ -190,8 +190,8 @@ def _files(ix: Index, ids: Sequence[int]) -> dict[int, StoredFile]:
 def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -> None:
     """Apply an announcement: delete the near links that ended, store those that began or
     changed distance (no statement when there are none: most files have no near relation),
-    bound the other files' relations (:func:`bound`), and log the events (another host's side
-    of a duplicate as it comes, this host's possibly queued with its job's)."""
+    bound the other files' relations (:func:`bound`), and log the events (or queue them with
+    a job's, both hosts' sides in their order)."""
     if found.remove:
         ix.store.remove_near(found.remove)
     if found.add:
@@ -211,11 +211,8 @@ def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -
         made = [NewEvent(n.type, n.root, n.path, n.data, clock(), n.host) for n in found.events]
         ix.logged(ix.store.append_events(made))
         return
-    for n in found.events:  # this host's queued with the job's; another host's side now
-        if n.host is None:
-            queue.append(NewEvent(n.type, n.root, n.path, n.data, clock()))
-        else:
-            emit(ix, n.type, n.root, n.path, n.data, host=n.host)
+    for n in found.events:  # queued with the job's, both hosts' sides, in order
+        queue.append(NewEvent(n.type, n.root, n.path, n.data, clock(), n.host))
 
 
 def bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
@@ -341,9 +338,9 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     ix.index_new(ids, records)
     near = relate.near_each(ix, ids, records)
     watched = ix.watchlists.match_each(ix.store, records, ix.options.thresholds)
-    # The events are logged together at the end, except in a shared store: there another
-    # host's side of a duplicate (isccd.pipeline.announce) is logged as it comes.
-    ix.queue = None if ix.store.shared else []
+    # The events are logged together at the end, in the order they come (another host's side
+    # of a duplicate, in a shared store, among them): the order of the files one by one.
+    ix.queue = []
     ix.unbounded = []
     ix.job_files, ix.job_keys, ix.job_near = {}, {}, []
     start, marks = len(ix.pending), [0]

@@ -324,3 +324,47 @@ def test_a_batch_undone_in_a_fleet_catches_up_again_before_the_next_decision(pg_
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.slow
+def test_a_batch_in_a_fleet_logs_both_hosts_sides_in_the_order_of_one_by_one(
+    pg_server: PgServer,
+) -> None:
+    # The files stored before are another host's: the batch's copies, hardlinks (copies,
+    # across hosts) and near duplicates of them are announced on both sides.
+    before, batch = TRICKY
+    names = [pg_server.new_database() for _ in range(2)]
+    logs = []
+    try:
+        for name, together in zip(names, (False, True), strict=True):
+            url = pg_server.url(name)
+            a = Index(open_store(url, host="a"), PipelineOptions(), clock=lambda: 1_000.0)
+            try:
+                a.begin()
+                for stored in before:
+                    changes.apply_record(a, ROOT, stored)
+                a.commit()
+            finally:
+                a.close()
+            b = Index(open_store(url, host="b"), PipelineOptions(), clock=lambda: 1_000.0)
+            try:
+                b.begin()
+                b.savepoint()
+                if together:
+                    assert changes.add_new(b, ROOT, batch) is not None
+                else:
+                    for new in batch:
+                        changes.apply_record(b, ROOT, new)
+                b.release()
+                b.commit()
+                logged = b.store.events_since(0, 10_000, fleet=True)
+                logs.append([(e.seq, e.type, e.host, e.path, e.data) for e in logged])
+            finally:
+                b.close()
+    finally:
+        for name in names:
+            pg_server.drop_database(name)
+    assert logs[1] == logs[0]
+    after = logs[0][len(before) :]
+    told_a = {kind for _, kind, host, _, _ in after if host == "a"}
+    assert {EventType.DUP_EXACT, EventType.DUP_NEAR} <= told_a  # the other side, told
