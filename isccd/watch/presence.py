@@ -152,6 +152,9 @@ class ParentWatch:
         for root in roots:
             self._tell(root)
 
+    def on_events_lost(self) -> None:
+        """Called once every callback heard of an overflow: the roots were told of then."""
+
     def _tell(self, root: str) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
             self._loop.call_soon_threadsafe(self._on_root, root)

@@ -219,6 +219,65 @@ def test_a_kernel_queue_overflow_is_reported_as_a_recrawl(tmp_path: Path) -> Non
     assert data["hint"].startswith("fs.inotify.max_queued_events=")
 
 
+#: Watches the parent of a root and says so; once stopped and continued, waits until it is told
+#: of the root (the overflow), then until it is told again of a change of the root's entry in
+#: its parent: the reader went on after the overflow.
+_PARENT_STALLED = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from isccd.watch.presence import ParentWatch
+
+    root = sys.argv[1]
+
+    async def main():
+        told = asyncio.Queue()
+        watch = ParentWatch(asyncio.get_running_loop(), told.put_nowait)
+        assert await asyncio.to_thread(watch.add, root)
+        print("watching", flush=True)
+        async with asyncio.timeout(60):
+            assert await told.get() == root  # the overflow: any root may have changed
+            while not told.empty():
+                told.get_nowait()
+            os.chmod(root, 0o700)
+            assert await told.get() == root
+        await asyncio.to_thread(watch.close)
+        print("told", flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_parent_watch_tells_of_its_roots_on_an_overflow_and_goes_on(tmp_path: Path) -> None:
+    # The parents of the roots have their own inotify instance: an overflow of its queue
+    # tells of every root, and its reader carries on.
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    root = tmp_path / "root"
+    root.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _PARENT_STALLED, str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "watching\n"
+        os.kill(child.pid, signal.SIGSTOP)
+        _wait_until_stopped(child.pid)
+        _create_files(tmp_path, limit + 1000)  # beside the root, in the parent watched
+        os.kill(child.pid, signal.SIGCONT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, err
+    assert out == "told\n"
+    assert "Traceback" not in err, err
+
+
 def _wait_until_stopped(pid: int) -> None:
     """Wait until the kernel has stopped ``pid`` (a signal is delivered asynchronously)."""
     deadline = time.monotonic() + 10
