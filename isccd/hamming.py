@@ -17,10 +17,12 @@ ways, whichever costs less for its radius and the number of codes:
 
 Asked for each query's nearest few (:meth:`HammingIndex.nearest_each`, what indexing a file
 asks), a flat scan runs compiled where the kernels are loaded (``hamming_nearest`` of
-:mod:`isccd.iscc.kernels`, loaded for a scan of more than a few million distances: a family of
-near-identical files): it keeps each query's nearest as it goes and counts the rest, where
-numpy lists every pair within the radius first (17 bytes a pair: a query in a family of
-thousands finds thousands). Both give the same answers (``tests/test_hamming.py``).
+:mod:`isccd.iscc.kernels`, loaded for a scan of more than a few million distances, or once
+numpy has listed a few million pairs within the radius: a family of near-identical files,
+found by one large scan or by many small ones): it keeps each query's nearest as it goes and
+counts the rest, where numpy lists every pair within the radius first (17 bytes a pair: a
+query in a family of thousands finds thousands). Both give the same answers
+(``tests/test_hamming.py``).
 
 Layout per unit type: parallel numpy arrays of codes (``uint64``), file ids (``int64``) and a
 live flag, grown geometrically so that appends are amortized O(1). Removing a file clears its
@@ -71,7 +73,10 @@ _COST_CALL = 40.0
 #: codes, 70 ms for 1,000,000).
 _MIN_UNINDEXED = 1024
 #: A flat scan of this many distances or more loads the compiled kernels when they are not yet
-#: (about 3 ms of numpy; a family's scan is many times that).
+#: (about 3 ms of numpy; a family's scan is many times that). So does a family found by smaller
+#: scans: once numpy has listed this many pairs within the radius for :meth:`nearest_each`
+#: (a few tenths of a second of arrays of pairs, and growing with the family: a file added to
+#: a family of ``n`` lists ``n``), as a tree of family files indexed a few at a time does.
 _COMPILED_CELLS = 1 << 22
 #: The most hits a query the compiled scan keeps (16 bytes each, per query of a call).
 _MOST_KEPT = 1024
@@ -243,12 +248,13 @@ def _spans(
     return lo, np.full(queries, first + len(job), dtype=np.int64)
 
 
-def _kernels(cells: int) -> Kernels | None:
+def _kernels(cells: int, listed: int = 0) -> Kernels | None:
     """The compiled kernels for a flat scan of ``cells`` distances: once loaded (the workers'
     machine code, a few tens of MB with llvmlite) for every scan; before, only for a scan large
-    enough that numpy's list of pairs would cost more (a family of near-identical files)."""
+    enough that numpy's list of pairs would cost more, or once numpy has ``listed`` that many
+    pairs (a family of near-identical files)."""
     loaded = kernels.load_kernels.cache_info().currsize > 0
-    if not loaded and cells < _COMPILED_CELLS:
+    if not loaded and cells < _COMPILED_CELLS and listed < _COMPILED_CELLS:
         return None
     found = kernels.load_kernels()
     return found if found.accelerated else None
@@ -290,6 +296,9 @@ class HammingIndex:
         self._dead = 0
         self._sorted = True  # ids[:n] ascending: lookups by binary search
         self._blocks: _Blocks | None = None
+        #: Pairs within the radius :meth:`nearest_each` has listed in numpy (see
+        #: :data:`_COMPILED_CELLS`).
+        self._listed = 0
 
     def __len__(self) -> int:
         """Live codes."""
@@ -482,10 +491,12 @@ class HammingIndex:
             # The compiled scan holds ``limit`` hits a query: for a bounded number only (an
             # index asked for every hit, with no max_links, lists them as they are found).
             spans = _spans(exclude, upto, len(codes)) if limit <= _MOST_KEPT else None
-            kernels = _kernels(self._n * len(codes)) if spans is not None else None
+            cells = self._n * len(codes)
+            kernels = _kernels(cells, self._listed) if spans is not None else None
             if kernels is not None and spans is not None:
                 return self._nearest_compiled(kernels, queries, spans, radius, limit)
             pairs = self._scan(queries, radius, 0, self._n, block)
+            self._listed += len(pairs[0])
         asked, slots, distances = pairs
         live = self._live[slots]
         ids = self._ids[slots]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import tracemalloc
 
 import numpy as np
@@ -305,6 +307,45 @@ def test_the_block_index_compares_a_bounded_number_of_codes_a_pass() -> None:
     assert index.within_each(asked[1490:1510], 8, block=2_000) == expected[1490:1510]
 
 
+#: A fresh interpreter (the daemon's main process does not load numba until it pays): a family
+#: indexed a file at a time, each file's query a flat scan too small to load the kernels.
+_FAMILY_A_FILE_AT_A_TIME = """
+import sys
+import numpy as np
+from isccd import hamming
+from isccd.iscc import kernels
+
+hamming._COMPILED_CELLS = 50_000  # the rule, at a size a test can reach
+rng = np.random.default_rng(9)
+base = int(rng.integers(0, 2**63))
+index = hamming.HammingIndex()
+loaded_at = None
+for file_id in range(1, 401):
+    code = base ^ (1 << int(rng.integers(0, 64)))
+    index.add(file_id, code)
+    hits, totals = index.nearest_each([code], 8, 16, exclude=[file_id])
+    assert totals == [file_id - 1] and len(hits[0]) == min(16, file_id - 1)
+    if loaded_at is None and kernels.load_kernels.cache_info().currsize:
+        loaded_at = file_id
+print(loaded_at)
+"""
+
+
+def test_a_family_indexed_a_file_at_a_time_loads_the_compiled_scan() -> None:
+    # Each query scans at most 400 codes, far below the cells that load the kernels; the
+    # pairs numpy lists for the family add up (1 + 2 + ... + n), and past the same number
+    # the compiled scan takes over, where a file's query costs a pass, not a list of its
+    # family.
+    done = subprocess.run(
+        [sys.executable, "-c", _FAMILY_A_FILE_AT_A_TIME],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    loaded_at = int(done.stdout)
+    # The query of file n lists n pairs (itself among them): 1 + 2 + ... + n first reaches
+    # 50,000 at n = 316, and the query after it loads the kernels.
+    assert loaded_at == 317
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _compiled_kernels() -> Kernels:
     """The compiled kernels, loaded once for the module (from the workers' machine code)."""
@@ -321,7 +362,7 @@ SCANS = ("numpy", "compiled", "python")
 def scanning(how: str) -> object:
     """What :func:`isccd.hamming._kernels` gives for ``how``."""
     kernels = {"numpy": None, "compiled": load_kernels(), "python": PYTHON_KERNELS}[how]
-    return lambda cells: kernels
+    return lambda cells, listed=0: kernels
 
 
 @settings(max_examples=60, deadline=None)
