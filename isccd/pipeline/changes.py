@@ -231,30 +231,61 @@ def bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
         by_unit.setdefault(unit, []).append(other)
     for unit, ids in by_unit.items():
         # Counts first, for all the files that gained a relation: most, even in a family,
-        # have room for one more. Then the relations of those over the bound, and the counts
-        # of the files at their other ends.
+        # have room for one more. Then, of those over the bound, the relations that would go
+        # if the files at their other ends can spare them (the farthest, as many as over),
+        # and the counts of those files. All of a file's relations are read only when too
+        # few of its farthest could go.
         counts = ix.store.near_counts(ids, unit)
-        over = sorted(i for i, n in counts.items() if n > limit)
+        over = {i: n - limit for i, n in counts.items() if n > limit}
         if not over:
             continue
-        links = ix.store.near_of_many(over, unit)
-        far = {p.other(i) for i, ps in links.items() for p in ps} - counts.keys()
-        counts |= ix.store.near_counts(sorted(far), unit)
+        farthest = ix.store.farthest_near(over, unit)
+        _count_ends(ix, unit, counts, farthest)
         for other in dict.fromkeys(ids):
-            pairs = [p for p in links.get(other, ()) if p not in dropped]
-            if len(pairs) <= limit:
+            excess = counts.get(other, 0) - limit
+            if excess <= 0:
                 continue
-            pairs.sort(key=lambda p: (p.distance, -p.other(other)))
-            excess = len(pairs) - limit
-            for pair in reversed(pairs):
-                far_id = pair.other(other)
-                if excess and counts.get(far_id, 0) > 1:
-                    dropped.add(pair)
-                    counts[far_id] -= 1
-                    counts[other] -= 1
-                    excess -= 1
+            excess = _drop_farthest(other, farthest.get(other, ()), excess, counts, dropped)
+            if excess:  # the farthest could not all go: then the next farthest, and so on
+                every = ix.store.near_of_many([other], unit)
+                _count_ends(ix, unit, counts, every)
+                pairs = every.get(other, [])
+                pairs.sort(key=lambda p: (-p.distance, p.other(other)))
+                _drop_farthest(other, pairs, excess, counts, dropped)
     if dropped:
         ix.store.remove_near(sorted(dropped))
+
+
+def _count_ends(
+    ix: Index, unit: UnitType, counts: dict[int, int], links: Mapping[int, Sequence[NearPair]]
+) -> None:
+    """Add to ``counts`` the relation counts of the files at the other ends of ``links``
+    not counted yet."""
+    ends = {p.other(i) for i, ps in links.items() for p in ps} - counts.keys()
+    if ends:
+        counts |= ix.store.near_counts(sorted(ends), unit)
+
+
+def _drop_farthest(
+    file_id: int,
+    pairs: Sequence[NearPair],
+    excess: int,
+    counts: dict[int, int],
+    dropped: set[NearPair],
+) -> int:
+    """Drop up to ``excess`` of ``pairs`` (a file's relations, farthest first), each one
+    whose other file keeps another relation, keeping ``counts`` and ``dropped`` up to date;
+    how many more should have gone."""
+    for pair in pairs:
+        if not excess:
+            break
+        far_id = pair.other(file_id)
+        if pair not in dropped and counts.get(far_id, 0) > 1:
+            dropped.add(pair)
+            counts[far_id] -= 1
+            counts[file_id] -= 1
+            excess -= 1
+    return excess
 
 
 # -- applying ----------------------------------------------------------------------------------

@@ -452,6 +452,13 @@ class Store(Transactional, Protocol):
         :meth:`near_of_many` would list; a file without any is left out)."""
         ...
 
+    def farthest_near(self, wanted: Mapping[int, int], unit: UnitType) -> dict[int, list[NearPair]]:
+        """The ``wanted[f]`` farthest stored relations of one unit type of each file ``f``
+        (what :meth:`near_of_many` lists of it, farthest first, ties by the other file's id,
+        smaller first; a file without any is left out): what bounding a file's relations
+        drops first, read without its nearest."""
+        ...
+
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Store relations (a pair already stored is updated)."""
 

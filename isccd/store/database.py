@@ -447,7 +447,9 @@ class Database:
         try:
             return self._db.execute(sql, params)
         except sqlite3.Error as exc:
-            raise self._error(exc, "write" if not sql.startswith("SELECT") else "read") from exc
+            raise self._error(
+                exc, "read" if sql.startswith(("SELECT", "WITH")) else "write"
+            ) from exc
 
     # -- interning -----------------------------------------------------------------------------
 

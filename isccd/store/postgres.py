@@ -714,6 +714,28 @@ class PostgresStore(PgDatabase):
         )
         return {int(file_id): int(n) for file_id, n in rows.fetchall()}
 
+    def farthest_near(self, wanted: Mapping[int, int], unit: UnitType) -> dict[int, list[NearPair]]:
+        """The farthest of this host's relations of one unit type of several files, as many
+        as each wants."""
+        asked = sorted(f for f, n in wanted.items() if n > 0)
+        rows = self._exec(
+            "WITH asked AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[]) AS t(f, n)), "
+            "ends AS (SELECT asked.f, asked.n, near.b AS o, near.a, near.b, near.unit, "
+            "near.distance FROM asked JOIN near ON near.a = asked.f WHERE near.host = %s "
+            "AND near.unit = %s UNION ALL SELECT asked.f, asked.n, near.a, near.a, near.b, "
+            "near.unit, near.distance FROM asked JOIN near ON near.b = asked.f "
+            "WHERE near.host = %s AND near.unit = %s) "
+            "SELECT f, a, b, unit, distance FROM (SELECT *, row_number() OVER "
+            "(PARTITION BY f ORDER BY distance DESC, o) AS r FROM ends) AS ranked "
+            "WHERE r <= n ORDER BY f, r",
+            (asked, [wanted[f] for f in asked], self._host, unit.value, self._host, unit.value),
+        )
+        found: dict[int, list[NearPair]] = {}
+        units = _UNIT_TYPES
+        for f, a, b, u, distance in rows.fetchall():
+            found.setdefault(int(f), []).append(NearPair(a, b, units[u], distance))
+        return found
+
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Insert or update relations, for the host of each of the two files."""
         self._exec_many(

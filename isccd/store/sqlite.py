@@ -656,6 +656,28 @@ class SqliteStore(Database):
                 counts[file_id] = counts.get(file_id, 0) + n
         return counts
 
+    def farthest_near(self, wanted: Mapping[int, int], unit: UnitType) -> dict[int, list[NearPair]]:
+        """The farthest relations of one unit type of several files, as many as each wants."""
+        found: dict[int, list[NearPair]] = {}
+        units = _UNIT_TYPES
+        asked = sorted(f for f, n in wanted.items() if n > 0)
+        for start in range(0, len(asked), _IN_CHUNK):
+            chunk = asked[start : start + _IN_CHUNK]
+            rows = self._exec(
+                "WITH asked(f, n) AS (VALUES " + ",".join(["(?,?)"] * len(chunk)) + "), "  # noqa: S608 -- fixed fragments; values are bound
+                "ends AS (SELECT asked.f, asked.n, near.b AS o, near.a, near.b, near.unit, "
+                "near.distance FROM asked JOIN near ON near.a = asked.f AND near.unit = ? "
+                "UNION ALL SELECT asked.f, asked.n, near.a, near.a, near.b, near.unit, "
+                "near.distance FROM asked JOIN near ON near.b = asked.f AND near.unit = ?) "
+                "SELECT f, a, b, unit, distance FROM (SELECT *, row_number() OVER "
+                "(PARTITION BY f ORDER BY distance DESC, o) AS r FROM ends) WHERE r <= n "
+                "ORDER BY f, r",
+                (*(x for f in chunk for x in (f, wanted[f])), unit.value, unit.value),
+            )
+            for f, a, b, u, distance in rows:
+                found.setdefault(f, []).append(NearPair(a, b, units[u], distance))
+        return found
+
     def add_near(self, pairs: Sequence[NearPair]) -> None:
         """Insert or update relations."""
         self._guarded(

@@ -585,3 +585,27 @@ def test_near_counts_are_per_file_and_unit_type(store: Store) -> None:
         c: [NearPair.of(a, c, UnitType.DATA, 1)],
     }
     assert store.near_of_many([b], UnitType.TEXT) == {}
+
+
+def test_the_farthest_relations_are_read_as_many_as_asked_farthest_first(store: Store) -> None:
+    store.begin()
+    a, b, c, d, e = (
+        store.add_file(ROOT, make_record(f"/data/{n}", ino=i), 1.0) for i, n in enumerate("abcde")
+    )
+    data = UnitType.DATA
+    store.add_near([
+        NearPair.of(c, a, data, 2), NearPair.of(c, b, data, 5), NearPair.of(c, d, data, 5),
+        NearPair.of(c, e, data, 1), NearPair.of(a, b, data, 4), NearPair.of(c, a, UnitType.TEXT, 9),
+    ])  # fmt: skip
+    store.commit()
+    # Farthest first, ties by the other file's id (b before d), whichever end of a pair the
+    # file is; a file asked for none, or without any, is left out.
+    assert store.farthest_near({c: 3, a: 1, b: 0, 999: 2}, data) == {
+        c: [NearPair.of(c, b, data, 5), NearPair.of(c, d, data, 5), NearPair.of(c, a, data, 2)],
+        a: [NearPair.of(a, b, data, 4)],
+    }
+    # More than it has: all of them, in the same order.
+    assert store.farthest_near({b: 5}, data) == {
+        b: [NearPair.of(b, c, data, 5), NearPair.of(a, b, data, 4)]
+    }
+    assert store.farthest_near({c: 2}, UnitType.TEXT) == {c: [NearPair.of(a, c, UnitType.TEXT, 9)]}
