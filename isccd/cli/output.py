@@ -51,15 +51,44 @@ def parse_size(text: str) -> int:
     return value * factor
 
 
-def dumps(obj: Any, *, indent: int | None = None) -> str:
-    """Serialize to JSON, keeping non-UTF-8 path bytes visible as ``\\udcXX`` escapes."""
-    return json.dumps(obj, ensure_ascii=True, indent=indent, sort_keys=False, default=str)
+def dumps(obj: Any, *, indent: int | None = None, depth: int | None = None) -> str:
+    """Serialize to JSON, keeping non-UTF-8 path bytes visible as ``\\udcXX`` escapes.
+
+    Args:
+        indent: Spaces a level; ``None``: all on one line.
+        depth: With ``indent``, how many levels are laid out an item a line; each value below
+            them is written on one line (a result of 100,000 groups: a group a line, written
+            by the compiled encoder, where indenting every level is pure Python and several
+            times slower). ``None``: every level.
+    """
+    if indent is None or depth is None:
+        return json.dumps(obj, ensure_ascii=True, indent=indent, sort_keys=False, default=str)
+    return _laid_out(obj, indent, depth, 0)
 
 
-def print_json(obj: Any, *, stream: TextIO | None = None, indent: int | None = None) -> None:
-    """Write one JSON document followed by a newline and flush it (for pipes)."""
+def _laid_out(obj: Any, indent: int, depth: int, level: int) -> str:
+    if level >= depth or not isinstance(obj, dict | list) or not obj:
+        return json.dumps(obj, ensure_ascii=True, sort_keys=False, default=str)
+    inner = "\n" + " " * (indent * (level + 1))
+    if isinstance(obj, dict):
+        items = [
+            json.dumps(str(k), ensure_ascii=True) + ": " + _laid_out(v, indent, depth, level + 1)
+            for k, v in obj.items()
+        ]
+        opening, closing = "{", "}"
+    else:
+        items = [_laid_out(v, indent, depth, level + 1) for v in obj]
+        opening, closing = "[", "]"
+    return opening + inner + ("," + inner).join(items) + "\n" + " " * (indent * level) + closing
+
+
+def print_json(
+    obj: Any, *, stream: TextIO | None = None, indent: int | None = None, depth: int | None = None
+) -> None:
+    """Write one JSON document followed by a newline and flush it (for pipes); ``indent`` and
+    ``depth``: see :func:`dumps`."""
     stream = stream if stream is not None else sys.stdout
-    stream.write(dumps(obj, indent=indent) + "\n")
+    stream.write(dumps(obj, indent=indent, depth=depth) + "\n")
     stream.flush()
 
 

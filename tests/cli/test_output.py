@@ -3,10 +3,52 @@
 from __future__ import annotations
 
 import io
+import json
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from isccd.cli.output import Progress, format_size
+from isccd.cli.output import Progress, dumps, format_size
+
+#: JSON values, their strings with the lone surrogates non-UTF-8 path bytes decode to.
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+def depth_of(value: Any) -> int:
+    if isinstance(value, dict | list) and value:
+        return 1 + max(depth_of(v) for v in (value.values() if isinstance(value, dict) else value))
+    return 0
+
+
+@given(JSON, st.integers(0, 4))
+def test_json_laid_out_to_a_depth_is_the_same_document(value: Any, depth: int) -> None:
+    text = dumps(value, indent=2, depth=depth)
+    assert json.loads(text) == value
+    assert text.isascii()
+    # Deep enough, it is the indented document json writes; below the depth, each value is
+    # on one line: a line a value of the levels laid out, and their brackets.
+    if depth >= depth_of(value):
+        assert text == json.dumps(value, indent=2, ensure_ascii=True)
+    else:
+        assert text.count("\n") < json.dumps(value, indent=2).count("\n")
+
+
+def test_a_result_is_laid_out_a_group_a_line() -> None:
+    result = {"groups": [{"members": [{"path": "/a"}, {"path": "/b\udcff"}]}], "truncated": False}
+    assert dumps(result, indent=2, depth=2).splitlines() == [
+        "{",
+        '  "groups": [',
+        '    {"members": [{"path": "/a"}, {"path": "/b\\udcff"}]}',
+        "  ],",
+        '  "truncated": false',
+        "}",
+    ]
 
 
 @pytest.mark.parametrize(
