@@ -5,15 +5,18 @@ ways, whichever costs less for its radius and the number of codes:
 
 - **a flat scan**: XOR against all codes and a hardware popcount (``numpy.bitwise_count``),
   about 0.65 ns a code (a millisecond per million);
-- **a block index** (multi-index hashing): the 64 bits split into five blocks of 13, 13, 13, 13
-  and 12 bits, and the codes sorted by each block. Two codes within distance d agree within
-  ``d // 5`` bits on at least one block (if all five differed in more, they would differ in more
-  than d bits), so only the codes in the buckets of the block values that close are compared.
-  It pays at radii up to 9 bits (one bit a block: 70 buckets), as the Data-Code's default of 8
-  and the Audio-Code's of 4: with 512 queries a call, 4.1 µs a query at 10,000 codes, 18 µs at
-  100,000 and 0.14 ms at 1,000,000, against 7 µs, 67 µs and 1.1 ms flat (``bench/index.py``).
-  From 10 bits on (460 buckets and more, a twentieth of the codes compared) the flat scan costs
-  less.
+- **a block index** (multi-index hashing): the 64 bits split into blocks, and the codes sorted
+  by each block. Two codes within distance d of each other are within ``d // m`` bits in one
+  of the first ``d % m + 1`` of the ``m`` blocks, or within one bit less in one of the others
+  (were they beyond that in every block, they would differ in more than d bits), so only the
+  codes in the buckets of the block values that close are compared. The blocks widen with the
+  codes, so that a bucket holds a few of them: five of 13, 13, 13, 13 and 12 bits up to 50,000
+  codes, four of 16 up to 2,000,000, three of 22, 21 and 21 beyond. With 512 queries a call
+  at radius 8: 2.5 µs a query at 10,000 codes, 9 µs at 100,000 and 54 µs at 1,000,000,
+  against 5.4 µs, 52 µs and 0.5 ms flat; one query at radius 12 over 1,000,000 codes,
+  0.36 ms (``bench/index.py``). Where the buckets a query probes hold more codes than a flat
+  scan costs (a family of near-identical codes fills the same buckets of every block, and
+  a small index's buckets are full at wide radii), the flat scan answers instead.
 
 Asked for each query's nearest few (:meth:`HammingIndex.nearest_each`, what indexing a file
 asks), a flat scan runs compiled where the kernels are loaded (``hamming_nearest`` of
@@ -28,7 +31,8 @@ Layout per unit type: parallel numpy arrays of codes (``uint64``), file ids (``i
 live flag, grown geometrically so that appends are amortized O(1). Removing a file clears its
 flag (a tombstone); when tombstones pile up the arrays are compacted. A file id appears at most
 once per type among live slots. Memory: 17 bytes per code, times the growth slack (at most 1.5),
-and, once a query has used it, 21 bytes per code and 160 KB for the block index.
+and, once a query has used it, 4 bytes per code a block and 1 more for the block index, with
+its buckets' starts (160 KB for five blocks, 1 MB for four, 32 MB for three).
 
 The block index is built by the first query it pays for, and covers the slots filled then.
 Slots appended since are scanned flat, and so are the few whose code changed in place; it is
@@ -41,6 +45,7 @@ Not thread-safe: it belongs to the thread that owns the store (see :mod:`isccd.s
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -58,8 +63,19 @@ _MIN_CAPACITY = 1024
 #: of one code over 20,000; what a block saves is the calls.
 _BLOCK = 1 << 17
 
-#: The block index's blocks: their widths in bits, from the most significant.
-_WIDTHS = (13, 13, 13, 13, 12)
+#: The block index's layouts: the widths of its blocks in bits, from the most significant, for
+#: up to a number of codes (the last for any more). Blocks grow with the codes so that a bucket
+#: holds a few of them: at 10,000,000 codes a 13-bit block's bucket holds 1,200, each compared,
+#: a 21-bit one's 5; a query probes more buckets of wider blocks, each cheap.
+_LAYOUTS: tuple[tuple[int, tuple[int, ...]], ...] = (
+    (50_000, (13, 13, 13, 13, 12)),
+    (2_000_000, (16, 16, 16, 16)),
+    (1 << 62, (22, 21, 21)),
+)
+#: Bucket lookups one numpy pass makes (8 bytes each, in a few arrays): a pass holds the
+#: probes of a few queries at a time at wide radii (12,233 a query at radius 12 over three
+#: blocks), of all of them at narrow ones.
+_PROBES = 1 << 18
 #: What the choice between the flat scan and the block index assumes a query costs, in µs
 #: (fitted to ``bench/index.py``'s runs of 512 queries a call at 10,000 to 1,000,000 codes): a
 #: code compared in the flat scan, a bucket looked up, a code found in a bucket and compared,
@@ -70,7 +86,7 @@ _COST_FOUND = 0.0243
 _COST_CALL = 40.0
 #: Codes appended since the block index was built are scanned flat until they are more than
 #: this many and an eighth of the codes indexed; then it is built again (0.4 ms for 10,000
-#: codes, 70 ms for 1,000,000).
+#: codes, 45 ms for 1,000,000, 0.6 s for 3,000,000 and 2.3 s for 10,000,000).
 _MIN_UNINDEXED = 1024
 #: A flat scan of this many distances or more loads the compiled kernels when they are not yet
 #: (about 3 ms of numpy; a family's scan is many times that). So does a family found by smaller
@@ -115,15 +131,40 @@ class Hit(NamedTuple):
 
 @functools.cache
 def _flips(width: int, most: int) -> npt.NDArray[np.int64]:
-    """Every ``width``-bit mask with at most ``most`` bits set: what XORed with a block value
-    gives the values within ``most`` bits of it."""
-    masks = np.arange(1 << width, dtype=np.int64)
-    return masks[np.bitwise_count(masks) <= most]
+    """Every ``width``-bit mask with at most ``most`` bits set, ascending: what XORed with a
+    block value gives the values within ``most`` bits of it (none below 0)."""
+    masks = [
+        sum(1 << bit for bit in bits)
+        for k in range(min(most, width) + 1)
+        for bits in itertools.combinations(range(width), k)
+    ]
+    return np.array(sorted(masks), dtype=np.int64)
+
+
+def _widths(count: int) -> tuple[int, ...]:
+    """The widths of the blocks of a block index of ``count`` codes (:data:`_LAYOUTS`)."""
+    return next(widths for most, widths in _LAYOUTS if count <= most)
+
+
+def _radii(radius: int, blocks: int) -> tuple[int, ...]:
+    """Per block, within how many of its bits a code within ``radius`` of a query may be
+    looked for, such that every such code is within that of the query in at least one block:
+    ``q`` in the first ``a + 1`` blocks and ``q - 1`` in the others, where ``radius`` is
+    ``q * blocks + a`` (a code beyond them all would differ in at least ``(a + 1)(q + 1) +
+    (blocks - a - 1) q = radius + 1`` bits). A block at -1 is not looked in."""
+    q, a = divmod(radius, blocks)
+    return tuple(q if i <= a else q - 1 for i in range(blocks))
+
+
+#: A block looked in by a query: its shift and width, its slots in the order of their block
+#: value, where each value's slots begin, and the flips that give the values looked for.
+_Probed = tuple[int, int, npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int64]]
 
 
 class _Blocks:
-    """The block index of the codes in slots ``[0, size)`` when it was built: per block, the
-    slots in the order of their block value, and where each value's slots begin."""
+    """The block index of the codes in slots ``[0, size)`` when it was built (blocks as wide
+    as :func:`_widths` of their number): per block, the slots in the order of their block
+    value, and where each value's slots begin."""
 
     def __init__(self, codes: npt.NDArray[np.uint64]) -> None:
         self.size = len(codes)
@@ -132,11 +173,10 @@ class _Blocks:
         self.changed: list[int] = []
         self.blocks: list[tuple[int, int, npt.NDArray[np.int32], npt.NDArray[np.int32]]] = []
         shift = 64
-        for width in _WIDTHS:
+        for width in _widths(self.size):
             shift -= width
             keys = _block_values(codes, shift, width)
-            # A stable sort of 16-bit keys is a radix sort: linear.
-            order = np.argsort(keys, kind="stable").astype(np.int32)
+            order = _ordered(keys).astype(np.int32)
             starts = np.zeros((1 << width) + 1, dtype=np.int32)
             np.cumsum(np.bincount(keys, minlength=1 << width), out=starts[1:])
             self.blocks.append((shift, width, order, starts))
@@ -166,14 +206,20 @@ class _Blocks:
         ``None`` when the buckets the queries probe hold more codes than the flat scan would
         compare in the time (a family of near-identical codes fills the same few buckets of
         every block): the caller scans instead."""
-        most = radius // len(_WIDTHS)
-        probed = []
+        radii = _radii(radius, len(self.blocks))
+        probed = [
+            (shift, width, order, starts, _flips(width, most))
+            for (shift, width, order, starts), most in zip(self.blocks, radii, strict=True)
+            if most >= 0
+        ]
+        # The probes of a pass are held together: a few queries' at wide radii.
+        step = max(1, _PROBES // max(1, sum(len(p[4]) for p in probed)))
         compared = np.zeros(len(queries), dtype=np.int64)
-        for shift, width, order, starts in self.blocks:
-            values = _block_values(queries, shift, width).astype(np.int64)
-            probes = values[:, None] ^ _flips(width, most)
-            compared += (starts[probes + 1] - starts[probes]).sum(axis=1)
-            probed.append((order, starts, probes))
+        for start in range(0, len(queries), step):
+            some = slice(start, start + step)
+            for shift, width, _, starts, masks in probed:
+                probes = _probes(queries[some], shift, width, masks)
+                compared[some] += (starts[probes + 1] - starts[probes]).sum(axis=1)
         if int(compared.sum()) * _COST_FOUND > len(queries) * self.size * _COST_FLAT:
             return None
         # The candidates of a pass are held together (tens of bytes each): bounded as the
@@ -184,6 +230,7 @@ class _Blocks:
         while start < len(queries):
             before = int(ends[start - 1]) if start else 0
             stop = max(start + 1, int(np.searchsorted(ends, before + block, side="right")))
+            stop = min(stop, start + step)
             parts.append(self._find(codes, queries, radius, probed, slice(start, stop)))
             start = stop
         return (
@@ -197,15 +244,15 @@ class _Blocks:
         codes: npt.NDArray[np.uint64],
         queries: npt.NDArray[np.uint64],
         radius: int,
-        probed: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int64]]],
+        probed: list[_Probed],
         some: slice,
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:
-        """:meth:`find` of ``some`` of the queries, whose block values XORed with every flip
-        (a row per query) are ``probed``, per block."""
+        """:meth:`find` of ``some`` of the queries, by the blocks ``probed`` and each one's
+        flips."""
         found_queries = []
         found_slots = []
-        for order, starts, probes in probed:
-            rows = probes[some]
+        for shift, width, order, starts, masks in probed:
+            rows = _probes(queries[some], shift, width, masks)
             first = starts[rows].ravel()
             counts = starts[rows + 1].ravel() - first
             total = int(counts.sum())
@@ -263,19 +310,42 @@ def _kernels(cells: int, listed: int = 0) -> Kernels | None:
 def _pays(radius: int, count: int, queries: int) -> bool:
     """Whether ``queries`` queries within ``radius`` over ``count`` codes are assumed to cost
     less through the block index than through the flat scan."""
-    most = radius // len(_WIDTHS)
-    if most > 1:
-        # 460 buckets of 8,192 a block or more: the codes found in them, about a quarter of
-        # all over the five blocks, cost more to compare one by one than the flat scan.
-        return False
-    buckets = sum(len(_flips(width, most)) for width in _WIDTHS)
-    indexed = _COST_CALL + queries * buckets * (_COST_BUCKET + _COST_FOUND * count / (1 << 13))
+    widths = _widths(count)
+    buckets = found = 0.0
+    for width, most in zip(widths, _radii(radius, len(widths)), strict=True):
+        probed = len(_flips(width, most)) if most >= 0 else 0
+        buckets += probed
+        found += probed * count / (1 << width)
+    indexed = _COST_CALL + queries * (buckets * _COST_BUCKET + found * _COST_FOUND)
     return indexed < queries * count * _COST_FLAT
 
 
-def _block_values(codes: npt.NDArray[np.uint64], shift: int, width: int) -> npt.NDArray[np.uint16]:
-    """The ``width``-bit block at ``shift`` of each code."""
-    return ((codes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.uint16)
+def _block_values(
+    codes: npt.NDArray[np.uint64], shift: int, width: int
+) -> npt.NDArray[np.uint16] | npt.NDArray[np.uint32]:
+    """The ``width``-bit block at ``shift`` of each code (16 bits each where they fit: a
+    radix sort orders those)."""
+    values = (codes >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+    if width <= 16:
+        return values.astype(np.uint16)
+    return values.astype(np.uint32)
+
+
+def _ordered(keys: npt.NDArray[np.uint16] | npt.NDArray[np.uint32]) -> npt.NDArray[np.intp]:
+    """The positions of ``keys`` in key order, equal keys in position order: a stable sort of
+    16-bit keys is a radix sort (linear), and wider keys are sorted by their low 16 bits, then
+    stably by the rest (at 10,000,000 keys, 0.55 s where one stable sort takes 1.3 s)."""
+    if keys.dtype == np.uint16:
+        return np.argsort(keys, kind="stable")
+    low = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((keys[low] >> 16).astype(np.uint16), kind="stable")]
+
+
+def _probes(
+    queries: npt.NDArray[np.uint64], shift: int, width: int, masks: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The block values each query looks for: its own XORed with each mask, a row a query."""
+    return _block_values(queries, shift, width).astype(np.int64)[:, None] ^ masks
 
 
 def _nothing() -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint8]]:

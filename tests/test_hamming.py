@@ -225,6 +225,37 @@ def test_the_block_index_finds_what_a_brute_force_scan_finds(
     assert index.within_each(asked[:40], radius) == [index.within(q, radius) for q in asked[:40]]
 
 
+@pytest.mark.parametrize("layout", [widths for _, widths in hamming._LAYOUTS])
+@pytest.mark.parametrize("radius", [0, 1, 5, 8, 12, 15])
+@pytest.mark.parametrize("probes", [hamming._PROBES, 2_000])
+def test_every_layout_of_the_block_index_finds_every_code_within_any_radius(
+    layout: tuple[int, ...], radius: int, probes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each layout the index takes as it grows (five 13-bit blocks to three of 21 and 22
+    # bits), forced on a few thousand codes of families and strangers; every radius, each
+    # block looked in within its share of it; the probes a pass many or few.
+    assert sum(layout) == 64
+    monkeypatch.setattr(hamming, "_LAYOUTS", ((1 << 62, layout),))
+    monkeypatch.setattr(hamming, "_PROBES", probes)
+    monkeypatch.setattr(hamming, "_COST_FOUND", 0.0)  # never left to the flat scan
+    rng = np.random.default_rng(radius * 1000 + len(layout))
+    groups = rng.integers(0, 2**64, size=40, dtype=np.uint64)
+    codes = np.concatenate([clustered(rng, 3000, groups), rng.integers(0, 2**64, 1000, np.uint64)])
+    asked = np.concatenate([clustered(rng, 30, groups), codes[rng.integers(0, len(codes), 10)]])
+    blocks = hamming._Blocks(codes)
+    assert [width for _, width, _, _ in blocks.blocks] == list(layout)
+    found = blocks.find(codes, asked, radius, 5_000)
+    assert found is not None
+    model = dict(enumerate(codes.tolist()))
+    expected = brute_force_each(model, asked.tolist(), radius)
+    got: list[list[Hit]] = [[] for _ in asked]
+    for query, slot, distance in zip(*(a.tolist() for a in found), strict=True):
+        got[query].append(Hit(slot, distance, model[slot]))
+    assert [sorted(hits, key=Hit.rank) for hits in got] == expected
+    # Families: beyond a few bits, more than each stored code asked finds itself.
+    assert sum(map(len, expected)) > len(asked) or radius < 5
+
+
 @pytest.mark.slow
 def test_the_block_index_answers_single_queries_at_scale_and_survives_compaction() -> None:
     rng = np.random.default_rng(11)
