@@ -80,12 +80,15 @@ def small_files(folder: Path, count: int, per_dir: int = 0) -> list[Path]:
     out = []
     for i in range(count):
         directory = folder / f"d{i // per_dir:04d}" if per_dir else folder
-        directory.mkdir(exist_ok=True)
+        if per_dir and i % per_dir == 0:
+            directory.mkdir()
         if i % 5 < 3:
             size = rng.randrange(200, 4096)
             words: list[str] = []
-            while sum(len(w) + 1 for w in words) < size:
+            length = 0  # of the words and a space after each
+            while length < size:
                 words.append(rng.choice(WORDS))
+                length += len(words[-1]) + 1
             path = directory / f"t{i}.txt"
             path.write_text(" ".join(words))
         else:
