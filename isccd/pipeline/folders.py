@@ -124,8 +124,6 @@ class FolderTree:
         self.nodes: list[_Node] = []
         self.slot: dict[Folder, int] = {}
         self.leaf: list[int] = []  # the folder of each file
-        #: The fingerprint of the contents of each folder compared (:func:`fingerprint`).
-        self.compared: dict[int, bytes] = {}
         for index, f in enumerate(files):
             at = self._node(f.host, f.dir, f.root)
             self.nodes[at].own.append(index)
@@ -148,14 +146,6 @@ class FolderTree:
                 up.size += folder.size
                 up.blank += folder.blank
                 up.sum = (up.sum + folder.sum) & _MASK
-
-    def forget_rows(self, contents: Callable[[str, str], bytes]) -> None:
-        """Keep only the folders' sums from now on, ``contents`` telling equal sums apart."""
-        self.files = []
-        self.leaf = []
-        for node in self.nodes:
-            node.own = []
-        self._contents = contents
 
     def count(self, file: FolderFile, sign: int) -> list[int]:
         """Add (``sign`` 1) or take away (-1) one file from the sums of its folder and every
@@ -289,7 +279,6 @@ class FolderTree:
                 contents = self._contents(self.nodes[n].host, self.nodes[n].path)
             else:
                 contents = fingerprint(self.files[i].datahash or b"" for i in self.below(n))
-            self.compared[n] = contents
             by_contents.setdefault(contents, []).append(n)
         return [g for g in by_contents.values() if len(g) > 1]
 

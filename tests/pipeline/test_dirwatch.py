@@ -6,7 +6,9 @@ again; a renamed copy is the same duplicate under its new name."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,9 @@ import pytest
 
 from isccd.model import Event, EventType
 from isccd.pipeline import PipelineOptions
+from isccd.pipeline.dirwatch import FolderWatch
+from isccd.store import open_store, state_url
+from tests.store.conftest import hashed, make_record
 
 from .harness import Harness
 
@@ -154,3 +159,38 @@ def test_a_folder_with_a_file_of_unknown_content_is_no_duplicate(h: Harness) -> 
     h.write("copy/extra", "E:0")
     h.scan()
     assert settled(h) == [("dir.dup", h.p("copy/raw"), [h.p("album/raw")])]
+
+
+def test_loading_a_large_store_holds_a_chunk_of_its_files_at_a_time(tmp_path: Path) -> None:
+    # 40,000 files in 200 folders, the first two copies of each other: the folders' sums are
+    # counted a chunk of rows at a time, none kept (a million files' rows held at once took
+    # 480 MB, which the allocator kept from the system for as long as the daemon ran), and
+    # the copies are found as when every row was read first.
+    store = open_store(state_url(tmp_path / "state"), host="host-a")
+    try:
+        store.begin()
+        records = [
+            make_record(
+                f"/data/f{i // 200:03}/x{i % 200:03}",
+                ino=i + 1,
+                datahash=hashed(i % 200 if i < 400 else i),
+            )
+            for i in range(40_000)
+        ]
+        store.add_files("/data", records, 1.0)
+        store.commit()
+        watch = FolderWatch(SETTLE)
+        tracemalloc.start()
+        try:
+            watch.load(store)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        folder = ["host-a", "/data"]
+        assert json.loads(watch.saved()) == [
+            [[*folder, "/data/f000"], [[*folder, "/data/f001"]]],
+            [[*folder, "/data/f001"], [[*folder, "/data/f000"]]],
+        ]
+        assert peak < 8 * 2**20, peak
+    finally:
+        store.close()
