@@ -161,6 +161,7 @@ def test_a_folder_with_a_file_of_unknown_content_is_no_duplicate(h: Harness) -> 
     assert settled(h) == [("dir.dup", h.p("copy/raw"), [h.p("album/raw")])]
 
 
+@pytest.mark.slow
 def test_loading_a_large_store_holds_a_chunk_of_its_files_at_a_time(tmp_path: Path) -> None:
     # 40,000 files in 200 folders, the first two copies of each other: the folders' sums are
     # counted a chunk of rows at a time, none kept (a million files' rows held at once took
