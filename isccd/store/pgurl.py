@@ -142,9 +142,10 @@ def _secrets(params: list[_Param]) -> list[tuple[int, int]]:
 
 def _as_written(url: str, start: int) -> list[tuple[int, int]]:
     """The spans of the secrets of a URL read as RFC 3986 reads it (the authority ends at the
-    first ``/``, ``?`` or ``#``, the query at ``#``; names compared in any case): what a
-    person meant may be what libpq reads otherwise (``?application_name=a@b&password=x`` is a
-    user and a host to libpq)."""
+    first ``/``, ``?`` or ``#``; names compared in any case), but for a ``#`` in the query,
+    which is taken as part of a value (``password=#x`` means a password, not a fragment): what
+    a person meant may be what libpq reads otherwise (``?application_name=a@b&password=x`` is
+    a user and a host to libpq)."""
     spans = _userinfo(url, start)
     ends = [i for i in (url.find(c, start) for c in "/?#") if i != -1]
     authority_end = min(ends, default=len(url))
@@ -155,9 +156,8 @@ def _as_written(url: str, start: int) -> list[tuple[int, int]]:
     query = url.find("?", start)
     if query == -1:
         return spans
-    end = url.find("#", query)
     p = query + 1
-    for part in url[query + 1 : len(url) if end == -1 else end].split("&"):
+    for part in url[query + 1 :].split("&"):
         name, equals, _ = part.partition("=")
         if equals and urllib.parse.unquote(name).lower() in SECRET_KEYWORDS:
             spans.append((p + len(name) + 1, p + len(part)))
