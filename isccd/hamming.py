@@ -295,7 +295,7 @@ def _spans(
     return lo, np.full(queries, first + len(job), dtype=np.int64)
 
 
-def _kernels(cells: int, listed: int = 0) -> Kernels | None:
+def _kernels(cells: int, listed: int) -> Kernels | None:
     """The compiled kernels for a flat scan of ``cells`` distances: once loaded (the workers'
     machine code, a few tens of MB with llvmlite) for every scan; before, only for a scan large
     enough that numpy's list of pairs would cost more, or once numpy has ``listed`` that many

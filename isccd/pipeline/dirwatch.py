@@ -98,8 +98,7 @@ class FolderWatch:
         self._tree, self._store = tree, store
         for chunk in store.folder_files(chunk=8192):
             for f in chunk:
-                if f.size != 0:
-                    tree.count(f, 1)
+                tree.count(f, 1)  # an empty file counts for nothing
         shown, _, _ = tree.exact_groups()
         saved = _saved(store.get_property(announced_property(store.host)))
         if saved is None:
