@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from isccd import __version__
 from isccd.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, log_to_stderr
+from isccd.collector import paused
 
 #: Modules that add commands, in the order they appear in ``--help``. They import only what
 #: their argument definitions need; each command imports its implementation in its handler,
@@ -49,6 +50,10 @@ QUIET_COMMANDS = frozenset(
 #: on another core while this process imports the command modules and the logging; the
 #: command itself ends it when it hashed nothing (:func:`isccd.forkserver.end`).
 HASHING_COMMANDS = frozenset({"scan"})
+
+#: Commands that build one answer from a store and print it: they run without the cycle
+#: collector (:func:`isccd.collector.paused`).
+ANSWER_COMMANDS = frozenset({"dupes", "similar", "get"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,6 +96,12 @@ def parse(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Nam
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``isccd`` command line and return its exit status."""
     words = sys.argv[1:] if argv is None else list(argv)
+    answers = bool(words) and words[0] in ANSWER_COMMANDS
+    with paused() if answers else contextlib.nullcontext():
+        return _command(words)
+
+
+def _command(words: list[str]) -> int:
     asks_help = "-h" in words or "--help" in words  # nothing to hash: no fork server to wait on
     early = bool(words) and words[0] in HASHING_COMMANDS and not asks_help and _start_fork_server()
     try:

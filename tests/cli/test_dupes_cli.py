@@ -9,17 +9,20 @@ one binary is added, so that a file with two names is seen once.
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
 
 from isccd.cli.answers import CSV_COLUMNS
 from isccd.cli.main import main
+from isccd.pipeline import groups
 from tests.cli.test_index_cli import Terminal, make_library, prose
 
 BIG = 200_000
@@ -153,3 +156,37 @@ def test_dedupe_takes_the_file_types_too(
         f"link    {library}/backup_report.txt" in out or f"link    {library}/docs/report.txt" in out
     )
     assert "big" not in out and "1 of 1 groups" in out
+
+
+def test_dupes_runs_without_the_cycle_collector_and_gives_it_back(
+    scanned: tuple[Path, Path],
+) -> None:
+    # Its results hold no cycle: the collector would only walk them as they pile up. It is
+    # paused for the command alone, even one that fails, and collects again after it.
+    making = groups.dupes.__code__
+    during: list[int] = []  # collections that started while the groups were being made
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        frame: FrameType | None = sys._getframe(1)
+        while phase == "start" and frame is not None:
+            if frame.f_code is making:
+                during.append(info["generation"])
+                break
+            frame = frame.f_back
+
+    _, state = scanned
+    out = io.StringIO()
+    saved, sys.stdout = sys.stdout, out
+    pace = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at every allocation the collector is let see
+    gc.callbacks.append(seen)
+    try:
+        assert main(["dupes", "--state", str(state), "--near", "--json"]) == 0
+        assert main(["dupes", "--state", str(state / "none")]) != 0
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*pace)
+        sys.stdout = saved
+    assert json.loads(out.getvalue())["groups"]
+    assert during == []
