@@ -101,7 +101,9 @@ class Thresholds:
 
     def of(self, unit_type: UnitType) -> int | None:
         """The 64-bit threshold of a unit type, or ``None`` when it is not compared."""
-        value: int | None = getattr(self, unit_type.value, None)
+        # A unit type is the string of its field's name (read without the enum's slow
+        # ``.value``: this is asked once a relation).
+        value: int | None = getattr(self, unit_type, None)
         return value
 
     def enabled(self) -> tuple[UnitType, ...]:

@@ -109,3 +109,56 @@ def test_a_group_alone_frees_what_its_totals_say(
     members = tuple(member(f"/r/{i}", size, allocated) for i, (size, allocated) in enumerate(files))
     g = DupGroup.of(DupKind.NEAR, UnitType.DATA, 8, members, centre=min(centre, len(files) - 1))
     assert Totals.of([g]) == Totals(1, len(files), g.reclaimable, g.reclaimable_size)
+
+
+@st.composite
+def named_groups(draw: st.DrawFn) -> list[list[Footprint]]:
+    """Groups of files that each file may join under any of its names, its first name or its
+    hardlink first, so that the same file is named differently in two groups."""
+    files = [
+        ((f"/r/{c}", f"/r/{c}.link"), draw(st.integers(0, 99)), draw(st.none() | st.integers(0, 9)))
+        for c in "abcdef"
+    ]
+    names = st.sampled_from([(0,), (1,), (0, 1), (1, 0)])
+    shown = st.tuples(st.sampled_from(files), names).map(
+        lambda f: Footprint(tuple(f[0][0][i] for i in f[1]), f[0][1], f[0][2])
+    )
+    return draw(st.lists(st.lists(shown, min_size=2, max_size=4), max_size=6))
+
+
+def modelled(groups: list[list[Footprint]]) -> Totals:
+    """Totals by brute force: a member joins its names into one file, files named alike are
+    one, groups sharing a file are one set, and each set keeps its first largest file."""
+    files: list[set[str]] = []
+    for member in (m for g in groups for m in g):
+        joined = {n for f in files if f & set(member.names) for n in f} | set(member.names)
+        files = [f for f in files if not f & joined] + [joined]
+
+    def file_of(member: Footprint) -> int:
+        return next(i for i, f in enumerate(files) if member.names[0] in f)
+
+    sets: list[tuple[set[int], set[int]]] = []  # (groups, files)
+    for g, group in enumerate(groups):
+        mine = {file_of(m) for m in group}
+        touching = [s for s in sets if s[1] & mine]
+        sets = [s for s in sets if not s[1] & mine]
+        merged = ({g}.union(*(s[0] for s in touching)), mine.union(*(s[1] for s in touching)))
+        sets.append(merged)
+    first: dict[int, Footprint] = {}  # each file as it is first shown, in group order
+    for member in (m for g in groups for m in g):
+        first.setdefault(file_of(member), member)
+    reclaimable = reclaimable_size = 0
+    for _, held in sets:
+        shown = [f for i, f in first.items() if i in held]
+        kept = max(shown, key=lambda f: f.size or 0)  # the first of the largest
+        reclaimable += sum(f.space for f in shown) - kept.space
+        reclaimable_size += sum(f.size or 0 for f in shown) - (kept.size or 0)
+    return Totals(len(groups), len(first), reclaimable, reclaimable_size)
+
+
+@settings(max_examples=200)
+@given(named_groups())
+def test_totals_are_those_of_joining_every_name_and_every_group_that_shares_a_file(
+    groups: list[list[Footprint]],
+) -> None:
+    assert Totals.over(groups) == modelled(groups)

@@ -66,9 +66,14 @@ def dumps(obj: Any, *, indent: int | None = None, depth: int | None = None) -> s
     return _laid_out(obj, indent, depth, 0)
 
 
+#: A value on one line, as :func:`dumps` writes it (one encoder for every item: ``json.dumps``
+#: makes one a call when given ``default``).
+_one_line = json.JSONEncoder(ensure_ascii=True, default=str).encode
+
+
 def _laid_out(obj: Any, indent: int, depth: int, level: int) -> str:
     if level >= depth or not isinstance(obj, dict | list) or not obj:
-        return json.dumps(obj, ensure_ascii=True, sort_keys=False, default=str)
+        return _one_line(obj)
     inner = "\n" + " " * (indent * (level + 1))
     if isinstance(obj, dict):
         items = [

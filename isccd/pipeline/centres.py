@@ -59,7 +59,8 @@ def centred(edges: Mapping[tuple[int, int], tuple[int, int]], ids: Sequence[int]
         The groups of at least two nodes, in the order their centres were chosen.
     """
     near: dict[int, dict[int, int]] = {}
-    for (x, y), (distance, *_) in edges.items():
+    for (x, y), value in edges.items():
+        distance = value[0]
         near.setdefault(x, {})[y] = distance
         near.setdefault(y, {})[x] = distance
     order = sorted(near, key=lambda n: (-len(near[n]), ids[n]))

@@ -174,7 +174,7 @@ def _member(names: _Names, unit: UnitType, distance: int = 0, threshold: int = 0
         nearest=nearest,
         mediatype=record.mediatype,
         mode=record.mode,
-        links=tuple(s.path for s in names[1:]),
+        links=tuple([s.path for s in names[1:]]) if len(names) > 1 else (),
         host=first.host,
         allocated=record.stat.allocated if record.stat is not None else None,
     )
@@ -205,22 +205,31 @@ def _near_groups(
     # index rebuilt, resumed after a crash or fed by events shows the groups a fresh scan
     # of the same tree shows.
     order = list(range(len(members)))
-    groups = []
-    together: set[tuple[int, int]] = set()  # member pairs shown in a group of an earlier unit
+    # Each unit's relations between members, once: ``(x, y, distance, threshold)``, x < y.
+    related: dict[UnitType, list[tuple[int, int, int, int]]] = {}
+    for pair, distance, threshold in held:
+        x, y = slot[pair.a], slot[pair.b]
+        if x != y:
+            edge = (x, y, distance, threshold) if x < y else (y, x, distance, threshold)
+            related.setdefault(pair.unit, []).append(edge)
+    groups: list[DupGroup] = []
+    # For each earlier unit, the group each member is shown in (one at most: a centre's
+    # group): two members shown together by one unit are not grouped again by a later one.
+    shown: list[dict[int, int]] = []
     for unit in NEAR_UNITS:
         edges: dict[tuple[int, int], tuple[int, int]] = {}
-        for pair, distance, threshold in held:
-            if pair.unit is not unit:
+        for x, y, distance, threshold in related.get(unit, ()):
+            if any((g := home.get(x)) is not None and g == home.get(y) for home in shown):
                 continue
-            x, y = sorted((slot[pair.a], slot[pair.b]))
-            if x == y or (x, y) in together:
-                continue
-            if (x, y) not in edges or distance < edges[(x, y)][0]:
+            known = edges.get((x, y))
+            if known is None or distance < known[0]:
                 edges[(x, y)] = (distance, threshold)
+        home: dict[int, int] = {}
         for found in centred(edges, order):
+            for m in (found.centre, *found.members):
+                home[m] = len(groups)
             groups.append(_near_group(members, unit, found, edges, policy))
-            ids = [found.centre, *found.members]
-            together.update((x, y) for x in ids for y in ids if x < y)
+        shown.append(home)
     return groups
 
 

@@ -38,12 +38,16 @@ def to_wire(value: Any) -> Any:
     if cls in _PLAIN:
         return value  # most values: a result's thousands of names, sizes and distances
     names = _fields(cls)
+    # A plain member is taken as it is, without a call: a result of 100,000 members has a
+    # million of them.
     if names is not None:
-        return {name: to_wire(getattr(value, name)) for name in names}
+        return {
+            name: v if type(v := getattr(value, name)) in _PLAIN else to_wire(v) for name in names
+        }
     if isinstance(value, enum.Enum):
-        return value.value
+        return value._value_  # what ``.value`` reads, without its descriptor
     if isinstance(value, tuple | list | frozenset):
-        return [to_wire(v) for v in value]
+        return [v if type(v) in _PLAIN else to_wire(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): to_wire(v) for k, v in value.items()}
     return value

@@ -167,6 +167,35 @@ class Totals:
     def over(cls, groups: Sequence[Sequence[Footprint]]) -> Totals:
         """The totals of groups of files (see the class docstring): the one count of the
         command line, the protocol and the report."""
+        # A group whose members' names appear nowhere else (most groups) adds up as it is;
+        # only the others are taken together.
+        owner: dict[str, tuple[int, int]] = {}  # name -> (group, member) it was first seen in
+        tied: set[int] = set()
+        for g, group in enumerate(groups):
+            for m, member in enumerate(group):
+                for name in member.names:
+                    first = owner.setdefault(name, (g, m))
+                    if first != (g, m):
+                        tied.update((first[0], g))
+        files = reclaimable = reclaimable_size = 0
+        for g, group in enumerate(groups):
+            if g not in tied:
+                space, size = _freed(group)
+                files, reclaimable, reclaimable_size = (
+                    files + len(group),
+                    reclaimable + space,
+                    reclaimable_size + size,
+                )
+        if tied:
+            shared = cls._together([group for g, group in enumerate(groups) if g in tied])
+            files += shared.files
+            reclaimable += shared.reclaimable
+            reclaimable_size += shared.reclaimable_size
+        return cls(len(groups), files, reclaimable, reclaimable_size)
+
+    @classmethod
+    def _together(cls, groups: Sequence[Sequence[Footprint]]) -> Totals:
+        """:meth:`over` for groups that share files, each file counted once."""
         same_file = _Joined()  # names of one file
         for group in groups:
             for member in group:
