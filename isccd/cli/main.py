@@ -51,9 +51,9 @@ QUIET_COMMANDS = frozenset(
 #: command itself ends it when it hashed nothing (:func:`isccd.forkserver.end`).
 HASHING_COMMANDS = frozenset({"scan"})
 
-#: Commands that build one answer from a store and print it: they run without the cycle
-#: collector (:func:`isccd.collector.paused`).
-ANSWER_COMMANDS = frozenset({"dupes", "similar", "get"})
+#: Commands that build one answer from a store, or carry out one plan, and end: they run
+#: without the cycle collector (:func:`isccd.collector.paused`).
+ANSWER_COMMANDS = frozenset({"dupes", "similar", "get", "dedupe"})
 
 
 def build_parser() -> argparse.ArgumentParser:
