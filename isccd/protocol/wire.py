@@ -158,24 +158,18 @@ def _enumerated(tp: type[enum.Enum]) -> _Convert:
 
 def _dataclass(tp: type) -> _Convert:
     # Its members' converters are made at its first value, not with it: a dataclass may name
-    # itself among its members' types.
-    fields: list[tuple[str, bool, _Convert]] = []
+    # itself among its members' types. They are made whole before they are kept, so that a
+    # thread converting at the same time sees all of them or none.
+    made: list[tuple[str, bool, _Convert]] | None = None
 
     def convert(value: Any, where: str) -> Any:
+        nonlocal made
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected an object")  # noqa: TRY004
-        if not fields:
-            hints = typing.get_type_hints(tp)
-            fields.extend(
-                (
-                    f.name,
-                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-                    _converter(hints[f.name]),
-                )
-                for f in dataclasses.fields(tp)
-            )
+        if made is None:
+            made = _members(tp)
         kwargs = {}
-        for name, required, member in fields:
+        for name, required, member in made:
             if name in value:
                 kwargs[name] = member(value[name], f"{where}.{name}")
             elif required:
@@ -183,6 +177,19 @@ def _dataclass(tp: type) -> _Convert:
         return tp(**kwargs)
 
     return convert
+
+
+def _members(tp: type) -> list[tuple[str, bool, _Convert]]:
+    """Each member of a dataclass: its name, whether it must be given, its converter."""
+    hints = typing.get_type_hints(tp)
+    return [
+        (
+            f.name,
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            _converter(hints[f.name]),
+        )
+        for f in dataclasses.fields(tp)
+    ]
 
 
 def _number(value: Any, where: str) -> float:
