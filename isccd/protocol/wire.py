@@ -77,19 +77,25 @@ def from_wire(cls: type[T], obj: Any) -> T:
 _Convert = Callable[[Any, str], Any]
 
 
-@functools.cache
-def _converter(tp: Any) -> _Convert:  # noqa: PLR0911 -- one converter per JSON shape
+def _converter(tp: Any) -> _Convert:
     """The converter of a type, made once from its hints: a reply of 100,000 members is
     converted without reading a type hint again."""
-    origin = typing.get_origin(tp)
+    # Kept by the type as written too: ``int | float`` equals ``float | int`` (and so do types
+    # that hold them), but a union's members are tried in the order it names them.
+    return _made(tp, repr(tp))
+
+
+@functools.cache
+def _made(tp: Any, written: str) -> _Convert:  # noqa: PLR0911 -- one per JSON shape
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return _as_is
     if origin in (typing.Union, types.UnionType):
-        return _union(tp)
+        return _union(args)
     if origin in (dict, Mapping):
-        return _mapping(*(_converter(a) for a in typing.get_args(tp)))
+        return _mapping(*(_converter(a) for a in args))
     if origin is tuple:
-        return _sequence(_converter(typing.get_args(tp)[0]))
+        return _sequence(_converter(args[0]))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enumerated(tp)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
@@ -100,15 +106,14 @@ def _converter(tp: Any) -> _Convert:  # noqa: PLR0911 -- one converter per JSON 
         return _integer
     if tp in (str, bool):
         return _plain(tp)
-    raise TypeError(f"cannot convert to {tp!r}")
+    return _unsupported(tp)
 
 
 def _as_is(value: Any, where: str) -> Any:
     return value
 
 
-def _union(tp: Any) -> _Convert:
-    every = typing.get_args(tp)
+def _union(every: tuple[Any, ...]) -> _Convert:
     options = [_converter(a) for a in every if a is not type(None)]
     nullable = len(options) < len(every)
 
@@ -209,5 +214,15 @@ def _plain(tp: type) -> _Convert:
         if not isinstance(value, tp):
             raise ValueError(f"{where}: expected {tp.__name__}")  # noqa: TRY004
         return value
+
+    return convert
+
+
+def _unsupported(tp: Any) -> _Convert:
+    """A type no JSON value converts to: an error where a value reaches it (a member of
+    that type that is left out takes its default)."""
+
+    def convert(value: Any, where: str) -> Any:
+        raise TypeError(f"{where}: cannot convert to {tp!r}")
 
     return convert

@@ -4,6 +4,7 @@ ignore members they do not know and refuse members of the wrong type."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -181,3 +182,28 @@ def test_readers_ignore_members_they_do_not_know_and_default_missing_optional_on
 def test_readers_reject_members_of_the_wrong_type(obj: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"FileInfo\."):
         from_wire(FileInfo, obj)
+
+
+@dataclass(frozen=True)
+class _FloatFirst:
+    v: float | int
+
+
+@dataclass(frozen=True)
+class _IntFirst:
+    v: int | float
+    tags: list[str] = field(default_factory=list)  # a type the wire does not convert
+
+
+def test_a_union_tries_its_members_in_the_order_it_names_them() -> None:
+    # The two unions are equal as types; each still reads 3 as its first member's type.
+    assert type(from_wire(_FloatFirst, {"v": 3}).v) is float
+    assert type(from_wire(_IntFirst, {"v": 3}).v) is int
+    with pytest.raises(ValueError, match=r"^_IntFirst.v: expected an integer; _IntFirst.v: "):
+        from_wire(_IntFirst, {"v": "x"})
+
+
+def test_a_member_of_a_type_the_wire_cannot_convert_fails_only_where_a_value_reaches_it() -> None:
+    assert from_wire(_IntFirst, {"v": 1}) == _IntFirst(1)
+    with pytest.raises(TypeError, match=r"^_IntFirst.tags: cannot convert to list\[str\]"):
+        from_wire(_IntFirst, {"v": 1, "tags": ["a"]})
