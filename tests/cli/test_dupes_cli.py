@@ -15,17 +15,21 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 import pytest
 
 from isccd.cli.answers import CSV_COLUMNS
+from isccd.cli.dedupe import run_dedupe
+from isccd.cli.engine import run_explain
+from isccd.cli.index import run_get, run_similar
 from isccd.cli.main import main
 from isccd.pipeline import groups
 from tests.cli.test_index_cli import Terminal, make_library, prose
 
 BIG = 200_000
+CODE = "ISCC:KACYPXW445FTYNJ3CYSXHAFJMA2HUWULUNRFE3BLHRSCXYH2M5AEGQY"
 TEXT = len(prose(1).encode())
 
 
@@ -158,35 +162,67 @@ def test_dedupe_takes_the_file_types_too(
     assert "big" not in out and "1 of 1 groups" in out
 
 
-def test_dupes_runs_without_the_cycle_collector_and_gives_it_back(
-    scanned: tuple[Path, Path],
-) -> None:
-    # Its results hold no cycle: the collector would only walk them as they pile up. It is
-    # paused for the command alone, even one that fails, and collects again after it.
-    making = groups.dupes.__code__
-    during: list[int] = []  # collections that started while the groups were being made
+def collected_while(codes: set[CodeType], commands: list[list[str]]) -> tuple[list[int], int, str]:
+    """Run ``commands`` with the collector set to collect at every allocation it is let see:
+    their statuses, the collections that started while one of ``codes`` ran, and their
+    output."""
+    during: list[int] = []
 
     def seen(phase: str, info: dict[str, int]) -> None:
         frame: FrameType | None = sys._getframe(1)
         while phase == "start" and frame is not None:
-            if frame.f_code is making:
+            if frame.f_code in codes:
                 during.append(info["generation"])
                 break
             frame = frame.f_back
 
-    _, state = scanned
     out = io.StringIO()
     saved, sys.stdout = sys.stdout, out
     pace = gc.get_threshold()
-    gc.set_threshold(1)  # a collection at every allocation the collector is let see
+    gc.set_threshold(1)
     gc.callbacks.append(seen)
     try:
-        assert main(["dupes", "--state", str(state), "--near", "--json"]) == 0
-        assert main(["dupes", "--state", str(state / "none")]) != 0
+        statuses = [main(words) for words in commands]
         assert gc.isenabled()
     finally:
         gc.callbacks.remove(seen)
         gc.set_threshold(*pace)
         sys.stdout = saved
-    assert json.loads(out.getvalue())["groups"]
-    assert during == []
+    return statuses, len(during), out.getvalue()
+
+
+def test_dupes_runs_without_the_cycle_collector_and_gives_it_back(
+    scanned: tuple[Path, Path],
+) -> None:
+    # Its results hold no cycle: the collector would only walk them as they pile up. It is
+    # paused for the command alone, even one that fails, and collects again after it.
+    _, state = scanned
+    statuses, during, out = collected_while(
+        {groups.dupes.__code__},
+        [
+            ["dupes", "--state", str(state), "--near", "--json"],
+            ["dupes", "--state", str(state / "none")],
+        ],
+    )
+    assert statuses[0] == 0 and statuses[1] != 0
+    assert json.loads(out)["groups"]
+    assert during == 0
+
+
+def test_the_other_answers_and_dedupe_run_without_the_cycle_collector_and_only_they(
+    scanned: tuple[Path, Path],
+) -> None:
+    library, state = scanned
+    text = str(library / "docs" / "report.txt")
+    answers = [
+        ["get", "--state", str(state), text],
+        ["similar", "--state", str(state), text],
+        ["dedupe", "--link", "--state", str(state), "--type", "text"],
+    ]
+    handlers = {run_get.__code__, run_similar.__code__, run_dedupe.__code__}
+    statuses, during, _ = collected_while(handlers, answers)
+    assert statuses == [0, 0, 0]
+    assert during == 0
+    # Any other command is left the collector's pace.
+    statuses, during, _ = collected_while({run_explain.__code__}, [["explain", CODE]])
+    assert statuses == [0] and during > 0
