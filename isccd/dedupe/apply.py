@@ -35,11 +35,19 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from isccd.dedupe import actions
+from isccd.dedupe.beneath import Folders
 from isccd.dedupe.log import ActionLog, Intent
 from isccd.dedupe.owner import check_owners
 from isccd.dedupe.plan import Action, GroupKind, Step
 from isccd.dedupe.syscalls import drop_lease, lease_intact, read_lease
-from isccd.dedupe.verify import Handle, check_recorded, confirm, name_unchanged, opened, same_bytes
+from isccd.dedupe.verify import (
+    Handle,
+    check_recorded,
+    confirm,
+    name_unchanged,
+    open_in,
+    same_bytes,
+)
 from isccd.errors import DedupeError, StaleFileError
 
 
@@ -164,20 +172,28 @@ class Applier:
 
     def _run_batch(self, steps: list[Step]) -> Iterator[Outcome]:
         with contextlib.ExitStack() as stack:
-            ready = [self._prepare(step, stack) for step in steps]
+            # The batch's folders are closed last, after the files in them.
+            folders = Folders()
+            stack.callback(folders.close)
+            ready = [self._prepare(step, folders, stack) for step in steps]
             self.log.sync()
             for item in ready:
                 yield item if isinstance(item, Outcome) else self._act(item)
 
-    def _prepare(self, step: Step, stack: contextlib.ExitStack) -> Outcome | _Ready:
-        """Open and check a step's files and log its intent (not yet synced)."""
+    def _prepare(
+        self, step: Step, folders: Folders, stack: contextlib.ExitStack
+    ) -> Outcome | _Ready:
+        """Open and check a step's files (held open on ``stack``, in ``folders``) and log its
+        intent (not yet synced)."""
         try:
-            victim = stack.enter_context(opened(step.member.root, step.path))
+            victim = open_in(folders, step.member.root, step.path)
+            stack.callback(os.close, victim.fd)
             if (victim.stat.st_dev, victim.stat.st_ino) == step.kept.identity:
                 why = f"{step.path}: already a hard link of the kept file"
                 return Outcome(step, Status.NOTHING, why)
             check_recorded(victim.stat, step.member, step.path)
-            kept = stack.enter_context(opened(step.kept.root, step.kept.path))
+            kept = open_in(folders, step.kept.root, step.kept.path)
+            stack.callback(os.close, kept.fd)
             check_recorded(kept.stat, step.kept, step.kept.path)
             self._require_reflink(step, victim)
             digest = None

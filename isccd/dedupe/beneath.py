@@ -108,6 +108,53 @@ def parent_of(root: str, path: str, *, create: bool = False) -> Iterator[tuple[i
         os.close(fd)
 
 
+class Folders:
+    """The folders a batch of steps reaches, each opened once, as :func:`parent_of` opens
+    them (from its root, one directory at a time, never through a link), and held open until
+    :meth:`close` (a batch's steps already hold their folders open from their checks to their
+    actions: this keeps one descriptor a folder instead of one a file, and one walk).
+
+    A folder that cannot be reached is not remembered: the next file in it walks again and
+    fails on its own.
+    """
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        #: Descriptors by root and the names from it (``()``: the root itself).
+        self._open: dict[tuple[str, tuple[str, ...]], int] = {}
+
+    def parent_of(self, root: str, path: str) -> tuple[int, str]:
+        """The directory holding ``path`` and the last name, as :func:`parent_of` (the
+        descriptor is this object's: valid until :meth:`close`).
+
+        Raises:
+            StaleFileError: As :func:`parent_of`.
+        """
+        *dirs, name = _components(root, path)
+        held = self._open.get((root, tuple(dirs)))
+        return (held if held is not None else self._walk(root, dirs, path)), name
+
+    def _walk(self, root: str, dirs: list[str], path: str) -> int:
+        opened = self._open
+        fd = opened.get((root, ()))
+        if fd is None:
+            fd = opened[root, ()] = _open_root(root, path)
+        for depth in range(1, len(dirs) + 1):
+            key = (root, tuple(dirs[:depth]))
+            inner = opened.get(key)
+            if inner is None:
+                inner = opened[key] = _step(fd, dirs[depth - 1], path)
+            fd = inner
+        return fd
+
+    def close(self) -> None:
+        """Close every folder (the descriptors given out are invalid from now on)."""
+        opened, self._open = self._open, {}
+        for fd in opened.values():
+            os.close(fd)
+
+
 def _require_trusted(st: os.stat_result, like: os.stat_result | None, name: str, path: str) -> None:
     """Raise when another user could swap the folder ``name`` on the way to a move's target.
 

@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from isccd.dedupe.beneath import parent_of
+from isccd.dedupe.beneath import Folders, parent_of
 from isccd.dedupe.plan import Member
 from isccd.errors import StaleFileError
 from isccd.iscc.instance import InstanceHasherV0
@@ -83,24 +83,51 @@ def opened(root: str, path: str) -> Iterator[Handle]:
             while being opened.
     """
     with parent_of(root, path) as (dir_fd, name):
-        seen = lstat_at(dir_fd, name, path)
-        if not stat.S_ISREG(seen.st_mode):
-            raise StaleFileError(path, f"is now {kind_of(seen.st_mode)}")
+        handle = open_at(dir_fd, name, path)
         try:
-            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise StaleFileError(path, "is now a symbolic link") from None
-            if exc.errno == errno.ENOENT:
-                raise StaleFileError(path, "gone since the plan was made") from None
-            raise StaleFileError(path, f"cannot be opened: {exc.strerror}") from None
-        try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(st.st_mode):
-                raise StaleFileError(path, "was replaced while being opened")
-            yield Handle(path, dir_fd, name, fd, st)
+            yield handle
         finally:
-            os.close(fd)
+            os.close(handle.fd)
+
+
+def open_in(folders: Folders, root: str, path: str) -> Handle:
+    """:func:`opened`, in a folder of ``folders``: the caller closes the handle's ``fd``,
+    ``folders`` its folder.
+
+    Raises:
+        StaleFileError: As :func:`opened`.
+    """
+    dir_fd, name = folders.parent_of(root, path)
+    return open_at(dir_fd, name, path)
+
+
+def open_at(dir_fd: int, name: str, path: str) -> Handle:
+    """The regular file ``name`` in the directory ``dir_fd``, opened (the caller closes it),
+    never through a link, and the inode its name shows.
+
+    Raises:
+        StaleFileError: As :func:`opened`.
+    """
+    seen = lstat_at(dir_fd, name, path)
+    if not stat.S_ISREG(seen.st_mode):
+        raise StaleFileError(path, f"is now {kind_of(seen.st_mode)}")
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StaleFileError(path, "is now a symbolic link") from None
+        if exc.errno == errno.ENOENT:
+            raise StaleFileError(path, "gone since the plan was made") from None
+        raise StaleFileError(path, f"cannot be opened: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise StaleFileError(path, "was replaced while being opened")
+    return Handle(path, dir_fd, name, fd, st)
 
 
 def check_recorded(st: os.stat_result, member: Member, path: str) -> None:
