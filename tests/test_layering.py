@@ -51,6 +51,7 @@ ALLOWED: dict[str, set[str]] = {
         "match",
         "walk",
         "results",
+        "submodules",
     },
     "protocol": {"model", "errors", "results", "submodules"},
     "watch": {"model", "errors", "fspath", "beneath"},

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-LAZY = ("isccd.iscc", "isccd.server", "isccd.results", "isccd.protocol")
+LAZY = ("isccd.iscc", "isccd.server", "isccd.results", "isccd.protocol", "isccd.pipeline")
 
 
 def _typed_imports(package: ModuleType) -> dict[str, tuple[str, ...]]:

@@ -28,25 +28,49 @@ closed: callers use what this package hands on, never the store.
 
 from __future__ import annotations
 
-from isccd.pipeline.dirwatch import FILE_EVENTS
-from isccd.pipeline.fleetindex import FleetIndex, IndexUpdate, read_update
-from isccd.pipeline.options import DAY, PipelineOptions, profile_is_stale
-from isccd.pipeline.pipeline import BatchHasher, Counts, Hasher, Pipeline
-from isccd.pipeline.policy import Adopted
-from isccd.pipeline.policy import encode as encode_policy
-from isccd.pipeline.reader import IndexReader
-from isccd.pipeline.reconcile import ScanStats
-from isccd.pipeline.watchlists import (
-    NewRef,
-    Watchlist,
-    WatchlistEditor,
-    WatchlistRefused,
-    WatchUnit,
-    ref_of_code,
-    ref_of_record,
-)
-from isccd.store import LOG_MARK_NAME
+from typing import TYPE_CHECKING
 
+from isccd.submodules import on_first_use
+
+if TYPE_CHECKING:
+    from isccd.pipeline.dirwatch import FILE_EVENTS
+    from isccd.pipeline.fleetindex import FleetIndex, IndexUpdate, read_update
+    from isccd.pipeline.options import DAY, PipelineOptions, profile_is_stale
+    from isccd.pipeline.pipeline import LOG_MARK_NAME, BatchHasher, Counts, Hasher, Pipeline
+    from isccd.pipeline.policy import Adopted, encode_policy
+    from isccd.pipeline.reader import IndexReader
+    from isccd.pipeline.reconcile import ScanStats
+    from isccd.pipeline.watchlists import (
+        NewRef,
+        Watchlist,
+        WatchlistEditor,
+        WatchlistRefused,
+        WatchUnit,
+        ref_of_code,
+        ref_of_record,
+    )
+
+# Imported on first use: a command that reads the index (``isccd dupes``) loads the reader,
+# not the scan's pipeline with its workers and its watcher's folder events.
+_SUBMODULES: dict[str, tuple[str, ...]] = {
+    "dirwatch": ("FILE_EVENTS",),
+    "fleetindex": ("FleetIndex", "IndexUpdate", "read_update"),
+    "options": ("DAY", "PipelineOptions", "profile_is_stale"),
+    "pipeline": ("LOG_MARK_NAME", "BatchHasher", "Counts", "Hasher", "Pipeline"),
+    "policy": ("Adopted", "encode_policy"),
+    "reader": ("IndexReader",),
+    "reconcile": ("ScanStats",),
+    "watchlists": (
+        "NewRef",
+        "Watchlist",
+        "WatchlistEditor",
+        "WatchlistRefused",
+        "WatchUnit",
+        "ref_of_code",
+        "ref_of_record",
+    ),
+}
+__getattr__, __dir__ = on_first_use(__name__, _SUBMODULES, globals())
 __all__ = [
     "DAY",
     "FILE_EVENTS",

@@ -65,6 +65,9 @@ from isccd.results import (
 )
 from isccd.results.folders import DirsResult
 from isccd.results.queries import DirsQuery
+
+# The log mark's name in a state directory, handed on by the package with the pipeline.
+from isccd.store import LOG_MARK_NAME as LOG_MARK_NAME  # noqa: PLC0414
 from isccd.store import SqliteOptions, open_store
 from isccd.store.owner import OwnerOptions, StoreOwner
 from isccd.walk import NO_FILE, Listing, ScanOptions, examine

@@ -95,7 +95,7 @@ class Adopted:
     events: Sequence[Event] = ()
 
 
-def encode(thresholds: Thresholds) -> dict[str, int | None]:
+def encode_policy(thresholds: Thresholds) -> dict[str, int | None]:
     """A policy as JSON-ready values, every field named."""
     return {name: getattr(thresholds, name) for name in _FIELDS}
 
@@ -156,9 +156,9 @@ def parse(text: str) -> Recorded:
 
 def record(ix: Index, state: Recorded) -> None:
     """Write the record in the current transaction."""
-    found: dict[str, Any] = {"decided": encode(state.decided)}
+    found: dict[str, Any] = {"decided": encode_policy(state.decided)}
     if state.target is not None:
-        found["switching"] = {"to": encode(state.target), "done": state.done}
+        found["switching"] = {"to": encode_policy(state.target), "done": state.done}
     ix.store.set_property(PROPERTY, json.dumps(found, sort_keys=True, separators=(",", ":")))
 
 

@@ -79,7 +79,7 @@ def test_a_policy_changed_between_runs_is_applied_once_at_the_next_open(tmp_path
     _library(first)
     first.scan()
     first.close()
-    assert _recorded(tmp_path) == {"decided": policy.encode(DEFAULT)}
+    assert _recorded(tmp_path) == {"decided": policy.encode_policy(DEFAULT)}
 
     strict = _open(tmp_path, STRICT)
     try:
@@ -98,7 +98,7 @@ def test_a_policy_changed_between_runs_is_applied_once_at_the_next_open(tmp_path
         assert sorted(m.path for m in group.members) == [strict.p("big"), strict.p("big_copy")]
     finally:
         strict.close()
-    assert _recorded(tmp_path) == {"decided": policy.encode(STRICT)}
+    assert _recorded(tmp_path) == {"decided": policy.encode_policy(STRICT)}
 
     again = _open(tmp_path, STRICT)  # unchanged: nothing is re-evaluated
     try:
@@ -157,7 +157,7 @@ def test_an_interrupted_switch_is_finished_by_the_next_open(tmp_path: Path) -> N
     switch, first = _interrupted(tmp_path / "cut", 2)
     assert len(switch.ids) > 2
     progress = _recorded(tmp_path, "cut")
-    assert progress["switching"] == {"to": policy.encode(STRICT), "done": switch.ids[1]}
+    assert progress["switching"] == {"to": policy.encode_policy(STRICT), "done": switch.ids[1]}
 
     # Opened under the policy it was moving to: the rest, and only the rest, is re-evaluated.
     rest = _open(tmp_path, STRICT, state="cut")
@@ -165,7 +165,7 @@ def test_an_interrupted_switch_is_finished_by_the_next_open(tmp_path: Path) -> N
     assert _what(first + rest.committed) == _what(whole.committed)
     assert rest.adopted.files == len(switch.ids) - 2
     assert snapshot(state_url(tmp_path / "cut")) == snapshot(state_url(tmp_path / "whole"))
-    assert _recorded(tmp_path, "cut") == {"decided": policy.encode(STRICT)}
+    assert _recorded(tmp_path, "cut") == {"decided": policy.encode_policy(STRICT)}
 
 
 def test_an_interrupted_switch_is_finished_before_the_next_one(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_an_interrupted_switch_is_finished_before_the_next_one(tmp_path: Path) -
     later.close()
     assert later.adopted.previous == DEFAULT
     assert snapshot(state_url(tmp_path / "cut")) == snapshot_fresh(tmp_path, third)
-    assert _recorded(tmp_path, "cut") == {"decided": policy.encode(third)}
+    assert _recorded(tmp_path, "cut") == {"decided": policy.encode_policy(third)}
 
 
 def test_a_store_without_a_recorded_policy_takes_the_opening_one(tmp_path: Path) -> None:
@@ -197,7 +197,7 @@ def test_a_store_without_a_recorded_policy_takes_the_opening_one(tmp_path: Path)
     h = _open(tmp_path, STRICT)
     h.close()
     assert h.committed == [] and h.adopted == policy.Adopted()
-    assert _recorded(tmp_path) == {"decided": policy.encode(STRICT)}
+    assert _recorded(tmp_path) == {"decided": policy.encode_policy(STRICT)}
 
 
 def test_a_daemon_opens_under_the_stored_policy_and_adopts_its_own_later(tmp_path: Path) -> None:
@@ -219,7 +219,7 @@ def test_a_daemon_opens_under_the_stored_policy_and_adopts_its_own_later(tmp_pat
         assert asyncio.run(pipeline.adopt()) == policy.Adopted()
     finally:
         pipeline.close()
-    assert _recorded(tmp_path) == {"decided": policy.encode(STRICT)}
+    assert _recorded(tmp_path) == {"decided": policy.encode_policy(STRICT)}
 
 
 def test_an_unreadable_record_is_replaced() -> None:
@@ -231,6 +231,8 @@ def test_an_unreadable_record_is_replaced() -> None:
             continue
         raise AssertionError(f"accepted {text!r}")
     state = policy.Recorded(DEFAULT, STRICT, 7)
-    switching = {"to": policy.encode(STRICT), "done": 7}
-    found = policy.parse(json.dumps({"decided": policy.encode(DEFAULT), "switching": switching}))
+    switching = {"to": policy.encode_policy(STRICT), "done": 7}
+    found = policy.parse(
+        json.dumps({"decided": policy.encode_policy(DEFAULT), "switching": switching})
+    )
     assert found == state and found.effective == STRICT
