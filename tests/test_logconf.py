@@ -179,3 +179,16 @@ def test_another_stream_is_not_mistaken_for_the_journal(tmp_path: Path) -> None:
         stream.flush()
         stream.seek(0)
         assert stream.read().startswith("{")
+
+
+def test_a_commands_configuration_loads_structlog_without_rich() -> None:
+    """Every command that reads the configuration loads the components that log: structlog
+    comes in through :mod:`isccd.logconf` first, so rich is not loaded on the way either."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, isccd.config; print('rich' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "False"
