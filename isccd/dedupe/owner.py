@@ -28,7 +28,6 @@ reason, and is not in the script):
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import stat
@@ -39,26 +38,27 @@ from pathlib import Path
 from isccd.dedupe.plan import Action, GroupKind, Step, Untouched
 from isccd.errors import DedupeError
 
-#: The extended attributes holding POSIX ACLs (access and, for directories, default).
-ACL_KEYS = ("system.posix_acl_access", "system.posix_acl_default")
+#: The extended attribute holding a regular file's POSIX ACL (a default ACL, the other one,
+#: is a directory's only: the kernel refuses it on a file).
+ACL_KEY = "system.posix_acl_access"
 
 
 def acl_of(fd: int) -> tuple[tuple[str, bytes], ...]:
-    """The POSIX ACL of an open file, as its raw extended attributes (empty without one)."""
-    out = []
-    for key in ACL_KEYS:
-        with contextlib.suppress(OSError):  # ENODATA: none; ENOTSUP: the file system has none
-            out.append((key, os.getxattr(fd, key)))
-    return tuple(out)
+    """The POSIX ACL of an open regular file, as its raw extended attribute (empty without
+    one)."""
+    try:
+        return ((ACL_KEY, os.getxattr(fd, ACL_KEY)),)
+    except OSError:  # ENODATA: none; ENOTSUP: the file system has none
+        return ()
 
 
 def acl_at(path: str) -> tuple[tuple[str, bytes], ...]:
-    """The POSIX ACL of the file named ``path`` itself (a link's own, never its target's)."""
-    out = []
-    for key in ACL_KEYS:
-        with contextlib.suppress(OSError):
-            out.append((key, os.getxattr(path, key, follow_symlinks=False)))
-    return tuple(out)
+    """The POSIX ACL of the regular file named ``path`` itself (a link's own, never its
+    target's)."""
+    try:
+        return ((ACL_KEY, os.getxattr(path, ACL_KEY, follow_symlinks=False)),)
+    except OSError:
+        return ()
 
 
 def _groups_of(uid: int) -> frozenset[int]:
