@@ -97,32 +97,51 @@ def parent_of(root: str, path: str, *, create: bool = False) -> Iterator[tuple[i
             not a directory, or a symbolic link.
     """
     *dirs, name = _components(root, path)
+    fd = _walk(root, dirs, path, create=create)
+    try:
+        yield fd, name
+    finally:
+        os.close(fd)
+
+
+def _walk(root: str, dirs: Sequence[str], path: str, *, create: bool = False) -> int:
+    """The directory ``dirs`` below ``root``, opened one name at a time, never through a
+    link, each folder on the way closed once the next is open (see :func:`parent_of`)."""
     fd = _open_root(root, path)
     try:
         for part in dirs:
             inner = _step(fd, part, path, create=create)
             os.close(fd)
             fd = inner
-        yield fd, name
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 class Folders:
-    """The folders a batch of steps reaches, each opened once, as :func:`parent_of` opens
-    them (from its root, one directory at a time, never through a link), and held open until
-    :meth:`close` (a batch's steps already hold their folders open from their checks to their
-    actions: this keeps one descriptor a folder instead of one a file, and one walk).
+    """The folders holding a batch's files, each reached once, as :func:`parent_of` reaches
+    it (from its root, one directory at a time, never through a link, the folders on the way
+    closed behind), and held open until :meth:`close`: the batch's steps hold their folders
+    open from their checks to their actions anyway, and files of one folder share it.
 
-    A folder that cannot be reached is not remembered: the next file in it walks again and
-    fails on its own.
+    Each later step in a folder first makes sure the folder is still where its path says: the
+    kernel's name of the descriptor held (``/proc/self/fd``) must be the root's and the names
+    below it. A folder moved, removed, or swapped for a link since is reached again (where the
+    walk stops at the link, as it did), its old descriptor kept for the steps checked in it
+    before. Without ``/proc`` every step walks. A folder that cannot be reached is not
+    remembered. So a step's folder is checked at its own check, as when each file walked, and
+    a step holds at most two folders, its own files' (what :func:`isccd.dedupe.apply.batch_most`
+    counts).
     """
 
-    __slots__ = ("_open",)
+    __slots__ = ("_open", "_retired")
 
     def __init__(self) -> None:
-        #: Descriptors by root and the names from it (``()``: the root itself).
-        self._open: dict[tuple[str, tuple[str, ...]], int] = {}
+        #: Descriptors by root and the folder's path below it ("" for the root itself).
+        self._open: dict[tuple[str, str], int] = {}
+        #: Descriptors of folders that moved, still used by the steps checked in them.
+        self._retired: list[int] = []
 
     def parent_of(self, root: str, path: str) -> tuple[int, str]:
         """The directory holding ``path`` and the last name, as :func:`parent_of` (the
@@ -132,27 +151,36 @@ class Folders:
             StaleFileError: As :func:`parent_of`.
         """
         *dirs, name = _components(root, path)
-        held = self._open.get((root, tuple(dirs)))
-        return (held if held is not None else self._walk(root, dirs, path)), name
-
-    def _walk(self, root: str, dirs: list[str], path: str) -> int:
-        opened = self._open
-        fd = opened.get((root, ()))
-        if fd is None:
-            fd = opened[root, ()] = _open_root(root, path)
-        for depth in range(1, len(dirs) + 1):
-            key = (root, tuple(dirs[:depth]))
-            inner = opened.get(key)
-            if inner is None:
-                inner = opened[key] = _step(fd, dirs[depth - 1], path)
-            fd = inner
-        return fd
+        below = "/".join(dirs)
+        key = (root, below)
+        held = self._open.get(key)
+        if held is not None:
+            where = f"{root.rstrip('/')}/{below}" if below else root
+            if _kernel_name(held) == where:
+                return held, name
+            self._retired.append(self._open.pop(key))
+        fd = _walk(root, dirs, path)
+        if _kernel_name(fd) is None:  # no way to tell where it is later: not kept for later
+            self._retired.append(fd)
+        else:
+            self._open[key] = fd
+        return fd, name
 
     def close(self) -> None:
         """Close every folder (the descriptors given out are invalid from now on)."""
-        opened, self._open = self._open, {}
-        for fd in opened.values():
+        held = [*self._open.values(), *self._retired]
+        self._open, self._retired = {}, []
+        for fd in held:
             os.close(fd)
+
+
+def _kernel_name(fd: int) -> str | None:
+    """The kernel's name of the directory open as ``fd`` (``None`` where ``/proc`` is not
+    mounted)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")  # noqa: PTH115 - a str, no Path made
+    except OSError:
+        return None
 
 
 def _require_trusted(st: os.stat_result, like: os.stat_result | None, name: str, path: str) -> None:
