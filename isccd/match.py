@@ -330,20 +330,95 @@ def relate_all(
     to the larger file id: the file indexed last, so that the relations of a family of files
     of one code spread over it instead of all ending on its first file), so that a family
     (thousands of snapshots of one log, of blank images with one Image-Code) stays bounded.
+
+    Each pair is related as :func:`relate` relates it; what holds for every pair (the subject's
+    size admitted, its 64-bit digests as integers, whether it has a Content-Code that could
+    overrule a container unit) is worked out once, and a near relation is made only if it is
+    among those kept: a file of a family is compared with a few dozen others.
     """
-    enabled = _enabled(subject, thresholds)
-    found: list[Relation] = []
-    for other in others:
-        found.extend(_relate(subject, other, enabled, thresholds))
+    if not thresholds.admits(subject.size):  # too small: only its other names count
+        return _hardlinks(subject, others), {}
+    me, identity = subject.file_id, subject.identity
+    admits, datahash, size = thresholds.admits, subject.datahash, subject.size
+    mine = subject.digests
+    # Per enabled unit type: its threshold, the subject's digest, and its first 64 bits as an
+    # integer when that is all of it (most units: one comparison, as _near makes it).
+    enabled: _Compared = [
+        (t, base, digest, int.from_bytes(digest, "big") if len(digest) == 8 else None)
+        for t, base, digest in _enabled(subject, thresholds)
+    ]
+    # Without a Content-Code of its own, nothing overrules a near container unit.
+    judged = any(t in mine for t in CONTENT_UNITS)
     kept: list[Relation] = []
-    per_unit: dict[UnitType, list[Relation]] = {}
-    for relation in found:
-        if relation.kind is RelationKind.NEAR:
-            per_unit.setdefault(relation.unit, []).append(relation)
-        else:
-            kept.append(relation)
-    limit = thresholds.max_links
-    for relations in per_unit.values():
-        relations.sort(key=lambda r: (r.distance, -r.other))
-        kept.extend(relations[:limit])
-    return kept, {unit: len(relations) for unit, relations in per_unit.items()}
+    # Per unit type, ``(distance, -other, threshold, bits)`` of each near relation.
+    near: dict[UnitType, list[tuple[int, int, int, int]]] = {}
+    exact_bits = 8 * len(bytes.fromhex(datahash)[2:]) if datahash is not None else 0
+    for other in others:
+        other_id = other.file_id
+        if other_id == me:
+            continue
+        if identity is not None and identity == other.identity:
+            kept.append(Relation(RelationKind.HARDLINK, other_id, UnitType.INSTANCE, 0, 0, 0))
+            continue
+        if not admits(other.size):
+            continue
+        if datahash is not None and datahash == other.datahash and size == other.size:
+            kept.append(Relation(RelationKind.EXACT, other_id, UnitType.INSTANCE, 0, 0, exact_bits))
+            continue
+        theirs = other.digests
+        found = _near_units(enabled, theirs)
+        if not found:
+            continue
+        if (
+            judged
+            and any(f[0] in CONTAINER_UNITS for f in found)
+            and content_apart(mine, theirs, thresholds)
+        ):
+            found = [f for f in found if f[0] not in CONTAINER_UNITS]
+        for unit_type, distance, limit, bits in found:
+            entry = (distance, -other_id, limit, bits)
+            if (some := near.get(unit_type)) is None:
+                near[unit_type] = [entry]
+            else:
+                some.append(entry)
+    most = thresholds.max_links
+    for unit_type, entries in near.items():
+        entries.sort()
+        kept.extend(
+            Relation(RelationKind.NEAR, -negated, unit_type, distance, limit, bits)
+            for distance, negated, limit, bits in entries[:most]
+        )
+    return kept, {unit: len(entries) for unit, entries in near.items()}
+
+
+def _hardlinks(subject: Side, others: Iterable[Side]) -> list[Relation]:
+    """The relations of ``subject`` with those of ``others`` that are the same file."""
+    return [
+        Relation(RelationKind.HARDLINK, other.file_id, UnitType.INSTANCE, 0, 0, 0)
+        for other in others
+        if other.file_id != subject.file_id and is_hardlink(subject, other)
+    ]
+
+
+#: Per enabled unit type: its threshold, the subject's digest, and that digest as an integer
+#: when it is 64 bits long.
+_Compared = list[tuple[UnitType, int, bytes, int | None]]
+
+
+def _near_units(
+    enabled: _Compared, theirs: Mapping[UnitType, bytes]
+) -> list[tuple[UnitType, int, int, int]]:
+    """``(unit type, distance, threshold, bits)`` of each enabled unit type by which another
+    file's digests ``theirs`` are near (:func:`_near`, one comparison for 64-bit units)."""
+    found = []
+    for unit_type, base, digest, whole in enabled:
+        their = theirs.get(unit_type)
+        if their is None:
+            continue
+        if whole is not None and len(their) == 8:
+            distance = (whole ^ int.from_bytes(their, "big")).bit_count()
+            if distance <= base:
+                found.append((unit_type, distance, base, 64))
+        elif (close := _near(digest, their, base)) is not None:
+            found.append((unit_type, *close))
+    return found

@@ -5,8 +5,11 @@ bits)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from isccd.match import (
+    Relation,
     Side,
     Thresholds,
     hamming,
@@ -151,3 +154,61 @@ def test_min_size_admits_unknown_sizes_and_is_never_negative() -> None:
     with pytest.raises(ValueError, match="negative"):
         Thresholds(min_size=-1)
     assert "min_size" not in Thresholds().as_dict()
+
+
+def _related_pair_by_pair(
+    subject: Side, others: list[Side], thresholds: Thresholds
+) -> tuple[list[Relation], dict[UnitType, int]]:
+    """The model of :func:`relate_all`: :func:`relate` of each pair, then per unit type the
+    ``max_links`` nearest near relations, ties to the larger file id."""
+    found = [r for other in others for r in relate(subject, other, thresholds)]
+    kept = [r for r in found if r.kind is not RelationKind.NEAR]
+    per_unit: dict[UnitType, list[Relation]] = {}
+    for r in found:
+        if r.kind is RelationKind.NEAR:
+            per_unit.setdefault(r.unit, []).append(r)
+    for relations in per_unit.values():
+        relations.sort(key=lambda r: (r.distance, -r.other))
+        kept.extend(relations[: thresholds.max_links])
+    return kept, {unit: len(relations) for unit, relations in per_unit.items()}
+
+
+_UNITS = (UnitType.META, UnitType.DATA, UnitType.TEXT, UnitType.IMAGE)
+_BASE = bytes(32)
+
+
+@st.composite
+def _sides(draw: st.DrawFn, file_id: int) -> Side:
+    """A file near a shared base code by a few flipped bits per unit (64 or 256 bits long),
+    sometimes another name of file 0, a copy of its bytes, or too small."""
+    digests = {}
+    for unit in draw(st.sets(st.sampled_from(_UNITS))):
+        length = draw(st.sampled_from([8, 8, 32, 0]))
+        bits = draw(st.lists(st.integers(0, 8 * length - 1), max_size=6)) if length else []
+        digests[unit] = flip(_BASE[:length], *bits)
+    ino = draw(st.sampled_from([file_id, file_id, 0]))
+    datahash = draw(st.sampled_from(["1e2000", "1e2001", None]))
+    size = draw(st.sampled_from([100, 100, 1, None]))
+    return Side(file_id, (1, ino) if ino is not None else None, datahash, size, digests)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    subject=_sides(0),
+    others=st.lists(st.integers(1, 40), max_size=25).flatmap(
+        lambda ids: st.tuples(*(_sides(i) for i in ids))
+    ),
+    limit=st.sampled_from([None, 1, 3, 16]),
+    min_size=st.sampled_from([1, 50]),
+    text_off=st.booleans(),
+)
+def test_relate_all_relates_as_each_pair_is_related(
+    subject: Side, others: tuple[Side, ...], limit: int | None, min_size: int, text_off: bool
+) -> None:
+    """Hardlinks, copies, files too small, longer and shorter units, a Content-Code that
+    overrules a container unit, a unit type switched off, the same file twice: relating many
+    at once is relating each pair."""
+    thresholds = Thresholds(max_links=limit, min_size=min_size, text=None if text_off else 15)
+    assert relate_all(subject, [*others, subject], thresholds) == _related_pair_by_pair(
+        subject, [*others, subject], thresholds
+    )
