@@ -28,6 +28,7 @@ This module does no I/O and keeps no state.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -293,7 +294,7 @@ def _relate(
     if not admitted(subject, other, thresholds):
         return []
     if _same_bytes(subject, other):
-        bits = 8 * len(bytes.fromhex(subject.datahash or "")[2:])
+        bits = _bits_of(subject.datahash or "")
         return [Relation(RelationKind.EXACT, other.file_id, UnitType.INSTANCE, 0, 0, bits)]
     found = []
     for unit_type, base, mine in enabled:
@@ -352,7 +353,7 @@ def relate_all(
     kept: list[Relation] = []
     # Per unit type, ``(distance, -other, threshold, bits)`` of each near relation.
     near: dict[UnitType, list[tuple[int, int, int, int]]] = {}
-    exact_bits = 8 * len(bytes.fromhex(datahash)[2:]) if datahash is not None else 0
+    exact_bits: int | None = None  # the digest's bits, worked out at the first copy
     for other in others:
         other_id = other.file_id
         if other_id == me:
@@ -363,6 +364,7 @@ def relate_all(
         if not admits(other.size):
             continue
         if datahash is not None and datahash == other.datahash and size == other.size:
+            exact_bits = _bits_of(datahash) if exact_bits is None else exact_bits
             kept.append(Relation(RelationKind.EXACT, other_id, UnitType.INSTANCE, 0, 0, exact_bits))
             continue
         theirs = other.digests
@@ -383,12 +385,21 @@ def relate_all(
                 some.append(entry)
     most = thresholds.max_links
     for unit_type, entries in near.items():
-        entries.sort()
+        entries.sort(key=_nearest_first)  # stable: the same file twice keeps its order
         kept.extend(
             Relation(RelationKind.NEAR, -negated, unit_type, distance, limit, bits)
             for distance, negated, limit, bits in entries[:most]
         )
     return kept, {unit: len(entries) for unit, entries in near.items()}
+
+
+#: A near relation's order among a file's: nearest first, ties to the larger file id.
+_nearest_first = operator.itemgetter(0, 1)
+
+
+def _bits_of(datahash: str) -> int:
+    """The bits of the digest of a hex multihash datahash (its two header bytes left out)."""
+    return 8 * len(bytes.fromhex(datahash)[2:])
 
 
 def _hardlinks(subject: Side, others: Iterable[Side]) -> list[Relation]:

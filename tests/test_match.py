@@ -173,42 +173,89 @@ def _related_pair_by_pair(
     return kept, {unit: len(relations) for unit, relations in per_unit.items()}
 
 
-_UNITS = (UnitType.META, UnitType.DATA, UnitType.TEXT, UnitType.IMAGE)
-_BASE = bytes(32)
+_UNITS = (UnitType.META, UnitType.DATA, UnitType.TEXT, UnitType.IMAGE, UnitType.AUDIO)
+#: Two bases per unit, far apart: a file near one is far from the other.
+_BASES = (bytes(32), bytes([0xFF] * 16 + [0] * 16))
 
 
 @st.composite
 def _sides(draw: st.DrawFn, file_id: int) -> Side:
-    """A file near a shared base code by a few flipped bits per unit (64 or 256 bits long),
-    sometimes another name of file 0, a copy of its bytes, or too small."""
+    """A file whose units are a few to thirty flipped bits from one of two far bases, 64 or
+    256 bits long (the flips in the first 64 bits or beyond), sometimes another name of
+    file 0, a copy of its bytes, too small, or of unknown identity or size."""
     digests = {}
     for unit in draw(st.sets(st.sampled_from(_UNITS))):
-        length = draw(st.sampled_from([8, 8, 32, 0]))
-        bits = draw(st.lists(st.integers(0, 8 * length - 1), max_size=6)) if length else []
-        digests[unit] = flip(_BASE[:length], *bits)
-    ino = draw(st.sampled_from([file_id, file_id, 0]))
+        length = draw(st.sampled_from([8, 8, 32, 32, 0]))
+        base = draw(st.sampled_from(_BASES))[:length]
+        bits = (
+            draw(st.lists(st.integers(0, 8 * length - 1), max_size=30, unique=True))
+            if length
+            else []
+        )
+        digests[unit] = flip(base, *bits)
+    ino = draw(st.sampled_from([file_id, file_id, 0, None]))
     datahash = draw(st.sampled_from(["1e2000", "1e2001", None]))
     size = draw(st.sampled_from([100, 100, 1, None]))
     return Side(file_id, (1, ino) if ino is not None else None, datahash, size, digests)
 
 
-@settings(max_examples=100, deadline=None)
+_RADII = st.sampled_from([None, 0, 1, 4, 8, 12, 15, 64])
+
+
+@settings(max_examples=150, deadline=None)
 @given(
     subject=_sides(0),
     others=st.lists(st.integers(1, 40), max_size=25).flatmap(
         lambda ids: st.tuples(*(_sides(i) for i in ids))
     ),
-    limit=st.sampled_from([None, 1, 3, 16]),
-    min_size=st.sampled_from([1, 50]),
-    text_off=st.booleans(),
+    limit=st.sampled_from([None, 1, 2, 3, 16]),
+    min_size=st.sampled_from([0, 1, 50]),
+    radii=st.tuples(_RADII, _RADII, _RADII, _RADII, _RADII),
 )
 def test_relate_all_relates_as_each_pair_is_related(
-    subject: Side, others: tuple[Side, ...], limit: int | None, min_size: int, text_off: bool
+    subject: Side,
+    others: tuple[Side, ...],
+    limit: int | None,
+    min_size: int,
+    radii: tuple[int | None, ...],
 ) -> None:
-    """Hardlinks, copies, files too small, longer and shorter units, a Content-Code that
-    overrules a container unit, a unit type switched off, the same file twice: relating many
-    at once is relating each pair."""
-    thresholds = Thresholds(max_links=limit, min_size=min_size, text=None if text_off else 15)
-    assert relate_all(subject, [*others, subject], thresholds) == _related_pair_by_pair(
-        subject, [*others, subject], thresholds
+    """Hardlinks, copies, files too small, units of 0, 64 and 256 bits near and far, a
+    Content-Code that overrules a container unit (switched off, it still does at its default
+    threshold), unit types switched off, the same file twice: relating many at once is
+    relating each pair."""
+    meta, data, text, image, audio = radii
+    thresholds = Thresholds(
+        max_links=limit, min_size=min_size, meta=meta, data=data, text=text, image=image,
+        audio=audio,
+    )  # fmt: skip
+    everyone = [*others, subject]
+    assert relate_all(subject, everyone, thresholds) == _related_pair_by_pair(
+        subject, everyone, thresholds
     )
+
+
+def test_relate_all_keeps_equally_near_files_by_the_larger_id_and_the_threshold_inclusive() -> None:
+    me = side(0, data=ZERO8)
+    at_threshold = [side(i, data=flip(ZERO8, *range(8))) for i in (3, 1, 2)]  # 8 bits: near
+    beyond = side(4, data=flip(ZERO8, *range(9)))
+    found, counts = relate_all(me, [*at_threshold, beyond], Thresholds(data=8, max_links=2))
+    assert [(r.other, r.distance) for r in found] == [(3, 8), (2, 8)] and counts == {D: 3}
+
+
+def test_a_content_code_switched_off_still_overrules_a_near_container_unit() -> None:
+    """Text off for near duplicates: two documents whose texts differ are still not near by
+    their Data-Codes (the text judged at its default threshold)."""
+    far_text = flip(bytes(32), *range(0, 256, 2))  # 128 of 256 bits: far
+    me = side(0, data=ZERO8, text=bytes(32))
+    other = side(1, data=flip(ZERO8, 0), text=far_text)
+    assert relate_all(me, [other], Thresholds(text=None)) == ([], {})
+    near_text = side(2, data=flip(ZERO8, 0), text=flip(bytes(32), 0))
+    [relation], _ = relate_all(me, [near_text], Thresholds(text=None))
+    assert relation.unit is D
+
+
+def test_an_invalid_datahash_fails_only_where_a_copy_is_found() -> None:
+    """Datahashes are compared as they are; only a copy's relation reads its bits."""
+    me = side(0, datahash="n/a", data=ZERO8)
+    [relation], _ = relate_all(me, [side(1, datahash="1e2001", data=ZERO8)], Thresholds())
+    assert relation.kind is RelationKind.NEAR
