@@ -196,4 +196,6 @@ def test_a_step_holds_its_own_folders_only_however_deep_they_are(tmp_path: Path)
         log.run(Action.LINK, apply=True)
         outcomes = apply_steps(steps, log, on_phase=count)
     assert [o.status for o in outcomes] == [Status.DONE] * 32
-    assert held and max(held) <= 4 * len(steps) + 2, max(held)
+    # Two files and two folders a step, and the log: 129 here (772 when every folder on the
+    # way was held).
+    assert held and max(held) <= 4 * len(steps) + 16, max(held)
