@@ -202,7 +202,8 @@ def _sides(draw: st.DrawFn, file_id: int) -> Side:
 _RADII = st.sampled_from([None, 0, 1, 4, 8, 12, 15, 64])
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.mark.slow  # hundreds of drawn libraries: seconds of CPU under coverage
+@settings(max_examples=400, deadline=None)
 @given(
     subject=_sides(0),
     others=st.lists(st.integers(1, 40), max_size=25).flatmap(
