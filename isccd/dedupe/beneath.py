@@ -41,11 +41,8 @@ def _resolved(fd: int, root: str) -> str:
     """The path without links of the directory open as ``fd`` (opened by the name ``root``):
     the kernel's name for it, one call (``os.path.realpath`` looks at every component of the
     name); ``realpath`` where ``/proc`` is not mounted."""
-    try:
-        name = os.readlink(f"/proc/self/fd/{fd}")  # noqa: PTH115 - a str, no Path made
-    except OSError:
-        return os.path.realpath(root)
-    return name if name.startswith("/") else os.path.realpath(root)
+    name = _kernel_name(fd)
+    return name if name is not None and name.startswith("/") else os.path.realpath(root)
 
 
 def _open_root(root: str, path: str) -> int:

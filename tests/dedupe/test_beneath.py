@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from isccd.dedupe import beneath
 from isccd.dedupe.apply import Phase, Status, apply_steps
 from isccd.dedupe.beneath import Folders
 from isccd.dedupe.log import ActionLog, Intent
@@ -97,6 +98,27 @@ def test_a_folder_moved_since_is_reached_again_and_the_one_given_out_stays_open(
     second, _ = folders.parent_of(str(root), str(root / "a" / "y"))
     assert os.fstat(second).st_ino == (root / "a").stat().st_ino
     assert os.fstat(first).st_ino == (root / "b").stat().st_ino  # still open, for its step
+    folders.close()
+    assert _closed(first) and _closed(second)
+
+
+def test_without_proc_every_file_walks_to_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the kernel's name of a folder cannot be read, a held folder could not be told
+    from one moved since: none is reused, and a link put on the way is met by the next walk."""
+    monkeypatch.setattr(beneath, "_kernel_name", lambda fd: None)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "d").mkdir(parents=True)
+    outside.mkdir()
+    folders = Folders()
+    first, _ = folders.parent_of(str(root), str(root / "d" / "x"))
+    second, _ = folders.parent_of(str(root), str(root / "d" / "y"))
+    assert first != second
+    (root / "d").rename(outside / "d")
+    (root / "d").symlink_to(outside / "d")
+    with pytest.raises(StaleFileError, match="symbolic link"):
+        folders.parent_of(str(root), str(root / "d" / "z"))
     folders.close()
     assert _closed(first) and _closed(second)
 
