@@ -174,10 +174,13 @@ def _ran(where: Path, seq: int) -> bool:
 
 
 def runs(where: Path) -> list[dict[str, Any]]:
+    """The runs recorded so far: a line still being appended is left for the next read (a
+    line that crosses a page of the file can be read half written)."""
     path = where / "runs"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    text = path.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines()]
 
 
 def _at_least(count: Callable[[], set[int]], target: int) -> bool:
