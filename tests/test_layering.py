@@ -469,6 +469,21 @@ def test_announcing_is_pure() -> None:
     assert not _store_calls(path)
 
 
+def test_bounding_is_pure() -> None:
+    # The near links a job keeps: the store's relations come in through a reader it is
+    # handed, what to write goes back as values; it writes nothing itself.
+    path = PACKAGE / "pipeline" / "bounds.py"
+    imported = _isccd_imports("isccd.pipeline.bounds", path)
+    assert imported <= {"isccd.model", "isccd.store.base"}, imported
+    called = {
+        n.func.attr
+        for n in _nodes(path)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    }
+    assert called & {"near_counts", "farthest_near", "near_of_many"}
+    assert not called & STORE_WRITES, called & STORE_WRITES
+
+
 #: The modules that answer questions: they never change the store, nor announce.
 READ_SIDE = ("queries", "groups", "reader", "centres")
 

@@ -19,10 +19,12 @@ Decisions (the store only stores):
   (:func:`isccd.hashing.renamed_record`), with the ISCC-CODE.
 - After each change the file's relations are decided again (:mod:`isccd.pipeline.relate`) and
   compared with those before (:mod:`isccd.pipeline.announce`): new exact or near duplicates are
-  announced, ended ones are ``dup.resolved``; near links are stored bounded (:func:`bound`).
+  announced, ended ones are ``dup.resolved``; near links are stored bounded
+  (:mod:`isccd.pipeline.bounds`).
 
 The line one change follows: ``apply_record`` -> ``relate.related`` -> ``announce`` (pure) ->
-:func:`commit_announcement` (the store's writes) -> the index's search.
+:func:`commit_announcement` -> ``bounds.settle`` (pure) -> the store's writes -> the index's
+search.
 
 In a store a fleet shares (:attr:`isccd.store.Store.shared`), relations span the fleet: exact
 copies are looked up on every host, near ones in the in-memory index of the fleet's codes
@@ -52,7 +54,7 @@ from isccd.model import (
     UnitType,
     sort_units,
 )
-from isccd.pipeline import announce, relate
+from isccd.pipeline import announce, bounds, relate
 from isccd.pipeline import events as payload
 from isccd.pipeline.dirwatch import FolderWatch, announced_property
 from isccd.pipeline.index import Index
@@ -195,15 +197,11 @@ def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -
     if found.remove:
         ix.store.remove_near(found.remove)
     if found.add:
-        if ix.job_near is None:
+        if ix.job_steps is None:
             ix.store.add_near(found.add)
-        else:  # a job of new files: stored together at its end, before they are bounded
-            ix.job_near += found.add
-        gained = [(p.other(file_id), p.unit) for p in found.add]
-        if ix.unbounded is None:
-            bound(ix, gained)
-        else:  # a job of new files: bounded together at its end
-            ix.unbounded += gained
+            bound(ix, file_id, found.add)
+        else:  # a job of new files: bounded in their order and stored together at its end
+            ix.job_steps.append(bounds.Step(file_id, found.add))
     if not found.events:
         return
     clock, queue = ix.clock, ix.queue
@@ -215,77 +213,13 @@ def commit_announcement(ix: Index, file_id: int, found: announce.Announcement) -
         queue.append(NewEvent(n.type, n.root, n.path, n.data, clock(), n.host))
 
 
-def bound(ix: Index, others: Sequence[tuple[int, UnitType]]) -> None:
-    """Keep each of ``others`` at ``max_links`` relations of the unit type it just gained one
-    of, dropping its farthest (ties: the other file indexed first), but never the last relation
-    of the other file (so that no near duplicate is left without a relation, and out of every
-    group): then the next farthest goes instead. A relation dropped still holds; it is not
-    among the nearest of one of its files any more, and ends without an event, as it would not
-    have been stored had that file been indexed last."""
-    limit = ix.options.thresholds.max_links
-    if limit is None:
-        return
-    dropped: set[NearPair] = set()
-    by_unit: dict[UnitType, list[int]] = {}
-    for other, unit in others:
-        by_unit.setdefault(unit, []).append(other)
-    for unit, ids in by_unit.items():
-        # Counts first, for all the files that gained a relation: most, even in a family,
-        # have room for one more. Then, of those over the bound, the relations that would go
-        # if the files at their other ends can spare them (the farthest, as many as over),
-        # and the counts of those files. All of a file's relations are read only when too
-        # few of its farthest could go.
-        counts = ix.store.near_counts(ids, unit)
-        over = {i: n - limit for i, n in counts.items() if n > limit}
-        if not over:
-            continue
-        farthest = ix.store.farthest_near(over, unit)
-        _count_ends(ix, unit, counts, farthest)
-        for other in dict.fromkeys(ids):
-            excess = counts.get(other, 0) - limit
-            if excess <= 0:
-                continue
-            excess = _drop_farthest(other, farthest.get(other, ()), excess, counts, dropped)
-            if excess:  # the farthest could not all go: then the next farthest, and so on
-                every = ix.store.near_of_many([other], unit)
-                _count_ends(ix, unit, counts, every)
-                pairs = every.get(other, [])
-                pairs.sort(key=lambda p: (-p.distance, p.other(other)))
-                _drop_farthest(other, pairs, excess, counts, dropped)
-    if dropped:
-        ix.store.remove_near(sorted(dropped))
-
-
-def _count_ends(
-    ix: Index, unit: UnitType, counts: dict[int, int], links: Mapping[int, Sequence[NearPair]]
-) -> None:
-    """Add to ``counts`` the relation counts of the files at the other ends of ``links``
-    not counted yet."""
-    ends = {p.other(i) for i, ps in links.items() for p in ps} - counts.keys()
-    if ends:
-        counts |= ix.store.near_counts(sorted(ends), unit)
-
-
-def _drop_farthest(
-    file_id: int,
-    pairs: Sequence[NearPair],
-    excess: int,
-    counts: dict[int, int],
-    dropped: set[NearPair],
-) -> int:
-    """Drop up to ``excess`` of ``pairs`` (a file's relations, farthest first), each one
-    whose other file keeps another relation, keeping ``counts`` and ``dropped`` up to date;
-    how many more should have gone."""
-    for pair in pairs:
-        if not excess:
-            break
-        far_id = pair.other(file_id)
-        if pair not in dropped and counts.get(far_id, 0) > 1:
-            dropped.add(pair)
-            counts[far_id] -= 1
-            counts[file_id] -= 1
-            excess -= 1
-    return excess
+def bound(ix: Index, file_id: int, added: Sequence[NearPair]) -> None:
+    """Keep the files at the other ends of ``added`` (one file's links, stored already) at
+    ``max_links`` relations of the unit type (:mod:`isccd.pipeline.bounds`)."""
+    step = bounds.Step(file_id, added)
+    links = bounds.settle(ix.store, [step], ix.options.thresholds.max_links, stored=True)
+    if links.remove:
+        ix.store.remove_near(links.remove)
 
 
 # -- applying ----------------------------------------------------------------------------------
@@ -372,8 +306,8 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     # The events are logged together at the end, in the order they come (another host's side
     # of a duplicate, in a shared store, among them): the order of the files one by one.
     ix.queue = []
-    ix.unbounded = []
-    ix.job_files, ix.job_keys, ix.job_near = {}, {}, []
+    ix.job_steps = []
+    ix.job_files, ix.job_keys = {}, {}
     start, marks = len(ix.pending), [0]
     host = ix.store.host
     job: dict[int, FileRecord] = {}
@@ -397,28 +331,25 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
                 by_identity.setdefault(identity, []).append(file_id)
             if record.datahash:
                 by_datahash.setdefault(_stored_hex(record.datahash), []).append(file_id)
-        began = ix.job_near
     finally:
         queue, ix.queue = ix.queue, None
-        unbounded, ix.unbounded = ix.unbounded, None
-        ix.job_files = ix.job_keys = ix.job_near = None
-    _end_job(ix, queue, unbounded, began)
+        steps, ix.job_steps = ix.job_steps, None
+        ix.job_files = ix.job_keys = None
+    _end_job(ix, queue, steps)
     events = ix.since(start)
     return [events[a:b] for a, b in itertools.pairwise(marks)]
 
 
-def _end_job(
-    ix: Index,
-    queue: list[NewEvent] | None,
-    unbounded: Sequence[tuple[int, UnitType]] | None,
-    began: Sequence[NearPair] | None,
-) -> None:
-    """What a job of new files does once all its files are in: store the near links they
-    began, bound the relations its files gave others, and log its events together."""
-    if began:
-        ix.store.add_near(began)
-    if unbounded:
-        bound(ix, unbounded)
+def _end_job(ix: Index, queue: list[NewEvent] | None, steps: Sequence[bounds.Step] | None) -> None:
+    """What a job of new files does once all its files are in: bound the near links they
+    began as if they had come one by one, store those that stay and drop those they
+    displaced, and log its events together."""
+    if steps:
+        links = bounds.settle(ix.store, steps, ix.options.thresholds.max_links, stored=False)
+        if links.add:
+            ix.store.add_near(links.add)
+        if links.remove:
+            ix.store.remove_near(links.remove)
     if queue is not None:
         ix.logged(ix.store.append_events(queue))
 

@@ -22,11 +22,12 @@ from dataclasses import replace
 
 from isccd.hamming import HammingSearch, codes64
 from isccd.model import Event, FileRecord, UnitType
+from isccd.pipeline.bounds import Step
 from isccd.pipeline.dirwatch import FolderWatch
 from isccd.pipeline.fleetindex import FleetIndex
 from isccd.pipeline.options import PipelineOptions
 from isccd.pipeline.watchmatch import Watchlists
-from isccd.store import FileKey, NearPair, NewEvent, Store, StoredFile
+from isccd.store import FileKey, NewEvent, Store, StoredFile
 
 _log = logging.getLogger("isccd.pipeline")
 
@@ -66,15 +67,14 @@ class Index:
         self._pending: list[Event] = []
         # The events of a job of new files, logged together at its end (changes.add_new).
         self.queue: list[NewEvent] | None = None
-        # The files that gained a relation in a job of new files, bounded together at its end
-        # (changes.bound): a family's files share their nearest, read once for the job.
-        self.unbounded: list[tuple[int, UnitType]] | None = None
+        # The near links a job of new files began, file by file, bounded and stored together
+        # at its end (isccd.pipeline.bounds): a family's files share their nearest, read
+        # once for the job.
+        self.job_steps: list[Step] | None = None
         # Within a job of new files (changes.add_new): the files and keys it stored or read,
-        # by id (a family's files name the same few others, most of them of the same job),
-        # and the near links its files began, stored together at its end.
+        # by id (a family's files name the same few others, most of them of the same job).
         self.job_files: dict[int, StoredFile] | None = None
         self.job_keys: dict[int, FileKey] | None = None
-        self.job_near: list[NearPair] | None = None
         self._undo: list[tuple[int, dict[UnitType, int | None]]] = []
         # How many files the in-memory index found within the threshold of a file's unit, of
         # which it was asked the nearest only: read back by relate.related() as it decides.

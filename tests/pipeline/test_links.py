@@ -4,22 +4,15 @@ unit type, in the store and in the events (designed codes: ``"A:v:n"`` is ``v`` 
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from isccd.match import Thresholds
-from isccd.model import EventType, UnitType
+from isccd.model import EventType
 from isccd.pipeline import PipelineOptions
-from isccd.pipeline.changes import bound
-from isccd.pipeline.index import Index
 from isccd.pipeline.policy import parse
-from isccd.store import NearPair, Store, open_store, state_url
+from isccd.store import Store
 from tests.pipeline.harness import Harness
-from tests.store.conftest import make_record
 
 
 def links(h: Harness) -> Counter[int]:
@@ -93,63 +86,3 @@ def test_a_policy_recorded_before_the_bound_bounded_nothing() -> None:
     recorded = parse('{"decided": {"data": 8, "text": 15, "min_size": 1}}')
     assert recorded.decided.max_links is None
     assert recorded.decided != Thresholds()  # so a pipeline under the default switches
-
-
-def bounded_model(
-    pairs: set[NearPair], others: list[int], limit: int, unit: UnitType
-) -> set[NearPair]:
-    """The bound's rule, read from every relation at once: each file of ``others`` over
-    ``limit`` drops its farthest (ties: the other file with the smaller id), skipping any
-    whose other file would be left without a relation, until it is at ``limit``."""
-    kept = set(pairs)
-
-    def of(file_id: int) -> list[NearPair]:
-        return [p for p in kept if p.unit is unit and file_id in (p.a, p.b)]
-
-    for file_id in dict.fromkeys(others):
-        mine = sorted(of(file_id), key=lambda p: (-p.distance, p.other(file_id)))
-        excess = len(mine) - limit
-        for pair in mine:
-            if excess <= 0:
-                break
-            if len(of(pair.other(file_id))) > 1:
-                kept.discard(pair)
-                excess -= 1
-    return kept
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    st.integers(1, 4),
-    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11), st.integers(0, 3)), max_size=50),
-    st.lists(st.integers(0, 11), min_size=1, max_size=20),
-)
-def test_the_bound_drops_the_farthest_a_file_and_its_others_can_spare(
-    limit: int, drawn: list[tuple[int, int, int]], gained: list[int]
-) -> None:
-    # Any graph of relations, ties in distance among them (a family's), and any files said
-    # to have gained one: what the store keeps is the rule's, whichever of a file's
-    # relations are read to decide it.
-    with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(state_url(Path(tmp) / "state"), host="host-a")
-        try:
-            store.begin()
-            ids = [
-                store.add_file("/data", make_record(f"/data/f{i}", ino=i), 1.0) for i in range(12)
-            ]
-            pairs = {
-                NearPair.of(ids[x], ids[y], UnitType.DATA, d): None for x, y, d in drawn if x != y
-            }
-            unique = {(p.a, p.b): p for p in pairs}  # one relation a pair of files
-            store.add_near(list(unique.values()))
-            text = NearPair.of(ids[0], ids[1], UnitType.TEXT, 1)  # another type: untouched
-            store.add_near([text])
-            options = PipelineOptions(thresholds=Thresholds(max_links=limit))
-            ix = Index(store, options, load=False)
-            others = [ids[i] for i in gained]
-            bound(ix, [(o, UnitType.DATA) for o in others])
-            store.commit()
-            expected = bounded_model(set(unique.values()), others, limit, UnitType.DATA)
-            assert set(store.near_pairs()) == expected | {text}
-        finally:
-            store.close()
