@@ -1,10 +1,12 @@
-"""Near links kept bounded: a file keeps at most ``max_links`` relations of a unit type.
+"""Near links kept bounded: ``max_links`` relations of a unit type a file, its nearest.
 
 The rule, one file at a time: once a file's new links are in, each file at the other end of
 one that now has more than ``max_links`` relations of that unit type drops its farthest (ties:
-the other file indexed first), but never the last relation of the file at the other end of
-it (so that no near duplicate is left without a relation, and out of every group): then the
-next farthest goes instead. A relation dropped still holds; it is not among the nearest of
+the other file indexed first, which has the smaller id), but never the last relation of the
+file at the other end of it (so that no near duplicate is left without a relation, and out of
+every group): then the next farthest goes instead. A file is bounded when it gains a link; one
+that kept more to keep others' last relations stays so until it next gains one, even if those
+others have gained more since. A relation dropped still holds; it is not among the nearest of
 one of its files any more, and ends without an event, as it would not have been stored had
 that file been indexed last.
 
@@ -53,7 +55,8 @@ class Step:
 
     Attributes:
         file_id: The file that began them.
-        added: Its links begun or changed in distance (each names ``file_id``).
+        added: Its links begun or changed in distance (each names ``file_id``); in a job of
+            new files (``settle(stored=False)``), links the store does not hold.
     """
 
     file_id: int
@@ -66,7 +69,7 @@ class Links:
 
     Attributes:
         add: The steps' links that stay, in their order (none when they are stored already).
-        remove: Stored links dropped, in the store's order.
+        remove: Stored links dropped, sorted by their files' ids.
     """
 
     add: list[NearPair] = field(default_factory=list)
@@ -83,9 +86,15 @@ def settle(reader: LinkReader, steps: Sequence[Step], limit: int | None, *, stor
         steps: Files' new links, in the order of the files.
         limit: ``max_links``; ``None`` keeps every relation.
         stored: The steps' links are in the store already (one file's change, applied as it
-            comes), rather than only in the steps (a job of new files, whose files' links
-            are all new).
+            comes: one step), rather than only in the steps (a job of new files, whose
+            files' links are all new).
+
+    Raises:
+        ValueError: ``stored`` with more than one step: the store's counts would already
+            hold the later steps' links when the earlier ones are bounded.
     """
+    if stored and len(steps) > 1:
+        raise ValueError("links stored already are bounded one step at a time")
     if stored:
         add: list[NearPair] = []
     else:
@@ -135,7 +144,8 @@ class _Replay:
                 other = p.other(file_id)
                 gained[other] = gained.get(other, 0) + (0 if stored else 1)
         # Relations each file has now, kept as the steps add and drop them. A file the job
-        # stored has only the steps' links; a stored file at most the ones it may gain more.
+        # stored has only the steps' links; of a stored file, only as many of its farthest
+        # are read as it could ever have to drop (its count and gains over the bound).
         old = sorted(gained.keys() - new)
         self.counts: dict[int, int] = dict.fromkeys(new, 0) | dict.fromkeys(old, 0)
         self.counts |= reader.near_counts(old, unit) if old else {}

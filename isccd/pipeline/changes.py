@@ -346,10 +346,10 @@ def _end_job(ix: Index, queue: list[NewEvent] | None, steps: Sequence[bounds.Ste
     displaced, and log its events together."""
     if steps:
         links = bounds.settle(ix.store, steps, ix.options.thresholds.max_links, stored=False)
-        if links.add:
-            ix.store.add_near(links.add)
         if links.remove:
             ix.store.remove_near(links.remove)
+        if links.add:
+            ix.store.add_near(links.add)
     if queue is not None:
         ix.logged(ix.store.append_events(queue))
 

@@ -183,3 +183,40 @@ def test_the_links_a_scan_keeps_do_not_depend_on_its_jobs(tmp_path: Path) -> Non
     assert len(counts) == 90 and max(counts.values()) == 3, counts
     for size in (1, 7, 90):
         assert _near_after(tmp_path, records, size) == alone, size
+
+
+def test_links_stored_already_are_bounded_one_step_at_a_time() -> None:
+    steps = [Step(3, [NearPair(1, 3, DATA, 2)]), Step(4, [NearPair(1, 4, DATA, 2)])]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = _store(tmp, set())
+        try:
+            with pytest.raises(ValueError, match="one step at a time"):
+                settle(store, steps, 1, stored=True)
+        finally:
+            store.rollback()
+            store.close()
+
+
+def test_a_file_kept_over_the_bound_for_others_stays_so_until_it_gains_again() -> None:
+    # Limit 2. X keeps B and C as their only relations, then B and C gain others: X is over
+    # the bound with none of its relations another's last, and stays so, as the docs say.
+    a, x, b, c, n, p, q = 1, 2, 3, 4, 5, 6, 7
+    steps = [
+        Step(x, [NearPair.of(x, a, DATA, 5)]),
+        Step(b, [NearPair.of(b, x, DATA, 1)]),
+        Step(c, [NearPair.of(c, x, DATA, 1)]),
+        Step(n, [NearPair.of(n, a, DATA, 0)]),
+        Step(p, [NearPair.of(p, b, DATA, 0)]),
+        Step(q, [NearPair.of(q, c, DATA, 0)]),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = _store(tmp, set())
+        try:
+            links = settle(store, steps, 2, stored=False)
+        finally:
+            store.rollback()
+            store.close()
+    kept = set(links.add)
+    assert kept == one_at_a_time(set(), steps, 2)
+    counts = Counter(i for pair in kept for i in (pair.a, pair.b))
+    assert counts[x] == 3 and all(counts[o] == 2 for o in (a, b, c))
