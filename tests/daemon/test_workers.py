@@ -472,7 +472,9 @@ def test_files_arriving_while_the_pool_lets_go_are_hashed_once_each(tmp_path: Pa
         files.append(str(path))
 
     async def main() -> None:
-        pool = WorkerPool(WorkerOptions(workers=1, idle_timeout=0.05))
+        # Idle long enough that the pool is still running when the test reads it after the
+        # last file, however busy the machine.
+        pool = WorkerPool(WorkerOptions(workers=1, idle_timeout=0.5))
         await pool.start()
         try:
             await _until_state(pool, "stopping")
