@@ -90,8 +90,13 @@ def test_a_silent_connection_is_closed_after_the_idle_time(root_dir: Path, short
                         assert await reader.read() == b""  # and closed
                 assert time.monotonic() - started >= 1.0
                 await talker.hello()
-                # Quiet for longer than the idle time, the subscriber still gets its events.
-                await asyncio.sleep(1.4)
+                # Quiet for longer than the idle time (a connection opened now is closed for
+                # it meanwhile), the subscriber still gets its events.
+                later_reader, later = await asyncio.open_unix_connection(server.path)
+                async with asyncio.timeout(10):
+                    line = await later_reader.readline()
+                assert json.loads(line)["error"]["code"] == "idle_timeout"
+                later.close()
                 event = backend.commit(EventType.FILE_ADDED, str(root_dir), f"{root_dir}/a.txt")
                 broker.publish(event)
                 async with asyncio.timeout(10):
