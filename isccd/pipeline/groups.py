@@ -22,8 +22,7 @@ from isccd.model import UnitType
 from isccd.pipeline.centres import Centred, centred
 from isccd.pipeline.folders import folder_groups
 from isccd.pipeline.index import Index
-from isccd.pipeline.peers import identity_of, size_of
-from isccd.pipeline.queries import digests_of, holds_between
+from isccd.pipeline.queries import holds_between
 from isccd.results import (
     DirsQuery,
     DirsResult,
@@ -35,10 +34,10 @@ from isccd.results import (
     Totals,
     file_type,
 )
-from isccd.store import NearPair, StoredFile
+from isccd.store import ListedFile, NearPair
 
 #: A member: the stored names of one file, the first one naming it.
-_Names = list[StoredFile]
+_Names = list[ListedFile]
 
 
 def dupes(ix: Index, query: DupesQuery) -> DupesResult:
@@ -46,10 +45,10 @@ def dupes(ix: Index, query: DupesQuery) -> DupesResult:
     resolved as the store keeps paths)."""
     policy = narrowed(ix.options.thresholds, query)
 
-    def keep(stored: StoredFile) -> bool:
-        if not policy.admits(size_of(stored.record)):
+    def keep(listed: ListedFile) -> bool:
+        if not policy.admits(listed.size):
             return False
-        return query.types is None or file_type(stored.record.mode) in query.types
+        return query.types is None or file_type(listed.mode) in query.types
 
     groups: list[DupGroup] = []
     if query.units is None or UnitType.INSTANCE in query.units:
@@ -110,17 +109,18 @@ def _held_near(ix: Index) -> dict[int, set[int]]:
 
 
 def _held(
-    ix: Index, policy: Thresholds, keep: Callable[[StoredFile], bool]
-) -> tuple[list[tuple[NearPair, int, int]], dict[int, StoredFile]]:
+    ix: Index, policy: Thresholds, keep: Callable[[ListedFile], bool]
+) -> tuple[list[tuple[NearPair, int, int]], dict[int, ListedFile]]:
     """The stored near relations that hold under ``policy`` between live files that ``keep``
     admits, each with its distance and threshold, and the files they join, by id."""
     pairs = list(ix.store.near_pairs(fleet=True))
-    files = {s.id: s for s in ix.store.files_by_id(sorted({i for p in pairs for i in (p.a, p.b)}))}
+    ids = sorted({i for p in pairs for i in (p.a, p.b)})
+    files = {f.id: f for f in ix.store.listed_files(ids)}
     # Each file is judged once, not once a relation: a family's file has a dozen.
     admitted: dict[int, dict[UnitType, bytes] | None] = {}
-    for file_id, stored in files.items():
-        fit = stored.live and keep(stored) and policy.admits(size_of(stored.record))
-        admitted[file_id] = digests_of(stored.record) if fit else None
+    for file_id, listed in files.items():
+        fit = listed.live and keep(listed) and policy.admits(listed.size)
+        admitted[file_id] = listed.digests() if fit else None
     held: list[tuple[NearPair, int, int]] = []
     for pair in pairs:
         a, b = admitted.get(pair.a), admitted.get(pair.b)
@@ -146,46 +146,49 @@ def narrowed(policy: Thresholds, query: DupesQuery) -> Thresholds:
     return Thresholds(**radii, min_size=max(policy.min_size, query.min_size))
 
 
-def _names(files: Sequence[StoredFile]) -> list[_Names]:
-    """Files grouped by identity (on their host), each by its names in byte order; the
-    largest first."""
+def _names(files: Sequence[ListedFile]) -> list[_Names]:
+    """Files grouped by identity (on their host: :func:`isccd.pipeline.peers.identity_of`),
+    each by its names in byte order; the largest first."""
     by_identity: dict[object, _Names] = {}
-    for stored in files:
-        by_identity.setdefault(identity_of(stored), []).append(stored)
-    members = [sorted(names, key=lambda s: s.path) for names in by_identity.values()]
-    members.sort(key=lambda m: (-(size_of(m[0].record) or 0), m[0].host, m[0].path))
+    for listed in files:
+        key = (listed.host, listed.identity if listed.identity is not None else ("id", listed.id))
+        if (some := by_identity.get(key)) is None:
+            by_identity[key] = [listed]
+        else:
+            some.append(listed)
+    members = [sorted(names, key=lambda s: s.path) if len(names) > 1 else names
+               for names in by_identity.values()]  # fmt: skip
+    members.sort(key=lambda m: (-(m[0].size or 0), m[0].host, m[0].path))
     return members
 
 
 def _member(names: _Names, unit: UnitType, distance: int = 0, threshold: int = 0,
             nearest: int | None = None) -> DupMember:  # fmt: skip
     first = names[0]
-    record = first.record
-    code = record.unit(unit)
     return DupMember(
-        path=first.path,
-        root=first.root,
-        size=size_of(record),
-        iscc=record.iscc,
-        unit=unit,
-        code=code.iscc if code is not None else None,
-        distance=distance,
-        threshold=threshold,
-        nearest=nearest,
-        mediatype=record.mediatype,
-        mode=record.mode,
-        links=tuple([s.path for s in names[1:]]) if len(names) > 1 else (),
-        host=first.host,
-        allocated=record.stat.allocated if record.stat is not None else None,
+        first.path,
+        first.root,
+        first.size,
+        first.iscc,
+        unit,
+        first.code(unit),
+        distance,
+        threshold,
+        nearest,
+        first.mediatype,
+        first.mode,
+        tuple([s.path for s in names[1:]]) if len(names) > 1 else (),
+        first.host,
+        first.allocated,
     )
 
 
-def _exact_groups(ix: Index, keep: Callable[[StoredFile], bool]) -> list[DupGroup]:
+def _exact_groups(ix: Index, keep: Callable[[ListedFile], bool]) -> list[DupGroup]:
     store = ix.store
     groups = []
     copies = store.files_by_datahashes(store.exact_datahashes(fleet=True), fleet=True)
     for files in copies.values():
-        members = _names([s for s in files if keep(s)])
+        members = _names([f for f in map(ListedFile.of, files) if keep(f)])
         if len(members) > 1:
             shown = tuple(_member(m, UnitType.INSTANCE) for m in members)
             groups.append(DupGroup.of(DupKind.EXACT, UnitType.INSTANCE, 0, shown))
@@ -193,7 +196,7 @@ def _exact_groups(ix: Index, keep: Callable[[StoredFile], bool]) -> list[DupGrou
 
 
 def _near_groups(
-    ix: Index, policy: Thresholds, keep: Callable[[StoredFile], bool]
+    ix: Index, policy: Thresholds, keep: Callable[[ListedFile], bool]
 ) -> list[DupGroup]:
     """The near groups of the stored relations that hold under ``policy`` between files that
     ``keep`` admits: per unit type, groups around centres (:mod:`isccd.pipeline.centres`)."""
@@ -245,8 +248,8 @@ def _near_group(
     centre = members[found.centre]
     distances = {m: edges[(min(m, found.centre), max(m, found.centre))] for m in found.members}
     order = sorted(found.members, key=lambda m: (distances[m][0], m))
-    code = centre[0].record.unit(unit)
-    threshold = policy.scaled(unit, code.bits if code else 64) or 0
+    digest = centre[0].digests().get(unit)
+    threshold = policy.scaled(unit, len(digest) * 8 if digest is not None else 64) or 0
     shown = [_member(centre, unit, 0, threshold)]
     shown += [_member(members[m], unit, *distances[m], nearest=0) for m in order]
     return DupGroup.of(DupKind.NEAR, unit, threshold, tuple(shown), centre=0)

@@ -64,8 +64,11 @@ class DupMember:
     @property
     def footprint(self) -> Footprint:
         """The file as the totals count it."""
+        host = self.host
+        if not self.links:  # most files: one name
+            return Footprint((f"{host}:{self.path}",), self.size, self.allocated)
         return Footprint(
-            tuple(f"{self.host}:{p}" for p in (self.path, *self.links)), self.size, self.allocated
+            tuple(f"{host}:{p}" for p in (self.path, *self.links)), self.size, self.allocated
         )
 
 

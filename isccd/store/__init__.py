@@ -23,6 +23,7 @@ from isccd.errors import StoreError
 from isccd.store.base import (
     FileKey,
     FolderFile,
+    ListedFile,
     NearPair,
     NewEvent,
     StaleUnits,
@@ -38,6 +39,7 @@ __all__ = [
     "LOG_MARK_NAME",
     "FileKey",
     "FolderFile",
+    "ListedFile",
     "NearPair",
     "NewEvent",
     "SqliteOptions",

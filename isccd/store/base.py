@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from isccd.model import Event, EventType, FileIssue, FileRecord, FileStat, UnitType
+from isccd.model import Event, EventType, FileIssue, FileRecord, FileStat, Mode, UnitType
 from isccd.store.watchlists import NewRef, Watchlist, WatchUnit
 
 #: The property holding the store's identity (:attr:`Store.identity`).
@@ -172,6 +172,70 @@ class FolderFile(NamedTuple):
     identity: tuple[int, int] | None
 
 
+class ListedFile(NamedTuple):
+    """A file as a duplicate listing shows it (:meth:`Store.listed_files`; a named tuple: the
+    near groups of a library of families list every file of it, and a :class:`StoredFile`
+    costs several times as much to read).
+
+    Attributes:
+        id: The store's number for the file.
+        host: The host it is on.
+        root: Its root.
+        path: Its path.
+        identity: ``(st_dev, st_ino)``, if known (on its host).
+        size: Its size in bytes (:func:`isccd.pipeline.peers.size_of`), if known.
+        allocated: Bytes it takes on disk (:attr:`isccd.model.FileStat.allocated`), if known.
+        iscc: Its ISCC-CODE.
+        mediatype: Its detected media type.
+        mode: Its content mode.
+        live: Whether it is live (not a tombstone).
+        units: Its units as ``(type, code, digest)``, in ISCC-CODE order.
+    """
+
+    id: int
+    host: str
+    root: str
+    path: str
+    identity: tuple[int, int] | None
+    size: int | None
+    allocated: int | None
+    iscc: str | None
+    mediatype: str | None
+    mode: Mode | None
+    live: bool
+    units: tuple[tuple[UnitType, str, bytes], ...]
+
+    @staticmethod
+    def of(stored: StoredFile) -> ListedFile:
+        """What a listing shows of a stored file."""
+        record, stat = stored.record, stored.record.stat
+        return ListedFile(
+            stored.id,
+            stored.host,
+            stored.root,
+            record.path,
+            stat.identity if stat is not None else None,
+            record.filesize if record.filesize is not None else stat.size if stat else None,
+            stat.allocated if stat is not None else None,
+            record.iscc,
+            record.mediatype,
+            record.mode,
+            stored.live,
+            tuple((u.type, u.iscc, u.digest) for u in record.units),
+        )
+
+    def code(self, unit_type: UnitType) -> str | None:
+        """Its unit of ``unit_type``, if computed."""
+        for found, code, _ in self.units:
+            if found is unit_type:
+                return code
+        return None
+
+    def digests(self) -> dict[UnitType, bytes]:
+        """Its unit digests by type (:func:`isccd.pipeline.queries.digests_of`)."""
+        return {unit_type: digest for unit_type, _, digest in self.units}
+
+
 @dataclass(frozen=True, slots=True)
 class StaleUnits:
     """A live file with units made by an outdated profile, or skipped under one (a component
@@ -275,6 +339,11 @@ class Store(Transactional, Protocol):
 
     def files_by_identity(self, dev: int, ino: int) -> list[StoredFile]:
         """Live files with this ``(st_dev, st_ino)``: one file, or hardlinks of it."""
+        ...
+
+    def listed_files(self, ids: Sequence[int]) -> list[ListedFile]:
+        """:meth:`files_by_id`, as a duplicate listing shows the files (a fraction of the
+        cost a file)."""
         ...
 
     def files_by_datahash(self, datahash: str, *, fleet: bool = False) -> list[StoredFile]:

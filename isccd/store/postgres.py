@@ -34,6 +34,7 @@ from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
     FolderFile,
+    ListedFile,
     NearPair,
     NewEvent,
     StaleUnits,
@@ -49,12 +50,16 @@ from isccd.store.rows import (
     ACTIONABLE,
     FILE_COLUMNS,
     FILE_FROM,
+    LISTED_COLUMNS,
+    ListedUnit,
     event_json,
     file_from_row,
     from_fs,
     from_fs_once,
+    in_code_order,
     instance_range,
     issues_of,
+    listed_from_row,
     record_columns,
     to_fs,
 )
@@ -178,6 +183,27 @@ class PostgresStore(PgDatabase):
         if not ids:
             return []
         by_id = {s.id: s for s in self._files("f.id = ANY(%s)", (list(ids),))}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def listed_files(self, ids: Sequence[int]) -> list[ListedFile]:
+        """Files with these ids as a listing shows them, in the given order."""
+        if not ids:
+            return []
+        name = from_fs_once()
+        rows = self._exec(
+            f"SELECT {LISTED_COLUMNS}, f.host FROM {FILE_FROM} WHERE f.id = ANY(%s)",  # noqa: S608 -- fixed fragments; values are bound
+            (list(ids),),
+        ).fetchall()
+        units: dict[int, list[ListedUnit]] = {}
+        found = self._exec(
+            "SELECT file_id, type, iscc, digest FROM units WHERE file_id = ANY(%s)", (list(ids),)
+        )
+        for file_id, type_, iscc, digest in found.fetchall():
+            units.setdefault(file_id, []).append((UnitType(type_), iscc, bytes(digest)))
+        by_id = {
+            row[0]: listed_from_row(row[:-1], in_code_order(units.get(row[0], [])), row[-1], name)
+            for row in rows
+        }
         return [by_id[i] for i in ids if i in by_id]
 
     def files_by_identity(self, dev: int, ino: int) -> list[StoredFile]:

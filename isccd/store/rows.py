@@ -14,8 +14,18 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from isccd.model import FileIssue, FileRecord, FileStat, IssueCode, IssueKind, Mode, Unit
-from isccd.store.base import StoredFile, join_path
+from isccd.model import (
+    UNIT_ORDER,
+    FileIssue,
+    FileRecord,
+    FileStat,
+    IssueCode,
+    IssueKind,
+    Mode,
+    Unit,
+    UnitType,
+)
+from isccd.store.base import ListedFile, StoredFile, join_path
 
 #: The columns :func:`file_from_row` reads, in its order.
 FILE_COLUMNS = (
@@ -150,6 +160,48 @@ def file_from_row(
         named_by_file=None if named_by_file is None else bool(named_by_file),
     )
     return StoredFile(file_id, name_of(root), record, indexed_at, removed_at, host)
+
+
+#: The columns of :func:`listed_from_row`, from :data:`FILE_FROM`.
+LISTED_COLUMNS = (
+    "f.id, r.path, d.path, f.name, f.dev, f.ino, f.size, f.filesize, f.blocks, f.iscc, "
+    "f.mediatype, f.mode, f.removed_at IS NULL"
+)
+
+#: A listed file's unit: ``(type, code, digest)``.
+ListedUnit = tuple[UnitType, str, bytes]
+
+
+def listed_from_row(
+    row: Sequence[Any], units: tuple[ListedUnit, ...], host: str, name_of: Callable[[bytes], str]
+) -> ListedFile:
+    """A listed file on ``host`` from a row of :data:`LISTED_COLUMNS` and its units (as
+    :func:`file_from_row` reads a file: the size read, else the validators' while it has
+    them; the blocks only with the validators)."""
+    (file_id, root, directory, name, dev, ino, size, filesize, blocks, iscc, mediatype, mode,
+     live) = row  # fmt: skip
+    known = dev is not None
+    return ListedFile(
+        file_id,
+        host,
+        name_of(root),
+        join_path(name_of(directory), from_fs(name)),
+        (dev, ino) if known else None,
+        filesize if filesize is not None else size if known else None,
+        blocks * 512 if known and blocks is not None else None,
+        iscc,
+        mediatype,
+        _MODES[mode] if mode else None,
+        bool(live),
+        units,
+    )
+
+
+def in_code_order(units: list[ListedUnit]) -> tuple[ListedUnit, ...]:
+    """A file's listed units in ISCC-CODE order (:func:`isccd.model.sort_units`)."""
+    if len(units) == 1:
+        return (units[0],)
+    return tuple(sorted(units, key=lambda u: UNIT_ORDER[u[0]]))
 
 
 def issues_to_json(issues: Sequence[FileIssue]) -> str | None:

@@ -30,6 +30,7 @@ from isccd.store.base import (
     IDENTITY_PROPERTY,
     FileKey,
     FolderFile,
+    ListedFile,
     NearPair,
     NewEvent,
     StaleUnits,
@@ -43,12 +44,16 @@ from isccd.store.rows import (
     ACTIONABLE,
     FILE_COLUMNS,
     FILE_FROM,
+    LISTED_COLUMNS,
+    ListedUnit,
     event_json,
     file_from_row,
     from_fs,
     from_fs_once,
+    in_code_order,
     instance_range,
     issues_of,
+    listed_from_row,
     record_columns,
     to_fs,
 )
@@ -112,11 +117,14 @@ class SqliteStore(Database):
 
     def _units_of(self, ids: Sequence[int]) -> dict[int, tuple[Unit, ...]]:
         found: dict[int, list[Unit]] = {}
-        types, profile = _UNIT_TYPES, self._profile_name
+        types, profile, names = _UNIT_TYPES, self._profile_name, self._profile_names
         for chunk, marks in _chunks(ids):
             sql = "SELECT file_id, type, iscc, digest, profile_id FROM units WHERE file_id IN "
-            for file_id, type_, iscc, digest, profile_id in self._exec(f"{sql}({marks})", chunk):
-                unit = Unit(types[type_], iscc, bytes(digest), profile(profile_id))
+            rows = self._exec(f"{sql}({marks})", chunk).fetchall()
+            for file_id, type_, iscc, digest, profile_id in rows:
+                # A BLOB is read as bytes; a file's few profiles are named from the cache.
+                named = names.get(profile_id) or profile(profile_id)
+                unit = Unit(types[type_], iscc, digest, named)
                 if (some := found.get(file_id)) is None:
                     found[file_id] = [unit]
                 else:
@@ -137,6 +145,30 @@ class SqliteStore(Database):
         for chunk, marks in _chunks(ids):
             for stored in self._files(f"f.id IN ({marks})", chunk):
                 by_id[stored.id] = stored
+        return [by_id[i] for i in ids if i in by_id]
+
+    def listed_files(self, ids: Sequence[int]) -> list[ListedFile]:
+        """Files with these ids as a listing shows them, in the given order."""
+        name, host, types = from_fs_once(), self._host, _UNIT_TYPES
+        by_id: dict[int, ListedFile] = {}
+        for chunk, marks in _chunks(ids):
+            rows = self._exec(
+                f"SELECT {LISTED_COLUMNS} FROM {FILE_FROM} WHERE f.id IN ({marks})",  # noqa: S608 -- fixed fragments; values are bound
+                chunk,
+            ).fetchall()
+            units: dict[int, list[ListedUnit]] = {}
+            sql = f"SELECT file_id, type, iscc, digest FROM units WHERE file_id IN ({marks})"  # noqa: S608 -- placeholders only
+            for file_id, type_, iscc, digest in self._exec(sql, chunk).fetchall():
+                unit = (types[type_], iscc, digest)
+                if (some := units.get(file_id)) is None:
+                    units[file_id] = [unit]
+                else:
+                    some.append(unit)
+            for row in rows:
+                found = units.get(row[0])
+                by_id[row[0]] = listed_from_row(
+                    row, in_code_order(found) if found else (), host, name
+                )
         return [by_id[i] for i in ids if i in by_id]
 
     def files_by_identity(self, dev: int, ino: int) -> list[StoredFile]:
@@ -424,9 +456,13 @@ class SqliteStore(Database):
 
     def exact_datahashes(self, *, fleet: bool = False) -> list[str]:
         """Datahashes held by more than one live identity."""
+        # The datahashes of more than one live name first, from the index alone (most files
+        # have their own): only their rows are read for the identities that tell links apart.
         rows = self._exec(
             "SELECT datahash FROM (SELECT DISTINCT datahash, dev, ino FROM files "
-            "WHERE removed_at IS NULL AND datahash IS NOT NULL) "
+            "WHERE removed_at IS NULL AND datahash IN (SELECT datahash FROM files "
+            "WHERE removed_at IS NULL AND datahash IS NOT NULL "
+            "GROUP BY datahash HAVING count(*) > 1)) "
             "GROUP BY datahash HAVING count(*) > 1 ORDER BY datahash"
         )
         return [bytes(row[0]).hex() for row in rows]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from isccd.errors import StoreError
 from isccd.hamming import code64, codes64
 from isccd.model import EventType, FileIssue, FileStat, IssueCode, IssueKind, UnitType
-from isccd.store import FileKey, NearPair, NewEvent, Store, open_store, state_url
+from isccd.store import FileKey, ListedFile, NearPair, NewEvent, Store, open_store, state_url
 from tests.store.conftest import hashed, make_record
 
 ROOT = "/data"
@@ -156,6 +156,32 @@ def test_identity_and_datahash_lookups(store: Store) -> None:
     assert store.exact_datahashes() == []
     assert sorted(store.related_keys((1, 2), hashed(7))) == [a, link]  # live files only
     assert [f.id for f in store.files_by_id([other, a, 999])] == [other, a]
+
+
+def test_a_listed_file_is_what_its_stored_record_says(store: Store) -> None:
+    # The listing's lean read against the full one: every field, for a file with and without
+    # its validators, its size read or not, blocks known or not, units in code order, a
+    # tombstone, and a name that is not UTF-8.
+    plain = make_record("/data/a", ino=1, data=b"\x01" * 8, text=b"\x02" * 8)
+    unread = replace(make_record("/data/b", ino=2, size=77, data=b"\x03" * 8), filesize=None)
+    blocks = replace(plain, path="/data/c", stat=FileStat(1, 3, 4096, 1, 2, 2, 9))
+    bare = replace(make_record("/data/d", data=b"\x04" * 16), stat=None, mode=None)
+    odd = make_record(os.fsdecode(b"/data/\xff-e"), ino=5)
+    store.begin()
+    ids = store.add_files(ROOT, [plain, unread, blocks, bare, odd], 1.0)
+    store.remove_file(ids[-1], 2.0)
+    store.commit()
+    asked = [ids[3], 999, *ids]
+    listed = store.listed_files(asked)
+    assert listed == [ListedFile.of(f) for f in store.files_by_id(asked)]
+    assert [f.id for f in listed] == [ids[3], *ids]
+    first = listed[1]
+    assert (first.size, first.allocated, first.identity) == (10, None, (1, 1))
+    assert [u[0] for u in first.units] == [UnitType.TEXT, UnitType.DATA]
+    assert first.code(UnitType.DATA) == "ISCC:GAA" + "01" * 8 and first.code(UnitType.META) is None
+    assert (listed[2].size, listed[3].allocated, listed[4].identity) == (77, 9 * 512, None)
+    assert (listed[4].size, listed[4].mode, listed[-1].live, first.live) == (10, None, False, True)
+    assert store.listed_files([]) == []
 
 
 def test_many_new_files_at_once(store: Store) -> None:
