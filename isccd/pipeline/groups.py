@@ -222,7 +222,7 @@ def _near_groups(
     for unit in NEAR_UNITS:
         edges: dict[tuple[int, int], tuple[int, int]] = {}
         for x, y, distance, threshold in related.get(unit, ()):
-            if any((g := home.get(x)) is not None and g == home.get(y) for home in shown):
+            if shown and any((g := home.get(x)) is not None and g == home.get(y) for home in shown):
                 continue
             known = edges.get((x, y))
             if known is None or distance < known[0]:
@@ -246,7 +246,8 @@ def _near_group(
     """A near group: its centre first, then its members, each with its distance to the centre
     by ``unit`` (nearest first; ties go to the larger member)."""
     centre = members[found.centre]
-    distances = {m: edges[(min(m, found.centre), max(m, found.centre))] for m in found.members}
+    c = found.centre
+    distances = {m: edges[(m, c) if m < c else (c, m)] for m in found.members}
     order = sorted(found.members, key=lambda m: (distances[m][0], m))
     digest = centre[0].digests().get(unit)
     threshold = policy.scaled(unit, len(digest) * 8 if digest is not None else 64) or 0

@@ -51,8 +51,15 @@ def to_wire(value: Any) -> Any:
     # A plain member is taken as it is, without a call: a result of 100,000 members has a
     # million of them; they are read in one call, not a ``getattr`` each.
     if names is not None:
+        # Enumerations and empty tuples (a member's unit and mode, its links) inline too.
         return {
-            name: v if type(v) in _PLAIN else to_wire(v)
+            name: v
+            if type(v) in _PLAIN
+            else v._value_
+            if isinstance(v, enum.Enum)
+            else to_wire(v)
+            if v or type(v) is not tuple
+            else []
             for name, v in zip(names, _values(cls)(value), strict=True)
         }
     if isinstance(value, enum.Enum):

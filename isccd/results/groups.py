@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from isccd.model import Mode, UnitType
 
@@ -60,6 +61,11 @@ class DupMember:
     links: tuple[str, ...] = ()
     host: str = ""
     allocated: int | None = None
+
+    @property
+    def space(self) -> int:
+        """The bytes removing it frees (:attr:`Footprint.space`)."""
+        return self.allocated if self.allocated is not None else self.size or 0
 
     @property
     def footprint(self) -> Footprint:
@@ -134,7 +140,7 @@ class DupGroup:
         """A group of ``members``, with what keeping the largest frees (the first of the
         largest on a tie: in an exact group the first, in a near group the centre when it is
         among the largest), the rule :class:`Totals` keeps by."""
-        space, size = _freed([m.footprint for m in members])
+        space, size = _freed(members)
         return cls(kind, unit, threshold, space, members, size, centre)
 
 
@@ -222,7 +228,17 @@ class Totals:
         return cls(len(groups), len(files), reclaimable, reclaimable_size)
 
 
-def _freed(files: Sequence[Footprint]) -> tuple[int, int]:
+class _Space(Protocol):
+    """What :func:`_freed` reads of a file: a :class:`Footprint`, or a member."""
+
+    @property
+    def size(self) -> int | None: ...
+
+    @property
+    def space(self) -> int: ...
+
+
+def _freed(files: Sequence[_Space]) -> tuple[int, int]:
     """What keeping one of ``files`` frees, on disk and in apparent size: the one kept is the
     largest, the first in ``files`` on a tie (an exact group's first, a near group's centre
     when it is among the largest)."""
