@@ -22,7 +22,7 @@ from isccd.model import UnitType
 from isccd.pipeline.centres import Centred, centred
 from isccd.pipeline.folders import folder_groups
 from isccd.pipeline.index import Index
-from isccd.pipeline.queries import holds_between
+from isccd.pipeline.queries import holding
 from isccd.results import (
     DirsQuery,
     DirsResult,
@@ -121,15 +121,7 @@ def _held(
     for file_id, listed in files.items():
         fit = listed.live and keep(listed) and policy.admits(listed.size)
         admitted[file_id] = listed.digests() if fit else None
-    held: list[tuple[NearPair, int, int]] = []
-    for pair in pairs:
-        a, b = admitted.get(pair.a), admitted.get(pair.b)
-        if a is None or b is None:
-            continue
-        near = holds_between(pair.unit, a, b, policy)
-        if near is not None:
-            held.append((pair, *near))
-    return held, files
+    return holding(pairs, admitted, policy), files
 
 
 def narrowed(policy: Thresholds, query: DupesQuery) -> Thresholds:
@@ -232,7 +224,8 @@ def _near_groups(
             for m in (found.centre, *found.members):
                 home[m] = len(groups)
             groups.append(_near_group(members, unit, found, edges, policy))
-        shown.append(home)
+        if home:  # a unit without groups hides nothing from the later ones
+            shown.append(home)
     return groups
 
 

@@ -18,7 +18,16 @@ from collections.abc import Iterable, Mapping
 from isccd.errors import InvalidCodeError, NotIndexedError
 from isccd.iscc import IsccError, iscc_decode, iscc_decompose
 from isccd.iscc.constants import MT, ST_CC
-from isccd.match import CONTAINER_UNITS, NEAR_UNITS, Thresholds, content_apart, near_unit, relate
+from isccd.match import (
+    CONTAINER_UNITS,
+    CONTENT_UNITS,
+    NEAR_UNITS,
+    Thresholds,
+    content_apart,
+    near_unit,
+    relate,
+    within,
+)
 from isccd.model import FileRecord, RelationKind, Unit, UnitType
 from isccd.pipeline.index import Index
 from isccd.pipeline.peers import Peer, fold, size_of
@@ -186,6 +195,47 @@ def holds_between(
     if unit in CONTAINER_UNITS and content_apart(a, b, policy):
         return None  # a relation stored before the content decided
     return near[:2]
+
+
+def holding(
+    pairs: Iterable[NearPair],
+    digests: Mapping[int, Mapping[UnitType, bytes] | None],
+    policy: Thresholds,
+) -> list[tuple[NearPair, int, int]]:
+    """The stored relations of ``pairs`` that hold under ``policy``, each with its distance and
+    threshold: :func:`holds_between` of each, in one pass (a listing of a library of families
+    judges hundreds of thousands). ``digests``: each file's digests by id, ``None`` for a file
+    not admitted; a pair with such a file, or one missing, does not hold."""
+    bases = {unit: policy.of(unit) for unit in NEAR_UNITS}
+    # Whether a file has a Content-Code: only then can its content overrule a near container.
+    contents: dict[int, bool] = {}
+
+    def has_content(file_id: int, of: Mapping[UnitType, bytes]) -> bool:
+        if (known := contents.get(file_id)) is None:
+            known = contents[file_id] = any(u in of for u in CONTENT_UNITS)
+        return known
+
+    held: list[tuple[NearPair, int, int]] = []
+    for pair in pairs:
+        a, b = digests.get(pair.a), digests.get(pair.b)
+        if a is None or b is None:
+            continue
+        unit = pair.unit
+        base, mine, theirs = bases.get(unit), a.get(unit), b.get(unit)
+        if base is None or mine is None or theirs is None:
+            continue
+        near = within(mine, theirs, base)
+        if near is None:
+            continue
+        if (
+            unit in CONTAINER_UNITS
+            and has_content(pair.a, a)
+            and has_content(pair.b, b)
+            and content_apart(a, b, policy)
+        ):
+            continue
+        held.append((pair, near[0], near[1]))
+    return held
 
 
 def digests_of(record: FileRecord) -> dict[UnitType, bytes]:
