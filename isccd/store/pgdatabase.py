@@ -655,7 +655,7 @@ class PgDatabase:
         names, seqs = list(self._logged), list(self._logged.values())
         self._queued.append((
             b"UPDATE hosts h SET last_seq = greatest(h.last_seq, v.seq) FROM "
-            b"unnest(%s::text[], %s::bigint[]) AS v(name, seq) WHERE h.name = v.name",
+            b"unnest(%b::text[], %b::bigint[]) AS v(name, seq) WHERE h.name = v.name",
             (names, seqs),
         ))  # fmt: skip
         self._logged = {}

@@ -6,6 +6,10 @@ Queries about paths, directories, roots, properties and the host's own log read 
 store's host only; lookups by file id find any host's files (ids are unique across the fleet);
 ``fleet=True`` widens exact matches, unit digests, near relations and the log to every host. A
 near relation between files of two hosts is stored once for each of them.
+
+Lists are bound in binary (``%b``) and cast to their column's type (``%b::bytea[]``): in text
+form psycopg quotes and escapes each element in Python, which for a job's arrays cost more than
+the statement (a list of 500 ``bytea`` values: 12 ms, against 0.07 ms in binary).
 """
 
 from __future__ import annotations
@@ -75,9 +79,9 @@ _UNIT_TYPES = {t.value: t for t in UnitType}
 #: Common table expressions inserting the units and skips of the file ``f`` from arrays.
 _CHILDREN = (
     "u AS (INSERT INTO units (file_id, type, iscc, digest, profile_id) SELECT f.id, t.* FROM f, "
-    "unnest(%s::text[], %s::text[], %s::bytea[], %s::integer[]) AS t), "
+    "unnest(%b::text[], %b::text[], %b::bytea[], %b::integer[]) AS t), "
     "s AS (INSERT INTO skips (file_id, type, profile_id) SELECT f.id, t.* FROM f, "
-    "unnest(%s::text[], %s::integer[]) AS t)"
+    "unnest(%b::text[], %b::integer[]) AS t)"
 )
 
 #: Files stored by one statement of :meth:`PostgresStore.add_files`.
@@ -99,7 +103,7 @@ _ADD_NAMES = (
 #: :meth:`PostgresStore.add_files` of a batch: the files from arrays, inserted in their order
 #: (``o``), each found again by its path (``m``) for its units and skips (arrays naming their
 #: file by its ``o``); ``(o, id)`` of each file.
-_ADD_UNNEST = ", ".join(f"%s::{t}[]" for t in _ADD_TYPES)
+_ADD_UNNEST = ", ".join(f"%b::{t}[]" for t in _ADD_TYPES)
 _ADD_FILES = (
     f"WITH a AS (SELECT * FROM unnest({_ADD_UNNEST}) "  # noqa: S608 -- fixed fragments; values are bound
     f"WITH ORDINALITY AS a({_ADD_NAMES}, o)), "
@@ -107,11 +111,11 @@ _ADD_FILES = (
     f"SELECT %s, %s, {_ADD_NAMES}, %s FROM a ORDER BY o RETURNING id, dir_id, name), "
     "m AS (SELECT a.o, f.id FROM f JOIN a ON a.dir_id = f.dir_id AND a.name = f.name), "
     "u AS (INSERT INTO units (file_id, type, iscc, digest, profile_id) "
-    "SELECT m.id, c.type, c.iscc, c.digest, c.profile_id FROM unnest(%s::bigint[], %s::text[], "
-    "%s::text[], %s::bytea[], %s::integer[]) AS c(o, type, iscc, digest, profile_id) "
+    "SELECT m.id, c.type, c.iscc, c.digest, c.profile_id FROM unnest(%b::bigint[], %b::text[], "
+    "%b::text[], %b::bytea[], %b::integer[]) AS c(o, type, iscc, digest, profile_id) "
     "JOIN m ON m.o = c.o), "
     "s AS (INSERT INTO skips (file_id, type, profile_id) SELECT m.id, c.type, c.profile_id "
-    "FROM unnest(%s::bigint[], %s::text[], %s::integer[]) AS c(o, type, profile_id) "
+    "FROM unnest(%b::bigint[], %b::text[], %b::integer[]) AS c(o, type, profile_id) "
     "JOIN m ON m.o = c.o) "
     "SELECT o, id FROM m"
 )
@@ -155,7 +159,8 @@ class PostgresStore(PgDatabase):
     def _units_of(self, ids: Sequence[int]) -> dict[int, tuple[Unit, ...]]:
         found: dict[int, list[Unit]] = {}
         rows = self._exec(
-            "SELECT file_id, type, iscc, digest, profile_id FROM units WHERE file_id = ANY(%s)",
+            "SELECT file_id, type, iscc, digest, profile_id FROM units "
+            "WHERE file_id = ANY(%b::bigint[])",
             (list(ids),),
         )
         for file_id, type_, iscc, digest, profile_id in rows.fetchall():
@@ -182,7 +187,7 @@ class PostgresStore(PgDatabase):
         """Files with these ids, in the given order."""
         if not ids:
             return []
-        by_id = {s.id: s for s in self._files("f.id = ANY(%s)", (list(ids),))}
+        by_id = {s.id: s for s in self._files("f.id = ANY(%b::bigint[])", (list(ids),))}
         return [by_id[i] for i in ids if i in by_id]
 
     def listed_files(self, ids: Sequence[int]) -> list[ListedFile]:
@@ -191,12 +196,13 @@ class PostgresStore(PgDatabase):
             return []
         name = from_fs_once()
         rows = self._exec(
-            f"SELECT {LISTED_COLUMNS}, f.host FROM {FILE_FROM} WHERE f.id = ANY(%s)",  # noqa: S608 -- fixed fragments; values are bound
+            f"SELECT {LISTED_COLUMNS}, f.host FROM {FILE_FROM} WHERE f.id = ANY(%b::bigint[])",  # noqa: S608 -- fixed fragments; values are bound
             (list(ids),),
         ).fetchall()
         units: dict[int, list[ListedUnit]] = {}
         found = self._exec(
-            "SELECT file_id, type, iscc, digest FROM units WHERE file_id = ANY(%s)", (list(ids),)
+            "SELECT file_id, type, iscc, digest FROM units WHERE file_id = ANY(%b::bigint[])",
+            (list(ids),),
         )
         for file_id, type_, iscc, digest in found.fetchall():
             units.setdefault(file_id, []).append((UnitType(type_), iscc, bytes(digest)))
@@ -223,7 +229,7 @@ class PostgresStore(PgDatabase):
         """Live files with each datahash (index lookups, one round trip per thousand)."""
         found: dict[str, list[StoredFile]] = {}
         for start in range(0, len(datahashes), 1000):
-            where = "f.datahash = ANY(%s) AND f.removed_at IS NULL"
+            where = "f.datahash = ANY(%b::bytea[]) AND f.removed_at IS NULL"
             params: tuple[Any, ...] = (
                 [bytes.fromhex(h) for h in datahashes[start : start + 1000]],
             )
@@ -247,7 +253,7 @@ class PostgresStore(PgDatabase):
         """Identity and datahash of the live files among ``ids`` (of any host)."""
         if not ids:
             return {}
-        return self._keys("id = ANY(%s)", (list(ids),))
+        return self._keys("id = ANY(%b::bigint[])", (list(ids),))
 
     def related_keys(
         self, identity: tuple[int, int] | None, datahash: str | None
@@ -267,7 +273,8 @@ class PostgresStore(PgDatabase):
         if not identities and not datahashes:
             return {}
         return self._keys(
-            "((host = %s AND dev = ANY(%s) AND ino = ANY(%s)) OR datahash = ANY(%s)) ORDER BY id",
+            "((host = %s AND dev = ANY(%b::bigint[]) AND ino = ANY(%b::bigint[])) "
+            "OR datahash = ANY(%b::bytea[])) ORDER BY id",
             (
                 self._host,
                 sorted({dev for dev, _ in identities}),
@@ -284,8 +291,8 @@ class PostgresStore(PgDatabase):
         wanted = {(to_fs(d), to_fs(n)) for d, n in map(split_path, paths)}
         rows = self._exec(
             "SELECT d.path, f.name FROM dirs d JOIN files f ON f.dir_id = d.id "
-            "WHERE d.host = %s AND sha256(d.path) = ANY(%s) AND f.removed_at IS NULL "
-            "AND f.name = ANY(%s)",
+            "WHERE d.host = %s AND sha256(d.path) = ANY(%b::bytea[]) AND f.removed_at IS NULL "
+            "AND f.name = ANY(%b::bytea[])",
             (
                 self._host,
                 sorted({hashlib.sha256(d).digest() for d, _ in wanted}),
@@ -318,7 +325,7 @@ class PostgresStore(PgDatabase):
         """Digests of one unit type of the live files among ``ids``."""
         rows = self._exec(
             "SELECT u.file_id, u.digest FROM units u JOIN files f ON f.id = u.file_id "
-            "WHERE u.type = %s AND f.removed_at IS NULL AND u.file_id = ANY(%s)",
+            "WHERE u.type = %s AND f.removed_at IS NULL AND u.file_id = ANY(%b::bigint[])",
             (unit_type.value, list(ids)),
         )
         return {file_id: bytes(digest) for file_id, digest in rows.fetchall()}
@@ -438,7 +445,7 @@ class PostgresStore(PgDatabase):
         for table in ("units", "skips"):
             rows = self._exec(
                 f"SELECT u.file_id, u.type FROM {table} u JOIN files f ON f.id = u.file_id "  # noqa: S608 -- fixed fragments
-                f"JOIN dirs d ON d.id = f.dir_id WHERE u.profile_id = ANY(%s) "
+                f"JOIN dirs d ON d.id = f.dir_id WHERE u.profile_id = ANY(%b::bigint[]) "
                 f"AND f.removed_at IS NULL AND {cond}",
                 (stale_ids, *params),
             )
@@ -600,7 +607,7 @@ class PostgresStore(PgDatabase):
         if not wanted:
             return found
         rows = self._exec(
-            "WITH v AS (SELECT p, o FROM unnest(%s::bytea[]) WITH ORDINALITY AS v(p, o)), "
+            "WITH v AS (SELECT p, o FROM unnest(%b::bytea[]) WITH ORDINALITY AS v(p, o)), "
             "old AS (SELECT d.id, v.p, v.o FROM v JOIN dirs d "
             "ON d.host = %s AND sha256(d.path) = sha256(v.p)), "
             "new AS (INSERT INTO dirs (host, path) SELECT %s, v.p FROM v "
@@ -715,7 +722,7 @@ class PostgresStore(PgDatabase):
         ids = sorted(set(file_ids))
         rows = self._exec(
             "SELECT a, b, unit, distance FROM near WHERE host = %s AND unit = %s "
-            "AND (a = ANY(%s) OR b = ANY(%s)) ORDER BY a, b",
+            "AND (a = ANY(%b::bigint[]) OR b = ANY(%b::bigint[])) ORDER BY a, b",
             (self._host, unit.value, ids, ids),
         )
         asked = set(ids)
@@ -734,8 +741,8 @@ class PostgresStore(PgDatabase):
         ids = sorted(set(file_ids))
         rows = self._exec(
             "SELECT id, count(*) FROM (SELECT a AS id FROM near WHERE host = %s AND unit = %s "
-            "AND a = ANY(%s) UNION ALL SELECT b FROM near WHERE host = %s AND unit = %s "
-            "AND b = ANY(%s)) AS ends GROUP BY id",
+            "AND a = ANY(%b::bigint[]) UNION ALL SELECT b FROM near WHERE host = %s AND unit = %s "
+            "AND b = ANY(%b::bigint[])) AS ends GROUP BY id",
             (self._host, unit.value, ids, self._host, unit.value, ids),
         )
         return {int(file_id): int(n) for file_id, n in rows.fetchall()}
@@ -745,7 +752,7 @@ class PostgresStore(PgDatabase):
         as each wants."""
         asked = sorted(f for f, n in wanted.items() if n > 0)
         rows = self._exec(
-            "WITH asked AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[]) AS t(f, n)), "
+            "WITH asked AS (SELECT * FROM unnest(%b::bigint[], %b::bigint[]) AS t(f, n)), "
             "ends AS (SELECT asked.f, asked.n, near.b AS o, near.a, near.b, near.unit, "
             "near.distance FROM asked JOIN near ON near.a = asked.f WHERE near.host = %s "
             "AND near.unit = %s UNION ALL SELECT asked.f, asked.n, near.a, near.a, near.b, "
@@ -884,8 +891,8 @@ class PostgresStore(PgDatabase):
         self._notify_once(events[0].time)
         rows = self._exec(
             "INSERT INTO events (host, type, time, root, path, data, file_id) "
-            "SELECT host, type, time, root, path, data, file_id FROM unnest(%s::text[], "
-            "%s::text[], %s::float8[], %s::bytea[], %s::bytea[], %s::text[], %s::bigint[]) "
+            "SELECT host, type, time, root, path, data, file_id FROM unnest(%b::text[], "
+            "%b::text[], %b::float8[], %b::bytea[], %b::bytea[], %b::text[], %b::bigint[]) "
             "WITH ORDINALITY AS e(host, type, time, root, path, data, file_id, o) "
             "ORDER BY o RETURNING seq",
             (

@@ -79,6 +79,18 @@ def _records() -> list[FileRecord]:
         make_record("/data/caf\udce9/\udcff", ino=205, datahash=hashed(3)),
         make_record("/data/many/f999.txt", ino=206),
     ]
+    # Names and bytes an array's text form would have to quote or escape: a batch's arrays
+    # reach the server as they are, whatever they hold.
+    records += [
+        make_record(f"/data/{{odd, \\dir}}/{name}", ino=300 + i, data=data)
+        for i, (name, data) in enumerate([
+            ("NULL", b"\x00" * 8),
+            ('say "hi"', b"\x00\xff" * 4),
+            ("back\\slash", b"\\" * 8),
+            ("{a,b}", b"{,}\x00" * 2),
+            (" lead and trail ", b'"' * 8),
+        ])
+    ]  # fmt: skip
     return records
 
 
@@ -94,6 +106,7 @@ def _read(store: Store, ids: list[int]) -> tuple[object, ...]:
         store.live_by_root(),
         store.files_by_datahash(hashed(3)),
         store.file_at("/data/caf\udce9/\udcff"),
+        store.live_paths([r.path for r in _records()] + ["/data/{odd, \\dir}/null"]),
     )
 
 
@@ -174,6 +187,8 @@ def _events() -> list[NewEvent]:
         # Another host's side of a duplicate; data that is not plain (a tuple: a list once
         # parsed); data kept as it is when plain; a path that is not UTF-8; an int time.
         NewEvent(EventType.DUP_EXACT, ROOT, "/data/g", {"other": [1, 2]}, 20.0, "host-b", 7),
+        # What an array's text form would quote, in a path, the data and a host's name.
+        NewEvent(EventType.FILE_ADDED, ROOT, '/data/{a,"NULL"}\\', {"q": '"\\{}'}, 20.5, "NULL"),
         NewEvent(EventType.FILE_REMOVED, ROOT, "/data/h", {"t": (1, "a")}, 21.0),
         NewEvent(EventType.FILE_ADDED, ROOT, "/data/i", {"k": {"v": 1.5}}, 22.0, plain=True),
         NewEvent(EventType.FILE_ADDED, ROOT, "/data/caf\udce9", {}, 23, None, None),
