@@ -308,6 +308,7 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     ix.queue = []
     ix.job_steps = []
     ix.job_files, ix.job_keys = {}, {}
+    _read_ahead(ix, set(ids), keys, near)
     start, marks = len(ix.pending), [0]
     host = ix.store.host
     job: dict[int, FileRecord] = {}
@@ -338,6 +339,46 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     _end_job(ix, queue, steps)
     events = ix.since(start)
     return [events[a:b] for a, b in itertools.pairwise(marks)]
+
+
+def _read_ahead(
+    ix: Index,
+    job: set[int],
+    keys: Mapping[int, FileKey],
+    near: Sequence[Mapping[UnitType, Sequence[Hit]]],
+) -> None:
+    """Read together what a job's files will ask of the files stored before it, which each
+    would read on its own: the keys of those its near search found, and the hardlinks and
+    other files its events name (every hardlink, the first ``others_limit`` copies of each
+    content, the ``near_named`` files a ``dup.near`` would name were every hit a near
+    relation). Two statements instead of one or two a file: on a shared database each is a
+    round trip under the writers' lock. What is not read here is read when asked for."""
+    assert ix.job_files is not None and ix.job_keys is not None
+    found = {h.file_id for hits in near for some in hits.values() for h in some} - job
+    if found:
+        ix.job_keys.update(ix.store.file_keys(sorted(found)))
+    named: set[int] = set()
+    copies: dict[str, list[int]] = {}
+    for other, key in keys.items():
+        if key.identity is not None and ix.local(key):
+            named.add(other)
+        if key.datahash is not None:
+            copies.setdefault(key.datahash, []).append(other)
+    for same in copies.values():
+        named.update(sorted(same)[: ix.options.others_limit])
+    # A dup.near names the nearest of the relations kept, ties to the smaller id; those kept
+    # are the nearest hits, ties to the larger (:func:`isccd.match.relate_all`).
+    kept, shown = ix.options.thresholds.max_links, ix.options.near_named
+    for hits in near:
+        for some in hits.values():
+            first = sorted(some[:kept], key=_named_first)[:shown]
+            named.update(h.file_id for h in first if h.file_id not in job)
+    if named:
+        ix.job_files.update((s.id, s) for s in ix.store.files_by_id(sorted(named)))
+
+
+def _named_first(hit: Hit) -> tuple[int, int]:
+    return hit.distance, hit.file_id
 
 
 def _end_job(ix: Index, queue: list[NewEvent] | None, steps: Sequence[bounds.Step] | None) -> None:
@@ -579,7 +620,7 @@ def link(ix: Index, root: str, source: StoredFile, path: str, stat: FileStat) ->
 
 
 def _paths(ix: Index, ids: Sequence[int]) -> list[str]:
-    return [s.path for s in ix.store.files_by_id(list(ids))]
+    return [s.path for s in _files(ix, ids).values()]
 
 
 # -- ISCC-CODEs ---------------------------------------------------------------------------

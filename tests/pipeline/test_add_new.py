@@ -257,6 +257,40 @@ def test_a_batch_with_a_stored_path_is_refused_untouched(tmp_path: Path) -> None
         ix.close()
 
 
+def test_a_batch_reads_the_stored_files_it_names_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each new file is a copy of one stored file and near all of them: its events name its
+    # copy and its nearest, whose keys its near search needed first. On a shared database each
+    # read is a round trip under the writers' lock: the batch reads them once, not per file.
+    before = [record(i, ino=0, size=10, content=i, digest=0, nlink=1) for i in range(20)]
+    batch = [record(20 + i, ino=0, size=10, content=i, digest=1, nlink=1) for i in range(20)]
+    ix = Index(open_store(state_url(tmp_path / "state")), PipelineOptions())
+    try:
+        ix.begin()
+        for r in before:
+            changes.apply_record(ix, ROOT, r)
+        ix.commit()
+        reads = {"files_by_id": 0, "file_keys": 0}
+        for name in reads:
+            read = getattr(ix.store, name)
+
+            def counted(*args: object, _read: object = read, _name: str = name) -> object:
+                reads[_name] += 1
+                return _read(*args)  # type: ignore[operator]
+
+            monkeypatch.setattr(ix.store, name, counted)
+        ix.begin()
+        events = changes.add_new(ix, ROOT, batch)
+        ix.commit()
+    finally:
+        ix.close()
+    assert events is not None
+    kinds = [e.type for job in events for e in job]
+    assert kinds.count(EventType.DUP_EXACT) == 20 and kinds.count(EventType.DUP_NEAR) == 20
+    assert reads == {"files_by_id": 1, "file_keys": 1}
+
+
 def test_a_batch_under_the_stores_policy_names_no_file_before_it_is_added(tmp_path: Path) -> None:
     # The daemon opens the store without adopting its configured policy, and decides under the
     # store's (here with Data-Code near duplicates) until the adoption is done; a first
