@@ -200,7 +200,7 @@ def near_unit(
         ``(distance, threshold, bits)`` when they are near duplicates, else ``None``.
     """
     base = thresholds.of(unit_type)
-    return None if base is None else _near(a, b, base)
+    return None if base is None else within(a, b, base)
 
 
 def within(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
@@ -210,10 +210,6 @@ def within(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
     Returns:
         ``(distance, threshold, bits)`` when they are, else ``None``.
     """
-    return _near(a, b, base)
-
-
-def _near(a: bytes, b: bytes, base: int) -> tuple[int, int, int] | None:
     bits = min(len(a), len(b)) * 8
     if bits == 64:  # most units: one comparison
         distance = (int.from_bytes(a[:8], "big") ^ int.from_bytes(b[:8], "big")).bit_count()
@@ -257,7 +253,7 @@ def content_apart(
         base = thresholds.of(unit_type)
         if base is None:
             base = _DEFAULTS.of(unit_type) or 0
-        if _near(mine, theirs, base) is None:
+        if within(mine, theirs, base) is None:
             return True
     return False
 
@@ -301,7 +297,7 @@ def _relate(
         theirs = other.digests.get(unit_type)
         if theirs is None:
             continue
-        near = _near(mine, theirs, base)
+        near = within(mine, theirs, base)
         if near is not None:
             distance, limit, bits = near
             found.append(
@@ -343,7 +339,7 @@ def relate_all(
     admits, datahash, size = thresholds.admits, subject.datahash, subject.size
     mine = subject.digests
     # Per enabled unit type: its threshold, the subject's digest, and its first 64 bits as an
-    # integer when that is all of it (most units: one comparison, as _near makes it).
+    # integer when that is all of it (most units: one comparison, as within makes it).
     enabled: _Compared = [
         (t, base, digest, int.from_bytes(digest, "big") if len(digest) == 8 else None)
         for t, base, digest in _enabled(subject, thresholds)
@@ -420,7 +416,7 @@ def _near_units(
     enabled: _Compared, theirs: Mapping[UnitType, bytes]
 ) -> list[tuple[UnitType, int, int, int]]:
     """``(unit type, distance, threshold, bits)`` of each enabled unit type by which another
-    file's digests ``theirs`` are near (:func:`_near`, one comparison for 64-bit units)."""
+    file's digests ``theirs`` are near (:func:`within`, one comparison for 64-bit units)."""
     found = []
     for unit_type, base, digest, whole in enabled:
         their = theirs.get(unit_type)
@@ -430,6 +426,6 @@ def _near_units(
             distance = (whole ^ int.from_bytes(their, "big")).bit_count()
             if distance <= base:
                 found.append((unit_type, distance, base, 64))
-        elif (close := _near(digest, their, base)) is not None:
+        elif (close := within(digest, their, base)) is not None:
             found.append((unit_type, *close))
     return found

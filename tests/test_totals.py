@@ -162,3 +162,24 @@ def test_totals_are_those_of_joining_every_name_and_every_group_that_shares_a_fi
     groups: list[list[Footprint]],
 ) -> None:
     assert Totals.over(groups) == modelled(groups)
+
+
+@settings(max_examples=200)
+@given(named_groups(), st.data())
+def test_the_totals_of_groups_are_those_of_their_members(
+    groups: list[list[Footprint]], data: st.DataObject
+) -> None:
+    # ``Totals.of`` counts a group that shares no file by the group's own reclaimable: the
+    # same as joining its members' footprints, whichever member is its centre.
+    made = []
+    for files in groups:
+        members = tuple(
+            DupMember(f.names[0], "/r", f.size, None, UnitType.DATA, None, 0, 8, None,
+                      links=f.names[1:], allocated=f.allocated)
+            for f in files
+        )  # fmt: skip
+        centre = data.draw(st.integers(0, len(members) - 1))
+        made.append(DupGroup.of(DupKind.NEAR, UnitType.DATA, 8, members, centre=centre))
+    qualified = [[Footprint(tuple(f":{n}" for n in f.names), f.size, f.allocated) for f in g]
+                 for g in groups]  # fmt: skip
+    assert Totals.of(made) == modelled(qualified)

@@ -47,7 +47,7 @@ class Centred:
     members: tuple[int, ...]
 
 
-def centred(edges: Mapping[tuple[int, int], tuple[int, int]], ids: Sequence[int]) -> list[Centred]:
+def centred(edges: Mapping[tuple[int, int], tuple[int, ...]], ids: Sequence[int]) -> list[Centred]:
     """The groups of a graph of near relations, by the module's rule.
 
     Args:
@@ -58,11 +58,16 @@ def centred(edges: Mapping[tuple[int, int], tuple[int, int]], ids: Sequence[int]
     Returns:
         The groups of at least two nodes, in the order their centres were chosen.
     """
-    near: dict[int, dict[int, int]] = {}
+    near: dict[int, dict[int, tuple[int, ...]]] = {}
     for (x, y), value in edges.items():
-        distance = value[0]
-        near.setdefault(x, {})[y] = distance
-        near.setdefault(y, {})[x] = distance
+        near.setdefault(x, {})[y] = value
+        near.setdefault(y, {})[x] = value
+    return around(near, ids)
+
+
+def around(near: Mapping[int, Mapping[int, tuple[int, ...]]], ids: Sequence[int]) -> list[Centred]:
+    """:func:`centred`, given each node's relations: ``near[x][y] == near[y][x] ==
+    (distance, ...)`` for each related pair (for a caller that builds them so)."""
     order = sorted(near, key=lambda n: (-len(near[n]), ids[n]))
     covered: set[int] = set()
     centres: list[int] = []
@@ -77,15 +82,17 @@ def centred(edges: Mapping[tuple[int, int], tuple[int, int]], ids: Sequence[int]
     for node in order:
         if node in rank:
             continue
-        best = min((c for c in near[node] if c in rank), key=lambda c: (near[node][c], rank[c]))
+        mine = near[node]
+        best = min((c for c in mine if c in rank), key=lambda c: (mine[c][0], rank[c]))
         joined[best].append(node)
         home[node] = best
     for centre in centres:
         if joined[centre]:
             continue
-        spare = [n for n in near[centre] if len(joined[home[n]]) > 1]
+        mine = near[centre]
+        spare = [n for n in mine if len(joined[home[n]]) > 1]
         if spare:
-            taken = min(spare, key=lambda n: (near[centre][n], ids[n]))
+            taken = min(spare, key=lambda n: (mine[n][0], ids[n]))
             joined[home[taken]].remove(taken)
             joined[centre].append(taken)
             home[taken] = centre

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from isccd.fspath import is_under
 from isccd.match import NEAR_UNITS, Thresholds
 from isccd.model import UnitType
-from isccd.pipeline.centres import Centred, centred
+from isccd.pipeline.centres import Centred, around
 from isccd.pipeline.folders import folder_groups
 from isccd.pipeline.index import Index
 from isccd.pipeline.queries import holding
@@ -200,50 +200,71 @@ def _near_groups(
     # index rebuilt, resumed after a crash or fed by events shows the groups a fresh scan
     # of the same tree shows.
     order = list(range(len(members)))
-    # Each unit's relations between members, once: ``(x, y, distance, threshold)``, x < y.
-    related: dict[UnitType, list[tuple[int, int, int, int]]] = {}
+    # Each unit's relations between members: ``near[x][y] == near[y][x] == (distance,
+    # threshold)``, the nearest where a pair was stored twice.
+    related: dict[UnitType, dict[int, dict[int, tuple[int, int]]]] = {}
     for pair, distance, threshold in held:
         x, y = slot[pair.a], slot[pair.b]
-        if x != y:
-            edge = (x, y, distance, threshold) if x < y else (y, x, distance, threshold)
-            related.setdefault(pair.unit, []).append(edge)
+        if x == y:
+            continue
+        if (near := related.get(pair.unit)) is None:
+            near = related[pair.unit] = {}
+        if (mine := near.get(x)) is None:
+            mine = near[x] = {}
+        known = mine.get(y)
+        if known is None or distance < known[0]:
+            mine[y] = value = (distance, threshold)
+            if (theirs := near.get(y)) is None:
+                theirs = near[y] = {}
+            theirs[x] = value
     groups: list[DupGroup] = []
     # For each earlier unit, the group each member is shown in (one at most: a centre's
     # group): two members shown together by one unit are not grouped again by a later one.
     shown: list[dict[int, int]] = []
     for unit in NEAR_UNITS:
-        edges: dict[tuple[int, int], tuple[int, int]] = {}
-        for x, y, distance, threshold in related.get(unit, ()):
-            if shown and any((g := home.get(x)) is not None and g == home.get(y) for home in shown):
-                continue
-            known = edges.get((x, y))
-            if known is None or distance < known[0]:
-                edges[(x, y)] = (distance, threshold)
+        near = _apart(related.get(unit, {}), shown)
         home: dict[int, int] = {}
-        for found in centred(edges, order):
+        for found in around(near, order):
             for m in (found.centre, *found.members):
                 home[m] = len(groups)
-            groups.append(_near_group(members, unit, found, edges, policy))
+            groups.append(_near_group(members, unit, found, near[found.centre], policy))
         if home:  # a unit without groups hides nothing from the later ones
             shown.append(home)
     return groups
+
+
+def _apart(
+    near: dict[int, dict[int, tuple[int, int]]], shown: list[dict[int, int]]
+) -> dict[int, dict[int, tuple[int, int]]]:
+    """``near`` without the relations between members that an earlier unit's groups show
+    together (``shown``: each earlier unit's group of each member)."""
+    if not shown:
+        return near
+    left: dict[int, dict[int, tuple[int, int]]] = {}
+    for x, mine in near.items():
+        homes = [(home, g) for home in shown if (g := home.get(x)) is not None]
+        kept = {
+            y: value for y, value in mine.items() if not any(home.get(y) == g for home, g in homes)
+        }
+        if kept:
+            left[x] = kept
+    return left
 
 
 def _near_group(
     members: list[_Names],
     unit: UnitType,
     found: Centred,
-    edges: dict[tuple[int, int], tuple[int, int]],
+    distances: dict[int, tuple[int, int]],
     policy: Thresholds,
 ) -> DupGroup:
     """A near group: its centre first, then its members, each with its distance to the centre
-    by ``unit`` (nearest first; ties go to the larger member)."""
+    by ``unit`` (``distances``: the centre's relations, ``(distance, threshold)`` by member;
+    nearest first, ties go to the larger member)."""
     centre = members[found.centre]
-    c = found.centre
-    distances = {m: edges[(m, c) if m < c else (c, m)] for m in found.members}
     order = sorted(found.members, key=lambda m: (distances[m][0], m))
-    digest = centre[0].digests().get(unit)
-    threshold = policy.scaled(unit, len(digest) * 8 if digest is not None else 64) or 0
+    bits = next((len(digest) * 8 for found, _, digest in centre[0].units if found is unit), 64)
+    threshold = policy.scaled(unit, bits) or 0
     shown = [_member(centre, unit, 0, threshold)]
     shown += [_member(members[m], unit, *distances[m], nearest=0) for m in order]
     return DupGroup.of(DupKind.NEAR, unit, threshold, tuple(shown), centre=0)

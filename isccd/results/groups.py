@@ -68,14 +68,17 @@ class DupMember:
         return self.allocated if self.allocated is not None else self.size or 0
 
     @property
-    def footprint(self) -> Footprint:
-        """The file as the totals count it."""
+    def names(self) -> tuple[str, ...]:
+        """Its names, each qualified by its host (:attr:`Footprint.names`)."""
         host = self.host
         if not self.links:  # most files: one name
-            return Footprint((f"{host}:{self.path}",), self.size, self.allocated)
-        return Footprint(
-            tuple(f"{host}:{p}" for p in (self.path, *self.links)), self.size, self.allocated
-        )
+            return (f"{host}:{self.path}",)
+        return tuple(f"{host}:{p}" for p in (self.path, *self.links))
+
+    @property
+    def footprint(self) -> Footprint:
+        """The file as the totals count it."""
+        return Footprint(self.names, self.size, self.allocated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +172,21 @@ class Totals:
 
     @classmethod
     def of(cls, groups: Sequence[DupGroup]) -> Totals:
-        """The totals of ``groups``."""
-        return cls.over([[m.footprint for m in g.members] for g in groups])
+        """The totals of ``groups``: :meth:`over` their members' footprints, each group that
+        shares no file with another counted by its own ``reclaimable`` (the same rule)."""
+        tied = _tied([[m.names for m in g.members] for g in groups])
+        files = reclaimable = reclaimable_size = 0
+        for g, group in enumerate(groups):
+            if g not in tied:
+                files += len(group.members)
+                reclaimable += group.reclaimable
+                reclaimable_size += group.reclaimable_size
+        if tied:
+            shared = cls._together([[m.footprint for m in groups[g].members] for g in sorted(tied)])
+            files += shared.files
+            reclaimable += shared.reclaimable
+            reclaimable_size += shared.reclaimable_size
+        return cls(len(groups), files, reclaimable, reclaimable_size)
 
     @classmethod
     def over(cls, groups: Sequence[Sequence[Footprint]]) -> Totals:
@@ -178,14 +194,7 @@ class Totals:
         command line, the protocol and the report."""
         # A group whose members' names appear nowhere else (most groups) adds up as it is;
         # only the others are taken together.
-        owner: dict[str, tuple[int, int]] = {}  # name -> (group, member) it was first seen in
-        tied: set[int] = set()
-        for g, group in enumerate(groups):
-            for m, member in enumerate(group):
-                for name in member.names:
-                    first = owner.setdefault(name, (g, m))
-                    if first != (g, m):
-                        tied.update((first[0], g))
+        tied = _tied([[member.names for member in group] for group in groups])
         files = reclaimable = reclaimable_size = 0
         for g, group in enumerate(groups):
             if g not in tied:
@@ -228,6 +237,19 @@ class Totals:
         return cls(len(groups), len(files), reclaimable, reclaimable_size)
 
 
+def _tied(groups: Sequence[Sequence[tuple[str, ...]]]) -> set[int]:
+    """The groups (by index) that share a file with another: given each member's names."""
+    owner: dict[str, tuple[int, int]] = {}  # name -> (group, member) it was first seen in
+    tied: set[int] = set()
+    for g, group in enumerate(groups):
+        for m, names in enumerate(group):
+            for name in names:
+                first = owner.setdefault(name, (g, m))
+                if first != (g, m):
+                    tied.update((first[0], g))
+    return tied
+
+
 class _Space(Protocol):
     """What :func:`_freed` reads of a file: a :class:`Footprint`, or a member."""
 
@@ -244,9 +266,15 @@ def _freed(files: Sequence[_Space]) -> tuple[int, int]:
     when it is among the largest)."""
     if not files:
         return 0, 0
-    kept = min(enumerate(files), key=lambda f: (-(f[1].size or 0), f[0]))[1]
-    space = sum(f.space for f in files) - kept.space
-    return space, sum(f.size or 0 for f in files) - (kept.size or 0)
+    kept, largest = files[0], files[0].size or 0
+    space = size = 0
+    for f in files:
+        mine = f.size or 0
+        if mine > largest:
+            kept, largest = f, mine
+        space += f.space
+        size += mine
+    return space - kept.space, size - largest
 
 
 class _Joined:
