@@ -305,14 +305,16 @@ def add_new(ix: Index, root: str, records: Sequence[FileRecord]) -> list[list[Ev
     watched = ix.watchlists.match_each(ix.store, records, ix.options.thresholds)
     # The events are logged together at the end, in the order they come (another host's side
     # of a duplicate, in a shared store, among them): the order of the files one by one.
-    ix.queue = []
-    ix.job_steps = []
-    ix.job_files, ix.job_keys = {}, {}
-    _read_ahead(ix, set(ids), keys, near)
     start, marks = len(ix.pending), [0]
     host = ix.store.host
     job: dict[int, FileRecord] = {}
     try:
+        ix.queue = []
+        ix.job_steps = []
+        ix.job_files, ix.job_keys = {}, {}
+        # A read that fails here fails the job as any of its writes would: the state above
+        # is dropped below, and the batch's files are applied again one by one.
+        _read_ahead(ix, set(ids), keys, near)
         for i, (file_id, record) in enumerate(zip(ids, records, strict=True)):
             identity, datahash = identities[i], datahashes[i]
             linked = by_identity.get(identity, ()) if identity is not None else ()

@@ -291,6 +291,54 @@ def test_a_batch_reads_the_stored_files_it_names_together(
     assert reads == {"files_by_id": 1, "file_keys": 1}
 
 
+def test_a_batch_whose_first_read_fails_is_applied_again_one_by_one_as_if_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read of the stored files a batch will name fails (a lost connection): the batch is
+    # undone and its files applied one by one, as the batcher does. Nothing of the failed
+    # job stays behind: each file logs its events and stores its relations, as without it.
+    before = [record(i, ino=0, size=10, content=i, digest=0, nlink=1) for i in range(3)]
+    batch = [record(20 + i, ino=0, size=10, content=i, digest=1, nlink=1) for i in range(3)]
+    ix = Index(open_store(state_url(tmp_path / "state")), PipelineOptions(), clock=lambda: 1e3)
+    try:
+        ix.begin()
+        for r in before:
+            changes.apply_record(ix, ROOT, r)
+        ix.commit()
+        read, failed = ix.store.files_by_id, list[list[int]]()
+
+        def flaky(ids: list[int]) -> list[StoredFile]:
+            if not failed:
+                failed.append(ids)
+                raise StoreError("the connection to the database was lost")
+            return read(ids)
+
+        monkeypatch.setattr(ix.store, "files_by_id", flaky)
+        ix.begin()
+        ix.savepoint()
+        with pytest.raises(StoreError, match="was lost"):
+            changes.add_new(ix, ROOT, batch)
+        ix.rollback_to()
+        assert (ix.queue, ix.job_steps, ix.job_files, ix.job_keys) == (None, None, None, None)
+        for r in batch:
+            ix.savepoint()
+            changes.apply_record(ix, ROOT, r)
+            ix.release()
+        ix.commit()
+        got = (
+            ix.store.events_since(0, 10_000),
+            sorted((f.id, f.path, f.record) for f in ix.store.files_under(ROOT)),
+            sorted(ix.store.near_pairs(), key=lambda p: (p.a, p.b, p.unit.value)),
+        )
+    finally:
+        ix.close()
+    assert failed
+    alone = _apply(state_url(tmp_path / "alone"), before, batch, together=False)
+    assert got == alone[:3]
+    announced = [e.path for e in got[0] if e.type is EventType.DUP_NEAR]
+    assert set(announced) >= {r.path for r in batch}
+
+
 def test_a_batch_under_the_stores_policy_names_no_file_before_it_is_added(tmp_path: Path) -> None:
     # The daemon opens the store without adopting its configured policy, and decides under the
     # store's (here with Data-Code near duplicates) until the adoption is done; a first
