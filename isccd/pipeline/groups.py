@@ -178,9 +178,9 @@ def _member(names: _Names, unit: UnitType, distance: int = 0, threshold: int = 0
 def _exact_groups(ix: Index, keep: Callable[[ListedFile], bool]) -> list[DupGroup]:
     store = ix.store
     groups = []
-    copies = store.files_by_datahashes(store.exact_datahashes(fleet=True), fleet=True)
+    copies = store.listed_by_datahashes(store.exact_datahashes(fleet=True), fleet=True)
     for files in copies.values():
-        members = _names([f for f in map(ListedFile.of, files) if keep(f)])
+        members = _names([f for f in files if keep(f)])
         if len(members) > 1:
             shown = tuple(_member(m, UnitType.INSTANCE) for m in members)
             groups.append(DupGroup.of(DupKind.EXACT, UnitType.INSTANCE, 0, shown))

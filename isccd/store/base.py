@@ -358,6 +358,13 @@ class Store(Transactional, Protocol):
         id order (datahashes no live file has are left out)."""
         ...
 
+    def listed_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[ListedFile]]:
+        """:meth:`files_by_datahashes`, as a duplicate listing shows the files
+        (:meth:`listed_files`)."""
+        ...
+
     def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:
         """Live files whose datahash begins with this Instance-Code body (the start of their
         BLAKE3 digest: the files with those bytes, as an ISCC-CODE names them), in id order

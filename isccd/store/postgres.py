@@ -239,6 +239,23 @@ class PostgresStore(PgDatabase):
                 found.setdefault(stored.record.datahash or "", []).append(stored)
         return found
 
+    def listed_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[ListedFile]]:
+        """Live files with each datahash, as a listing shows them, each datahash's in id order
+        (this host's, or every host's): their ids from the datahash index, then
+        :meth:`listed_files`."""
+        where = "datahash = ANY(%b::bytea[]) AND removed_at IS NULL"
+        params: tuple[Any, ...] = ([bytes.fromhex(h) for h in datahashes],)
+        if not fleet:
+            where, params = f"{where} AND host = %s", (*params, self._host)
+        rows = self._exec(f"SELECT id, datahash FROM files WHERE {where}", params).fetchall()  # noqa: S608 -- fixed fragments; values are bound
+        of = {int(file_id): bytes(datahash).hex() for file_id, datahash in rows}
+        found: dict[str, list[ListedFile]] = {}
+        for listed in self.listed_files(sorted(of)):
+            found.setdefault(of[listed.id], []).append(listed)
+        return found
+
     def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:
         """Live files whose datahash begins with ``digest`` (a range of the datahash index),
         on this host or every host."""

@@ -194,6 +194,27 @@ class SqliteStore(Database):
                 found.setdefault(stored.record.datahash or "", []).append(stored)
         return found
 
+    def listed_by_datahashes(
+        self, datahashes: Sequence[str], *, fleet: bool = False
+    ) -> dict[str, list[ListedFile]]:
+        """Live files with each datahash, as a listing shows them, each datahash's in id order:
+        their ids from the datahash index, then :meth:`listed_files`."""
+        of: dict[int, str] = {}
+        for start in range(0, len(datahashes), _IN_CHUNK):
+            chunk = [bytes.fromhex(h) for h in datahashes[start : start + _IN_CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            rows = self._exec(
+                f"SELECT id, datahash FROM files WHERE datahash IN ({marks}) "  # noqa: S608 -- placeholders only
+                "AND removed_at IS NULL",
+                chunk,
+            )
+            for file_id, datahash in rows:
+                of[file_id] = bytes(datahash).hex()
+        found: dict[str, list[ListedFile]] = {}
+        for listed in self.listed_files(sorted(of)):
+            found.setdefault(of[listed.id], []).append(listed)
+        return found
+
     def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:
         """Live files whose datahash begins with ``digest`` (a range of the datahash index)."""
         low, high = instance_range(digest)

@@ -184,6 +184,27 @@ def test_a_listed_file_is_what_its_stored_record_says(store: Store) -> None:
     assert store.listed_files([]) == []
 
 
+def test_copies_listed_by_datahash_are_what_their_stored_records_say(store: Store) -> None:
+    # Exact groups read their files as a listing shows them: the same files, in the same order,
+    # as the full read by datahash; tombstones and datahashes no live file has left out.
+    records = [
+        make_record(f"/data/{i}", ino=i + 1, datahash=hashed(i % 3), data=bytes([i]) * 8)
+        for i in range(7)
+    ]
+    store.begin()
+    ids = store.add_files(ROOT, records, 1.0)
+    store.remove_file(ids[2], 2.0)  # both copies of hashed(2) become tombstones
+    store.remove_file(ids[5], 2.0)
+    store.commit()
+    asked = [hashed(0), hashed(1), hashed(2), hashed(9)]
+    listed = store.listed_by_datahashes(asked, fleet=True)
+    full = store.files_by_datahashes(asked, fleet=True)
+    assert listed == {h: [ListedFile.of(f) for f in files] for h, files in full.items()}
+    assert [f.id for f in listed[hashed(0)]] == [ids[0], ids[3], ids[6]]
+    assert set(listed) == {hashed(0), hashed(1)}
+    assert store.listed_by_datahashes([]) == {}
+
+
 def test_many_new_files_at_once(store: Store) -> None:
     store.begin()
     before = store.add_file(ROOT, make_record("/data/a", ino=1, datahash=hashed(7)), 1.0)
