@@ -257,24 +257,25 @@ class _Space(Protocol):
     def size(self) -> int | None: ...
 
     @property
-    def space(self) -> int: ...
+    def allocated(self) -> int | None: ...
 
 
 def _freed(files: Sequence[_Space]) -> tuple[int, int]:
     """What keeping one of ``files`` frees, on disk and in apparent size: the one kept is the
     largest, the first in ``files`` on a tie (an exact group's first, a near group's centre
-    when it is among the largest)."""
+    when it is among the largest). A file's space on disk is its allocated bytes, else its
+    size (:attr:`Footprint.space`)."""
     if not files:
         return 0, 0
-    kept, largest = files[0], files[0].size or 0
+    largest, kept = files[0].size or 0, files[0].allocated
     space = size = 0
     for f in files:
-        mine = f.size or 0
-        if mine > largest:
-            kept, largest = f, mine
-        space += f.space
+        mine, blocks = f.size or 0, f.allocated
+        space += blocks if blocks is not None else mine
         size += mine
-    return space - kept.space, size - largest
+        if mine > largest:
+            largest, kept = mine, blocks
+    return space - (kept if kept is not None else largest), size - largest
 
 
 class _Joined:
