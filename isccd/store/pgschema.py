@@ -7,7 +7,7 @@ transaction together with its row, under an advisory lock (:data:`MIGRATION_LOCK
 daemons starting at once migrate once and a crash leaves a whole version. A migration, once
 released, never changes: new needs are new migrations appended to :data:`MIGRATIONS`.
 
-Layout (version 5). One database holds the index of a whole fleet; every row that describes a
+Layout (version 6). One database holds the index of a whole fleet; every row that describes a
 host's files carries that host's name (``host``), and each daemon reads and writes its own
 host's rows, except where it asks for the fleet's (exact matches, unit digests, the event log):
 
@@ -20,7 +20,8 @@ host's rows, except where it asks for the fleet's (exact matches, unit digests, 
   ``os.fsencode(path)``: byte-exact, and byte order is path order (a subtree is a range).
   Paths may be longer than a B-tree entry (about 2,700 bytes), so uniqueness is on
   ``sha256(path)`` and ranges use an index on the path's first 1,024 bytes, rechecked on the
-  whole path. ``roots.live`` counts the root's live files, kept by a trigger.
+  whole path. ``roots.live`` counts the root's live files, kept by triggers (a
+  statement's new files counted once per root).
 - ``profiles``: interned unit profiles, shared by the fleet.
 - ``files``: one row per file a path held, live (``removed_at`` NULL) or a tombstone, as in
   SQLite. ``id`` is a ``bigserial``: unique across the fleet and never reused. ``datahash`` is
@@ -253,6 +254,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX watch_units_ref ON watch_units (ref_id)",
             "INSERT INTO properties (host, name, value) VALUES ('', 'watchlists', '0') "
             "ON CONFLICT DO NOTHING",
+        ),
+    ),
+    Migration(
+        6,
+        "a statement's new live files are counted into their roots once per root, not once "
+        "per file",
+        (
+            # A job stores hundreds of files in one statement: a row trigger updated their
+            # root's row once for each (a new version of the row each time).
+            """CREATE FUNCTION isccd_count_live_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE roots SET live = roots.live + added.live
+                    FROM (SELECT root_id, count(*) AS live FROM inserted
+                          WHERE removed_at IS NULL GROUP BY root_id) AS added
+                    WHERE roots.id = added.root_id;
+                RETURN NULL;
+            END $$""",
+            "DROP TRIGGER files_live_insert ON files",
+            """CREATE TRIGGER files_live_insert AFTER INSERT ON files
+                REFERENCING NEW TABLE AS inserted
+                FOR EACH STATEMENT EXECUTE FUNCTION isccd_count_live_inserted()""",
         ),
     ),
 )

@@ -258,6 +258,43 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(pg_server: PgServer, pg
         open_store(pg_url, host="a")
 
 
+def test_a_schema_5_database_counts_a_statement_s_new_files_once_per_root(
+    pg_server: PgServer, pg_url: str
+) -> None:
+    # Version 6 counts a statement's new live files into their roots once per root; a
+    # database written before it (its row trigger) keeps its counts and counts on.
+    database = pg_url.rsplit("/", 1)[1]
+    store = open_store(pg_url, host="a")
+    store.begin()
+    store.add_files("/r", [make_record(f"/r/{i}", ino=i) for i in range(5)], 1.0)
+    store.commit()
+    store.close()
+    pg_server.sql(database, "DROP TRIGGER files_live_insert ON files")
+    pg_server.sql(database, "DROP FUNCTION isccd_count_live_inserted()")
+    pg_server.sql(database, "CREATE TRIGGER files_live_insert AFTER INSERT ON files FOR EACH ROW "
+                  "WHEN (NEW.removed_at IS NULL) EXECUTE FUNCTION isccd_count_live()")  # fmt: skip
+    pg_server.sql(database, "DELETE FROM isccd_schema WHERE version = 6")
+
+    store = open_store(pg_url, host="a")
+    try:
+        assert pg_server.sql(database, "SELECT max(version) FROM isccd_schema") == [(6,)]
+        [(kind,)] = pg_server.sql(
+            database,
+            "SELECT action_orientation FROM information_schema.triggers "
+            "WHERE trigger_name = 'files_live_insert'",
+        )
+        assert kind == "STATEMENT"
+        assert store.live_by_root() == {"/r": 5}
+        store.begin()
+        store.add_files("/r", [make_record(f"/r/n{i}", ino=10 + i) for i in range(3)], 2.0)
+        store.add_files("/s", [make_record(f"/s/{i}", ino=20 + i) for i in range(2)], 2.0)
+        store.add_files("/s", [], 2.0)
+        store.commit()
+        assert store.live_by_root() == {"/r": 8, "/s": 2}
+    finally:
+        store.close()
+
+
 def test_a_foreign_database_is_not_taken_over(pg_server: PgServer, pg_url: str) -> None:
     pg_server.sql(pg_url.rsplit("/", 1)[1], "CREATE TABLE customers (name text)")
     with pytest.raises(StoreCorruptError, match="not an isccd index"):
