@@ -13,8 +13,12 @@
    default, answered through the block index) at 10,000, 100,000 and ``--codes`` codes, next to
    a flat numpy scan of the same queries (XOR, popcount, compare; the anchor), checked equal.
 4. **Store size and RSS** at ``--store`` indexed files (1,000,000, synthetic records with four
-   64-bit units each): bytes per file on disk, then in a fresh process the time to open the
-   pipeline (quick_check, index load) and its resident memory.
+   64-bit units each; every 50th file an exact copy of the one before, every 10th near it by
+   its Data-Code, 3 bits apart, with the relation stored): bytes per file on disk, then in a
+   fresh process the time to open the pipeline (quick_check, index load) and its resident
+   memory; then ``isccd dupes --json`` and ``isccd dupes --near --json`` on that store as
+   users run them (seconds and the command's maximum RSS), the groups they found checked
+   against the copies and relations made.
 
 Medians of ``--rounds`` rounds; ratios above 1 mean isccd is faster.
 
@@ -36,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +49,7 @@ from isccd.hamming import HammingIndex
 from isccd.model import FileRecord, FileStat, Mode, Unit, UnitType
 from isccd.pipeline import Pipeline, PipelineOptions
 from isccd.pipeline.index import Index
-from isccd.store import SqliteStore, open_store, state_url
+from isccd.store import NearPair, SqliteStore, open_store, state_url
 
 ROOT = "/bench"
 
@@ -309,6 +314,56 @@ def synthetic_record(i: int, rng: random.Random) -> FileRecord:
     )
 
 
+def with_duplicates(records: list[FileRecord], first: int) -> tuple[list[FileRecord], list[int]]:
+    """``records`` (the files ``first`` on) with every 50th an exact copy of the file before it
+    (its own path and inode), every 10th near the file before it by its Data-Code (3 bits
+    apart); and the positions of those near files."""
+    out, near = list(records), []
+    for k in range(1, len(out)):
+        i, before, mine = first + k, out[k - 1], out[k]
+        if i % 50 == 1:
+            out[k] = replace(before, path=mine.path, stat=mine.stat, name=mine.name)
+        elif i % 10 == 5:
+            data = before.unit(UnitType.DATA)
+            assert data is not None
+            digest = (int.from_bytes(data.digest, "big") ^ 0b1011).to_bytes(8, "big")
+            code = f"ISCC:GAA{digest.hex().upper()[:13]}"
+            units = tuple(
+                replace(u, digest=digest, iscc=code) if u.type is UnitType.DATA else u
+                for u in mine.units
+            )
+            out[k] = replace(mine, units=units)
+            near.append(k)
+    return out, near
+
+
+def _peak(args: list[str]) -> tuple[float, float, bytes]:
+    """Seconds a command took, its maximum RSS in MiB, and its stdout."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen(args, stdout=out, cwd="/")
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        assert child.returncode in (0, 1), (args, child.returncode)
+        out.seek(0)
+        return elapsed, usage.ru_maxrss / 1024, out.read()
+
+
+def bench_dupes(state: Path, count: int) -> None:
+    """``isccd dupes`` and ``dupes --near`` over the store of :func:`bench_store`."""
+    copies = sum(1 for i in range(1, count) if i % 50 == 1)
+    related = sum(1 for i in range(1, count) if i % 10 == 5)
+    command = [sys.executable, "-m", "isccd", "dupes", "--state", str(state), "--json"]
+    asked = (("dupes", [], copies), ("dupes --near", ["--near"], copies + related))
+    for label, extra, groups in asked:
+        elapsed, peak, out = _peak([*command, *extra, "--limit", "100000"])
+        totals = json.loads(out)["totals"]
+        assert totals["groups"] == groups, (label, totals, groups)
+        print(f"   isccd {label} --json: {elapsed:.1f} s, max RSS {peak:,.0f} MiB "
+              f"({totals['groups']:,} groups, {totals['files']:,} files)")  # fmt: skip
+
+
 def _open_and_measure(url: str) -> None:
     """Run in a fresh process: open the pipeline as the daemon does and report."""
     before = rss_mib()
@@ -345,10 +400,12 @@ def bench_store(count: int) -> None:
         start = time.perf_counter()
         batch = 20_000
         for first in range(0, count, batch):
-            records = [synthetic_record(i, rng) for i in range(first, min(first + batch, count))]
+            made = [synthetic_record(i, rng) for i in range(first, min(first + batch, count))]
+            records, near = with_duplicates(made, first)
             store.begin()
             # As the pipeline stores a scan's new files: a job's records in a few statements.
-            store.add_files("/srv/archive", records, 1.7e9)
+            ids = store.add_files("/srv/archive", records, 1.7e9)
+            store.add_near([NearPair.of(ids[k - 1], ids[k], UnitType.DATA, 3) for k in near])
             store.commit()
         inserted = time.perf_counter() - start
         db = Path(store.path)
@@ -373,6 +430,7 @@ def bench_store(count: int) -> None:
         print(
             f"   target RSS < 300 MB: {'met' if figures['rss_mib'] * 2**20 < 300e6 else 'NOT met'}"
         )
+        bench_dupes(Path(tmp) / "state", count)
 
 
 def main() -> None:
