@@ -194,23 +194,29 @@ class PostgresStore(PgDatabase):
         """Files with these ids as a listing shows them, in the given order."""
         if not ids:
             return []
-        name = from_fs_once()
         rows = self._exec(
             f"SELECT {LISTED_COLUMNS}, f.host FROM {FILE_FROM} WHERE f.id = ANY(%b::bigint[])",  # noqa: S608 -- fixed fragments; values are bound
             (list(ids),),
         ).fetchall()
+        by_id = {listed.id: listed for listed in self._listed(rows)}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def _listed(self, rows: Sequence[Sequence[Any]]) -> list[ListedFile]:
+        """Listed files from rows of :data:`LISTED_COLUMNS` and the host, with their units."""
+        if not rows:
+            return []
+        name = from_fs_once()
         units: dict[int, list[ListedUnit]] = {}
         found = self._exec(
             "SELECT file_id, type, iscc, digest FROM units WHERE file_id = ANY(%b::bigint[])",
-            (list(ids),),
+            ([row[0] for row in rows],),
         )
         for file_id, type_, iscc, digest in found.fetchall():
             units.setdefault(file_id, []).append((UnitType(type_), iscc, bytes(digest)))
-        by_id = {
-            row[0]: listed_from_row(row[:-1], in_code_order(units.get(row[0], [])), row[-1], name)
+        return [
+            listed_from_row(row[:-1], in_code_order(units.get(row[0], [])), row[-1], name)
             for row in rows
-        }
-        return [by_id[i] for i in ids if i in by_id]
+        ]
 
     def files_by_identity(self, dev: int, ino: int) -> list[StoredFile]:
         """Live files on this host with this identity."""
@@ -243,17 +249,20 @@ class PostgresStore(PgDatabase):
         self, datahashes: Sequence[str], *, fleet: bool = False
     ) -> dict[str, list[ListedFile]]:
         """Live files with each datahash, as a listing shows them, each datahash's in id order
-        (this host's, or every host's): their ids from the datahash index, then
-        :meth:`listed_files`."""
-        where = "datahash = ANY(%b::bytea[]) AND removed_at IS NULL"
+        (this host's, or every host's; each file read by the statement that finds it live
+        with that datahash)."""
+        where = "f.datahash = ANY(%b::bytea[]) AND f.removed_at IS NULL"
         params: tuple[Any, ...] = ([bytes.fromhex(h) for h in datahashes],)
         if not fleet:
-            where, params = f"{where} AND host = %s", (*params, self._host)
-        rows = self._exec(f"SELECT id, datahash FROM files WHERE {where}", params).fetchall()  # noqa: S608 -- fixed fragments; values are bound
-        of = {int(file_id): bytes(datahash).hex() for file_id, datahash in rows}
+            where, params = f"{where} AND f.host = %s", (*params, self._host)
+        rows = self._exec(
+            f"SELECT {LISTED_COLUMNS}, f.host, f.datahash FROM {FILE_FROM} "  # noqa: S608 -- fixed fragments; values are bound
+            f"WHERE {where} ORDER BY f.id",
+            params,
+        ).fetchall()
         found: dict[str, list[ListedFile]] = {}
-        for listed in self.listed_files(sorted(of)):
-            found.setdefault(of[listed.id], []).append(listed)
+        for row, listed in zip(rows, self._listed([row[:-1] for row in rows]), strict=True):
+            found.setdefault(bytes(row[-1]).hex(), []).append(listed)
         return found
 
     def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:

@@ -149,14 +149,24 @@ class SqliteStore(Database):
 
     def listed_files(self, ids: Sequence[int]) -> list[ListedFile]:
         """Files with these ids as a listing shows them, in the given order."""
-        name, host, types = from_fs_once(), self._host, _UNIT_TYPES
+        name = from_fs_once()
         by_id: dict[int, ListedFile] = {}
         for chunk, marks in _chunks(ids):
             rows = self._exec(
                 f"SELECT {LISTED_COLUMNS} FROM {FILE_FROM} WHERE f.id IN ({marks})",  # noqa: S608 -- fixed fragments; values are bound
                 chunk,
             ).fetchall()
-            units: dict[int, list[ListedUnit]] = {}
+            for listed in self._listed(rows, name):
+                by_id[listed.id] = listed
+        return [by_id[i] for i in ids if i in by_id]
+
+    def _listed(
+        self, rows: Sequence[Sequence[Any]], name: Callable[[bytes], str]
+    ) -> list[ListedFile]:
+        """Listed files from rows of :data:`LISTED_COLUMNS`, with their units."""
+        units: dict[int, list[ListedUnit]] = {}
+        types = _UNIT_TYPES
+        for chunk, marks in _chunks([row[0] for row in rows]):
             sql = f"SELECT file_id, type, iscc, digest FROM units WHERE file_id IN ({marks})"  # noqa: S608 -- placeholders only
             for file_id, type_, iscc, digest in self._exec(sql, chunk).fetchall():
                 unit = (types[type_], iscc, digest)
@@ -164,12 +174,12 @@ class SqliteStore(Database):
                     units[file_id] = [unit]
                 else:
                     some.append(unit)
-            for row in rows:
-                found = units.get(row[0])
-                by_id[row[0]] = listed_from_row(
-                    row, in_code_order(found) if found else (), host, name
-                )
-        return [by_id[i] for i in ids if i in by_id]
+        host = self._host
+        listed = []
+        for row in rows:
+            found = units.get(row[0])
+            listed.append(listed_from_row(row, in_code_order(found) if found else (), host, name))
+        return listed
 
     def files_by_identity(self, dev: int, ino: int) -> list[StoredFile]:
         """Live files with this identity."""
@@ -197,22 +207,21 @@ class SqliteStore(Database):
     def listed_by_datahashes(
         self, datahashes: Sequence[str], *, fleet: bool = False
     ) -> dict[str, list[ListedFile]]:
-        """Live files with each datahash, as a listing shows them, each datahash's in id order:
-        their ids from the datahash index, then :meth:`listed_files`."""
-        of: dict[int, str] = {}
+        """Live files with each datahash, as a listing shows them, each datahash's in id order
+        (each file read by the statement that finds it live with that datahash)."""
+        name = from_fs_once()
+        found: dict[str, list[ListedFile]] = {}
         for start in range(0, len(datahashes), _IN_CHUNK):
             chunk = [bytes.fromhex(h) for h in datahashes[start : start + _IN_CHUNK]]
             marks = ",".join("?" * len(chunk))
             rows = self._exec(
-                f"SELECT id, datahash FROM files WHERE datahash IN ({marks}) "  # noqa: S608 -- placeholders only
-                "AND removed_at IS NULL",
+                f"SELECT {LISTED_COLUMNS}, f.datahash FROM {FILE_FROM} "  # noqa: S608 -- fixed fragments; values are bound
+                f"WHERE f.datahash IN ({marks}) AND f.removed_at IS NULL ORDER BY f.id",
                 chunk,
-            )
-            for file_id, datahash in rows:
-                of[file_id] = bytes(datahash).hex()
-        found: dict[str, list[ListedFile]] = {}
-        for listed in self.listed_files(sorted(of)):
-            found.setdefault(of[listed.id], []).append(listed)
+            ).fetchall()
+            listed = self._listed([row[:-1] for row in rows], name)
+            for row, one in zip(rows, listed, strict=True):
+                found.setdefault(bytes(row[-1]).hex(), []).append(one)
         return found
 
     def files_by_instance(self, digest: bytes, *, fleet: bool = False) -> list[StoredFile]:

@@ -205,6 +205,48 @@ def test_copies_listed_by_datahash_are_what_their_stored_records_say(store: Stor
     assert store.listed_by_datahashes([]) == {}
 
 
+def test_a_copy_changed_while_copies_are_listed_is_listed_as_it_was_found(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another writer (a fleet's other host, the daemon beside a command) changes a copy's
+    # content, and removes another, right after the listing's first statement: a file is
+    # listed with the row that was found live with the datahash, never a row read later.
+    store.begin()
+    ids = store.add_files(
+        ROOT, [make_record(f"/data/{i}", ino=i + 1, size=10, datahash=hashed(1)) for i in range(3)],
+        1.0,
+    )  # fmt: skip
+    store.commit()
+    first = store._exec  # type: ignore[attr-defined]
+    changed: list[str] = []
+
+    def exec_then_change(query: str, *args: object) -> object:
+        result = first(query, *args)
+        if not changed and "datahash" in query and query.startswith("SELECT"):
+            changed.append(query)
+            rows = result.fetchall()
+            monkeypatch.setattr(store, "_exec", first)
+            store.begin()
+            edited = make_record("/data/0", ino=1, size=99, datahash=hashed(2))
+            store.update_file(ids[0], ROOT, edited, 2.0)
+            store.remove_file(ids[1], 2.0)
+            store.commit()
+            return _Rows(rows)
+        return result
+
+    monkeypatch.setattr(store, "_exec", exec_then_change)
+    listed = store.listed_by_datahashes([hashed(1)], fleet=True)[hashed(1)]
+    assert changed
+    assert [(f.id, f.size, f.live) for f in listed] == [(i, 10, True) for i in ids]
+
+
+class _Rows(list[object]):
+    """Rows fetched already, as a cursor gives them."""
+
+    def fetchall(self) -> list[object]:
+        return list(self)
+
+
 def test_many_new_files_at_once(store: Store) -> None:
     store.begin()
     before = store.add_file(ROOT, make_record("/data/a", ino=1, datahash=hashed(7)), 1.0)
