@@ -263,7 +263,7 @@ def _near_group(
     nearest first, ties go to the larger member)."""
     centre = members[found.centre]
     order = sorted(found.members, key=lambda m: (distances[m][0], m))
-    bits = next((len(digest) * 8 for found, _, digest in centre[0].units if found is unit), 64)
+    bits = next((len(digest) * 8 for kind, _, digest in centre[0].units if kind is unit), 64)
     threshold = policy.scaled(unit, bits) or 0
     shown = [_member(centre, unit, 0, threshold)]
     shown += [_member(members[m], unit, *distances[m], nearest=0) for m in order]

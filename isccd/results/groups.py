@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -174,42 +174,46 @@ class Totals:
     def of(cls, groups: Sequence[DupGroup]) -> Totals:
         """The totals of ``groups``: :meth:`over` their members' footprints, each group that
         shares no file with another counted by its own ``reclaimable`` (the same rule)."""
-        tied = _tied([[m.names for m in g.members] for g in groups])
-        files = reclaimable = reclaimable_size = 0
-        for g, group in enumerate(groups):
-            if g not in tied:
-                files += len(group.members)
-                reclaimable += group.reclaimable
-                reclaimable_size += group.reclaimable_size
-        if tied:
-            shared = cls._together([[m.footprint for m in groups[g].members] for g in sorted(tied)])
-            files += shared.files
-            reclaimable += shared.reclaimable
-            reclaimable_size += shared.reclaimable_size
-        return cls(len(groups), files, reclaimable, reclaimable_size)
+        return cls._counted(
+            [[m.names for m in g.members] for g in groups],
+            lambda g: (groups[g].reclaimable, groups[g].reclaimable_size),
+            lambda g: [m.footprint for m in groups[g].members],
+        )
 
     @classmethod
     def over(cls, groups: Sequence[Sequence[Footprint]]) -> Totals:
         """The totals of groups of files (see the class docstring): the one count of the
         command line, the protocol and the report."""
-        # A group whose members' names appear nowhere else (most groups) adds up as it is;
-        # only the others are taken together.
-        tied = _tied([[member.names for member in group] for group in groups])
+        return cls._counted(
+            [[member.names for member in group] for group in groups],
+            lambda g: _freed(groups[g]),
+            lambda g: groups[g],
+        )
+
+    @classmethod
+    def _counted(
+        cls,
+        names: Sequence[Sequence[tuple[str, ...]]],
+        alone: Callable[[int], tuple[int, int]],
+        footprints: Callable[[int], Sequence[Footprint]],
+    ) -> Totals:
+        """The totals, given each group's members' names: a group whose names appear nowhere
+        else (most groups) adds up as it is (``alone``: what it frees, on disk and by size);
+        only the others are taken together, from their members' ``footprints``."""
+        tied = _tied(names)
         files = reclaimable = reclaimable_size = 0
-        for g, group in enumerate(groups):
+        for g, group in enumerate(names):
             if g not in tied:
-                space, size = _freed(group)
-                files, reclaimable, reclaimable_size = (
-                    files + len(group),
-                    reclaimable + space,
-                    reclaimable_size + size,
-                )
+                space, size = alone(g)
+                files += len(group)
+                reclaimable += space
+                reclaimable_size += size
         if tied:
-            shared = cls._together([group for g, group in enumerate(groups) if g in tied])
+            shared = cls._together([footprints(g) for g in sorted(tied)])
             files += shared.files
             reclaimable += shared.reclaimable
             reclaimable_size += shared.reclaimable_size
-        return cls(len(groups), files, reclaimable, reclaimable_size)
+        return cls(len(names), files, reclaimable, reclaimable_size)
 
     @classmethod
     def _together(cls, groups: Sequence[Sequence[Footprint]]) -> Totals:
