@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -62,6 +63,15 @@ os.environ["CACHE_DIRECTORY"] = str(_CACHE)
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+# A run started in the background by a shell (`pytest &`, a CI runner's job) inherits SIGINT
+# ignored, and so would every command a test starts: a command that inherits it ignored keeps
+# ignoring Ctrl-C, as a shell's background job should. The tests of what a command does on
+# SIGINT ask what it does at a terminal, so the run takes SIGINT as a terminal gives it, and the
+# commands it starts get the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 #: How long a thread or process a test started may take to end after the test.
