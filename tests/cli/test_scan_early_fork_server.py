@@ -97,7 +97,9 @@ def test_the_fork_server_of_a_scan_starts_before_the_parser_is_built(
 
 
 @pytest.mark.slow
-def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(tmp_path: Path) -> None:
+def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(
+    tmp_path: Path, short_dir: Path
+) -> None:
     # SIGTERM (`timeout`, a stopped unit) mid-scan: the workers are ended, multiprocessing's
     # temporary directory removed, and what was stored so far kept in a sound store.
     root = tmp_path / "root"
@@ -105,7 +107,8 @@ def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(tmp_pa
     for i in range(3000):
         (root / f"{i}.txt").write_text(f"text number {i} " + os.urandom(600).hex())
     state = tmp_path / "state"
-    temp = tmp_path / "tmp"
+    # The fork server's socket is made in TMPDIR: a short one, for its 107 bytes.
+    temp = short_dir / "tmp"
     temp.mkdir()
     marker = uuid.uuid4().hex
     env = {**os.environ, "TMPDIR": str(temp), "ISCCD_TEST_MARK": marker}
