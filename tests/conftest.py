@@ -56,13 +56,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 #: The cache directory of this run (:func:`isccd.dirs.default_cache_dir`): the compiled kernels'
 #: machine code is written there once per run, by the first test process that hashes, and read
-#: by every process after it, not written into the user's or the system's cache.
-_CACHE = Path(tempfile.mkdtemp(prefix="isccd-test-cache-"))
+#: by every process after it, not written into the user's or the system's cache. The run's
+#: worker processes (pytest-xdist) share the one their controller made, and it removes it.
+_RUN_CACHE = "ISCCD_TEST_RUN_CACHE"
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_RUN_CACHE):
+    _CACHE, _OWN_CACHE = Path(os.environ[_RUN_CACHE]), False
+else:
+    _CACHE, _OWN_CACHE = Path(tempfile.mkdtemp(prefix="isccd-test-cache-")), True
+    os.environ[_RUN_CACHE] = str(_CACHE)
 os.environ["CACHE_DIRECTORY"] = str(_CACHE)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    shutil.rmtree(_CACHE, ignore_errors=True)
+    if _OWN_CACHE:
+        shutil.rmtree(_CACHE, ignore_errors=True)
 
 
 # A run started in the background by a shell (`pytest &`, a CI runner's job) inherits SIGINT

@@ -41,6 +41,7 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -71,8 +72,11 @@ class _Shared:
 
 #: What shared fixtures took during the current test.
 _SHARED = pytest.StashKey[_Shared]()
-#: Every test's CPU seconds, marked slow or not, for ``--cpu-durations`` (of the run).
-_SPENT = pytest.StashKey[list[tuple[float, str, bool]]]()
+#: The name under which a test's teardown report carries what it took, for ``--cpu-durations``:
+#: ``(CPU seconds, marked slow, how much slower than the reference this machine was found)``.
+#: A report, not this process's state: with the tests in several processes (pytest-xdist), the
+#: reports are what reaches the process that prints the summary.
+SPENT = "cpu_seconds"
 
 
 def _children(pid: int | str) -> list[str]:
@@ -198,10 +202,16 @@ def pytest_runtest_makereport(
         return report
     spent = cpu_seconds() - item.stash[_STARTED] - item.config.stash[_SHARED].seconds
     slow = item.get_closest_marker("slow") is not None
-    item.config.stash.setdefault(_SPENT, []).append((spent, item.nodeid, slow))
+    _judge(item, report, spent, slow)
+    report.user_properties.append((SPENT, (spent, slow, item.config.stash.get(_SLOWER, 1.0))))
+    return report
+
+
+def _judge(item: pytest.Item, report: pytest.TestReport, spent: float, slow: bool) -> None:
+    """Fail the teardown of a test not marked slow that took more than its budget."""
     budget = _budget(item.config)
     if not (budget and spent > budget and not slow and item.stash[_PASSED] and report.passed):
-        return report
+        return
     factor = item.config.stash.get(_SLOWER, 1.0)
     if spent > budget * factor:  # the machine may have slowed since it was last timed
         factor = slower(item.config)
@@ -213,7 +223,6 @@ def pytest_runtest_makereport(
             f"({budget * factor:.2f} s on this one, {factor:.2f}x slower): mark it "
             "@pytest.mark.slow, or make it cheaper"
         )
-    return report
 
 
 def pytest_terminal_summary(
@@ -222,12 +231,19 @@ def pytest_terminal_summary(
     count = config.getoption("--cpu-durations")
     if count is None:
         return
-    recorded = config.stash.get(_SPENT, [])
-    spent = sorted(recorded, reverse=True)
+    # Every report the run logged, whichever process ran its test: a teardown's carries SPENT.
+    taken: list[tuple[tuple[float, bool, float], str]] = [
+        (cast("tuple[float, bool, float]", value), report.nodeid)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if isinstance(report, pytest.TestReport) and report.when == "teardown"
+        for name, value in report.user_properties
+        if name == SPENT
+    ]
+    spent = sorted(((s, nodeid, slow) for (s, slow, _), nodeid in taken), reverse=True)
+    factor = max([config.stash.get(_SLOWER, 1.0), *(f for (_, _, f), _ in taken)])
     terminalreporter.write_sep("=", "CPU seconds per test, their processes included")
-    terminalreporter.write_line(
-        f"this machine: {config.stash.get(_SLOWER, 1.0):.2f}x the reference machine's CPU time"
-    )
+    terminalreporter.write_line(f"this machine: {factor:.2f}x the reference machine's CPU time")
     for seconds, nodeid, slow in spent[:count] if count else spent:
         terminalreporter.write_line(f"{seconds:8.2f}  {'slow' if slow else '    '}  {nodeid}")
     unmarked = sum(s for s, _, slow in spent if not slow)

@@ -66,13 +66,13 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
 
 
 @pytest.mark.slow
-def test_the_exit_handlers_run(tmp_path: Path) -> None:
+def test_the_exit_handlers_run(tmp_path: Path, short_dir: Path) -> None:
     # A scan's workers leave multiprocessing's temporary directory (its fork server's socket),
     # which an exit handler removes.
     root = tmp_path / "root"
     root.mkdir()
     (root / "a.txt").write_text("a text to index, long enough to have a code of its own")
-    temp = tmp_path / "tmp"
+    temp = short_dir / "tmp"  # the socket's path must fit in 107 bytes
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp)}
     done = _isccd("scan", "--state", str(tmp_path / "state"), "-j", "1", str(root), env=env)

@@ -132,6 +132,8 @@ def test_a_log_on_a_full_disk_stops_the_run_with_a_message(
         # last page (the lengths of the paths and numbers in the lines decide how much: none,
         # a few lines, or all it needs): it does only what it logged, and says where it
         # stopped.
+        key = load_key(Path(os.environ["STATE_DIRECTORY"]), create=False)
+        inodes = {str(p): p.stat().st_ino for pair in groups for p in pair}
         status = main(["dedupe", "--undo", str(log), "--json"])
         out, err = capsys.readouterr()
         outcomes = json.loads(out)["outcomes"]
@@ -145,8 +147,15 @@ def test_a_log_on_a_full_disk_stops_the_run_with_a_message(
             )
             assert status == 1 and said is not None, err
             assert len(outcomes) == int(said.group(2) or 0) <= len(actions)
-        undone = sum(o["status"] == "undone" for o in outcomes)
-        assert sum(a.stat().st_ino == b.stat().st_ino for a, b in groups) == linked - undone
+        reported = {o["path"] for o in outcomes}
+        undone = {o["path"] for o in outcomes if o["status"] == "undone"}
+        # What undo logged as handled it reported; the files it changed are those it reported
+        # undone, each of them logged: none changed that the log does not say.
+        logged = {a.intent.path for a in read_log(log, key) if a.undone is not None}
+        assert undone <= logged <= reported
+        assert logged == reported or status == 1  # a write it could not make, it said
+        assert {p for p, ino in inodes.items() if Path(p).stat().st_ino != ino} == undone
+        assert sum(a.stat().st_ino == b.stat().st_ino for a, b in groups) == linked - len(undone)
         filler.unlink()
         assert main(["dedupe", "--undo", str(log)]) == 0
     assert all(a.stat().st_ino != b.stat().st_ino for a, b in groups)

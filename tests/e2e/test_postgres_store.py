@@ -64,6 +64,8 @@ def test_the_daemon_indexes_into_postgres_and_answers(
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("CONFIGURATION_DIRECTORY", str(daemon.base / "etc"))
     monkeypatch.setenv("RUNTIME_DIRECTORY", str(daemon.base / "no-daemon"))
+    # The commands' own state (a scan's mark of the fleet's log) is theirs, not the system's.
+    monkeypatch.setenv("STATE_DIRECTORY", str(daemon.base / "commands"))
     status, read, err = _run(capsys, "dupes")
     # Which store answered, on stderr: the database's URL.
     assert status == 0 and err.startswith("isccd: no daemon answers on ") and "postgres" in err
