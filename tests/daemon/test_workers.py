@@ -434,7 +434,9 @@ def test_an_idle_pool_lets_go_of_its_workers_and_the_fork_server(tmp_path: Path)
     small.write_text("a small file to hash " * 10)
 
     async def main() -> None:
-        pool = WorkerPool(WorkerOptions(workers=2, idle_timeout=0.2))
+        # Idle for 1 s: long enough that the workers still run when the first file's record
+        # is back, however busy the machine.
+        pool = WorkerPool(WorkerOptions(workers=2, idle_timeout=1.0))
         await pool.start()
         try:
             first = await pool.compute(str(small), root=str(tmp_path))

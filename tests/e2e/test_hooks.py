@@ -447,7 +447,8 @@ def test_a_command_that_hangs_is_killed_with_its_process_group_by_the_timeout(
     seqs = {Path(e.path).name: e.seq for e in added(daemon)}
     where = daemon.base / "hook"
     hang = _exec(hook, "hang-on", where, "f1.txt")
-    args = ["--since", "0", "--type", "file.added", "--timeout", "1", "--on-failure", "skip"]
+    # 3 s: the command for f2, which does not hang, finishes well within it on a busy machine.
+    args = ["--since", "0", "--type", "file.added", "--timeout", "3", "--on-failure", "skip"]
     subscriber = Subscriber(daemon, where, *args, "--exec", hang)
     subscribers.append(subscriber)
     pids = json.loads(wait_until("the hung command", lambda: _read(where / "hung")))
@@ -456,7 +457,7 @@ def test_a_command_that_hangs_is_killed_with_its_process_group_by_the_timeout(
     assert subscriber.stop() == 0
     assert (
         f"isccd: seq {seqs['f1.txt']} file.added {daemon.root}/f1.txt: the command did not "
-        "finish within 1 s and was killed; skipped"
+        "finish within 3 s and was killed; skipped"
     ) in subscriber.stderr
     wait_until("the command and its child gone", lambda: not any(_alive(p) for p in pids), 10)
 
