@@ -1,8 +1,8 @@
 """The quick lane's guard (:mod:`tests.cpuguard`) in a run of its own: a test not marked slow
 that takes more CPU than the budget fails, whether the CPU is its own, a child's that ended or a
 process's still running; wall time spent waiting is not charged, nor is a fixture shared by
-many tests, a slow test is not held to the budget, and under the thorough Hypothesis profile
-nothing is."""
+many tests, nor the run's one compilation of the kernels, a slow test is not held to the budget,
+and under the thorough Hypothesis profile nothing is."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BUDGET = 0.2
 
 _TESTS = f'''
-    import subprocess, sys, time
+    import os, pathlib, subprocess, sys, time
     import pytest
 
     BURN = {2 * BUDGET}
@@ -83,6 +83,16 @@ _TESTS = f'''
     def test_fails_and_burns_cpu():
         burn()
         assert False, "its own failure"
+
+    def test_fills_the_kernel_cache_and_burns_cpu():
+        # As the first test that hashes in a run does: the run's one compilation.
+        burn()
+        kernels = pathlib.Path(os.environ["CACHE_DIRECTORY"], "kernels")
+        kernels.mkdir(parents=True)
+        (kernels / "machine-code.o").write_bytes(b"")
+
+    def test_burns_cpu_once_the_kernels_are_cached():
+        burn()
 '''
 
 
@@ -100,6 +110,7 @@ def _run(tmp_path: Path, profile: str, reference: float = 1000.0) -> tuple[int, 
         f"quick_test_reference_seconds = {reference}\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HYPOTHESIS_PROFILE": profile}
+    env["CACHE_DIRECTORY"] = str(tmp_path / "cache")  # no kernels' machine code yet
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tests.cpuguard", "-p", "no:cacheprovider", *_ARGS],
         cwd=tmp_path,
@@ -132,6 +143,8 @@ def test_a_test_over_the_cpu_budget_fails_the_run(tmp_path: Path) -> None:
         "test_waits_without_cpu": "passed",
         "test_the_server_ends": "passed",
         "test_fails_and_burns_cpu": "failed",
+        "test_fills_the_kernel_cache_and_burns_cpu": "passed",
+        "test_burns_cpu_once_the_kernels_are_cached": "over",
     }, out
     assert status == 1
     assert re.search(
