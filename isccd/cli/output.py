@@ -13,10 +13,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any, TextIO
 
 from isccd.cli.escape import shown
+from isccd.protocol.wire import to_wire, wire_fields, wire_json
 
 #: Back to the start of the line and erase it (ECMA-48 CR, EL).
 _ERASE = "\r\x1b[K"
@@ -55,36 +56,49 @@ def dumps(obj: Any, *, indent: int | None = None, depth: int | None = None) -> s
     """Serialize to JSON, keeping non-UTF-8 path bytes visible as ``\\udcXX`` escapes.
 
     Args:
+        obj: JSON values; with ``depth``, a result's dataclasses too (:func:`wire_json`).
         indent: Spaces a level; ``None``: all on one line.
         depth: With ``indent``, how many levels are laid out an item a line; each value below
-            them is written on one line (a result of 100,000 groups: a group a line, written
-            by the compiled encoder, where indenting every level is pure Python and several
-            times slower). ``None``: every level.
+            them is written on one line without spaces by :func:`wire_json` (a result of
+            100,000 groups: a group a line, where indenting every level is pure Python and
+            several times slower). ``None``: every level.
     """
     if indent is None or depth is None:
         return json.dumps(obj, ensure_ascii=True, indent=indent, sort_keys=False, default=str)
-    return _laid_out(obj, indent, depth, 0)
+    return "".join(_laid_out(obj, indent, depth, 0))
 
 
-#: A value on one line, as :func:`dumps` writes it (one encoder for every item: ``json.dumps``
-#: makes one a call when given ``default``).
+#: A value of the levels laid out on one line, as :func:`dumps` writes it (one encoder for every
+#: item: ``json.dumps`` makes one a call when given ``default``).
 _one_line = json.JSONEncoder(ensure_ascii=True, default=str).encode
 
 
-def _laid_out(obj: Any, indent: int, depth: int, level: int) -> str:
-    if level >= depth or not isinstance(obj, dict | list) or not obj:
-        return _one_line(obj)
+def _laid_out(obj: Any, indent: int, depth: int, level: int) -> Iterator[str]:
+    """The pieces of :func:`dumps`'s text, an item of a level laid out at a time."""
+    if (fields := wire_fields(obj)) is not None:
+        obj = fields
+    if not isinstance(obj, dict | list | tuple) or not obj:
+        yield _one_line(to_wire(obj))
+        return
+    if level >= depth:
+        yield wire_json(obj)
+        return
     inner = "\n" + " " * (indent * (level + 1))
     if isinstance(obj, dict):
-        items = [
-            json.dumps(str(k), ensure_ascii=True) + ": " + _laid_out(v, indent, depth, level + 1)
-            for k, v in obj.items()
-        ]
-        opening, closing = "{", "}"
+        yield "{"
+        for i, (key, value) in enumerate(obj.items()):
+            yield ("," if i else "") + inner + json.dumps(str(key), ensure_ascii=True) + ": "
+            yield from _laid_out(value, indent, depth, level + 1)
+        yield "\n" + " " * (indent * level) + "}"
+    elif level + 1 >= depth:  # its items on a line each: a result's 100,000 groups or files
+        yield "[" + inner + ("," + inner).join(map(wire_json, obj))
+        yield "\n" + " " * (indent * level) + "]"
     else:
-        items = [_laid_out(v, indent, depth, level + 1) for v in obj]
-        opening, closing = "[", "]"
-    return opening + inner + ("," + inner).join(items) + "\n" + " " * (indent * level) + closing
+        yield "["
+        for i, value in enumerate(obj):
+            yield ("," if i else "") + inner
+            yield from _laid_out(value, indent, depth, level + 1)
+        yield "\n" + " " * (indent * level) + "]"
 
 
 def print_json(
@@ -93,7 +107,12 @@ def print_json(
     """Write one JSON document followed by a newline and flush it (for pipes); ``indent`` and
     ``depth``: see :func:`dumps`."""
     stream = stream if stream is not None else sys.stdout
-    stream.write(dumps(obj, indent=indent, depth=depth) + "\n")
+    if indent is None or depth is None:
+        stream.write(dumps(obj, indent=indent) + "\n")
+    else:
+        for piece in _laid_out(obj, indent, depth, 0):
+            stream.write(piece)
+        stream.write("\n")
     stream.flush()
 
 

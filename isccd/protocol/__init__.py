@@ -9,7 +9,7 @@ package holds everything both ends agree on:
 - :mod:`~isccd.protocol.messages`: replies and events, written and read back;
 - :mod:`~isccd.protocol.results`: the results of the protocol's own commands (the answers of
   the index and the daemon are :mod:`isccd.results`, which this package encodes);
-- :mod:`~isccd.protocol.wire`: dataclasses to JSON values and back.
+- :mod:`~isccd.protocol.wire`: dataclasses to JSON values and text, and back.
 
 Imports only :mod:`isccd.model`, :mod:`isccd.results` and :mod:`isccd.errors`.
 
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
         SyncResult,
         UnsubscribeResult,
     )
-    from isccd.protocol.wire import from_wire, object_to_wire, to_wire
+    from isccd.protocol.wire import from_wire, object_to_wire, to_wire, wire_json
 
 #: Where each public name lives. Submodules are imported on first use of one of their names
 #: (PEP 562). A test keeps this map, the imports above and ``__all__`` equal.
@@ -113,7 +113,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "SyncResult",
         "UnsubscribeResult",
     ),
-    "wire": ("from_wire", "object_to_wire", "to_wire"),
+    "wire": ("from_wire", "object_to_wire", "to_wire", "wire_json"),
 }
 __getattr__, __dir__ = on_first_use(__name__, _SUBMODULES, globals())
 
@@ -162,4 +162,5 @@ __all__ = [
     "object_to_wire",
     "request_to_wire",
     "to_wire",
+    "wire_json",
 ]

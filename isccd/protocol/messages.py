@@ -24,6 +24,7 @@ from isccd.model import Event, EventType
 
 from .codes import ErrorCode
 from .requests import RequestId
+from .wire import wire_json
 
 #: Members every event has (``host``: those about a host); ``data`` members of these names are
 #: not sent.
@@ -32,9 +33,11 @@ EVENT_FIELDS = frozenset({"event", "seq", "time", "root", "path", "host"})
 _dumps = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
 
 
-def encode_result(request_id: RequestId | None, result: Mapping[str, Any]) -> bytes:
-    """A success reply line."""
-    return _line({"id": request_id, "ok": True, "result": result})
+def encode_result(request_id: RequestId | None, result: object) -> bytes:
+    """A success reply line; ``result``: a result's dataclass, or its JSON values
+    (:func:`isccd.protocol.wire.wire_json` writes either)."""
+    text = '{"id":' + wire_json(request_id) + ',"ok":true,"result":' + wire_json(result) + "}\n"
+    return text.encode("ascii")
 
 
 def encode_error(request_id: RequestId | None, code: str, message: str) -> bytes:

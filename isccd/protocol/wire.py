@@ -1,7 +1,7 @@
 """Conversion between the protocol's frozen dataclasses and JSON values.
 
 ``to_wire`` turns a dataclass (nested dataclasses, enums, tuples, mappings, ``None``) into JSON
-values;
+values, and ``wire_json`` into the JSON text of those values;
 ``from_wire`` is its inverse, driven by the dataclass's type hints, and validates as it goes:
 a member of the wrong type raises :class:`ValueError` naming it. Members the class does not know
 are ignored (newer servers may send more), missing members take their default.
@@ -12,11 +12,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import json
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+
+import orjson
 
 T = TypeVar("T")
 
@@ -69,6 +73,58 @@ def to_wire(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): to_wire(v) for k, v in value.items()}
     return value
+
+
+def wire_fields(value: Any) -> dict[str, Any] | None:
+    """A dataclass instance's fields by name, their values as they are (for a caller that
+    lays out its top levels itself); ``None`` for another value."""
+    cls: type = type(value)
+    names = _fields(cls)
+    if names is None:
+        return None
+    return dict(zip(names, _values(cls)(value), strict=True))
+
+
+def wire_json(value: Any) -> str:
+    """The JSON text of ``to_wire(value)``: on one line, without spaces, ASCII only (every
+    other character a ``\\u`` escape, a non-UTF-8 name's lone surrogates too), the values
+    ``json.dumps(to_wire(value), ensure_ascii=True)`` writes.
+
+    orjson writes it where it can, from the dataclasses themselves: 100,000 groups' members
+    in a fraction of the time of making their JSON values and encoding them. The standard
+    encoder writes what orjson refuses: a lone surrogate, an integer beyond 64 bits. NaN and
+    the infinities, which JSON has no number for and no result holds, come out as ``null``.
+    """
+    try:
+        text = _orjson(value, default=_orjson_default, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return _standard_json(to_wire(value))
+    if text.isascii():
+        return text.decode("ascii")
+    # orjson writes UTF-8, and characters beyond ASCII only inside strings: each becomes the
+    # escape the standard encoder writes.
+    return _BEYOND_ASCII.sub(_escaped, text.decode("utf-8"))
+
+
+_orjson = orjson.dumps
+
+
+def _orjson_default(value: Any) -> Any:
+    """What orjson does not write itself, as :func:`to_wire` does."""
+    if isinstance(value, frozenset | set):
+        return list(value)
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+_standard_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+_BEYOND_ASCII = re.compile("[^\x00-\x7f]+")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    quoted: str = json.encoder.encode_basestring_ascii(match.group())
+    return quoted[1:-1]
 
 
 def object_to_wire(value: object) -> dict[str, Any]:

@@ -53,7 +53,6 @@ from isccd.protocol import (
     encode_event,
     encode_result,
     lagged_event,
-    object_to_wire,
 )
 
 from .backend import LogBounds
@@ -123,7 +122,7 @@ class Connection(asyncio.Protocol):
         self._busy = False  # a request is being handled
         self._subscription: Subscription | None = None
         self._stream: asyncio.Task[None] | None = None
-        self._query: asyncio.Task[dict[str, Any]] | None = None  # a question being answered
+        self._query: asyncio.Task[object] | None = None  # a question being answered
         self._connected = context.clock()
         self._started = time.monotonic()
         self._requests = 0
@@ -335,7 +334,7 @@ class Connection(asyncio.Protocol):
             return
         await self._send(line, timeout=self._context.options.send_timeout)
 
-    async def _execute(self, request: Request) -> dict[str, Any] | None:
+    async def _execute(self, request: Request) -> object | None:
         if isinstance(request, SubscribeRequest):
             await self._subscribe(request)
             return None  # _subscribe replied itself, before the first event
@@ -420,7 +419,7 @@ class Connection(asyncio.Protocol):
             complete = since + 1 >= bounds.first
             result = SubscribeResult(since, bounds.last, bounds.first, complete, store)
             self._subscription = sub
-            await self._send(encode_result(request.id, object_to_wire(result)))
+            await self._send(encode_result(request.id, result))
         except BaseException:
             self._subscription = None
             broker.unsubscribe(sub)
@@ -457,15 +456,15 @@ class Connection(asyncio.Protocol):
                 "store, and resynchronize",
             )
 
-    async def _unsubscribe(self) -> dict[str, Any]:
+    async def _unsubscribe(self) -> UnsubscribeResult:
         sub = self._subscription
         if sub is None:
-            return object_to_wire(UnsubscribeResult(subscribed=False))
+            return UnsubscribeResult(subscribed=False)
         self._end_subscription()
         if self._stream is not None:
             await asyncio.wait([self._stream])
             self._stream = None
-        return object_to_wire(UnsubscribeResult(subscribed=True, seq=sub.cursor))
+        return UnsubscribeResult(subscribed=True, seq=sub.cursor)
 
     async def _pump(self, sub: Subscription, since: int) -> None:
         """Replay the log after ``since``, then stream live events, until the end."""

@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from isccd.errors import ProtocolError
 from isccd.model import EventType
@@ -33,7 +33,6 @@ from isccd.protocol import (
     SyncRequest,
     SyncResult,
     WatchedRequest,
-    object_to_wire,
 )
 from isccd.results import DirsQuery, DupesQuery, ServiceStatistics, WatchedQuery
 
@@ -87,8 +86,9 @@ async def resolve(context: Context, path: str) -> str:
     return await asyncio.to_thread(resolve_in_roots, path, roots)
 
 
-async def handle(context: Context, request: Query | Action) -> dict[str, Any]:
-    """Execute a request and return its result object.
+async def handle(context: Context, request: Query | Action) -> object:
+    """Execute a request and return its result (a dataclass, that
+    :func:`isccd.protocol.encode_result` writes).
 
     Raises:
         ProtocolError: The error reply to send.
@@ -123,7 +123,7 @@ async def handle(context: Context, request: Query | Action) -> dict[str, Any]:
         case SyncRequest(path=path):
             target = None if path is None else await resolve(context, path)
             result = SyncResult(await backend.sync(target))
-    return object_to_wire(result)
+    return result
 
 
 async def _rooted(context: Context, query: _Rooted) -> _Rooted:

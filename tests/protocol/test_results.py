@@ -3,6 +3,7 @@ ignore members they do not know and refuse members of the wrong type."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,8 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import isccd.protocol.results
+import isccd.results
 from isccd.model import FileIssue, IssueCode, IssueKind, Mode, RelationKind, UnitType
-from isccd.protocol import HelloResult, SubscribeResult, from_wire, to_wire
+from isccd.protocol import HelloResult, SubscribeResult, from_wire, to_wire, wire_json
 from isccd.results import (
     DaemonStatus,
     DupesResult,
@@ -161,6 +164,43 @@ results = st.one_of(
 def test_typed_results_round_trip_through_json(result: Any) -> None:
     obj = json.loads(json.dumps(to_wire(result)))
     assert from_wire(type(result), obj) == result
+
+
+@given(results)
+def test_the_json_text_of_a_result_holds_the_values_the_standard_encoder_writes(
+    result: Any,
+) -> None:
+    text = wire_json(result)
+    assert text.isascii()
+    assert "\n" not in text
+    assert json.loads(text) == json.loads(json.dumps(to_wire(result), ensure_ascii=True))
+    assert from_wire(type(result), json.loads(text)) == result
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"path": "/b\udcff/c"},  # a name that is not UTF-8: the standard encoder writes it
+        {"path": "/caf\u00e9/\U0001f600", "size": 1},  # beyond ASCII, beyond the BMP
+        {"ino": 2**64 - 1, "big": 2**64},  # beyond 64 bits: the standard encoder
+        [frozenset({"a"}), {1: "x"}, (), None, 1.5e-05],
+    ],
+)
+def test_the_json_text_of_values_orjson_does_not_write_as_they_are(value: Any) -> None:
+    text = wire_json(value)
+    assert text.isascii()
+    assert json.loads(text) == json.loads(json.dumps(to_wire(value), ensure_ascii=True))
+
+
+def test_no_result_member_is_named_as_orjson_would_leave_it_out() -> None:
+    # orjson writes a dataclass without its members whose names begin with an underscore.
+    every: list[Any] = [HelloResult, SubscribeResult, DaemonStatus, DupesResult, DupGroup]
+    every += [DupMember, FileInfo, Match, RootStatus, ScanProgress, ServiceStatistics]
+    every += [SimilarResult, Totals]
+    every += [c for c in vars(isccd.results).values() if dataclasses.is_dataclass(c)]
+    every += [c for c in vars(isccd.protocol.results).values() if dataclasses.is_dataclass(c)]
+    for cls in every:
+        assert not [f.name for f in dataclasses.fields(cls) if f.name.startswith("_")], cls
 
 
 def test_readers_ignore_members_they_do_not_know_and_default_missing_optional_ones() -> None:
