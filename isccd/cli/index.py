@@ -388,6 +388,8 @@ def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
     collector.settled()
     try:
         adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
+    except _Terminated:
+        raise KeyboardInterrupt from None  # once the store is closed: as Ctrl-C ends a scan
     except StoreLockedError as exc:
         return fail(_locked(exc, roots, config.socket))
     except (StoreError, HashingUnavailableError) as exc:
@@ -443,6 +445,42 @@ def _report_scan(
 
 
 async def _scan(
+    pipeline: Pipeline, hasher: LazyWorkers, roots: list[str], options: ScanOptions
+) -> tuple[Adopted, list[ScanStats]]:
+    import asyncio  # noqa: PLC0415
+
+    # SIGTERM cancels the scan at the await it is waiting on, as asyncio does with Ctrl-C: an
+    # exception raised by the signal wherever the main thread is (in a queue's or a lock's
+    # code, handing a job to the store's thread) can lose the wake-up of the thread that
+    # waits on it, and the scan would never end.
+    loop = asyncio.get_running_loop()
+    scan = asyncio.current_task()
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        if scan is not None:
+            scan.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, terminate)
+    try:
+        return await _scan_roots(pipeline, hasher, roots, options)
+    except asyncio.CancelledError:
+        if terminated:
+            raise _Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        # Outside the event loop (closing the store), SIGTERM interrupts as before.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+class _Terminated(Exception):
+    """A scan ended by SIGTERM (:func:`_scan`)."""
+
+
+async def _scan_roots(
     pipeline: Pipeline, hasher: LazyWorkers, roots: list[str], options: ScanOptions
 ) -> tuple[Adopted, list[ScanStats]]:
     import asyncio  # noqa: PLC0415

@@ -102,14 +102,7 @@ def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(
 ) -> None:
     # SIGTERM (`timeout`, a stopped unit) mid-scan: the workers are ended, multiprocessing's
     # temporary directory removed, and what was stored so far kept in a sound store.
-    root = tmp_path / "root"
-    root.mkdir()
-    for i in range(3000):
-        (root / f"{i}.txt").write_text(f"text number {i} " + os.urandom(600).hex())
-    state = tmp_path / "state"
-    # The fork server's socket is made in TMPDIR: a short one, for its 107 bytes.
-    temp = short_dir / "tmp"
-    temp.mkdir()
+    root, state, temp = _texts(tmp_path, short_dir, 3000, 600)
     marker = uuid.uuid4().hex
     env = {**os.environ, "TMPDIR": str(temp), "ISCCD_TEST_MARK": marker}
     args = [sys.executable, "-m", "isccd", "scan", "--state", str(state), "-j", "2", str(root)]
@@ -131,6 +124,18 @@ def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(
     assert 0 < _stored(state) < 3000
 
 
+def _texts(tmp_path: Path, short_dir: Path, files: int, size: int) -> tuple[Path, Path, Path]:
+    """A tree of ``files`` texts of ``size`` random bytes each (in hex), where its store goes,
+    and a short TMPDIR (the fork server's socket is made there, and must fit in 107 bytes)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    for i in range(files):
+        (root / f"{i}.txt").write_text(f"text number {i} " + os.urandom(size).hex())
+    temp = short_dir / "tmp"
+    temp.mkdir()
+    return root, tmp_path / "state", temp
+
+
 def _stored(state: Path) -> int:
     """How many files the store in ``state`` holds (0 before it has its tables)."""
     try:
@@ -141,3 +146,55 @@ def _stored(state: Path) -> int:
     except sqlite3.Error:
         return 0
     return count
+
+
+#: Runs ``isccd`` with SIGTERM sent to itself in the 4th ``Queue.put`` of the main thread to a
+#: queue another thread waits on (a job handed to the store's thread), after that thread's lock
+#: is released and before it leaves the condition's waiters: a signal that raises in the main
+#: thread there leaves a waiter behind that swallows the queue's next wake-up.
+_SIGTERM_IN_PUT = """
+import os, queue, runpy, signal, sys, threading
+put, seen = queue.Queue.put, [0]
+def put_then_sigterm(self, item, block=True, timeout=None):
+    waiters = self.not_empty._waiters
+    if threading.current_thread() is threading.main_thread() and waiters:
+        seen[0] += 1
+        if seen[0] == 4:
+            with self.not_full:
+                self._put(item)
+                self.unfinished_tasks += 1
+                waiter = waiters[0]
+                waiter.release()
+                os.kill(os.getpid(), signal.SIGTERM)
+                waiters.remove(waiter)
+            return
+    put(self, item, block, timeout)
+queue.Queue.put = put_then_sigterm
+sys.argv = ["isccd", *sys.argv[1:]]
+runpy.run_module("isccd", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_sigterm_while_the_scan_hands_the_store_a_job_ends_the_scan(
+    tmp_path: Path, short_dir: Path
+) -> None:
+    # SIGTERM is handled on the event loop, not raised wherever the main thread is: raised in
+    # the middle of a queue's wake-up, it left the store's thread asleep on a stop it was
+    # never woken for, and the scan waiting for it for ever.
+    root, state, temp = _texts(tmp_path, short_dir, 400, 300)
+    env = {**os.environ, "TMPDIR": str(temp)}
+    args = [sys.executable, "-c", _SIGTERM_IN_PUT, "scan", "--state", str(state), "-j", "1"]
+    with (tmp_path / "stderr").open("wb") as err:
+        scan = subprocess.Popen([*args, str(root)], env=env, stdout=err, stderr=err)
+        try:
+            returncode = scan.wait(timeout=60)
+        finally:
+            if scan.poll() is None:
+                scan.kill()
+                scan.wait()
+    stderr = (tmp_path / "stderr").read_text()
+    assert returncode == 130, stderr
+    assert "Traceback" not in stderr
+    with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
