@@ -81,7 +81,7 @@ def _laid_out(obj: Any, indent: int, depth: int, level: int) -> Iterator[str]:
         yield _one_line(to_wire(obj))
         return
     if level >= depth:
-        yield wire_json(obj)
+        yield _item(obj)
         return
     inner = "\n" + " " * (indent * (level + 1))
     if isinstance(obj, dict):
@@ -91,7 +91,7 @@ def _laid_out(obj: Any, indent: int, depth: int, level: int) -> Iterator[str]:
             yield from _laid_out(value, indent, depth, level + 1)
         yield "\n" + " " * (indent * level) + "}"
     elif level + 1 >= depth:  # its items on a line each: a result's 100,000 groups or files
-        yield "[" + inner + ("," + inner).join(map(wire_json, obj))
+        yield "[" + inner + ("," + inner).join(map(_item, obj))
         yield "\n" + " " * (indent * level) + "]"
     else:
         yield "["
@@ -99,6 +99,15 @@ def _laid_out(obj: Any, indent: int, depth: int, level: int) -> Iterator[str]:
             yield ("," if i else "") + inner
             yield from _laid_out(value, indent, depth, level + 1)
         yield "\n" + " " * (indent * level) + "]"
+
+
+def _item(value: Any) -> str:
+    """An item below the levels laid out, on one line (:func:`wire_json`; a value that is not
+    JSON, as the levels above write it: as its text)."""
+    try:
+        return wire_json(value)
+    except TypeError:
+        return _one_line(to_wire(value))
 
 
 def print_json(
@@ -110,9 +119,10 @@ def print_json(
     if indent is None or depth is None:
         stream.write(dumps(obj, indent=indent) + "\n")
     else:
-        for piece in _laid_out(obj, indent, depth, 0):
+        # Made whole before the first is written: a value that cannot be written leaves no half
+        # document behind.
+        for piece in [*_laid_out(obj, indent, depth, 0), "\n"]:
             stream.write(piece)
-        stream.write("\n")
     stream.flush()
 
 

@@ -3,7 +3,8 @@
 The answers of the index and the daemon (``get``, ``similar``, ``dupes``, ``errors``,
 ``status``) are :mod:`isccd.results`, defined below the pipeline; these are the protocol's own:
 ``hello``, ``subscribe``, ``unsubscribe``, ``rescan`` and ``sync``. The server writes either
-with :func:`~isccd.protocol.wire.to_wire`; clients read them back with
+with :func:`~isccd.protocol.wire.wire_json` (the JSON of what
+:func:`~isccd.protocol.wire.to_wire` makes of it); clients read them back with
 :func:`~isccd.protocol.wire.from_wire`. Their JSON form is documented in docs/protocol.md.
 Adding a member with a default is a compatible change; removing or retyping one is not.
 """

@@ -20,8 +20,6 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-import orjson
-
 T = TypeVar("T")
 
 
@@ -96,7 +94,7 @@ def wire_json(value: Any) -> str:
     the infinities, which JSON has no number for and no result holds, come out as ``null``.
     """
     try:
-        text = _orjson(value, default=_orjson_default, option=orjson.OPT_NON_STR_KEYS)
+        text = _orjson()(value, default=_orjson_default, option=_NON_STR_KEYS)
     except TypeError:  # orjson.JSONEncodeError is one
         return _standard_json(to_wire(value))
     if text.isascii():
@@ -106,7 +104,18 @@ def wire_json(value: Any) -> str:
     return _BEYOND_ASCII.sub(_escaped, text.decode("utf-8"))
 
 
-_orjson = orjson.dumps
+#: orjson's ``OPT_NON_STR_KEYS``: a mapping's keys written as strings, as ``to_wire`` does.
+_NON_STR_KEYS = 1 << 2
+
+
+@functools.cache
+def _orjson() -> Callable[..., bytes]:
+    """``orjson.dumps``, imported by the first JSON written: a command that writes none (its
+    help, its text answers) does without it."""
+    import orjson  # noqa: PLC0415
+
+    assert orjson.OPT_NON_STR_KEYS == _NON_STR_KEYS
+    return orjson.dumps
 
 
 def _orjson_default(value: Any) -> Any:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isccd.cli.output import Progress, dumps, format_size
+from isccd.cli.output import Progress, dumps, format_size, print_json
 
 #: JSON values, their strings with the lone surrogates non-UTF-8 path bytes decode to (numbers:
 #: JSON's, not NaN or the infinities, which below the levels laid out come out as null).
@@ -54,6 +55,25 @@ def test_a_result_is_laid_out_a_group_a_line() -> None:
         '  "truncated": false',
         "}",
     ]
+
+
+def test_a_value_that_is_not_json_is_written_as_its_text_at_every_level() -> None:
+    value = {"groups": [{"path": Path("/a")}, Path("/b")], "root": Path("/r")}
+    assert json.loads(dumps(value, indent=2, depth=2)) == {
+        "groups": [{"path": "/a"}, "/b"],
+        "root": "/r",
+    }
+
+
+def test_a_document_that_cannot_be_written_leaves_nothing_written() -> None:
+    class Unwritable:
+        def __str__(self) -> str:
+            raise ValueError("no text")
+
+    stream = io.StringIO()
+    with pytest.raises(ValueError, match="no text"):
+        print_json({"groups": [1, 2], "last": [Unwritable()]}, stream=stream, indent=2, depth=1)
+    assert stream.getvalue() == ""
 
 
 @pytest.mark.parametrize(
