@@ -217,6 +217,7 @@ def _near_groups(
             if (theirs := near.get(y)) is None:
                 theirs = near[y] = {}
             theirs[x] = value
+    del held, files, slot  # a library's relations and files: what the groups keep is theirs
     groups: list[DupGroup] = []
     # For each earlier unit, the group each member is shown in (one at most: a centre's
     # group): two members shown together by one unit are not grouped again by a later one.
