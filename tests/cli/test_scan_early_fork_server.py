@@ -113,7 +113,10 @@ def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(
         while scan.poll() is None and time.monotonic() < deadline and not _stored(state):
             time.sleep(0.01)  # between polls of a real process
         scan.send_signal(signal.SIGTERM)
-        returncode = scan.wait(timeout=60)
+        try:
+            returncode = scan.wait(timeout=60)
+        finally:
+            _end(scan)
     stderr = (tmp_path / "stderr").read_text()
     assert returncode == 130, stderr
     assert "Traceback" not in stderr
@@ -134,6 +137,14 @@ def _texts(tmp_path: Path, short_dir: Path, files: int, size: int) -> tuple[Path
     temp = short_dir / "tmp"
     temp.mkdir()
     return root, tmp_path / "state", temp
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Kill a scan that did not end (the test has failed): the tests after it are not charged
+    with it."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def _stored(state: Path) -> int:
@@ -190,9 +201,7 @@ def test_a_sigterm_while_the_scan_hands_the_store_a_job_ends_the_scan(
         try:
             returncode = scan.wait(timeout=60)
         finally:
-            if scan.poll() is None:
-                scan.kill()
-                scan.wait()
+            _end(scan)
     stderr = (tmp_path / "stderr").read_text()
     assert returncode == 130, stderr
     assert "Traceback" not in stderr
