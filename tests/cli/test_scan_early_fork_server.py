@@ -113,13 +113,7 @@ def test_a_scan_stopped_by_sigterm_ends_as_interrupted_and_leaves_nothing(
         while scan.poll() is None and time.monotonic() < deadline and not _stored(state):
             time.sleep(0.01)  # between polls of a real process
         scan.send_signal(signal.SIGTERM)
-        try:
-            returncode = scan.wait(timeout=60)
-        finally:
-            _end(scan)
-    stderr = (tmp_path / "stderr").read_text()
-    assert returncode == 130, stderr
-    assert "Traceback" not in stderr
+        _interrupted(scan, tmp_path / "stderr")
     assert _marked(marker) == []
     assert list(temp.iterdir()) == []
     with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
@@ -139,12 +133,19 @@ def _texts(tmp_path: Path, short_dir: Path, files: int, size: int) -> tuple[Path
     return root, tmp_path / "state", temp
 
 
-def _end(process: subprocess.Popen[bytes]) -> None:
-    """Kill a scan that did not end (the test has failed): the tests after it are not charged
+def _interrupted(scan: subprocess.Popen[bytes], stderr: Path) -> None:
+    """Wait for a scan sent SIGTERM to end as interrupted, without a traceback (``stderr``: its
+    output); one that does not end is killed, so that the tests after it are not charged
     with it."""
-    if process.poll() is None:
-        process.kill()
-        process.wait()
+    try:
+        returncode = scan.wait(timeout=60)
+    finally:
+        if scan.poll() is None:
+            scan.kill()
+            scan.wait()
+    text = stderr.read_text()
+    assert returncode == 130, text
+    assert "Traceback" not in text
 
 
 def _stored(state: Path) -> int:
@@ -198,12 +199,6 @@ def test_a_sigterm_while_the_scan_hands_the_store_a_job_ends_the_scan(
     args = [sys.executable, "-c", _SIGTERM_IN_PUT, "scan", "--state", str(state), "-j", "1"]
     with (tmp_path / "stderr").open("wb") as err:
         scan = subprocess.Popen([*args, str(root)], env=env, stdout=err, stderr=err)
-        try:
-            returncode = scan.wait(timeout=60)
-        finally:
-            _end(scan)
-    stderr = (tmp_path / "stderr").read_text()
-    assert returncode == 130, stderr
-    assert "Traceback" not in stderr
+        _interrupted(scan, tmp_path / "stderr")
     with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
