@@ -14,7 +14,7 @@ import pytest
 from isccd.cli.errors import fix
 from isccd.model import FileIssue, IssueCode, IssueKind
 from tests.cli.test_index_cli import prose
-from tests.cli.test_text_output import _path_without, _wav
+from tests.cli.test_text_output import _path_without, _wav, needs_ffprobe
 from tests.schemas import check
 
 SCRIPT = Path(sys.executable).with_name("isccd")
@@ -70,6 +70,7 @@ def test_scan_lists_the_files_it_could_not_index(
 
 
 @pytest.mark.slow
+@needs_ffprobe
 def test_errors_lists_files_by_kind_with_their_fixes(
     indexed: tuple[Path, Path, dict[str, str]],
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import wave
@@ -192,7 +193,15 @@ def _path_without(tmp_path: Path, *missing: str) -> str:
     return str(tools)
 
 
+#: For a test that hides fpcalc alone: without ffmpeg, a WAV's tags (read with ffprobe) are a
+#: second missing tool.
+needs_ffprobe = pytest.mark.skipif(
+    shutil.which("ffprobe") is None, reason="needs ffprobe (ffmpeg) for a WAV's tags"
+)
+
+
 @pytest.mark.slow
+@needs_ffprobe
 def test_a_missing_tool_is_told_once_with_its_package(tmp_path: Path) -> None:
     audio = tmp_path / "audio"
     audio.mkdir()
