@@ -31,7 +31,6 @@ import argparse
 import dataclasses
 import os
 import shlex
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +56,7 @@ from isccd.cli.connect import (
 from isccd.cli.errors import file_json, issues_text
 from isccd.cli.escape import shown
 from isccd.cli.formats import output_format
+from isccd.cli.interrupts import Interrupts
 from isccd.cli.output import Progress, parse_size, print_json
 from isccd.collector import Collector, fewer_collections
 from isccd.dirs import default_socket_path
@@ -337,19 +337,20 @@ def run_scan(args: argparse.Namespace) -> int:
     # again, a no-op then, for callers of run_scan): it loads the kernels on another core
     # while this process starts, so the workers are warm when the walk finds the first file.
     early = forkserver.start_early()
-    # SIGTERM (`timeout`, a stopped unit) interrupts a scan as Ctrl-C does: its workers are
-    # ended and its temporary files removed, what it stored is kept; killed, it left both.
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        with fewer_collections() as collector:
-            return _scan_command(args, collector)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if early:  # a scan that hashed nothing leaves nothing behind either
-            forkserver.end()
+    # SIGINT and SIGTERM (`timeout`, a stopped unit) end a scan where it is safe to: its
+    # workers are ended and its temporary files removed, what it stored is committed and the
+    # store closed, and the command ends as interrupted; killed, it left both.
+    with Interrupts() as interrupts:
+        try:
+            with fewer_collections() as collector:
+                return _scan_command(args, collector, interrupts)
+        finally:
+            if early:  # a scan that hashed nothing leaves nothing behind either
+                with interrupts.held():
+                    forkserver.end()
 
 
-def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
+def _scan_command(args: argparse.Namespace, collector: Collector, interrupts: Interrupts) -> int:
     import asyncio  # noqa: PLC0415
 
     from isccd.hashing.lazy import LazyWorkers  # noqa: PLC0415
@@ -387,15 +388,17 @@ def _scan_command(args: argparse.Namespace, collector: Collector) -> int:
     )
     collector.settled()
     try:
-        adopted, results = asyncio.run(_scan(pipeline, hasher, roots, scan_options))
-    except _Terminated:
-        raise KeyboardInterrupt from None  # once the store is closed: as Ctrl-C ends a scan
+        with interrupts.held():
+            try:
+                adopted, results = asyncio.run(
+                    _scan(pipeline, hasher, roots, scan_options, interrupts)
+                )
+            finally:
+                pipeline.close()
     except StoreLockedError as exc:
         return fail(_locked(exc, roots, config.socket))
     except (StoreError, HashingUnavailableError) as exc:
         return fail(str(exc))
-    finally:
-        pipeline.close()
     print(f"isccd: indexed into {shown(config.store_name)}", file=sys.stderr)
     return _report_scan(args, config, roots, adopted, results)
 
@@ -445,39 +448,14 @@ def _report_scan(
 
 
 async def _scan(
-    pipeline: Pipeline, hasher: LazyWorkers, roots: list[str], options: ScanOptions
+    pipeline: Pipeline,
+    hasher: LazyWorkers,
+    roots: list[str],
+    options: ScanOptions,
+    interrupts: Interrupts,
 ) -> tuple[Adopted, list[ScanStats]]:
-    import asyncio  # noqa: PLC0415
-
-    # SIGTERM cancels the scan at the await it is waiting on, as asyncio does with Ctrl-C: an
-    # exception raised by the signal wherever the main thread is (in a queue's or a lock's
-    # code, handing a job to the store's thread) can lose the wake-up of the thread that
-    # waits on it, and the scan would never end.
-    loop = asyncio.get_running_loop()
-    scan = asyncio.current_task()
-    terminated = False
-
-    def terminate() -> None:
-        nonlocal terminated
-        terminated = True
-        if scan is not None:
-            scan.cancel()
-
-    loop.add_signal_handler(signal.SIGTERM, terminate)
-    try:
+    with interrupts.cancelling():  # a signal cancels the scan at the await it waits on
         return await _scan_roots(pipeline, hasher, roots, options)
-    except asyncio.CancelledError:
-        if terminated:
-            raise _Terminated from None
-        raise
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-        # Outside the event loop (closing the store), SIGTERM interrupts as before.
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-
-
-class _Terminated(Exception):
-    """A scan ended by SIGTERM (:func:`_scan`)."""
 
 
 async def _scan_roots(

@@ -160,14 +160,25 @@ def _stored(state: Path) -> int:
     return count
 
 
-#: Runs ``isccd`` with SIGTERM sent to itself in the 4th ``Queue.put`` of the main thread to a
-#: queue another thread waits on (a job handed to the store's thread), after that thread's lock
-#: is released and before it leaves the condition's waiters: a signal that raises in the main
-#: thread there leaves a waiter behind that swallows the queue's next wake-up.
-_SIGTERM_IN_PUT = """
-import os, queue, runpy, signal, sys, threading
+#: Runs ``isccd`` and sends it signals at chosen points, as ``ISCCD_TEST_SIGNALS`` says
+#: (``point=SIG+SIG;point=SIG``):
+#: - ``put``: in the 4th ``Queue.put`` of the main thread to a queue another thread waits on (a
+#:   job handed to the store's thread), after that thread's lock is released and before it
+#:   leaves the condition's waiters: a signal that raises in the main thread there leaves a
+#:   waiter behind that swallows the queue's next wake-up;
+#: - ``workers``: as the hashing workers are let go (``WorkerPool.close``);
+#: - ``store``: as the store is closed (``Pipeline.close``).
+_SIGNALS_IN_SCAN = """
+import functools, os, queue, runpy, signal, sys, threading
+from isccd.hashing.pool import WorkerPool
+from isccd.pipeline.pipeline import Pipeline
+plan = dict(step.split("=") for step in os.environ["ISCCD_TEST_SIGNALS"].split(";"))
+def send(point):
+    for name in plan.pop(point, "").split("+"):
+        if name:
+            os.kill(os.getpid(), getattr(signal, name))
 put, seen = queue.Queue.put, [0]
-def put_then_sigterm(self, item, block=True, timeout=None):
+def put_then_signal(self, item, block=True, timeout=None):
     waiters = self.not_empty._waiters
     if threading.current_thread() is threading.main_thread() and waiters:
         seen[0] += 1
@@ -177,28 +188,75 @@ def put_then_sigterm(self, item, block=True, timeout=None):
                 self.unfinished_tasks += 1
                 waiter = waiters[0]
                 waiter.release()
-                os.kill(os.getpid(), signal.SIGTERM)
+                send("put")
                 waiters.remove(waiter)
             return
     put(self, item, block, timeout)
-queue.Queue.put = put_then_sigterm
+queue.Queue.put = put_then_signal
+def signalled_first(point, method):
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        send(point)
+        return method(*args, **kwargs)
+    return run
+WorkerPool.close = signalled_first("workers", WorkerPool.close)
+Pipeline.close = signalled_first("store", Pipeline.close)
 sys.argv = ["isccd", *sys.argv[1:]]
 runpy.run_module("isccd", run_name="__main__", alter_sys=True)
 """
+
+
+def _signalled_scan(tmp_path: Path, short_dir: Path, signals: str) -> int:
+    """Scan 400 texts with one worker, signalled as ``signals`` says (:data:`_SIGNALS_IN_SCAN`);
+    the scan must end as interrupted, its store sound. Returns the size of the write-ahead log
+    the scan left (0: none, the store was closed)."""
+    root, state, temp = _texts(tmp_path, short_dir, 400, 300)
+    env = {**os.environ, "TMPDIR": str(temp), "ISCCD_TEST_SIGNALS": signals}
+    args = [sys.executable, "-c", _SIGNALS_IN_SCAN, "scan", "--state", str(state), "-j", "1"]
+    with (tmp_path / "stderr").open("wb") as err:
+        scan = subprocess.Popen([*args, str(root)], env=env, stdout=err, stderr=err)
+        _interrupted(scan, tmp_path / "stderr")
+    assert list(temp.iterdir()) == []  # the fork server's and the workers' files removed
+    wal = state / "isccd.db-wal"
+    left = wal.stat().st_size if wal.exists() else 0  # before a connection of ours ends it
+    with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    return left
 
 
 @pytest.mark.slow
 def test_a_sigterm_while_the_scan_hands_the_store_a_job_ends_the_scan(
     tmp_path: Path, short_dir: Path
 ) -> None:
-    # SIGTERM is handled on the event loop, not raised wherever the main thread is: raised in
-    # the middle of a queue's wake-up, it left the store's thread asleep on a stop it was
-    # never woken for, and the scan waiting for it for ever.
-    root, state, temp = _texts(tmp_path, short_dir, 400, 300)
-    env = {**os.environ, "TMPDIR": str(temp)}
-    args = [sys.executable, "-c", _SIGTERM_IN_PUT, "scan", "--state", str(state), "-j", "1"]
-    with (tmp_path / "stderr").open("wb") as err:
-        scan = subprocess.Popen([*args, str(root)], env=env, stdout=err, stderr=err)
-        _interrupted(scan, tmp_path / "stderr")
-    with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
-        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    # A signal cancels the scan on its event loop, not raised wherever the main thread is:
+    # raised in the middle of a queue's wake-up, it left the store's thread asleep on a stop it
+    # was never woken for, and the scan waiting for it for ever.
+    _signalled_scan(tmp_path, short_dir, "put=SIGTERM")
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_does_not_interrupt_the_scan_where_it_stands(
+    tmp_path: Path, short_dir: Path
+) -> None:
+    # Ctrl-C twice: asyncio's own handling cancels the scan at the first and raises the
+    # second wherever the main thread is, in the queue's wake-up as above.
+    _signalled_scan(tmp_path, short_dir, "put=SIGINT+SIGINT")
+
+
+@pytest.mark.slow
+def test_a_second_sigterm_while_the_workers_stop_lets_them_stop(
+    tmp_path: Path, short_dir: Path
+) -> None:
+    # A unit stopped twice, a `timeout` then its own SIGTERM: a second cancel in the middle of
+    # letting the workers go left them attached, and the fork server's end waiting on them.
+    _signalled_scan(tmp_path, short_dir, "put=SIGTERM;workers=SIGTERM")
+
+
+@pytest.mark.slow
+def test_a_sigterm_while_the_scan_closes_its_store_lets_it_close(
+    tmp_path: Path, short_dir: Path
+) -> None:
+    # After the scan, as its store is closed: the signal waits for the close, so that the
+    # store is left closed (its write-ahead log checkpointed and gone), not as a killed
+    # writer leaves it.
+    assert _signalled_scan(tmp_path, short_dir, "store=SIGTERM") == 0

@@ -1,0 +1,129 @@
+"""SIGINT and SIGTERM for a command that writes a store (:mod:`isccd.cli.interrupts`): raised at
+once outside a held section; inside, recorded, the scan's task cancelled once on its loop, and
+raised as the section is left. Real signals, sent to this process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from isccd.cli.interrupts import Interrupts
+
+
+def _send(sig: signal.Signals) -> None:
+    os.kill(os.getpid(), sig)
+
+
+#: The system calls an event loop waits in (``epoll_wait``, ``epoll_pwait``, ``epoll_pwait2``).
+_EPOLL_WAITS = {"x86_64": {"232", "281", "441"}, "aarch64": {"22", "441"}}
+
+
+def _waits_in_epoll(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is in a system call that waits on an epoll set now."""
+    syscall = Path(f"/proc/self/task/{thread.native_id}/syscall").read_text().split()
+    return bool(syscall) and syscall[0] in _EPOLL_WAITS[platform.machine()]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_outside_a_held_section_a_signal_interrupts_at_once(sig: signal.Signals) -> None:
+    reached = False
+    with Interrupts(), pytest.raises(KeyboardInterrupt):
+        _send(sig)
+        reached = True
+    assert not reached
+
+
+def test_inside_a_held_section_the_signal_waits_for_its_end_and_is_raised_once() -> None:
+    done = []
+    with Interrupts() as interrupts:
+        with pytest.raises(KeyboardInterrupt), interrupts.held():
+            _send(signal.SIGTERM)
+            done.append("after the signal")
+            with interrupts.held():  # nested: only the outermost raises
+                _send(signal.SIGINT)
+                done.append("nested")
+            done.append("end of the section")
+        with interrupts.held():  # a later section raises only for a later signal
+            done.append("later section")
+    assert done == ["after the signal", "nested", "end of the section", "later section"]
+
+
+def test_the_previous_dispositions_come_back() -> None:
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with Interrupts():
+        assert signal.getsignal(signal.SIGTERM) != before[signal.SIGTERM]
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_the_first_signal_cancels_the_task_and_a_second_lets_its_cleanup_finish() -> None:
+    steps = []
+
+    async def scan(interrupts: Interrupts) -> None:
+        with interrupts.cancelling():
+            asyncio.get_running_loop().call_soon(_send, signal.SIGINT)
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                steps.append("cancelled")
+                _send(signal.SIGTERM)  # while cleaning up: not a second cancel
+                await asyncio.to_thread(lambda: None)  # a cleanup that awaits
+                steps.append("cleaned up")
+                raise
+
+    with Interrupts() as interrupts, pytest.raises(KeyboardInterrupt), interrupts.held():
+        asyncio.run(scan(interrupts))
+    assert steps == ["cancelled", "cleaned up"]
+
+
+def test_a_signal_before_the_loop_cancels_the_task_as_it_starts() -> None:
+    reached = False
+
+    async def scan(interrupts: Interrupts) -> None:
+        nonlocal reached
+        with interrupts.cancelling():
+            await asyncio.sleep(0)  # the first await: where the cancel lands
+            reached = True
+
+    with Interrupts() as interrupts, pytest.raises(KeyboardInterrupt), interrupts.held():
+        _send(signal.SIGTERM)
+        with pytest.raises(asyncio.CancelledError):
+            asyncio.run(scan(interrupts))
+    assert not reached
+
+
+@pytest.mark.skipif(platform.machine() not in _EPOLL_WAITS, reason="epoll's numbers unknown")
+def test_a_signal_another_thread_takes_wakes_the_loop() -> None:
+    # The kernel may hand a process's signal to any of its threads: Python's handler runs in
+    # the main thread, which must be woken from its wait for it (here, a wait with nothing
+    # else to wake it for a minute).
+    outcome: list[str] = []
+    main = threading.main_thread()
+
+    def signal_this_thread_once_the_loop_waits() -> None:
+        while not _waits_in_epoll(main):
+            pass
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    async def scan(interrupts: Interrupts) -> None:
+        with interrupts.cancelling():
+            other = threading.Thread(target=signal_this_thread_once_the_loop_waits)
+            # Unwoken, the loop would wait for this, then take the signal after it.
+            asyncio.get_running_loop().call_later(60, outcome.append, "not woken")
+            other.start()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                outcome.append("cancelled")
+                raise
+            finally:
+                other.join()
+
+    with Interrupts() as interrupts, pytest.raises(KeyboardInterrupt), interrupts.held():
+        asyncio.run(scan(interrupts))
+    assert outcome == ["cancelled"]
