@@ -78,15 +78,14 @@ def wait(connect: Callable[[], Client], path: str | None, since: int) -> Changes
         except BaseException as exc:  # handed to the caller's thread
             failed.append(exc)
 
-    syncing = threading.Thread(target=sync, name="isccd-sync")
+    # A daemon thread: the command interrupted (Ctrl-C) or failing ends without waiting for the
+    # daemon's answer, which may be the whole rescan away; the rescan goes on in the daemon.
+    syncing = threading.Thread(target=sync, name="isccd-sync", daemon=True)
     syncing.start()
-    try:
-        with connect() as client, Progress("rescanning") as progress:
-            while syncing.is_alive():
-                _show(client, path, progress)
-                syncing.join(POLL)
-    finally:
-        syncing.join()
+    with connect() as client, Progress("rescanning") as progress:
+        while syncing.is_alive():
+            _show(client, path, progress)
+            syncing.join(POLL)
     if failed:
         raise failed[0]
     return Changes(done[0], _counted(connect, path, since, done[0]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -9,6 +10,7 @@ import pty
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -255,6 +257,26 @@ def test_rescan_resolves_its_path_and_can_wait(
     assert main(["rescan", "--socket", str(daemon.path), "/etc"]) == 1
     err = capsys.readouterr().err
     assert "outside_roots" in err
+
+
+def test_rescan_wait_ends_at_once_when_interrupted(daemon: ServerThread) -> None:
+    # Ctrl-C while the daemon rescans: the command ends (130) without waiting for the
+    # rescan's end. It used to join its waiting thread first: Python 3.13 waits there for the
+    # daemon's answer; 3.11 and 3.12 mark a thread whose join was interrupted as stopped, and
+    # let the command go by accident.
+    daemon.backend.sync_gate = asyncio.Event()  # the daemon's rescan never ends
+    process = _spawn("rescan", "--socket", str(daemon.path), "--wait")
+    try:
+        deadline = time.monotonic() + 60
+        while not any(c[0] == "sync" for c in daemon.backend.calls):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)  # between polls of a real process
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert err.decode().splitlines()[-1] == "isccd: interrupted"
 
 
 def test_readable_event_lines_name_the_duplicates() -> None:
