@@ -10,10 +10,14 @@ the fork server waiting for them.
 
 While :meth:`Interrupts.held` is entered, the first signal is recorded and the scan's task is
 cancelled on its event loop (:meth:`Interrupts.cancelling`), where every ``await`` is a safe
-place to stop; later signals only add to the count. The held section ends what it has begun
-(the workers stopped, the store committed and closed) and, on leaving, raises
-:class:`KeyboardInterrupt`: the command ends as interrupted, as Ctrl-C ends it. Outside a
-held section both signals raise at once, as SIGINT always does.
+place to stop; a second only counts. The held section ends what it has begun (the workers
+stopped, the store committed and closed) and, on leaving, raises :class:`KeyboardInterrupt`:
+the command ends as interrupted, as Ctrl-C ends it. A third signal ends the process at once
+(exit 130), for a stop that waits on something that does not end (a stalled disk): what it
+had not committed then is lost, as a kill loses it, and the store is as a killed writer
+leaves it. Outside a held section both signals raise at once, as SIGINT always does. A
+signal the command started with ignored (SIGINT of a job a shell started in the background)
+is left ignored.
 
 The signals' dispositions never pass through the default (which for SIGTERM kills the
 process on the spot): they go from the previous handler to this one and back.
@@ -21,15 +25,24 @@ process on the spot): they go from the previous handler to this one and back.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import os
 import signal
-import socket
+import sys
 from collections.abc import Callable, Iterator
 from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
+
+from isccd.cli import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    import socket
 
 #: The signals taken as a request to stop.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: The signal, counted from the first of a held section, that ends the process at once.
+_AT_ONCE = 3
 
 
 class Interrupts:
@@ -37,13 +50,14 @@ class Interrupts:
 
     def __init__(self) -> None:
         self._held = 0
-        self._pending = False  # a signal came in a held section, not raised yet
+        self._pending = 0  # signals that came in a held section, not raised yet
         self._wake: Callable[[], None] | None = None
         self._previous: dict[signal.Signals, object] = {}
 
     def __enter__(self) -> Interrupts:
         for sig in SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._on_signal)
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                self._previous[sig] = signal.signal(sig, self._on_signal)
         return self
 
     def __exit__(
@@ -59,15 +73,26 @@ class Interrupts:
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Within: a signal does not raise; the section is left with :class:`KeyboardInterrupt`
-        if one came meanwhile."""
+        if one came meanwhile, in place of the cancellation it caused (an error, such as a
+        store that could not commit, is raised as it is)."""
         self._held += 1
         try:
             yield
-        finally:
+        except BaseException as exc:
+            if _cancelled(exc):
+                self._left()
+                raise
             self._held -= 1
-            if not self._held and self._pending:
-                self._pending = False
-                raise KeyboardInterrupt from None
+            if not self._held:
+                self._pending = 0  # answered: the command ends with the error
+            raise
+        self._left()
+
+    def _left(self) -> None:
+        self._held -= 1
+        if not self._held and self._pending:
+            self._pending = 0
+            raise KeyboardInterrupt from None
 
     @contextlib.contextmanager
     def cancelling(self) -> Iterator[None]:
@@ -78,37 +103,51 @@ class Interrupts:
         through a wake-up socket, so that it is acted on at once, not when the loop next wakes
         for another reason.
         """
+        import asyncio  # noqa: PLC0415 -- a command that runs no loop does without it
+        import socket  # noqa: PLC0415
+
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("cancelling() needs a task")
-        reader, writer = socket.socketpair()
-        reader.setblocking(False)
-        writer.setblocking(False)
-        loop.add_reader(reader.fileno(), _drain, reader)
-        previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
 
         def wake() -> None:
             loop.call_soon_threadsafe(task.cancel)
 
-        self._wake = wake
-        if self._pending:
-            task.cancel()
-        try:
+        with contextlib.ExitStack() as undo:
+            reader, writer = socket.socketpair()
+            undo.callback(writer.close)
+            undo.callback(reader.close)
+            reader.setblocking(False)
+            writer.setblocking(False)
+            loop.add_reader(reader.fileno(), _drain, reader)
+            undo.callback(loop.remove_reader, reader.fileno())
+            previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+            undo.callback(signal.set_wakeup_fd, previous)
+            self._wake = wake
+            undo.callback(setattr, self, "_wake", None)
+            if self._pending:
+                task.cancel()
             yield
-        finally:
-            self._wake = None
-            signal.set_wakeup_fd(previous)
-            loop.remove_reader(reader.fileno())
-            reader.close()
-            writer.close()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if not self._held:
             raise KeyboardInterrupt
-        first, self._pending = not self._pending, True
-        if first and self._wake is not None:
+        self._pending += 1
+        if self._pending == 1 and self._wake is not None:
             self._wake()
+        elif self._pending >= _AT_ONCE:
+            with contextlib.suppress(OSError):
+                os.write(2, b"isccd: interrupted again: stopping at once\n")
+            os._exit(EXIT_INTERRUPTED)
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` is what a signal's stop raises: the scan's task cancelled, or Ctrl-C."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    asyncio = sys.modules.get("asyncio")  # no loop ran without it: nothing to cancel
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
 
 
 def _drain(reader: socket.socket) -> None:

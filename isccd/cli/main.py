@@ -13,6 +13,7 @@ import difflib
 import importlib
 import io
 import os
+import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from typing import NoReturn
 
 from isccd import __version__
 from isccd.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, log_to_stderr
+from isccd.cli.interrupts import Interrupts
 from isccd.collector import paused
 
 #: Modules that add commands, in the order they appear in ``--help``. They import only what
@@ -103,20 +105,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(words: list[str]) -> int:
     asks_help = "-h" in words or "--help" in words  # nothing to hash: no fork server to wait on
-    early = bool(words) and words[0] in HASHING_COMMANDS and not asks_help and _start_fork_server()
+    hashing = bool(words) and words[0] in HASHING_COMMANDS and not asks_help
+    # A hashing command takes SIGINT and SIGTERM as a request to stop from before its fork
+    # server starts (isccd.cli.interrupts): it is neither killed with the server's temporary
+    # files left nor shown a traceback while it starts.
+    with Interrupts() if hashing else contextlib.nullcontext() as interrupts:
+        try:
+            return _dispatch(words, interrupts)
+        except KeyboardInterrupt:
+            print("isccd: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+
+
+def _dispatch(words: list[str], interrupts: Interrupts | None) -> int:
+    early = False
     try:
+        if interrupts is not None:
+            with interrupts.held():
+                early = _start_fork_server()
         args = parse(build_parser(), words)
-    except BaseException:  # --help, a usage error: nothing will be hashed
+    except BaseException:  # --help, a usage error, an interrupt: nothing will be hashed
         if early:
-            _end_fork_server()
+            with interrupts.held() if interrupts is not None else contextlib.nullcontext():
+                _end_fork_server()
         raise
     if args.command not in QUIET_COMMANDS:
         log_to_stderr()
     try:
         status: int = args.handler(args)
-    except KeyboardInterrupt:
-        print("isccd: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader of our output went away (e.g. `isccd code ... | head`): not an error.
         sys.stderr.close()
@@ -157,6 +173,10 @@ def run() -> NoReturn:
             status = exc.code or EXIT_OK
     if threading.active_count() > 1 or _measured():
         sys.exit(status)
+    # The command is done: a signal now would only cut its exit handlers short (the removal of
+    # multiprocessing's temporary files among them), or print a traceback from one.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     atexit._run_exitfuncs()
     # A stream is None when the program started with its descriptor closed (`isccd ... >&-`).
     try:

@@ -8,7 +8,10 @@ import asyncio
 import os
 import platform
 import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -106,7 +109,8 @@ def test_a_signal_another_thread_takes_wakes_the_loop() -> None:
     main = threading.main_thread()
 
     def signal_this_thread_once_the_loop_waits() -> None:
-        while not _waits_in_epoll(main):
+        deadline = time.monotonic() + 60  # a loop that never waits: the test fails below
+        while not _waits_in_epoll(main) and time.monotonic() < deadline:
             pass
         signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
 
@@ -127,3 +131,52 @@ def test_a_signal_another_thread_takes_wakes_the_loop() -> None:
     with Interrupts() as interrupts, pytest.raises(KeyboardInterrupt), interrupts.held():
         asyncio.run(scan(interrupts))
     assert outcome == ["cancelled"]
+
+
+def test_a_signal_the_command_started_with_ignored_stays_ignored() -> None:
+    # A scan a shell started in the background (`isccd scan DIR &`) ignores the terminal's
+    # Ctrl-C, which is meant for the job in the foreground.
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with Interrupts() as interrupts, interrupts.held():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            _send(signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_an_error_in_a_held_section_is_raised_as_it_is() -> None:
+    # A store that cannot commit as the stopped scan closes it: the command says so, rather
+    # than only that it was interrupted.
+    with Interrupts() as interrupts:
+        with pytest.raises(OSError, match="disk full"), interrupts.held():
+            _send(signal.SIGTERM)
+            raise OSError("disk full")
+        with interrupts.held():  # the error answered the signal
+            pass
+
+
+#: A held section that takes three signals (the first two as a stop would).
+_THREE_SIGNALS = """
+import os, signal
+from isccd.cli.interrupts import Interrupts
+with Interrupts() as interrupts, interrupts.held():
+    for _ in range(3):
+        os.kill(os.getpid(), signal.SIGTERM)
+        print("still here", flush=True)
+"""
+
+
+def test_a_third_signal_ends_the_process_at_once() -> None:
+    # For a stop that waits on what does not end (a stalled disk): no SIGKILL needed.
+    done = subprocess.run(
+        [sys.executable, "-c", _THREE_SIGNALS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 130
+    assert done.stdout.splitlines() == ["still here", "still here"]
+    assert done.stderr == "isccd: interrupted again: stopping at once\n"

@@ -133,10 +133,10 @@ def _texts(tmp_path: Path, short_dir: Path, files: int, size: int) -> tuple[Path
     return root, tmp_path / "state", temp
 
 
-def _interrupted(scan: subprocess.Popen[bytes], stderr: Path) -> None:
-    """Wait for a scan sent SIGTERM to end as interrupted, without a traceback (``stderr``: its
-    output); one that does not end is killed, so that the tests after it are not charged
-    with it."""
+def _interrupted(scan: subprocess.Popen[bytes], stderr: Path, status: int = 130) -> None:
+    """Wait for a scan sent a signal to end with ``status`` (130: interrupted), without a
+    traceback (``stderr``: its output); one that does not end is killed, so that the tests
+    after it are not charged with it."""
     try:
         returncode = scan.wait(timeout=60)
     finally:
@@ -144,8 +144,9 @@ def _interrupted(scan: subprocess.Popen[bytes], stderr: Path) -> None:
             scan.kill()
             scan.wait()
     text = stderr.read_text()
-    assert returncode == 130, text
+    assert returncode == status, text
     assert "Traceback" not in text
+    assert "Exception ignored" not in text
 
 
 def _stored(state: Path) -> int:
@@ -167,9 +168,13 @@ def _stored(state: Path) -> int:
 #:   leaves the condition's waiters: a signal that raises in the main thread there leaves a
 #:   waiter behind that swallows the queue's next wake-up;
 #: - ``workers``: as the hashing workers are let go (``WorkerPool.close``);
-#: - ``store``: as the store is closed (``Pipeline.close``).
+#: - ``store``: as the store is closed (``Pipeline.close``);
+#: - ``parse``: as the command line is parsed, the fork server started already;
+#: - ``exit``: as the exit handlers run, before multiprocessing's removes its files.
 _SIGNALS_IN_SCAN = """
-import functools, os, queue, runpy, signal, sys, threading
+import atexit, functools, os, queue, runpy, signal, sys, threading
+import multiprocessing.util  # its exit handler first: ours, registered later, runs before it
+import isccd.cli.main
 from isccd.hashing.pool import WorkerPool
 from isccd.pipeline.pipeline import Pipeline
 plan = dict(step.split("=") for step in os.environ["ISCCD_TEST_SIGNALS"].split(";"))
@@ -201,26 +206,30 @@ def signalled_first(point, method):
     return run
 WorkerPool.close = signalled_first("workers", WorkerPool.close)
 Pipeline.close = signalled_first("store", Pipeline.close)
+isccd.cli.main.build_parser = signalled_first("parse", isccd.cli.main.build_parser)
+atexit.register(send, "exit")
 sys.argv = ["isccd", *sys.argv[1:]]
 runpy.run_module("isccd", run_name="__main__", alter_sys=True)
 """
 
 
-def _signalled_scan(tmp_path: Path, short_dir: Path, signals: str) -> int:
+def _signalled_scan(tmp_path: Path, short_dir: Path, signals: str, status: int = 130) -> int:
     """Scan 400 texts with one worker, signalled as ``signals`` says (:data:`_SIGNALS_IN_SCAN`);
-    the scan must end as interrupted, its store sound. Returns the size of the write-ahead log
-    the scan left (0: none, the store was closed)."""
+    the scan must end with ``status`` (130: interrupted) and no traceback, its temporary files
+    removed and its store sound. Returns the size of the write-ahead log the scan left (0:
+    none, the store was closed)."""
     root, state, temp = _texts(tmp_path, short_dir, 400, 300)
     env = {**os.environ, "TMPDIR": str(temp), "ISCCD_TEST_SIGNALS": signals}
     args = [sys.executable, "-c", _SIGNALS_IN_SCAN, "scan", "--state", str(state), "-j", "1"]
     with (tmp_path / "stderr").open("wb") as err:
         scan = subprocess.Popen([*args, str(root)], env=env, stdout=err, stderr=err)
-        _interrupted(scan, tmp_path / "stderr")
+        _interrupted(scan, tmp_path / "stderr", status)
     assert list(temp.iterdir()) == []  # the fork server's and the workers' files removed
     wal = state / "isccd.db-wal"
     left = wal.stat().st_size if wal.exists() else 0  # before a connection of ours ends it
-    with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
-        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    if (state / "isccd.db").exists():  # not when stopped before it was opened
+        with contextlib.closing(sqlite3.connect(state / "isccd.db")) as db:
+            assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     return left
 
 
@@ -260,3 +269,19 @@ def test_a_sigterm_while_the_scan_closes_its_store_lets_it_close(
     # store is left closed (its write-ahead log checkpointed and gone), not as a killed
     # writer leaves it.
     assert _signalled_scan(tmp_path, short_dir, "store=SIGTERM") == 0
+
+
+@pytest.mark.slow
+def test_a_signal_as_the_scan_starts_ends_it_as_interrupted(
+    tmp_path: Path, short_dir: Path
+) -> None:
+    # The fork server is started before the command line is parsed: SIGTERM then killed the
+    # scan and left the server's files, SIGINT printed a traceback.
+    _signalled_scan(tmp_path, short_dir, "parse=SIGTERM+SIGINT")
+
+
+@pytest.mark.slow
+def test_a_signal_as_the_scan_exits_lets_it_clean_up(tmp_path: Path, short_dir: Path) -> None:
+    # Done and exiting: the exit handlers remove multiprocessing's files, and a SIGTERM there
+    # killed the scan before they could.
+    _signalled_scan(tmp_path, short_dir, "exit=SIGTERM+SIGINT", status=0)
