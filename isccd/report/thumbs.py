@@ -23,7 +23,7 @@ import errno
 import multiprocessing
 import os
 import stat
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -128,15 +128,18 @@ def look_at(
             missing[path] = seen
     total = len(missing)
     todo = {path: files[path] for path in missing}
-    for done, (path, made) in enumerate(_make_all(todo, options, jobs, make), 1):
-        seen = missing[path]
-        if made.stat is not None:
-            seen = file_stat(made.stat)
-            if cache is not None and made.lasting:
-                cache.put(cache.key(path, seen), made.preview)
-        facts[path] = FileFacts(seen, made.preview)
-        if progress is not None:
-            progress(done, total)
+    # Closed as this function is left, whatever ends it: its workers with it, not whenever
+    # the generator is collected.
+    with contextlib.closing(_make_all(todo, options, jobs, make)) as making:
+        for done, (path, made) in enumerate(making, 1):
+            seen = missing[path]
+            if made.stat is not None:
+                seen = file_stat(made.stat)
+                if cache is not None and made.lasting:
+                    cache.put(cache.key(path, seen), made.preview)
+            facts[path] = FileFacts(seen, made.preview)
+            if progress is not None:
+                progress(done, total)
     if cache is not None:
         cache.prune()
     return facts
@@ -147,7 +150,7 @@ def _make_all(
     options: PreviewOptions,
     jobs: int,
     make: Callable[[str, PreviewOptions, str], Made],
-) -> Iterable[tuple[str, Made]]:
+) -> Generator[tuple[str, Made], None, None]:
     """Make the previews of ``files`` (each read beneath its root) in worker processes,
     yielding each as it is done.
 
@@ -186,6 +189,13 @@ def _make_all(
                     yield alone, _died()
                 else:
                     suspects.extend(running.values())
+            except BaseException:
+                # Interrupted (Ctrl-C), or the caller stopped reading: the files not yet
+                # handed to a worker are dropped, and only the previews under way waited for.
+                # A file whose submission the interrupt cut short is dropped with them, rather
+                # than waited for for ever.
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
             else:
                 return
     for path in [*reversed(suspects), *reversed(queue)]:

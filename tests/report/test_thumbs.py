@@ -3,7 +3,10 @@ previews made in worker processes (isccd.report.thumbs)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from isccd.report.model import FileStat, Preview, PreviewKind
 from isccd.report.preview import PreviewOptions
 from isccd.report.thumbs import look_at
 from tests.report.conftest import picture
-from tests.report.crashing import crash_on
+from tests.report.crashing import crash_on, gated
 
 OPTIONS = PreviewOptions()
 STAT = FileStat(1, 2, 3, 4)
@@ -134,3 +137,73 @@ def test_a_worker_that_dies_costs_only_a_preview(tmp_path: Path) -> None:
     st = (tmp_path / "crash.jpg").stat()
     key = cache.key(paths[2], FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
     assert cache.get(key) is None
+
+
+@pytest.mark.slow
+def test_an_interrupted_look_waits_only_for_the_previews_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while previews are made: the files handed to the pool but not yet to a worker
+    # are dropped, so that the report ends once the previews under way are done, not after
+    # every file it had queued (four a worker).
+    jobs = 4
+    root = tmp_path / "root"
+    root.mkdir()
+    paths = []
+    for i in range(40):
+        path = root / ("first.txt" if i == 0 else f"f{i:02}.txt")
+        path.write_text(f"file {i}\n")
+        paths.append(str(path))
+    seen = []
+
+    with (root / "gate").open("wb") as gate:
+        fcntl.flock(gate, fcntl.LOCK_EX)  # every file but the first waits for it
+        opened = threading.Event()
+
+        def open_gate() -> None:
+            if not opened.is_set():
+                opened.set()
+                fcntl.flock(gate, fcntl.LOCK_UN)
+
+        # The gate opens once the pool drops a file: the pool's thread drops all it will
+        # before it hands another to a worker, so what is made is what was under way.
+        cancel = Future.cancel
+
+        def cancel_then_open(future: Future[object]) -> bool:
+            dropped = cancel(future)
+            if dropped:
+                open_gate()
+            return dropped
+
+        monkeypatch.setattr(Future, "cancel", cancel_then_open)
+
+        # A pool that drops nothing would wait on the gate for ever: opened late then.
+        late = threading.Timer(30, open_gate)
+
+        def interrupt(done: int, total: int) -> None:
+            seen.append(done)
+            late.start()
+            raise KeyboardInterrupt
+
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                files = dict.fromkeys(paths, str(root))
+                look_at(
+                    files,
+                    OPTIONS,
+                    None,
+                    roots=[str(root)],
+                    jobs=jobs,
+                    make=gated,
+                    progress=interrupt,
+                )
+        finally:
+            late.cancel()
+            if late.is_alive():
+                late.join()
+    made = (root / "made.log").read_text().split()
+    assert seen == [1]
+    assert made[0] == "first.txt"
+    # Under way: the first, a file in each worker and the pool's queue to them (a file more
+    # than the workers); before, every file handed to the pool, 4 a worker.
+    assert len(made) <= 1 + jobs + (jobs + 1) < 4 * jobs
