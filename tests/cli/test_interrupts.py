@@ -12,11 +12,23 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from isccd.cli.interrupts import Interrupts
+
+
+@pytest.fixture(autouse=True)
+def _sigint_as_python_starts_with_it() -> Iterator[None]:
+    """SIGINT raising KeyboardInterrupt, as in a command started from a terminal, even when
+    the tests were started with it ignored (in the background of a shell)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _send(sig: signal.Signals) -> None:

@@ -173,6 +173,7 @@ def _stored(state: Path) -> int:
 #: - ``exit``: as the exit handlers run, before multiprocessing's removes its files.
 _SIGNALS_IN_SCAN = """
 import atexit, functools, os, queue, runpy, signal, sys, threading
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal, not ignored
 import multiprocessing.util  # its exit handler first: ours, registered later, runs before it
 import isccd.cli.main
 from isccd.hashing.pool import WorkerPool
