@@ -17,7 +17,8 @@ the command ends as interrupted, as Ctrl-C ends it. A third signal ends the proc
 had not committed then is lost, as a kill loses it, and the store is as a killed writer
 leaves it. Outside a held section both signals raise at once, as SIGINT always does. A
 signal the command started with ignored (SIGINT of a job a shell started in the background)
-is left ignored.
+is left ignored. A command done, its exit handlers (multiprocessing's removal of its
+temporary files among them) may be left a first signal to finish (``exiting``).
 
 The signals' dispositions never pass through the default (which for SIGTERM kills the
 process on the spot): they go from the previous handler to this one and back.
@@ -46,13 +47,19 @@ _AT_ONCE = 3
 
 
 class Interrupts:
-    """SIGINT and SIGTERM, from ``with Interrupts():`` until it is left (main thread only)."""
+    """SIGINT and SIGTERM, from ``with Interrupts():`` until it is left (main thread only).
 
-    def __init__(self) -> None:
+    ``exiting``: left, the signals are not handed back to what handled them before but to
+    the command's exit, which a first signal lets finish (its exit handlers remove
+    multiprocessing's temporary files) and a second ends at once (exit 130).
+    """
+
+    def __init__(self, *, exiting: bool = False) -> None:
         self._held = 0
         self._pending = 0  # signals that came in a held section, not raised yet
         self._wake: Callable[[], None] | None = None
         self._previous: dict[signal.Signals, object] = {}
+        self._exiting = exiting
 
     def __enter__(self) -> Interrupts:
         for sig in SIGNALS:
@@ -66,9 +73,11 @@ class Interrupts:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        for sig, handler in self._previous.items():
+        exiting = _Exiting() if self._exiting else None
+        for sig, previous in self._previous.items():
             # None: a disposition set outside Python, which Python cannot restore; the default.
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # type: ignore[arg-type]
+            handler = exiting or (signal.SIG_DFL if previous is None else previous)
+            signal.signal(sig, handler)  # type: ignore[arg-type]
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -137,9 +146,25 @@ class Interrupts:
         if self._pending == 1 and self._wake is not None:
             self._wake()
         elif self._pending >= _AT_ONCE:
-            with contextlib.suppress(OSError):
-                os.write(2, b"isccd: interrupted again: stopping at once\n")
-            os._exit(EXIT_INTERRUPTED)
+            _stop_at_once()
+
+
+class _Exiting:
+    """The signals of a command that is exiting: the first is let go, the second ends it."""
+
+    def __init__(self) -> None:
+        self._seen = 0
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self._seen += 1
+        if self._seen > 1:
+            _stop_at_once()
+
+
+def _stop_at_once() -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, b"isccd: interrupted again: stopping at once\n")
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _cancelled(exc: BaseException) -> bool:

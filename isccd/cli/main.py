@@ -13,7 +13,6 @@ import difflib
 import importlib
 import io
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -108,8 +107,9 @@ def _command(words: list[str]) -> int:
     hashing = bool(words) and words[0] in HASHING_COMMANDS and not asks_help
     # A hashing command takes SIGINT and SIGTERM as a request to stop from before its fork
     # server starts (isccd.cli.interrupts): it is neither killed with the server's temporary
-    # files left nor shown a traceback while it starts.
-    with Interrupts() if hashing else contextlib.nullcontext() as interrupts:
+    # files left nor shown a traceback while it starts; done, it leaves them to its exit
+    # handlers, which a first signal lets finish.
+    with Interrupts(exiting=True) if hashing else contextlib.nullcontext() as interrupts:
         try:
             return _dispatch(words, interrupts)
         except KeyboardInterrupt:
@@ -124,19 +124,19 @@ def _dispatch(words: list[str], interrupts: Interrupts | None) -> int:
             with interrupts.held():
                 early = _start_fork_server()
         args = parse(build_parser(), words)
-    except BaseException:  # --help, a usage error, an interrupt: nothing will be hashed
-        if early:
-            with interrupts.held() if interrupts is not None else contextlib.nullcontext():
-                _end_fork_server()
-        raise
-    if args.command not in QUIET_COMMANDS:
-        log_to_stderr()
-    try:
+        if args.command not in QUIET_COMMANDS:
+            log_to_stderr()
         status: int = args.handler(args)
     except BrokenPipeError:
         # The reader of our output went away (e.g. `isccd code ... | head`): not an error.
         sys.stderr.close()
         return EXIT_OK
+    finally:
+        # Whatever ended the command (--help, a usage error, an interrupt before the command
+        # took over the server): a no-op when the command ended the server itself.
+        if early and interrupts is not None:
+            with interrupts.held():
+                _end_fork_server()
     return status
 
 
@@ -173,10 +173,6 @@ def run() -> NoReturn:
             status = exc.code or EXIT_OK
     if threading.active_count() > 1 or _measured():
         sys.exit(status)
-    # The command is done: a signal now would only cut its exit handlers short (the removal of
-    # multiprocessing's temporary files among them), or print a traceback from one.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
     atexit._run_exitfuncs()
     # A stream is None when the program started with its descriptor closed (`isccd ... >&-`).
     try:

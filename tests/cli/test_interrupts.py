@@ -192,3 +192,24 @@ def test_a_third_signal_ends_the_process_at_once() -> None:
     assert done.returncode == 130
     assert done.stdout.splitlines() == ["still here", "still here"]
     assert done.stderr == "isccd: interrupted again: stopping at once\n"
+
+
+#: A command done with its signals, then exiting: two signals.
+_EXITING = """
+import os, signal
+from isccd.cli.interrupts import Interrupts
+with Interrupts(exiting=True):
+    pass
+for _ in range(2):
+    os.kill(os.getpid(), signal.SIGTERM)
+    print("exiting", flush=True)
+"""
+
+
+def test_a_command_exiting_lets_a_first_signal_go_and_ends_at_a_second() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITING], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 130
+    assert done.stdout.splitlines() == ["exiting"]
+    assert done.stderr == "isccd: interrupted again: stopping at once\n"
