@@ -10,6 +10,7 @@ import pty
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,10 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from isccd.cli import rescan
 from isccd.cli.main import main
 from isccd.cli.service import format_event, format_status
+from isccd.client import Client
 from isccd.model import Event, EventType
 from isccd.protocol import from_wire
 from isccd.results import DaemonStatus, DatabaseStatus, FleetHost, HashingStatus
@@ -277,6 +280,36 @@ def test_rescan_wait_ends_at_once_when_interrupted(daemon: ServerThread) -> None
         process.kill()
     assert process.returncode == 130, err
     assert err.decode().splitlines()[-1] == "isccd: interrupted"
+
+
+def test_rescan_wait_interrupted_anywhere_leaves_at_once(
+    daemon: ServerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Interrupted while it asks for the progress (not while it waits for its thread), it left
+    # through a join of the thread that waits for the daemon's sync: the whole rescan.
+    gate = daemon.backend.sync_gate = asyncio.Event()
+    released = threading.Event()
+
+    def release() -> None:  # a bound, for code that waits for the sync's end: the test fails
+        released.set()
+        daemon.loop.call_soon_threadsafe(gate.set)
+
+    late = threading.Timer(30, release)
+
+    def interrupted(client: Client, path: str | None, progress: object) -> None:
+        while not any(c[0] == "sync" for c in daemon.backend.calls):
+            client.status()  # a real round trip each time, until the daemon rescans
+        late.start()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rescan, "_show", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rescan.wait(lambda: Client(daemon.path), None, 0)
+        assert not released.is_set()
+    finally:
+        late.cancel()
+        release()
 
 
 def test_readable_event_lines_name_the_duplicates() -> None:
