@@ -267,7 +267,7 @@ def test_rescan_wait_ends_at_once_when_interrupted(daemon: ServerThread) -> None
     # rescan's end. It used to join its waiting thread first: Python 3.13 waits there for the
     # daemon's answer; 3.11 and 3.12 mark a thread whose join was interrupted as stopped, and
     # let the command go by accident.
-    daemon.backend.sync_gate = asyncio.Event()  # the daemon's rescan never ends
+    gate = daemon.backend.sync_gate = asyncio.Event()  # the daemon's rescan never ends
     process = _spawn("rescan", "--socket", str(daemon.path), "--wait")
     try:
         deadline = time.monotonic() + 60
@@ -278,6 +278,7 @@ def test_rescan_wait_ends_at_once_when_interrupted(daemon: ServerThread) -> None
         _, err = process.communicate(timeout=60)
     finally:
         process.kill()
+        daemon.loop.call_soon_threadsafe(gate.set)  # the server's close need not wait for it
     assert process.returncode == 130, err
     assert err.decode().splitlines()[-1] == "isccd: interrupted"
 
