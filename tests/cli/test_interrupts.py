@@ -102,7 +102,8 @@ def test_a_signal_before_the_loop_cancels_the_task_as_it_starts() -> None:
     async def scan(interrupts: Interrupts) -> None:
         nonlocal reached
         with interrupts.cancelling():
-            await asyncio.sleep(0)  # the first await: where the cancel lands
+            # The first await, where the cancel lands: without it, a wait that ends the test.
+            await asyncio.wait_for(asyncio.Event().wait(), timeout=60)
             reached = True
 
     with Interrupts() as interrupts, pytest.raises(KeyboardInterrupt), interrupts.held():

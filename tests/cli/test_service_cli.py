@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -262,18 +261,29 @@ def test_rescan_resolves_its_path_and_can_wait(
     assert "outside_roots" in err
 
 
+def _syncing(backend: FakeBackend) -> threading.Event:
+    """An event set once the daemon is asked to sync (a rescan's wait has begun)."""
+    asked = threading.Event()
+    sync = backend.sync
+
+    async def noted(path: str | None) -> int:
+        asked.set()
+        return await sync(path)
+
+    backend.sync = noted  # type: ignore[method-assign]
+    return asked
+
+
 def test_rescan_wait_ends_at_once_when_interrupted(daemon: ServerThread) -> None:
     # Ctrl-C while the daemon rescans: the command ends (130) without waiting for the
     # rescan's end. It used to join its waiting thread first: Python 3.13 waits there for the
     # daemon's answer; 3.11 and 3.12 mark a thread whose join was interrupted as stopped, and
     # let the command go by accident.
     gate = daemon.backend.sync_gate = asyncio.Event()  # the daemon's rescan never ends
+    asked = _syncing(daemon.backend)
     process = _spawn("rescan", "--socket", str(daemon.path), "--wait")
     try:
-        deadline = time.monotonic() + 60
-        while not any(c[0] == "sync" for c in daemon.backend.calls):
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)  # between polls of a real process
+        assert asked.wait(timeout=60)
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=60)
     finally:
@@ -289,6 +299,7 @@ def test_rescan_wait_interrupted_anywhere_leaves_at_once(
     # Interrupted while it asks for the progress (not while it waits for its thread), it left
     # through a join of the thread that waits for the daemon's sync: the whole rescan.
     gate = daemon.backend.sync_gate = asyncio.Event()
+    asked = _syncing(daemon.backend)
     released = threading.Event()
 
     def release() -> None:  # a bound, for code that waits for the sync's end: the test fails
@@ -298,8 +309,8 @@ def test_rescan_wait_interrupted_anywhere_leaves_at_once(
     late = threading.Timer(30, release)
 
     def interrupted(client: Client, path: str | None, progress: object) -> None:
-        while not any(c[0] == "sync" for c in daemon.backend.calls):
-            client.status()  # a real round trip each time, until the daemon rescans
+        client.status()  # a real round trip, as the progress asks
+        assert asked.wait(timeout=60)  # the daemon rescans
         late.start()
         raise KeyboardInterrupt
 
